@@ -1,0 +1,15 @@
+"""Cairn's Chalice app: registers blueprints and event handlers, nothing else (DESIGN.md)."""
+
+from chalice import Chalice
+
+from chalicelib.api import banks, tokens
+from chalicelib.api.http import finalize
+from chalicelib.logs import configure_logging
+
+app = Chalice(app_name="cairn")
+configure_logging()
+
+app.register_blueprint(tokens.bp)
+app.register_blueprint(banks.bp)
+
+finalize(app)

@@ -1,0 +1,233 @@
+"""The one place requests are authenticated, parsed, and rendered, and errors become
+``{"error", "code", "details"?}`` bodies (issue 2, item 5).
+
+``endpoint(bp, path, methods, permission=..., body=Model)`` wraps a view: it authenticates the
+bearer token, checks the permission, enforces the body size and media type, parses JSON into
+``Model`` (400 ``invalid_json`` / ``validation_error`` naming the field), calls the view with a
+``Ctx`` and renders what it returns (a dict -> 200, ``(status, dict)``, or ``Reply``).
+``finalize(app)`` adds 405 answers for the methods a path lacks and 404 catch-alls for unknown
+paths, so no Chalice-shaped error body ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import unquote
+
+from chalice import Blueprint, Chalice, Response
+from pydantic import BaseModel, ValidationError
+
+from ..auth.principal import Principal
+from ..auth.tokens import authenticate
+from ..errors import (
+    BadRequest,
+    CairnError,
+    ConfigError,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+from ..settings import get_settings
+from ..storage.txn import as_backend_error
+
+log = logging.getLogger("cairn.http")
+
+ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+CATCH_ALL_DEPTH = 9
+
+
+@dataclass
+class Reply:
+    """A rendered response: ``body`` is JSON-encoded unless ``raw`` bytes/str are given."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | str | None = None
+    content_type: str = "application/json"
+
+
+@dataclass
+class Ctx:
+    """What a view gets: the caller, the parsed body, query parameters, headers, raw body."""
+
+    principal: Principal
+    body: Any
+    query: dict[str, str]
+    headers: dict[str, str]
+    raw_body: bytes
+    route: str
+
+    def header(self, name: str) -> str | None:
+        """A request header, case-insensitively."""
+        return self.headers.get(name.lower())
+
+
+def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
+                    headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def error_response(err: CairnError) -> Response:
+    """Render a ``CairnError`` as its status, ``{error, code, details?}`` and headers."""
+    return _json_response(err.status, err.body(), err.headers)
+
+
+def _validation_error(exc: ValidationError) -> BadRequest:
+    errs = exc.errors()
+    first = errs[0] if errs else {"loc": (), "msg": "invalid"}
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    return BadRequest(f"Invalid field '{loc}': {first.get('msg')}.",
+                      details={"field": loc, "errors": [{"field": ".".join(str(p) for p in e.get("loc", ())),
+                                                         "message": e.get("msg")} for e in errs[:20]]})
+
+
+def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
+    """Decode a JSON body and validate it into ``model``; 400 ``invalid_json`` /
+    ``validation_error``. An empty body counts as ``{}``."""
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw and raw.strip() else {}
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("The request body is not valid JSON.", code="invalid_json") from None
+    if model is None:
+        return data
+    if not isinstance(data, dict):
+        raise BadRequest("The request body must be a JSON object.", details={"field": "body"})
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+
+
+def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    """An integer query parameter within [lo, hi]; 400 ``validation_error`` naming it."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer.", details={"field": name}) from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"{name} must be between {lo} and {hi}.", details={"field": name})
+    return value
+
+
+def query_bool(query: dict[str, str], name: str) -> bool:
+    """A boolean query parameter (true/false/1/0); 400 ``validation_error`` otherwise."""
+    raw = (query.get(name) or "").lower()
+    if raw in ("", "false", "0", "no"):
+        return False
+    if raw in ("true", "1", "yes"):
+        return True
+    raise BadRequest(f"{name} must be true or false.", details={"field": name})
+
+
+def _render(result: Any) -> Response:
+    if isinstance(result, Reply):
+        if result.raw is not None:
+            return Response(body=result.raw, status_code=result.status,
+                            headers={"Content-Type": result.content_type, **result.headers})
+        return _json_response(result.status, result.body, result.headers)
+    if isinstance(result, tuple):
+        status, body = result
+        return _json_response(status, body)
+    return _json_response(200, result)
+
+
+def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
+             permission: str | None = None, body: type[BaseModel] | None = None,
+             body_types: tuple[str, ...] = ("application/json",)) -> Callable:
+    """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline."""
+    methods = methods or ["GET"]
+
+    def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
+        def handler(**params: str) -> Response:
+            request = bp.current_request
+            started = time.perf_counter()
+            status = 500
+            principal = None
+            try:
+                get_settings()
+                params = {k: unquote(v) for k, v in params.items()}
+                headers = {k.lower(): v for k, v in (request.headers or {}).items()}
+                raw = request.raw_body or b""
+                if len(raw) > get_settings().max_body_bytes:
+                    raise PayloadTooLarge(f"The request body is over {get_settings().max_body_bytes} bytes.",
+                                          details={"limit_bytes": get_settings().max_body_bytes})
+                principal = authenticate(headers.get("authorization"))
+                if permission:
+                    principal.require(permission)
+                parsed = None
+                if request.method in ("POST", "PUT", "PATCH"):
+                    ctype = (headers.get("content-type") or "application/json").split(";")[0].strip().lower()
+                    if raw.strip() and ctype not in body_types:
+                        raise UnsupportedMediaType(f"Content-Type must be one of {list(body_types)}.",
+                                                   details={"content_type": ctype})
+                    if "application/json" in body_types and ctype == "application/json":
+                        parsed = parse_json(raw, body)
+                ctx = Ctx(principal=principal, body=parsed, query=dict(request.query_params or {}),
+                          headers=headers, raw_body=raw, route=f"{request.method} {path}")
+                response = _render(view(ctx, **params))
+            except CairnError as err:
+                response = error_response(err)
+            except ConfigError as err:
+                log.error("configuration error: %s", err)
+                response = error_response(CairnError("The service is misconfigured.", code="internal_error"))
+            except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
+                backend = as_backend_error(exc)
+                if backend is not None:
+                    log.warning("backend unavailable: %s", type(exc).__name__)
+                    response = error_response(backend)
+                else:
+                    log.exception("unhandled error")
+                    response = error_response(CairnError("An internal error occurred.", code="internal_error",
+                                                         details={"request_id": uuid.uuid4().hex}))
+            status = response.status_code
+            log.info(json.dumps({"msg": "request", "route": f"{request.method} {path}", "status": status,
+                                 "principal_id": principal.token_id if principal else None,
+                                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
+            return response
+
+        handler.__name__ = view.__name__
+        handler.__doc__ = view.__doc__
+        bp.route(path, methods=methods, content_types=["*/*"])(handler)
+        return view
+
+    return wrap
+
+
+def finalize(app: Chalice) -> None:
+    """After every blueprint is registered: answer 405 ``method_not_allowed`` on known paths
+    for the methods they lack, and 404 ``not_found`` on unknown paths (catch-all routes up to
+    ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest)."""
+    for path, entries in list(app.routes.items()):
+        missing = [m for m in ALL_METHODS if m not in entries]
+        if missing:
+            allowed = ", ".join(sorted(entries))
+
+            def not_allowed(allowed=allowed, **_: str) -> Response:
+                return error_response(MethodNotAllowed(
+                    f"Method {app.current_request.method} is not allowed here; use {allowed}.",
+                    headers={"Allow": allowed}))
+
+            not_allowed.__name__ = "method_not_allowed_" + str(abs(hash(path)))
+            app.route(path, methods=missing, content_types=["*/*"])(not_allowed)
+
+    def unknown(**_: str) -> Response:
+        return error_response(NotFound(f"No route for {app.current_request.method} "
+                                       f"{app.current_request.path}.", code="not_found"))
+
+    for depth in range(1, CATCH_ALL_DEPTH + 1):
+        path = "/" + "/".join("{p%d}" % i for i in range(depth))
+        if path in app.routes:
+            continue
+        fn = (lambda **kw: unknown(**kw))
+        fn.__name__ = f"not_found_{depth}"
+        app.route(path, methods=list(ALL_METHODS), content_types=["*/*"])(fn)

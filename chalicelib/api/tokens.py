@@ -1,0 +1,29 @@
+"""``/v1/api/admin/tokens``: the token admin API (issue 2, item 4; ``admin.tokens``)."""
+
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from ..auth import tokens
+from .http import Ctx, endpoint
+
+bp = Blueprint(__name__)
+
+
+@endpoint(bp, "/v1/api/admin/tokens", ["POST"], permission="admin.tokens", body=tokens.MintRequest)
+def mint_token(ctx: Ctx):
+    """201 ``{token, token_id, kind, user_id, permissions, label, expires_at, banks}``: the
+    secret is shown this once."""
+    return 201, tokens.mint(ctx.principal.org_id, ctx.body, created_by=ctx.principal.actor, grantor=ctx.principal)
+
+
+@endpoint(bp, "/v1/api/admin/tokens", ["GET"], permission="admin.tokens")
+def list_tokens(ctx: Ctx):
+    """``{tokens: [...]}`` of the caller's org with ``last_used_at``; never a secret."""
+    return {"tokens": tokens.list_tokens(ctx.principal.org_id)}
+
+
+@endpoint(bp, "/v1/api/admin/tokens/{token_id}", ["DELETE"], permission="admin.tokens")
+def revoke_token(ctx: Ctx, token_id: str):
+    """Revoke: ``{token}`` (revoked_at set); it fails on every container from now on."""
+    return {"token": tokens.revoke(ctx.principal.org_id, token_id, actor=ctx.principal.actor)}

@@ -1,0 +1,52 @@
+"""The authenticated caller and the permission vocabulary (issue 2, item 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import Forbidden
+
+KINDS = ("person", "api_key", "service")
+
+# The permission vocabulary; later surfaces add theirs here, in one place.
+PERMISSIONS = (
+    "memory:read",
+    "memory:write",
+    "admin.memories",
+    "admin.tokens",
+    "service",
+    "context:admin",
+)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: ``token_id``, ``org_id``, ``kind`` (person | api_key | service), ``user_id``
+    (None for api_key), ``permissions`` and an optional bank allow-list (None = every bank)."""
+
+    token_id: str
+    org_id: str
+    kind: str
+    user_id: str | None
+    permissions: frozenset[str] = field(default_factory=frozenset)
+    banks: tuple[str, ...] | None = None
+
+    def has(self, permission: str) -> bool:
+        """True when the principal holds ``permission``."""
+        return permission in self.permissions
+
+    def require(self, permission: str) -> None:
+        """Raise 403 ``forbidden`` unless the principal holds ``permission``."""
+        if permission not in self.permissions:
+            raise Forbidden(f"This token lacks the '{permission}' permission.",
+                            details={"required": permission})
+
+    def require_bank(self, bank: str) -> None:
+        """Raise 403 ``forbidden`` when the token's bank allow-list excludes ``bank``."""
+        if self.banks is not None and bank not in self.banks:
+            raise Forbidden(f"This token may not use bank '{bank}'.", details={"bank": bank})
+
+    @property
+    def actor(self) -> str:
+        """The audit actor string: ``<kind>:<user_id or token_id>``."""
+        return f"{self.kind}:{self.user_id or self.token_id}"

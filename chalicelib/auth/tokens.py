@@ -1,0 +1,186 @@
+"""Bearer tokens: minting, authentication, listing and revocation (issue 2, item 4).
+
+A token is ``cairn_`` + 43 URL-safe random characters, shown once. Only its SHA-256 is stored;
+the row's key is ``tok_`` + the digest's first 32 hex digits, so authenticating is one consistent
+GetItem and a revocation is seen by every container on its next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pynamodb.exceptions import DoesNotExist
+
+from .. import audit
+from ..clock import now_ms
+from ..errors import BadRequest, Forbidden, NotFound, Unauthorized
+from ..names import check_name
+from ..settings import get_settings
+from ..storage.tables import TokenModel, bind
+from ..storage.txn import run_transaction
+from .principal import KINDS, PERMISSIONS, Principal
+
+
+class MintRequest(BaseModel):
+    """Body of ``POST /v1/api/admin/tokens``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = Field(None, min_length=1, max_length=128)
+    kind: str
+    permissions: list[str] = Field(default_factory=list, max_length=len(PERMISSIONS))
+    label: str | None = Field(None, max_length=200)
+    expires_at: int | None = Field(None, description="ms since epoch", gt=0)
+    banks: list[str] | None = Field(None, max_length=100)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}")
+        return v
+
+    @field_validator("permissions")
+    @classmethod
+    def _perms(cls, v: list[str]) -> list[str]:
+        unknown = [p for p in v if p not in PERMISSIONS]
+        if unknown:
+            raise ValueError(f"unknown permission(s) {unknown}; known: {list(PERMISSIONS)}")
+        return sorted(set(v))
+
+
+def digest(token: str) -> str:
+    """SHA-256 hex digest of a token's UTF-8 bytes."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_id_for(token: str) -> str:
+    """The row key of ``token``: ``tok_`` + the first 32 hex digits of its SHA-256."""
+    return "tok_" + digest(token)[:32]
+
+
+def public(row: TokenModel) -> dict[str, Any]:
+    """A token row as the API shows it: never the secret or its digest."""
+    return {"token_id": row.token_id, "kind": row.kind, "user_id": row.user_id,
+            "permissions": list(row.permissions or []), "label": row.label,
+            "expires_at": int(row.expires_at) if row.expires_at is not None else None,
+            "banks": list(row.banks) if row.banks is not None else None,
+            "created_at": int(row.created_at), "last_used_at": int(row.last_used_at) if row.last_used_at else None,
+            "revoked_at": int(row.revoked_at) if row.revoked_at else None}
+
+
+def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = None,
+         grantor: Principal | None = None) -> dict[str, Any]:
+    """Create a token for ``org_id``; returns ``{token, token_id, kind, user_id, permissions,
+    label, expires_at, banks}`` (the only time the secret is shown).
+
+    ``grantor``, when given, must hold every permission it grants (403 ``forbidden``).
+    ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
+    is a no-op that returns it. Raises 400 ``validation_error`` for a person without user_id, an
+    api_key with one, or an expiry in the past. Audited as ``token.mint``.
+    """
+    if req.kind == "person" and not req.user_id:
+        raise BadRequest("A person token needs a user_id.", details={"field": "user_id"})
+    if req.kind == "api_key" and req.user_id:
+        raise BadRequest("An api_key token has no user_id.", details={"field": "user_id"})
+    if req.expires_at is not None and req.expires_at <= now_ms():
+        raise BadRequest("expires_at must be in the future (ms since epoch).", details={"field": "expires_at"})
+    banks = [check_name(b) for b in req.banks] if req.banks is not None else None
+    if grantor is not None:
+        missing = sorted(set(req.permissions) - grantor.permissions)
+        if missing:
+            raise Forbidden(f"You cannot grant permissions you do not hold: {missing}.",
+                            details={"permissions": missing})
+    bind()
+    secret = token or "cairn_" + secrets.token_urlsafe(32)
+    row = TokenModel(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
+                     user_id=req.user_id, permissions=list(req.permissions), label=req.label,
+                     expires_at=req.expires_at, banks=banks, created_at=now_ms(), created_by=created_by)
+
+    def attempt(tx):
+        if token is not None:
+            try:
+                TokenModel.get(row.token_id, consistent_read=True)
+                return False
+            except DoesNotExist:
+                pass
+        tx.save(row, condition=TokenModel.token_id.does_not_exist())
+        audit.add_to(tx, org_id, "token.mint", created_by, row.token_id,
+                     {"kind": req.kind, "permissions": list(req.permissions), "label": req.label or ""})
+        return True
+
+    run_transaction(attempt)
+    out = public(row)
+    out["token"] = secret
+    return out
+
+
+def authenticate(authorization: str | None) -> Principal:
+    """Resolve an ``Authorization: Bearer <token>`` header to a ``Principal``.
+
+    Raises 401 ``unauthorized`` when the header is missing or malformed, or the token is unknown,
+    revoked or expired. Updates ``last_used_at`` at most once per ``token_touch_interval_s``.
+    """
+    if not authorization:
+        raise Unauthorized("Missing bearer token: send 'Authorization: Bearer <token>'.")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("Malformed Authorization header: expected 'Bearer <token>'.")
+    bind()
+    try:
+        row = TokenModel.get(token_id_for(token), consistent_read=True)
+    except DoesNotExist:
+        raise Unauthorized("Unknown token.") from None
+    if not hmac.compare_digest(row.digest, digest(token)):
+        raise Unauthorized("Unknown token.")
+    now = now_ms()
+    if row.revoked_at is not None:
+        raise Unauthorized("This token was revoked.")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise Unauthorized("This token has expired.")
+    interval_ms = get_settings().token_touch_interval_s * 1000
+    if row.last_used_at is None or now - row.last_used_at >= interval_ms:
+        try:
+            row.update(actions=[TokenModel.last_used_at.set(now)],
+                       condition=TokenModel.token_id.exists() & TokenModel.revoked_at.does_not_exist())
+        except Exception:  # noqa: BLE001 - a lost touch must never fail the request
+            pass
+    return Principal(token_id=row.token_id, org_id=row.org_id, kind=row.kind, user_id=row.user_id,
+                     permissions=frozenset(row.permissions or []),
+                     banks=tuple(row.banks) if row.banks is not None else None)
+
+
+def list_tokens(org_id: str) -> list[dict[str, Any]]:
+    """Every token of ``org_id``, oldest first, without secrets (``public`` shape)."""
+    bind()
+    return [public(r) for r in TokenModel.by_org.query(org_id)]
+
+
+def revoke(org_id: str, token_id: str, *, actor: str) -> dict[str, Any]:
+    """Revoke one token of ``org_id``; it fails authentication from the next request on.
+
+    Raises 404 ``not_found`` for an unknown, already revoked, or other org's token.
+    Audited as ``token.revoke``. Returns the token's ``public`` shape.
+    """
+    bind()
+
+    def attempt(tx):
+        try:
+            row = TokenModel.get(token_id, consistent_read=True)
+        except DoesNotExist:
+            row = None
+        if row is None or row.org_id != org_id or row.revoked_at is not None:
+            raise NotFound(f"Token '{token_id}' not found.")
+        now = now_ms()
+        tx.update(row, actions=[TokenModel.revoked_at.set(now)],
+                  condition=TokenModel.revoked_at.does_not_exist() & (TokenModel.org_id == org_id))
+        audit.add_to(tx, org_id, "token.revoke", actor, token_id, None)
+        row.revoked_at = now
+        return row
+
+    return public(run_transaction(attempt))

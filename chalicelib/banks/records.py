@@ -1,0 +1,160 @@
+"""The memory record and the rules that shape its fields (issue 2, item 7).
+
+A record is ``{id, text, entities[], tags[], confidence, corroboration, pinned, source,
+created_at, updated_at, invalid_at?, superseded_by?, revision}``; times are ms since epoch.
+It is stored whole (``MemoryModel.record``) and replayed whole (``RevisionModel.record``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from ..errors import BadRequest
+
+MAX_HANDLES = 8
+MAX_HANDLE_CHARS = 64
+MIN_TEXT_BYTES = 3
+MAX_TEXT_BYTES = 2000
+MAX_ORDER_MS = 10**15 - 1  # ord = (MAX_ORDER_MS - updated_at): newest first when read ascending
+
+Confidence = Literal["stated", "inferred", "extracted"]
+
+
+class Source(BaseModel):
+    """Provenance: the session, team entry or agent that taught the memory."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_id: StrictStr | None = Field(None, max_length=256)
+    entry_id: StrictStr | None = Field(None, max_length=256)
+    agent: StrictStr | None = Field(None, max_length=256)
+
+
+class Memory(BaseModel):
+    """One memory record (the bank worker's ``memories.jsonl`` line)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    confidence: Confidence = "stated"
+    corroboration: int = Field(0, ge=0)
+    pinned: bool = False
+    source: Source = Field(default_factory=Source)
+    created_at: int = Field(ge=0)
+    updated_at: int = Field(ge=0)
+    invalid_at: int | None = Field(None, ge=0)
+    superseded_by: str | None = None
+    revision: int = Field(0, ge=0)
+    purged_at: int | None = Field(None, ge=0)
+
+    @property
+    def live(self) -> bool:
+        """True while the memory is neither tombstoned nor superseded."""
+        return self.invalid_at is None
+
+    def public(self) -> dict[str, Any]:
+        """The JSON shape clients see: optional fields only when set."""
+        out = self.model_dump(exclude_none=True)
+        out["source"] = self.source.model_dump(exclude_none=True)
+        return out
+
+    def order_key(self) -> str:
+        """The ``order-index`` sort key: newest ``updated_at`` first, then id ascending."""
+        return f"{MAX_ORDER_MS - self.updated_at:015d}#{self.id}"
+
+
+def check_text(text: str, field: str = "text") -> str:
+    """Trim ``text`` and require 3..2000 UTF-8 bytes; else 400 ``validation_error`` naming ``field``."""
+    stripped = text.strip()
+    n = len(stripped.encode("utf-8"))
+    if n < MIN_TEXT_BYTES or n > MAX_TEXT_BYTES:
+        raise BadRequest(f"{field} must be {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 bytes after trimming (got {n}).",
+                         details={"field": field, "bytes": n})
+    return stripped
+
+
+def normalize_handles(values: list[str] | None, field: str) -> list[str]:
+    """Entities or tags: trimmed, lower-cased, empties dropped, deduplicated in order.
+
+    More than 8 handles, or one over 64 characters, is 400 ``validation_error`` naming ``field``
+    (never a silent cut).
+    """
+    out: list[str] = []
+    for raw in values or []:
+        v = raw.strip().lower()
+        if not v:
+            continue
+        if len(v) > MAX_HANDLE_CHARS:
+            raise BadRequest(f"Each of {field} must be at most {MAX_HANDLE_CHARS} characters.",
+                             details={"field": field, "value_chars": len(v)})
+        if v not in out:
+            out.append(v)
+    if len(out) > MAX_HANDLES:
+        raise BadRequest(f"At most {MAX_HANDLES} {field} are allowed (got {len(out)}).",
+                         details={"field": field, "count": len(out)})
+    return out
+
+
+class SaveRequest(BaseModel):
+    """Body of ``POST /v1/banks/{bank}/memories``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: StrictStr
+    entities: list[StrictStr] | None = Field(None, max_length=64)
+    tags: list[StrictStr] | None = Field(None, max_length=64)
+    pinned: StrictBool | None = None
+    session_id: StrictStr | None = Field(None, min_length=1, max_length=256)
+
+
+class UpdateRequest(BaseModel):
+    """Body of ``PATCH /v1/banks/{bank}/memories/{id}``: only the fields given change."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: StrictStr | None = None
+    entities: list[StrictStr] | None = Field(None, max_length=64)
+    tags: list[StrictStr] | None = Field(None, max_length=64)
+    pinned: StrictBool | None = None
+
+
+class PinRequest(BaseModel):
+    """Body of ``POST .../{id}/pin``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    pinned: StrictBool
+
+
+class SupersedeRequest(BaseModel):
+    """Body of ``POST .../{id}/supersede``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    superseded_by: StrictStr = Field(min_length=1, max_length=64)
+
+
+class BankRequest(BaseModel):
+    """Body of ``POST /v1/banks``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: StrictStr
+    description: StrictStr = Field("", max_length=1000)
+
+
+class RestoreRequest(BaseModel):
+    """Body of ``POST /v1/banks/{bank}/restore``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    trashed_to: StrictStr = Field(min_length=1, max_length=200)
+
+
+class RuleRequest(BaseModel):
+    """Body of ``PUT /v1/banks/{bank}/rules/{name}``: up to 64 KiB of markdown."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    content: StrictStr = Field(max_length=65536)
+
+
+__all__ = ["Memory", "Source", "SaveRequest", "UpdateRequest", "PinRequest", "SupersedeRequest",
+           "BankRequest", "RestoreRequest", "RuleRequest", "check_text", "normalize_handles",
+           "StrictInt"]

@@ -1,0 +1,82 @@
+"""Bank rules: markdown injected whole on every turn (``memory::rule::list`` / ``::set``).
+
+Rules are S3 objects ``<org>/banks/<bank>/rules/<name>.md``; editing them there by hand is
+equivalent to the API. The bank row keeps a rule count and a ``rules_version`` that every API
+write bumps, so caches know to reload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..clock import now_ms
+from ..names import check_name
+from ..storage import blobs
+from ..storage.tables import BankModel, bind
+from ..storage.txn import run_transaction
+from .service import _rules_prefix, get_bank_row, _new_bank, require_bank
+
+
+def rule_key(org_id: str, bank: str, name: str) -> str:
+    """S3 key of one rule: ``<org>/banks/<bank>/rules/<name>.md``."""
+    return _rules_prefix(org_id, bank) + f"{name}.md"
+
+
+def list_rules(org_id: str, bank: str) -> list[dict[str, Any]]:
+    """``[{name, content, updated_at}]`` in name order; ``updated_at`` is the object's mtime, ms.
+    Objects whose names are not valid rule names are skipped."""
+    require_bank(org_id, bank)
+    prefix = _rules_prefix(org_id, bank)
+    out = []
+    for obj in blobs.list_objects(prefix):
+        fname = obj["Key"][len(prefix):]
+        if not fname.endswith(".md"):
+            continue
+        name = fname[:-3]
+        try:
+            check_name(name, "rule")
+        except Exception:  # noqa: BLE001 - a hand-written object with a bad name is ignored
+            continue
+        data = blobs.get_bytes(obj["Key"])
+        if data is None:
+            continue
+        out.append({"name": name, "content": data.decode("utf-8", errors="replace"),
+                    "updated_at": int(obj["LastModified"].timestamp() * 1000)})
+    return sorted(out, key=lambda r: r["name"])
+
+
+def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
+    """Create or replace rule ``name`` (an S3 PUT is an atomic replace); empty or whitespace
+    content removes it. Creates the bank on first use. Returns whether the rule now exists."""
+    check_name(bank)
+    check_name(name, "rule")
+    bind()
+    key = rule_key(org_id, bank, name)
+    exists = bool(content.strip())
+    if get_bank_row(org_id, bank) is None:
+        def create(tx):
+            if get_bank_row(org_id, bank) is None:
+                tx.save(_new_bank(org_id, bank), condition=BankModel.name.does_not_exist())
+        run_transaction(create)
+    if exists:
+        blobs.put_text(key, content)
+    else:
+        blobs.delete(key)
+    refresh_rule_count(org_id, bank)
+    return exists
+
+
+def refresh_rule_count(org_id: str, bank: str) -> None:
+    """Recount a bank's rule objects and bump its ``rules_version`` (also after hand edits)."""
+    bind()
+    prefix = _rules_prefix(org_id, bank)
+    count = sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md"))
+    row = get_bank_row(org_id, bank)
+    if row is None:
+        return
+    try:
+        row.update(actions=[BankModel.rules.set(count), BankModel.rules_version.add(1),
+                            BankModel.updated_at.set(now_ms())],
+                   condition=BankModel.incarnation == row.incarnation)
+    except Exception:  # noqa: BLE001 - the bank was trashed meanwhile: nothing to count
+        pass

@@ -1,0 +1,650 @@
+"""Bank and memory operations: the bank worker's functions over DynamoDB and S3 (issue 2,
+items 6-8). Domain code: no Chalice here.
+
+Every change of a bank's documents is one transaction that writes the current record, appends
+its revision and advances the bank's ``seq`` conditioned on the value it read, so ``seq`` order
+is commit order (DESIGN.md, "Index freshness"). A bank is created on first use inside that same
+transaction. Records are keyed by the bank's incarnation id, so a trashed bank never mixes with a
+new bank of the same name.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from pynamodb.exceptions import DoesNotExist
+from pynamodb.transactions import TransactWrite
+
+from .. import audit, idempotency
+from ..clock import now_ms
+from ..errors import BadRequest, Conflict, NotFound
+from ..fingerprint import FINGERPRINT_RE, fingerprint, fnv1a64, normalize_text
+from ..idempotency import IdemKey
+from ..names import check_name
+from ..storage import blobs
+from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
+from ..storage.txn import Retry, run_transaction
+from .records import (
+    MAX_HANDLES,
+    Memory,
+    SaveRequest,
+    Source,
+    UpdateRequest,
+    check_text,
+    normalize_handles,
+)
+
+POINTER_PREFIX = "~fp/"
+TRASH_PREFIX = ".trash/"
+LIST_MAX = 500
+LIST_DEFAULT = 50
+
+# Observers told after every committed document change: (org_id, bank, BankModel row after the
+# commit, [(seq, Memory)]). The recall index registers one to update its own cache at once.
+_on_commit: list[Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]] = []
+
+
+def on_commit(fn: Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]) -> None:
+    """Register ``fn`` to be called after each committed change (never inside the transaction)."""
+    _on_commit.append(fn)
+
+
+def _notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+    for fn in list(_on_commit):
+        try:
+            fn(org_id, bank, row, changes)
+        except Exception:  # noqa: BLE001 - an observer (a cache) must never fail a committed write
+            pass
+
+
+# --- banks ----------------------------------------------------------------------------------
+
+def bank_public(row: BankModel) -> dict[str, Any]:
+    """A bank row as the API shows it: ``{name, description, memories, pinned, rules}``."""
+    return {"name": row.bank_name, "description": row.description or "", "memories": int(row.memories),
+            "pinned": int(row.pinned), "rules": int(row.rules)}
+
+
+def get_bank_row(org_id: str, name: str) -> BankModel | None:
+    """The live bank row (consistent read), or ``None``."""
+    bind()
+    try:
+        return BankModel.get(org_id, name, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def require_bank(org_id: str, name: str) -> BankModel:
+    """The live bank row; 404 ``bank_not_found`` when absent (another org's bank included)."""
+    check_name(name)
+    row = get_bank_row(org_id, name)
+    if row is None:
+        raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
+    return row
+
+
+def _new_bank(org_id: str, name: str, description: str = "") -> BankModel:
+    now = now_ms()
+    return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
+                     description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
+                     rules_version=0, created_at=now, updated_at=now)
+
+
+def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) -> tuple[dict[str, Any], bool]:
+    """Create bank ``name`` or return the existing one: ``(bank, created)``."""
+    check_name(name)
+    bind()
+
+    def attempt(tx: TransactWrite):
+        row = get_bank_row(org_id, name)
+        if row is not None:
+            return row, False
+        row = _new_bank(org_id, name, description)
+        tx.save(row, condition=BankModel.name.does_not_exist())
+        return row, True
+
+    row, created = run_transaction(attempt)
+    return bank_public(row), created
+
+
+def list_banks(org_id: str) -> list[dict[str, Any]]:
+    """Every live bank of the org, by name (internal namespaces and trash sort before ``0``)."""
+    bind()
+    return [bank_public(r) for r in BankModel.query(org_id, BankModel.name >= "0", consistent_read=True)]
+
+
+def list_trash(org_id: str) -> list[dict[str, Any]]:
+    """Trash entries ``{name, trashed_to, trashed_at}``, oldest trash id first."""
+    bind()
+    rows = BankModel.query(org_id, BankModel.name.startswith(TRASH_PREFIX), consistent_read=True)
+    return [{"name": r.bank_name, "trashed_to": r.trashed_to, "trashed_at": int(r.trashed_at)} for r in rows]
+
+
+def _rules_prefix(org_id: str, bank: str) -> str:
+    return blobs.org_key(org_id, "banks", bank, "rules") + "/"
+
+
+def _trash_rules_prefix(org_id: str, trashed_to: str) -> str:
+    return blobs.org_key(org_id, ".trash", trashed_to, "rules") + "/"
+
+
+def trash_bank(org_id: str, name: str, *, actor: str) -> str:
+    """Move bank ``name`` (rules, memories, history) to the trash; returns its ``trashed_to`` id.
+
+    Rules are copied to ``.trash/<id>/rules/`` before the bank row moves and deleted after, so a
+    failure half-way loses nothing. Raises 404 ``bank_not_found``. Audited as ``bank.trash``.
+    """
+    row = require_bank(org_id, name)
+    trashed_to = f"{name}.{uuid.uuid4().hex[:12]}"
+    src, dst = _rules_prefix(org_id, name), _trash_rules_prefix(org_id, trashed_to)
+    copied = []
+    for obj in blobs.list_objects(src):
+        target = dst + obj["Key"][len(src):]
+        blobs.copy(obj["Key"], target)
+        copied.append((obj["Key"], target))
+
+    def attempt(tx: TransactWrite):
+        current = get_bank_row(org_id, name)
+        if current is None or current.incarnation != row.incarnation:
+            raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
+        trash = BankModel(**{k: getattr(current, k) for k in BankModel.get_attributes()})
+        trash.name = TRASH_PREFIX + trashed_to
+        trash.trashed_to, trash.trashed_at = trashed_to, now_ms()
+        tx.delete(current, condition=(BankModel.incarnation == current.incarnation) & (BankModel.seq == current.seq))
+        tx.save(trash, condition=BankModel.name.does_not_exist())
+        audit.add_to(tx, org_id, "bank.trash", actor, name, {"trashed_to": trashed_to})
+
+    try:
+        run_transaction(attempt)
+    except Exception:
+        for _, target in copied:
+            blobs.delete(target)
+        raise
+    for key, _ in copied:
+        blobs.delete(key)
+    return trashed_to
+
+
+def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> dict[str, Any]:
+    """Bring a trashed bank back whole under ``name``, history included; returns the bank.
+
+    Raises 404 ``not_found`` for an unknown trash id (or one of another bank name) and
+    409 ``bank_exists`` when a live bank has that name. Audited as ``bank.restore``.
+    """
+    check_name(name)
+    bind()
+
+    def attempt(tx: TransactWrite):
+        try:
+            trash = BankModel.get(org_id, TRASH_PREFIX + trashed_to, consistent_read=True)
+        except DoesNotExist:
+            raise NotFound(f"Trash entry '{trashed_to}' not found.") from None
+        if trash.bank_name != name:
+            raise NotFound(f"Trash entry '{trashed_to}' does not hold bank '{name}'.")
+        if get_bank_row(org_id, name) is not None:
+            raise Conflict(f"A live bank named '{name}' exists; trash or rename it first.", code="bank_exists")
+        live = BankModel(**{k: getattr(trash, k) for k in BankModel.get_attributes()})
+        live.name, live.trashed_to, live.trashed_at = name, None, None
+        live.updated_at = now_ms()
+        tx.save(live, condition=BankModel.name.does_not_exist())
+        tx.delete(trash, condition=BankModel.name.exists())
+        audit.add_to(tx, org_id, "bank.restore", actor, name, {"trashed_to": trashed_to})
+        return live
+
+    live = run_transaction(attempt)
+    blobs.move_prefix(_trash_rules_prefix(org_id, trashed_to), _rules_prefix(org_id, name))
+    return bank_public(live)
+
+
+# --- records --------------------------------------------------------------------------------
+
+def _item(inc: str, sk: str) -> MemoryModel | None:
+    try:
+        return MemoryModel.get(inc, sk, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def _record(item: MemoryModel) -> Memory:
+    return Memory.model_validate(item.record)
+
+
+def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel, Memory]:
+    """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``."""
+    row = require_bank(org_id, bank)
+    item = _item(row.incarnation, memory_id) if FINGERPRINT_RE.match(memory_id or "") else None
+    if item is None:
+        raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
+    return row, item, _record(item)
+
+
+def get_memory(org_id: str, bank: str, memory_id: str) -> dict[str, Any]:
+    """One memory by id, tombstoned and superseded ones included."""
+    return require_memory(org_id, bank, memory_id)[2].public()
+
+
+@dataclass
+class _Write:
+    """One record change staged into a transaction."""
+
+    record: Memory
+    prev: Memory | None
+    op: str
+    fp: str | None  # fingerprint of the record's current text (None once purged)
+
+
+def _deltas(writes: Iterable[_Write]) -> tuple[int, int, int]:
+    live = pinned = records = 0
+    for w in writes:
+        before_live = bool(w.prev and w.prev.live)
+        before_pin = bool(w.prev and w.prev.live and w.prev.pinned)
+        live += int(w.record.live) - int(before_live)
+        pinned += int(w.record.live and w.record.pinned) - int(before_pin)
+        records += int(w.prev is None)
+    return live, pinned, records
+
+
+def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[_Write],
+           actor: str, *, new_bank: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
+    """Stage ``writes`` plus the bank's ``seq`` advance (or the bank's creation) into ``tx``.
+
+    Takes ``len(writes)`` consecutive ``seq`` values; returns the bank row as it will be after the
+    commit and the ``(seq, record)`` pairs.
+    """
+    live, pinned, records = _deltas(writes)
+    now = now_ms()
+    if row is None:
+        row = new_bank or _new_bank(org_id, bank)
+        first = 1
+        row.seq, row.memories, row.pinned, row.records, row.updated_at = len(writes), live, pinned, records, now
+        tx.save(row, condition=BankModel.name.does_not_exist())
+    else:
+        first = int(row.seq) + 1
+        tx.update(row, actions=[BankModel.seq.set(int(row.seq) + len(writes)), BankModel.memories.add(live),
+                                BankModel.pinned.add(pinned), BankModel.records.add(records),
+                                BankModel.updated_at.set(now)],
+                  condition=(BankModel.seq == int(row.seq)) & (BankModel.incarnation == row.incarnation))
+        row = BankModel(**{k: getattr(row, k) for k in BankModel.get_attributes()})
+        row.seq, row.updated_at = first + len(writes) - 1, now
+        row.memories, row.pinned, row.records = row.memories + live, row.pinned + pinned, row.records + records
+    inc = row.incarnation
+    out = []
+    for i, w in enumerate(writes):
+        seq = first + i
+        rec = w.record
+        item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
+                           fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
+        cond = MemoryModel.sk.does_not_exist() if w.prev is None else (MemoryModel.revision == w.prev.revision)
+        tx.save(item, condition=cond)
+        tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
+                              memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
+                condition=RevisionModel.seq.does_not_exist())
+        out.append((seq, rec))
+    return row, out
+
+
+def _merge_tags(existing: list[str], new: list[str]) -> tuple[list[str], list[str]]:
+    merged = list(existing)
+    dropped = []
+    for t in new:
+        if t in merged:
+            continue
+        if len(merged) < MAX_HANDLES:
+            merged.append(t)
+        else:
+            dropped.append(t)
+    return merged, dropped
+
+
+def _free_id(inc: str, text: str) -> str:
+    """An id for ``text`` when its fingerprint id is held by a memory whose text moved away:
+    FNV-1a of the normalized text + NUL + k, for the first free k."""
+    base = normalize_text(text).encode("utf-8")
+    for k in range(1, 1000):
+        cand = "fp%016x" % fnv1a64(base + b"\x00" + str(k).encode())
+        if _item(inc, cand) is None:
+            return cand
+    raise Conflict("Could not allocate a memory id.")
+
+
+def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
+                confidence: str = "stated", source: Source | None = None) -> tuple[int, dict[str, Any]]:
+    """Save one memory (the bank worker's ``memory::save``); returns ``(status, body)``.
+
+    New text: 201 ``{created: true, memory}`` with revision 0, corroboration 0. Text whose
+    fingerprint matches a live memory: 200 ``{created: false, memory}``, corroboration +1,
+    revision +1, text and entities kept, pinned kept or set, confidence ``stated``, tags merged
+    (the ones beyond 8 named in ``details.tags_dropped``). Text matching a retired memory
+    resurrects it (201, ``created: true``). The bank is created on first use. With ``idem``, a
+    retry returns the first response and changes nothing.
+    Raises 400 ``invalid_name`` / ``validation_error`` before anything is read.
+    """
+    check_name(bank)
+    text = check_text(req.text)
+    entities = normalize_handles(req.entities, "entities")
+    tags = normalize_handles(req.tags, "tags")
+    fp = fingerprint(text)
+    src = source or Source(session_id=req.session_id)
+    bind()
+    committed: dict[str, Any] = {}
+
+    def attempt(tx: TransactWrite):
+        replay = idempotency.lookup(idem)
+        if replay is not None:
+            return replay
+        row = get_bank_row(org_id, bank)
+        new_bank = None if row is not None else _new_bank(org_id, bank)
+        inc = row.incarnation if row is not None else new_bank.incarnation
+        pointer = _item(inc, POINTER_PREFIX + fp) if row is not None else None
+        target = pointer.memory_id if pointer is not None else fp
+        item = _item(inc, target) if row is not None else None
+        existing = _record(item) if item is not None else None
+        if pointer is None and existing is not None and existing.purged_at is None:
+            target, item, existing = _free_id(inc, text), None, None
+        if pointer is not None and existing is None:
+            raise Retry()  # a pointer without its record: a half-seen state, read again
+        now = now_ms()
+        dropped: list[str] = []
+        if existing is None or existing.purged_at is not None:
+            rec = Memory(id=target, text=text, entities=entities, tags=tags, confidence=confidence,
+                         corroboration=0, pinned=bool(req.pinned), source=src, created_at=now, updated_at=now,
+                         revision=0 if existing is None else existing.revision + 1)
+            created, op = True, "create"
+        else:
+            merged, dropped = _merge_tags(existing.tags, tags)
+            update = {"corroboration": existing.corroboration + 1, "revision": existing.revision + 1,
+                      "pinned": existing.pinned or bool(req.pinned), "confidence": "stated" if confidence == "stated" else existing.confidence,
+                      "tags": merged, "updated_at": now}
+            created, op = False, "reinforce"
+            if not existing.live:
+                update.update(invalid_at=None, superseded_by=None)
+                created, op = True, "resurrect"
+            rec = existing.model_copy(update=update)
+        writes = [_Write(rec, existing, op, fp)]
+        new_row, changes = _stage(tx, org_id, bank, row, writes, actor, new_bank=new_bank)
+        if pointer is None:
+            tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + fp, memory_id=rec.id),
+                    condition=MemoryModel.sk.does_not_exist())
+        body: dict[str, Any] = {"created": created, "memory": rec.public()}
+        if dropped:
+            body["details"] = {"tags_dropped": dropped}
+        status = 201 if created else 200
+        idempotency.add_to(tx, idem, status, body)
+        committed.update(row=new_row, changes=changes)
+        return status, body
+
+    result = run_transaction(attempt)
+    if committed:
+        _notify(org_id, bank, committed["row"], committed["changes"])
+    return result
+
+
+def _change(org_id: str, bank: str, memory_id: str, actor: str,
+            decide: Callable[[BankModel, MemoryModel, Memory], tuple[list[_Write], Callable[[TransactWrite], None] | None] | None]
+            ) -> Memory:
+    """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
+    the current record is returned) or the writes plus an extra staging step."""
+    committed: dict[str, Any] = {}
+
+    def attempt(tx: TransactWrite):
+        row, item, rec = require_memory(org_id, bank, memory_id)
+        decision = decide(row, item, rec)
+        if decision is None:
+            return rec
+        writes, extra = decision
+        new_row, changes = _stage(tx, org_id, bank, row, writes, actor)
+        if extra is not None:
+            extra(tx)
+        committed.update(row=new_row, changes=changes)
+        return writes[0].record
+
+    out = run_transaction(attempt)
+    if committed:
+        _notify(org_id, bank, committed["row"], committed["changes"])
+    return out
+
+
+def _require_live(rec: Memory) -> None:
+    if not rec.live:
+        raise Conflict(f"Memory '{rec.id}' is retired (tombstoned or superseded); save its text again to bring it back.",
+                       code="memory_retired")
+
+
+def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *, actor: str) -> dict[str, Any]:
+    """Revise text, entities, tags or pinned in place (``memory::update``): same id, revision +1,
+    the prior revision kept in history; fields not given stay. A text change moves the
+    fingerprint pointer in the same transaction.
+
+    Raises 400 ``validation_error`` (nothing to change, bad field), 404, 409 ``memory_retired``,
+    409 ``duplicate_text`` when the new text is another live memory's.
+    """
+    if req.text is None and req.entities is None and req.tags is None and req.pinned is None:
+        raise BadRequest("Nothing to update: give text, entities, tags or pinned.", details={"field": "body"})
+    text = check_text(req.text) if req.text is not None else None
+    entities = normalize_handles(req.entities, "entities") if req.entities is not None else None
+    tags = normalize_handles(req.tags, "tags") if req.tags is not None else None
+
+    def decide(row: BankModel, item: MemoryModel, rec: Memory):
+        _require_live(rec)
+        update: dict[str, Any] = {}
+        extra = None
+        new_fp = item.fp
+        if text is not None and text != rec.text:
+            update["text"] = text
+            new_fp = fingerprint(text)
+            if new_fp != item.fp:
+                ptr = _item(row.incarnation, POINTER_PREFIX + new_fp)
+                other = _item(row.incarnation, ptr.memory_id) if ptr is not None else None
+                if ptr is not None and ptr.memory_id != rec.id and other is not None and _record(other).live:
+                    raise Conflict("Another live memory already has this text.", code="duplicate_text",
+                                   details={"memory_id": ptr.memory_id})
+                old_fp = item.fp
+
+                def extra(tx: TransactWrite, ptr=ptr, old_fp=old_fp):
+                    if old_fp:
+                        tx.delete(MemoryModel(bank_key=row.incarnation, sk=POINTER_PREFIX + old_fp),
+                                  condition=MemoryModel.memory_id == rec.id)
+                    pointer = MemoryModel(bank_key=row.incarnation, sk=POINTER_PREFIX + new_fp, memory_id=rec.id)
+                    if ptr is None:
+                        tx.save(pointer, condition=MemoryModel.sk.does_not_exist())
+                    else:  # take over a retired memory's pointer
+                        tx.save(pointer, condition=MemoryModel.memory_id == ptr.memory_id)
+        if entities is not None:
+            update["entities"] = entities
+        if tags is not None:
+            update["tags"] = tags
+        if req.pinned is not None:
+            update["pinned"] = req.pinned
+        update.update(revision=rec.revision + 1, updated_at=now_ms())
+        return [_Write(rec.model_copy(update=update), rec, "update", new_fp)], extra
+
+    return _change(org_id, bank, memory_id, actor, decide).public()
+
+
+def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: str) -> dict[str, Any]:
+    """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory."""
+
+    def decide(row, item, rec: Memory):
+        _require_live(rec)
+        new = rec.model_copy(update={"pinned": pinned, "revision": rec.revision + 1, "updated_at": now_ms()})
+        return [_Write(new, rec, "pin", item.fp)], None
+
+    return _change(org_id, bank, memory_id, actor, decide).public()
+
+
+def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[str, Any]:
+    """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged."""
+
+    def decide(row, item, rec: Memory):
+        if not rec.live:
+            return None
+        now = now_ms()
+        new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
+        return [_Write(new, rec, "delete", item.fp)], None
+
+    return _change(org_id, bank, memory_id, actor, decide).public()
+
+
+def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str, *, actor: str) -> dict[str, Any]:
+    """Retire ``memory_id`` in favour of ``superseded_by`` (``memory::supersede``).
+
+    Raises 400 ``validation_error`` (a memory superseding itself), 404 ``memory_not_found`` (no
+    such winner), 409 ``memory_retired`` (target or winner retired), 409 ``conflict`` (a pinned
+    target).
+    """
+    if superseded_by == memory_id:
+        raise BadRequest("A memory cannot supersede itself.", details={"field": "superseded_by"})
+
+    def decide(row: BankModel, item, rec: Memory):
+        _require_live(rec)
+        if rec.pinned:
+            raise Conflict("A pinned memory cannot be superseded; unpin it first.")
+        winner = _item(row.incarnation, superseded_by) if FINGERPRINT_RE.match(superseded_by) else None
+        if winner is None:
+            raise NotFound(f"Memory '{superseded_by}' not found in bank '{bank}'.", code="memory_not_found")
+        if not _record(winner).live:
+            raise Conflict(f"Memory '{superseded_by}' is retired and cannot supersede another.", code="memory_retired")
+        now = now_ms()
+        new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by,
+                                     "revision": rec.revision + 1, "updated_at": now})
+
+        def extra(tx: TransactWrite):
+            # the winner must still be live at commit: condition on its revision
+            tx.condition_check(MemoryModel, row.incarnation, superseded_by,
+                               condition=MemoryModel.revision == _record(winner).revision)
+
+        return [_Write(new, rec, "supersede", item.fp)], extra
+
+    return _change(org_id, bank, memory_id, actor, decide).public()
+
+
+def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[str, Any]:
+    """Erase a memory's content (privacy requests, leaked secrets): text, entities and tags leave
+    the record, every revision, the bank's index snapshots and exports. A content-free tombstone
+    and an audit event (``memory.purge``) remain. Safe to re-run: a re-run finishes scrubbing.
+    """
+
+    def decide(row: BankModel, item: MemoryModel, rec: Memory):
+        if rec.purged_at is not None:
+            return None
+        now = now_ms()
+        new = rec.model_copy(update={"text": "", "entities": [], "tags": [], "purged_at": now,
+                                     "invalid_at": rec.invalid_at or now, "revision": rec.revision + 1,
+                                     "updated_at": now})
+
+        def extra(tx: TransactWrite):
+            if item.fp:
+                tx.delete(MemoryModel(bank_key=row.incarnation, sk=POINTER_PREFIX + item.fp),
+                          condition=MemoryModel.memory_id == rec.id)
+            audit.add_to(tx, org_id, "memory.purge", actor, f"{bank}/{rec.id}", {"bank": bank})
+
+        return [_Write(new, rec, "purge", None)], extra
+
+    rec = _change(org_id, bank, memory_id, actor, decide)
+    row = require_bank(org_id, bank)
+    for rev in RevisionModel.by_memory.query(row.incarnation, RevisionModel.rev_key.startswith(f"{memory_id}#"),
+                                             consistent_read=True):
+        r = Memory.model_validate(rev.record)
+        if r.text or r.entities or r.tags:
+            scrubbed = r.model_copy(update={"text": "", "entities": [], "tags": []}).model_dump(mode="json")
+            rev.update(actions=[RevisionModel.record.set(scrubbed)])
+    blobs.delete_prefix(blobs.org_key(org_id, "exports", bank) + "/")
+    blobs.delete_prefix(blobs.org_key(org_id, "indexes", bank) + "/")
+    return rec.public()
+
+
+# --- reads ----------------------------------------------------------------------------------
+
+def _decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if not cursor:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(data, dict) or not all(isinstance(v, (str, int)) for v in data.values()):
+            raise ValueError
+        return data
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadRequest("Invalid cursor.", details={"field": "cursor"}) from None
+
+
+def _encode_cursor(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: str | None = None,
+                  tag: str | None = None, include_superseded: bool = False) -> dict[str, Any]:
+    """A page of memories newest first (``updated_at`` desc, ``id`` asc):
+    ``{memories, total, next_cursor}``. ``total`` counts every match of the filter, not the page.
+    """
+    if not 1 <= limit <= LIST_MAX:
+        raise BadRequest(f"limit must be between 1 and {LIST_MAX}.", details={"field": "limit"})
+    row = require_bank(org_id, bank)
+    tag = tag.strip().lower() if tag else None
+    start = _decode_cursor(cursor)
+    cond = None
+    if not include_superseded:
+        cond = MemoryModel.live == True  # noqa: E712 - a pynamodb condition, not a comparison
+    if tag:
+        tc = MemoryModel.tags.contains(tag)
+        cond = tc if cond is None else cond & tc
+    last_key = None
+    if start is not None:
+        last_key = {"bank_key": {"S": row.incarnation}, "sk": {"S": str(start.get("sk", ""))},
+                    "ord": {"S": str(start.get("ord", ""))}}
+    out: list[Memory] = []
+    items = MemoryModel.by_order.query(row.incarnation, filter_condition=cond, last_evaluated_key=last_key,
+                                       consistent_read=True, page_size=min(limit + 1, LIST_MAX) if cond is None else None)
+    more = False
+    for it in items:
+        if len(out) == limit:
+            more = True
+            break
+        out.append(_record(it))
+    next_cursor = _encode_cursor({"sk": out[-1].id, "ord": out[-1].order_key()}) if more and out else None
+    if tag:
+        total = MemoryModel.by_order.count(row.incarnation, filter_condition=cond, consistent_read=True)
+    else:
+        total = int(row.records if include_superseded else row.memories)
+    return {"memories": [m.public() for m in out], "total": int(total), "next_cursor": next_cursor}
+
+
+def history(org_id: str, bank: str, memory_id: str) -> dict[str, Any]:
+    """Every revision of one memory, oldest first: ``{revisions: [record + {op, seq}]}``."""
+    row, _, _ = require_memory(org_id, bank, memory_id)
+    revs = []
+    for rev in RevisionModel.by_memory.query(row.incarnation, RevisionModel.rev_key.startswith(f"{memory_id}#"),
+                                             consistent_read=True):
+        rec = Memory.model_validate(rev.record).public()
+        rec.update(op=rev.op, seq=int(rev.seq))
+        revs.append(rec)
+    return {"revisions": revs}
+
+
+def tags(org_id: str, bank: str) -> dict[str, Any]:
+    """Distinct tags over live memories with counts, most used first, then by tag."""
+    row = require_bank(org_id, bank)
+    counts: dict[str, int] = {}
+    for it in MemoryModel.by_order.query(row.incarnation, filter_condition=MemoryModel.live == True,  # noqa: E712
+                                         consistent_read=True, attributes_to_get=["tags"]):
+        for t in it.tags or ():
+            counts[t] = counts.get(t, 0) + 1
+    return {"tags": [{"tag": t, "count": c} for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]}
+
+
+def iter_records(inc: str) -> Iterable[Memory]:
+    """Every memory record of a bank incarnation, newest first (export, index rebuild)."""
+    bind()
+    for it in MemoryModel.by_order.query(inc, consistent_read=True):
+        yield _record(it)
+
+
+def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory]]:
+    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order."""
+    bind()
+    for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
+        yield int(rev.seq), rev.op, Memory.model_validate(rev.record)

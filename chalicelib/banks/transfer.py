@@ -1,0 +1,243 @@
+"""Export and import of a bank's memories as ``memories.jsonl`` (issue 2, item 9).
+
+Export: current records (tombstoned included), or every revision with ``history=True``, inline up
+to ``export_inline_bytes`` (API Gateway caps a response at 6 MB) else a presigned S3 URL under
+``exports/``. Import: one record per line; a missing id is computed from the text; replay is
+last-wins by id (higher revision wins, a later line wins ties; a line older than the stored
+record is skipped); bad lines are reported by line number (from 1) and skipped, never
+half-applied. Writes go in transactions of up to ``BATCH`` records that each take a range of the
+bank's ``seq`` values, so the recall index sees them in commit order.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Iterable, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..clock import now_ms
+from ..errors import BadRequest, PayloadTooLarge
+from ..fingerprint import FINGERPRINT_RE, fingerprint
+from ..names import check_name
+from ..settings import get_settings
+from ..storage import blobs
+from ..storage.tables import MemoryModel, RevisionModel, bind
+from ..storage.txn import run_transaction
+from .records import Memory, check_text, normalize_handles
+from .service import (
+    POINTER_PREFIX,
+    _Write,
+    _item,
+    _new_bank,
+    _notify,
+    _record,
+    _stage,
+    get_bank_row,
+    iter_records,
+    require_bank,
+)
+
+# DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
+# fingerprint pointer, plus the bank row.
+BATCH = 30
+MAX_INLINE_IMPORT_BYTES = 5 * 1024 * 1024
+
+
+class ImportUploadRequest(BaseModel):
+    """``{s3_key}`` naming a file uploaded through ``import-uploads``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    s3_key: str = Field(min_length=1, max_length=512)
+
+
+def _lines_json(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    for r in records:
+        yield (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def export_bank(org_id: str, bank: str, *, history: bool = False) -> dict[str, Any]:
+    """``{data: bytes}`` when the file fits inline, else ``{url, expires_at}`` (ms)."""
+    row = require_bank(org_id, bank)
+    if history:
+        recs = (dict(Memory.model_validate(r.record).public(), op=r.op, seq=int(r.seq))
+                for r in RevisionModel.query(row.incarnation, consistent_read=True))
+    else:
+        recs = (m.public() for m in iter_records(row.incarnation))
+    data = b"".join(_lines_json(recs))
+    settings = get_settings()
+    if len(data) <= settings.export_inline_bytes:
+        return {"data": data}
+    key = blobs.org_key(org_id, "exports", bank, f"{now_ms()}-{uuid.uuid4().hex[:8]}.jsonl")
+    blobs.put_bytes(key, data, "application/x-ndjson")
+    return {"url": blobs.presign_get(key, settings.presign_ttl_s),
+            "expires_at": now_ms() + settings.presign_ttl_s * 1000}
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str | None = None
+    text: str
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    confidence: str = "stated"
+    corroboration: int = Field(0, ge=0)
+    pinned: bool = False
+    source: dict[str, Any] = Field(default_factory=dict)
+    created_at: int | None = Field(None, ge=0)
+    updated_at: int | None = Field(None, ge=0)
+    invalid_at: int | None = Field(None, ge=0)
+    superseded_by: str | None = None
+    revision: int = Field(0, ge=0)
+
+
+def _parse_line(raw: bytes) -> Memory:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError("a line must be a JSON object")
+    try:
+        line = _Line.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+    try:
+        text = check_text(line.text)
+        entities = normalize_handles(line.entities, "entities")
+        tags = normalize_handles(line.tags, "tags")
+    except BadRequest as exc:
+        raise ValueError(exc.message) from None
+    mid = line.id or fingerprint(text)
+    if not FINGERPRINT_RE.match(mid):
+        raise ValueError("id must be 'fp' followed by 16 lowercase hex digits")
+    now = now_ms()
+    created = line.created_at if line.created_at is not None else (line.updated_at or now)
+    updated = line.updated_at if line.updated_at is not None else created
+    try:
+        return Memory(id=mid, text=text, entities=entities, tags=tags, confidence=line.confidence,
+                      corroboration=line.corroboration, pinned=line.pinned, source=line.source,
+                      created_at=created, updated_at=updated, invalid_at=line.invalid_at,
+                      superseded_by=line.superseded_by, revision=line.revision)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+
+
+def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str, progress=None) -> dict[str, Any]:
+    """Import ndjson ``lines`` into ``bank`` (created on first use):
+    ``{imported, skipped, errors: [{line, error}]}``.
+
+    Per id the winning line (highest revision, then the later line) is applied when it is newer
+    than the stored record; every other valid line is counted as skipped. ``progress``, when
+    given, is called with the number of records committed by each batch.
+    """
+    check_name(bank)
+    bind()
+    errors: list[dict[str, Any]] = []
+    winners: dict[str, tuple[int, Memory]] = {}
+    valid = 0
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = _parse_line(raw)
+        except ValueError as exc:
+            errors.append({"line": n, "error": str(exc)})
+            continue
+        valid += 1
+        cur = winners.get(rec.id)
+        if cur is None or rec.revision >= cur[1].revision:
+            winners[rec.id] = (n, rec)
+    ordered = [rec for _, rec in sorted(winners.values(), key=lambda x: x[0])]
+    imported = 0
+    for i in range(0, len(ordered), BATCH):
+        batch = ordered[i:i + BATCH]
+        applied, batch_errors = _import_batch(org_id, bank, batch, actor, {r.id: winners[r.id][0] for r in batch})
+        imported += applied
+        errors.extend(batch_errors)
+        if progress is not None:
+            progress(len(batch))
+    errors.sort(key=lambda e: e["line"])
+    return {"imported": imported, "skipped": valid - imported - sum(1 for e in errors if e.get("stage") == "apply"),
+            "errors": [{"line": e["line"], "error": e["error"]} for e in errors]}
+
+
+def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
+                  line_of: dict[str, int]) -> tuple[int, list[dict[str, Any]]]:
+    committed: dict[str, Any] = {}
+
+    def attempt(tx):
+        row = get_bank_row(org_id, bank)
+        new_bank = None if row is not None else _new_bank(org_id, bank)
+        inc = row.incarnation if row is not None else new_bank.incarnation
+        writes: list[_Write] = []
+        moves: list[tuple[str | None, str]] = []  # (previous fingerprint, new fingerprint) per write
+        errs: list[dict[str, Any]] = []
+        claimed: set[str] = set()
+        for rec in batch:
+            item = _item(inc, rec.id) if row is not None else None
+            prev = _record(item) if item is not None else None
+            if prev is not None and (rec.revision < prev.revision or
+                                     (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
+                continue  # older than what is stored: skipped
+            fp = fingerprint(rec.text)
+            ptr = _item(inc, POINTER_PREFIX + fp) if row is not None else None
+            if (ptr is not None and ptr.memory_id != rec.id) or fp in claimed:
+                errs.append({"line": line_of[rec.id], "error": "duplicate_text: another memory has this text",
+                             "stage": "apply"})
+                continue
+            claimed.add(fp)
+            writes.append(_Write(rec, prev, "import", fp))
+            moves.append((item.fp if item is not None else None, fp if ptr is None else ""))
+        if not writes:
+            return 0, errs
+        new_row, changes = _stage(tx, org_id, bank, row, writes, actor, new_bank=new_bank)
+        for w, (old_fp, new_fp) in zip(writes, moves):
+            if old_fp and old_fp != w.fp:
+                tx.delete(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + old_fp),
+                          condition=MemoryModel.memory_id == w.record.id)
+            if new_fp:
+                tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + new_fp, memory_id=w.record.id),
+                        condition=MemoryModel.sk.does_not_exist())
+        committed.update(row=new_row, changes=changes)
+        return len(writes), errs
+
+    applied, errs = run_transaction(attempt)
+    if committed:
+        _notify(org_id, bank, committed["row"], committed["changes"])
+    return applied, errs
+
+
+def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> dict[str, Any]:
+    """Import an inline ndjson body of at most 5 MB (413 ``payload_too_large`` beyond)."""
+    if len(body) > MAX_INLINE_IMPORT_BYTES:
+        raise PayloadTooLarge("Inline imports are limited to 5 MB; use import-uploads for larger files.")
+    return import_lines(org_id, bank, body.splitlines(), actor=actor)
+
+
+def create_upload(org_id: str, bank: str) -> dict[str, Any]:
+    """A presigned PUT for a large import: ``{url, s3_key, expires_at}``. ``s3_key`` is relative
+    to the org's prefix and is what ``POST import {s3_key}`` takes."""
+    check_name(bank)
+    settings = get_settings()
+    rel = f"imports/{bank}/{uuid.uuid4().hex}.jsonl"
+    return {"url": blobs.presign_put(blobs.org_key(org_id, rel), settings.presign_ttl_s),
+            "s3_key": rel, "expires_at": now_ms() + settings.presign_ttl_s * 1000}
+
+
+def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> dict[str, Any]:
+    """Import a file uploaded with ``create_upload`` (it must be under ``imports/<bank>/``),
+    streamed from S3 line by line; the object is deleted afterwards."""
+    check_name(bank)
+    if not s3_key.startswith(f"imports/{bank}/") or ".." in s3_key:
+        raise BadRequest("s3_key must be one returned by import-uploads for this bank.", details={"field": "s3_key"})
+    key = blobs.org_key(org_id, s3_key)
+    data = blobs.get_bytes(key)
+    if data is None:
+        raise BadRequest("Nothing was uploaded at that s3_key.", details={"field": "s3_key"})
+    result = import_lines(org_id, bank, data.splitlines(), actor=actor)
+    blobs.delete(key)
+    return result

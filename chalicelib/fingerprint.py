@@ -1,0 +1,51 @@
+"""Content fingerprints of memory texts (issue 2, item 7; the bank worker's ``fp`` ids).
+
+``fingerprint(text)`` = ``"fp"`` + 16 lowercase hex digits of 64-bit FNV-1a over the UTF-8 bytes
+of ``normalize_text(text)``: runs of Unicode White_Space collapsed to one space, trimmed, then
+lower-cased with ``str.lower()``. Re-saving the same sentence therefore reinforces instead of
+duplicating.
+"""
+
+from __future__ import annotations
+
+import re
+
+FNV64_OFFSET = 0xCBF29CE484222325
+FNV64_PRIME = 0x100000001B3
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+# The Unicode White_Space property, exactly (PropList.txt). Python's str.isspace() and
+# str.split() also treat U+001C..U+001F as spaces, which White_Space does not.
+WHITE_SPACE = (
+    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+_WS_RUN = re.compile("[" + re.escape(WHITE_SPACE) + "]+")
+
+
+def collapse_whitespace(text: str) -> str:
+    """Collapse runs of Unicode White_Space to one U+0020 and trim both ends."""
+    return _WS_RUN.sub(" ", text).strip(WHITE_SPACE)
+
+
+def normalize_text(text: str) -> str:
+    """The fingerprinted form: whitespace collapsed, trimmed, ``str.lower()``-ed."""
+    return collapse_whitespace(text).lower()
+
+
+def fnv1a64(data: bytes) -> int:
+    """64-bit FNV-1a of ``data`` (offset 0xcbf29ce484222325, prime 0x100000001b3)."""
+    h = FNV64_OFFSET
+    for byte in data:
+        h ^= byte
+        h = (h * FNV64_PRIME) & _MASK64
+    return h
+
+
+def fingerprint(text: str) -> str:
+    """The memory id of ``text``: ``"fp"`` + 16 hex digits, e.g. ``fp37dab55090b26303``."""
+    return "fp%016x" % fnv1a64(normalize_text(text).encode("utf-8"))
+
+
+FINGERPRINT_RE = re.compile(r"^fp[0-9a-f]{16}$")

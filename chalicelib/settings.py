@@ -1,0 +1,77 @@
+"""Validated configuration (issue 2, item 11).
+
+Settings come from environment variables prefixed ``CAIRN_`` (``.chalice/config.json`` sets them
+per stage). They are read lazily, on first use in a request, because Chalice's test client
+applies a stage's variables only for the duration of each request. ``get_settings()`` caches one
+snapshot per distinct environment, so a changed variable is seen on the next call.
+
+A bad value raises ``ConfigError`` whose message names the variable, e.g.
+``CAIRN_MAX_BODY_BYTES: Input should be a valid integer``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigError
+
+ENV_PREFIX = "CAIRN_"
+
+
+class Settings(BaseSettings):
+    """Service settings. Every field maps to ``CAIRN_<FIELD>`` (upper case)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    stage: str = Field("local", description="Deployment stage name: local, dev, prod.")
+    region: str = Field("us-east-1", description="AWS region for DynamoDB, S3 and SQS.")
+    table_prefix: str = Field("cairn-local-", description="Prefix of every DynamoDB table name.")
+    bucket: str = Field("cairn-local-data", description="The S3 bucket for rules, trash, snapshots, exports.")
+    queue_url: str = Field("", description="SQS FIFO queue URL for extraction jobs; empty runs jobs inline.")
+    max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, description="Largest accepted request body, bytes.")
+    export_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
+                                     description="Exports up to this many bytes are returned inline; larger ones as a presigned URL.")
+    presign_ttl_s: int = Field(900, ge=60, le=7 * 24 * 3600, description="Lifetime of presigned export/upload URLs, seconds.")
+    idempotency_ttl_s: int = Field(24 * 3600, ge=60, description="How long an Idempotency-Key replays its first response, seconds.")
+    write_retries: int = Field(60, ge=1, le=500, description="Attempts for a write that loses an optimistic-concurrency race.")
+    token_touch_interval_s: int = Field(60, ge=0, description="Minimum seconds between last_used_at updates of a token.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    def table_name(self, logical: str) -> str:
+        """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""
+        return f"{self.table_prefix}{logical}"
+
+
+_lock = threading.Lock()
+_cache: dict[tuple, Settings] = {}
+
+
+def _env_key() -> tuple:
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX)))
+
+
+def get_settings() -> Settings:
+    """The settings for the current environment (cached per distinct ``CAIRN_*`` environment).
+
+    Raises ``ConfigError`` naming the offending variable when a value does not validate.
+    """
+    key = _env_key()
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{ENV_PREFIX}{field.upper()}: {err['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+    with _lock:
+        _cache[key] = settings
+    return settings

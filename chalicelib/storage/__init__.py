@@ -1,0 +1,1 @@
+"""Storage: pynamodb models (``tables``), S3 objects (``blobs``), transactional retry (``txn``)."""

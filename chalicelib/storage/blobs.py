@@ -1,0 +1,130 @@
+"""S3 access (DESIGN.md, "Storage"). One bucket; every key starts with the org id, so inside an
+org the layout is the design's: ``banks/<bank>/rules/<name>.md``, ``.trash/<id>/...``,
+``indexes/<bank>/<seq>.tar.gz``, ``exports/...``.
+
+The boto3 client is created lazily per (region, endpoint) and honours ``AWS_ENDPOINT_URL``
+(moto's server locally).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Iterator
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from ..settings import get_settings
+
+_lock = threading.Lock()
+_clients: dict[tuple, object] = {}
+
+
+def _client(service: str):
+    settings = get_settings()
+    key = (service, settings.region, os.environ.get("AWS_ENDPOINT_URL", ""),
+           os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}", ""))
+    client = _clients.get(key)
+    if client is None:
+        with _lock:
+            client = _clients.get(key)
+            if client is None:
+                client = boto3.client(service, region_name=settings.region,
+                                      config=Config(retries={"mode": "standard", "max_attempts": 3},
+                                                    connect_timeout=3, read_timeout=20))
+                _clients[key] = client
+    return client
+
+
+def s3():
+    """The shared S3 client."""
+    return _client("s3")
+
+
+def sqs():
+    """The shared SQS client."""
+    return _client("sqs")
+
+
+def bucket() -> str:
+    """The data bucket's name."""
+    return get_settings().bucket
+
+
+def org_key(org_id: str, *parts: str) -> str:
+    """``<org>/<part>/<part>...``: the S3 key of ``parts`` inside ``org_id``'s prefix."""
+    return "/".join((org_id, *parts))
+
+
+def put_text(key: str, text: str, content_type: str = "text/markdown; charset=utf-8") -> None:
+    """Atomically write a UTF-8 object (an S3 PUT replaces whole)."""
+    s3().put_object(Bucket=bucket(), Key=key, Body=text.encode("utf-8"), ContentType=content_type)
+
+
+def put_bytes(key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    """Atomically write a binary object."""
+    s3().put_object(Bucket=bucket(), Key=key, Body=data, ContentType=content_type)
+
+
+def get_bytes(key: str) -> bytes | None:
+    """The object's bytes, or ``None`` when it does not exist."""
+    try:
+        return s3().get_object(Bucket=bucket(), Key=key)["Body"].read()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise
+
+
+def delete(key: str) -> None:
+    """Delete one object (a missing object is not an error)."""
+    s3().delete_object(Bucket=bucket(), Key=key)
+
+
+def list_objects(prefix: str) -> Iterator[dict]:
+    """Every object under ``prefix``: dicts with ``Key``, ``LastModified``, ``ETag``, ``Size``."""
+    paginator = s3().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket(), Prefix=prefix):
+        yield from page.get("Contents", [])
+
+
+def copy(src: str, dst: str) -> None:
+    """Server-side copy of one object."""
+    s3().copy_object(Bucket=bucket(), Key=dst, CopySource={"Bucket": bucket(), "Key": src})
+
+
+def move_prefix(src_prefix: str, dst_prefix: str) -> list[str]:
+    """Copy every object under ``src_prefix`` to ``dst_prefix``, then delete the originals.
+    Copies first, so a failure half-way leaves every object in at least one place.
+    Returns the destination keys."""
+    moved = []
+    objects = list(list_objects(src_prefix))
+    for obj in objects:
+        dst = dst_prefix + obj["Key"][len(src_prefix):]
+        copy(obj["Key"], dst)
+        moved.append(dst)
+    for obj in objects:
+        delete(obj["Key"])
+    return moved
+
+
+def delete_prefix(prefix: str) -> int:
+    """Delete every object under ``prefix``; returns how many."""
+    n = 0
+    for obj in list(list_objects(prefix)):
+        delete(obj["Key"])
+        n += 1
+    return n
+
+
+def presign_get(key: str, ttl_s: int) -> str:
+    """A presigned GET URL for ``key`` valid ``ttl_s`` seconds."""
+    return s3().generate_presigned_url("get_object", Params={"Bucket": bucket(), "Key": key}, ExpiresIn=ttl_s)
+
+
+def presign_put(key: str, ttl_s: int, content_type: str = "application/x-ndjson") -> str:
+    """A presigned PUT URL for ``key`` valid ``ttl_s`` seconds."""
+    return s3().generate_presigned_url("put_object", Params={"Bucket": bucket(), "Key": key,
+                                                             "ContentType": content_type}, ExpiresIn=ttl_s)

@@ -1,0 +1,257 @@
+"""The DynamoDB tables, as pynamodb models (DESIGN.md, "Storage").
+
+One table per purpose; ``infra/template.json`` declares the same keys and indexes and
+``tests/test_infra_drift.py`` proves they agree. Physical names are ``<table_prefix><logical>``
+(``Settings.table_name``); ``bind()`` points every model at the current settings' names and region
+before use, because Chalice applies stage variables per request.
+
+| logical       | hash key      | range key | indexes                                  | purpose |
+|---------------|---------------|-----------|------------------------------------------|---------|
+| tokens        | token_id      | -         | GSI org-index (org_id, created_at)       | principals and their bearer tokens |
+| banks         | org_id        | name      | -                                        | live banks, trash entries, internal namespaces |
+| memories      | bank_key      | sk        | LSI order-index (bank_key, ord)          | current memory records and fingerprint pointers |
+| revisions     | bank_key      | seq       | LSI memory-index (bank_key, rev_key)     | append-only history; ``seq`` order is commit order |
+| idempotency   | key           | -         | -                                        | first responses replayed for an Idempotency-Key |
+| audit         | org_id        | sk        | LSI action-index (org_id, action_sk)     | audit events, never content |
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    UnicodeSetAttribute,
+)
+from pynamodb.connection import Connection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
+from pynamodb.models import Model
+
+from ..settings import Settings, get_settings
+
+
+class _Base(Model):
+    class Meta:
+        abstract = True
+        table_name = "unbound"
+        region = "us-east-1"
+        billing_mode = "PAY_PER_REQUEST"
+
+    LOGICAL_NAME = ""
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+class TokensByOrg(GlobalSecondaryIndex):
+    """List an org's tokens, oldest first."""
+
+    class Meta:
+        index_name = "org-index"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    created_at = NumberAttribute(range_key=True)
+
+
+class TokenModel(_Base):
+    """A principal's bearer token. ``token_id`` = ``tok_`` + the first 32 hex digits of the
+    token's SHA-256, so authentication is one consistent GetItem; the secret is never stored."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "tokens"
+    token_id = UnicodeAttribute(hash_key=True)
+    digest = UnicodeAttribute()
+    org_id = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    user_id = UnicodeAttribute(null=True)
+    permissions = ListAttribute(of=UnicodeAttribute, default=list)
+    label = UnicodeAttribute(null=True)
+    expires_at = NumberAttribute(null=True)
+    banks = ListAttribute(of=UnicodeAttribute, null=True)
+    created_at = NumberAttribute()
+    created_by = UnicodeAttribute(null=True)
+    revoked_at = NumberAttribute(null=True)
+    last_used_at = NumberAttribute(null=True)
+    by_org = TokensByOrg()
+
+
+# --- banks ----------------------------------------------------------------------------------
+
+class BankModel(_Base):
+    """A bank row. ``name`` is the bank name for live banks (``[a-z0-9]...``), ``.trash/<id>`` for
+    trash entries and ``!<namespace>`` for internal namespaces: keys no bank name can take.
+    ``seq`` is the commit counter every document write advances in its own transaction."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "banks"
+    org_id = UnicodeAttribute(hash_key=True)
+    name = UnicodeAttribute(range_key=True)
+    bank_name = UnicodeAttribute()  # the public name (== name for live banks)
+    incarnation = UnicodeAttribute()
+    description = UnicodeAttribute(default="")
+    seq = NumberAttribute(default=0)
+    memories = NumberAttribute(default=0)  # live memories
+    pinned = NumberAttribute(default=0)  # live pinned memories
+    records = NumberAttribute(default=0)  # all memory records, retired included
+    rules = NumberAttribute(default=0)
+    rules_version = NumberAttribute(default=0)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    trashed_to = UnicodeAttribute(null=True)
+    trashed_at = NumberAttribute(null=True)
+
+
+# --- memories -------------------------------------------------------------------------------
+
+class MemoriesByOrder(LocalSecondaryIndex):
+    """Newest first: ``ord`` = (MAX_MS - updated_at) zero-padded + ``#`` + id, read ascending.
+    Fingerprint pointer items have no ``ord`` and so never appear (a sparse index)."""
+
+    class Meta:
+        index_name = "order-index"
+        projection = AllProjection()
+
+    bank_key = UnicodeAttribute(hash_key=True)
+    ord = UnicodeAttribute(range_key=True)
+
+
+class MemoryModel(_Base):
+    """Current state of one memory (``sk`` = its id), or a fingerprint pointer
+    (``sk`` = ``~fp/<fingerprint>``, ``memory_id`` = the memory whose current text has it)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "memories"
+    bank_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    ord = UnicodeAttribute(null=True)
+    memory_id = UnicodeAttribute(null=True)  # pointer items only
+    record = JSONAttribute(null=True)  # the memory record (chalicelib.banks.records.Memory)
+    fp = UnicodeAttribute(null=True)  # fingerprint of the current text
+    live = BooleanAttribute(null=True)
+    revision = NumberAttribute(null=True)
+    tags = UnicodeSetAttribute(null=True)  # copy of record.tags, for the list's tag filter
+    by_order = MemoriesByOrder()
+
+
+# --- revisions ------------------------------------------------------------------------------
+
+class RevisionsByMemory(LocalSecondaryIndex):
+    """One memory's history, oldest first: ``rev_key`` = id + ``#`` + revision + ``#`` + seq."""
+
+    class Meta:
+        index_name = "memory-index"
+        projection = AllProjection()
+
+    bank_key = UnicodeAttribute(hash_key=True)
+    rev_key = UnicodeAttribute(range_key=True)
+
+
+class RevisionModel(_Base):
+    """One committed change of a bank's documents, append-only, keyed by the bank's ``seq``.
+    ``op`` names the change; ``record`` is the full memory record after it (index catch-up
+    replays these in ``seq`` order)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "revisions"
+    bank_key = UnicodeAttribute(hash_key=True)
+    seq = NumberAttribute(range_key=True)
+    rev_key = UnicodeAttribute()
+    memory_id = UnicodeAttribute()
+    op = UnicodeAttribute()
+    record = JSONAttribute()
+    at = NumberAttribute()
+    actor = UnicodeAttribute(null=True)
+    by_memory = RevisionsByMemory()
+
+
+# --- idempotency ----------------------------------------------------------------------------
+
+class IdempotencyModel(_Base):
+    """The first response to a request carrying an ``Idempotency-Key`` (scoped to the token)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "idempotency"
+    key = UnicodeAttribute(hash_key=True)
+    request_digest = UnicodeAttribute()
+    status = NumberAttribute()
+    body = JSONAttribute()
+    expires_at = NumberAttribute()  # seconds since epoch: the table's TTL attribute
+
+
+# --- audit ----------------------------------------------------------------------------------
+
+class AuditByAction(LocalSecondaryIndex):
+    """An org's audit events of one action, oldest first: ``action_sk`` = action + ``#`` + sk."""
+
+    class Meta:
+        index_name = "action-index"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    action_sk = UnicodeAttribute(range_key=True)
+
+
+class AuditModel(_Base):
+    """One audit event: who did what to which target, when. Never memory text or secrets."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "audit"
+    org_id = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)  # "<at ms, 13 digits>#<uuid>"
+    action_sk = UnicodeAttribute()
+    action = UnicodeAttribute()
+    actor = UnicodeAttribute()
+    target = UnicodeAttribute(null=True)
+    details = MapAttribute(null=True)
+    at = NumberAttribute()
+    by_action = AuditByAction()
+
+
+ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel)
+
+_bind_lock = threading.Lock()
+_bound: tuple[str, str] | None = None
+
+
+def bind(settings: Settings | None = None) -> Settings:
+    """Point every model at ``settings``' table names and region (idempotent, thread-safe).
+
+    pynamodb caches a connection per model class, so a change of prefix or region drops it.
+    Returns the settings used.
+    """
+    global _bound
+    settings = settings or get_settings()
+    want = (settings.table_prefix, settings.region)
+    if _bound == want:
+        return settings
+    with _bind_lock:
+        if _bound != want:
+            for model in ALL_MODELS:
+                model.Meta.table_name = settings.table_name(model.LOGICAL_NAME)
+                model.Meta.region = settings.region
+                model._connection = None
+            _bound = want
+    return settings
+
+
+def connection(settings: Settings | None = None) -> Connection:
+    """A low-level connection for ``TransactWrite``/``TransactGet`` (pynamodb 6 requires one)."""
+    settings = settings or get_settings()
+    return Connection(region=settings.region)

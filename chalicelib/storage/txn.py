@@ -1,0 +1,89 @@
+"""Optimistic-concurrency transactions with jittered retry (issue 2, item 8).
+
+Every document write is one DynamoDB transaction conditioned on what it read (the bank's ``seq``,
+a record's ``revision``). When a concurrent writer wins, ``run_transaction`` re-runs the whole
+read-decide-write attempt after a jittered backoff, so a client never sees a conflict the server
+could have resolved.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Callable, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from pynamodb.connection import Connection
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.transactions import TransactWrite
+
+from ..errors import BackendUnavailable, Conflict
+from ..settings import get_settings
+from .tables import connection
+
+T = TypeVar("T")
+
+_RETRYABLE_REASONS = {"ConditionalCheckFailed", "TransactionConflict"}
+_THROTTLE_CODES = {
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+    "ServiceUnavailable", "InternalServerError", "SlowDown", "TransactionInProgressException",
+}
+
+
+class Retry(Exception):
+    """Raised inside an attempt to ask for another one (e.g. a read saw a half-made state)."""
+
+
+def _reasons(exc: TransactWriteError) -> set[str]:
+    return {r.code for r in (exc.cancellation_reasons or []) if r is not None and r.code}
+
+
+def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | None = None) -> T:
+    """Run ``attempt(tx)`` inside a fresh ``TransactWrite`` until it commits.
+
+    ``attempt`` reads what it needs, raises a ``CairnError`` if the request cannot succeed (nothing
+    is written then), and adds conditioned writes to ``tx``; its return value is returned after
+    the commit. A cancelled transaction (a condition failed or a conflicting transaction) is
+    retried with full-jitter exponential backoff (2 ms base, 250 ms cap) up to
+    ``Settings.write_retries`` attempts, then ``Conflict`` (409 ``conflict``) is raised.
+    """
+    settings = get_settings()
+    n = retries or settings.write_retries
+    conn: Connection = connection(settings)
+    for i in range(n):
+        try:
+            with TransactWrite(connection=conn) as tx:
+                result = attempt(tx)
+            return result
+        except Retry:
+            pass
+        except TransactWriteError as exc:
+            reasons = _reasons(exc)
+            if not reasons & _RETRYABLE_REASONS and not _is_throttle(exc):
+                raise
+        time.sleep(random.uniform(0, min(0.25, 0.002 * (2 ** min(i, 10)))))
+    raise Conflict("The write kept conflicting with concurrent writes; retry the request.")
+
+
+def _is_throttle(exc: BaseException) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, EndpointConnectionError):
+            return True
+        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
+            return True
+        code = getattr(exc, "cause_response_code", None)
+        if code in _THROTTLE_CODES:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def as_backend_error(exc: BaseException) -> BackendUnavailable | None:
+    """Map a throttled or unreachable backend error (boto or pynamodb) to 503, else ``None``."""
+    if isinstance(exc, (PynamoDBException, BotoCoreError, ClientError)) and (
+        _is_throttle(exc) or isinstance(exc, BotoCoreError) and not isinstance(exc, ClientError)
+    ):
+        return BackendUnavailable()
+    return None
