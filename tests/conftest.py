@@ -52,7 +52,8 @@ def client(app):
 def mint(org="default", kind="person", user_id="admin", permissions=None, **kw):
     """Mint a token directly through the service (the CLI's path); returns the secret."""
     from chalicelib.auth.principal import PERMISSIONS
-    from chalicelib.auth.tokens import MintRequest, mint as do_mint
+    from chalicelib.auth.tokens import MintRequest
+    from chalicelib.auth.tokens import mint as do_mint
     req = MintRequest(kind=kind, user_id=None if kind == "api_key" else user_id,
                       permissions=list(PERMISSIONS) if permissions is None else permissions, **kw)
     return do_mint(org, req, created_by="test")["token"]

@@ -7,7 +7,15 @@ from chalice import Blueprint
 
 from .. import idempotency
 from ..banks import rules, service, transfer
-from ..banks.records import BankRequest, PinRequest, RestoreRequest, RuleRequest, SaveRequest, SupersedeRequest, UpdateRequest
+from ..banks.records import (
+    BankRequest,
+    PinRequest,
+    RestoreRequest,
+    RuleRequest,
+    SaveRequest,
+    SupersedeRequest,
+    UpdateRequest,
+)
 from ..names import check_name
 from .http import Ctx, Reply, endpoint, query_bool, query_int
 

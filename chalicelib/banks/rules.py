@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..clock import now_ms
+from ..core.store import get_bank_row, new_bank
 from ..names import check_name
 from ..storage import blobs
 from ..storage.tables import BankModel, bind
 from ..storage.txn import run_transaction
-from .service import _rules_prefix, get_bank_row, _new_bank, require_bank
+from .service import _rules_prefix, require_bank
 
 
 def rule_key(org_id: str, bank: str, name: str) -> str:
@@ -56,7 +57,7 @@ def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
     if get_bank_row(org_id, bank) is None:
         def create(tx):
             if get_bank_row(org_id, bank) is None:
-                tx.save(_new_bank(org_id, bank), condition=BankModel.name.does_not_exist())
+                tx.save(new_bank(org_id, bank), condition=BankModel.name.does_not_exist())
         run_transaction(create)
     if exists:
         blobs.put_text(key, content)

@@ -10,18 +10,28 @@ new bank of the same name.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import uuid
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
 from .. import audit, idempotency
 from ..clock import now_ms
+from ..core.records import Memory, Source
+from ..core.store import (
+    POINTER_PREFIX,
+    TRASH_PREFIX,
+    Write,
+    decode_cursor,
+    encode_cursor,
+    get_bank_row,
+    get_item,
+    new_bank,
+    notify,
+    record_of,
+    stage,
+)
 from ..errors import BadRequest, Conflict, NotFound
 from ..fingerprint import FINGERPRINT_RE, fingerprint, fnv1a64, normalize_text
 from ..idempotency import IdemKey
@@ -31,52 +41,20 @@ from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
 from .records import (
     MAX_HANDLES,
-    Memory,
     SaveRequest,
-    Source,
     UpdateRequest,
     check_text,
     normalize_handles,
 )
 
-POINTER_PREFIX = "~fp/"
-TRASH_PREFIX = ".trash/"
 LIST_MAX = 500
 LIST_DEFAULT = 50
-
-# Observers told after every committed document change: (org_id, bank, BankModel row after the
-# commit, [(seq, Memory)]). The recall index registers one to update its own cache at once.
-_on_commit: list[Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]] = []
-
-
-def on_commit(fn: Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]) -> None:
-    """Register ``fn`` to be called after each committed change (never inside the transaction)."""
-    _on_commit.append(fn)
-
-
-def _notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
-    for fn in list(_on_commit):
-        try:
-            fn(org_id, bank, row, changes)
-        except Exception:  # noqa: BLE001 - an observer (a cache) must never fail a committed write
-            pass
-
-
 # --- banks ----------------------------------------------------------------------------------
 
 def bank_public(row: BankModel) -> dict[str, Any]:
     """A bank row as the API shows it: ``{name, description, memories, pinned, rules}``."""
     return {"name": row.bank_name, "description": row.description or "", "memories": int(row.memories),
             "pinned": int(row.pinned), "rules": int(row.rules)}
-
-
-def get_bank_row(org_id: str, name: str) -> BankModel | None:
-    """The live bank row (consistent read), or ``None``."""
-    bind()
-    try:
-        return BankModel.get(org_id, name, consistent_read=True)
-    except DoesNotExist:
-        return None
 
 
 def require_bank(org_id: str, name: str) -> BankModel:
@@ -88,13 +66,6 @@ def require_bank(org_id: str, name: str) -> BankModel:
     return row
 
 
-def _new_bank(org_id: str, name: str, description: str = "") -> BankModel:
-    now = now_ms()
-    return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
-                     description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
-                     rules_version=0, created_at=now, updated_at=now)
-
-
 def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) -> tuple[dict[str, Any], bool]:
     """Create bank ``name`` or return the existing one: ``(bank, created)``."""
     check_name(name)
@@ -104,7 +75,7 @@ def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) ->
         row = get_bank_row(org_id, name)
         if row is not None:
             return row, False
-        row = _new_bank(org_id, name, description)
+        row = new_bank(org_id, name, description)
         tx.save(row, condition=BankModel.name.does_not_exist())
         return row, True
 
@@ -203,89 +174,18 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> dict
 
 # --- records --------------------------------------------------------------------------------
 
-def _item(inc: str, sk: str) -> MemoryModel | None:
-    try:
-        return MemoryModel.get(inc, sk, consistent_read=True)
-    except DoesNotExist:
-        return None
-
-
-def _record(item: MemoryModel) -> Memory:
-    return Memory.model_validate(item.record)
-
-
 def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel, Memory]:
     """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``."""
     row = require_bank(org_id, bank)
-    item = _item(row.incarnation, memory_id) if FINGERPRINT_RE.match(memory_id or "") else None
+    item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.match(memory_id or "") else None
     if item is None:
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
-    return row, item, _record(item)
+    return row, item, record_of(item)
 
 
 def get_memory(org_id: str, bank: str, memory_id: str) -> dict[str, Any]:
     """One memory by id, tombstoned and superseded ones included."""
     return require_memory(org_id, bank, memory_id)[2].public()
-
-
-@dataclass
-class _Write:
-    """One record change staged into a transaction."""
-
-    record: Memory
-    prev: Memory | None
-    op: str
-    fp: str | None  # fingerprint of the record's current text (None once purged)
-
-
-def _deltas(writes: Iterable[_Write]) -> tuple[int, int, int]:
-    live = pinned = records = 0
-    for w in writes:
-        before_live = bool(w.prev and w.prev.live)
-        before_pin = bool(w.prev and w.prev.live and w.prev.pinned)
-        live += int(w.record.live) - int(before_live)
-        pinned += int(w.record.live and w.record.pinned) - int(before_pin)
-        records += int(w.prev is None)
-    return live, pinned, records
-
-
-def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[_Write],
-           actor: str, *, new_bank: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
-    """Stage ``writes`` plus the bank's ``seq`` advance (or the bank's creation) into ``tx``.
-
-    Takes ``len(writes)`` consecutive ``seq`` values; returns the bank row as it will be after the
-    commit and the ``(seq, record)`` pairs.
-    """
-    live, pinned, records = _deltas(writes)
-    now = now_ms()
-    if row is None:
-        row = new_bank or _new_bank(org_id, bank)
-        first = 1
-        row.seq, row.memories, row.pinned, row.records, row.updated_at = len(writes), live, pinned, records, now
-        tx.save(row, condition=BankModel.name.does_not_exist())
-    else:
-        first = int(row.seq) + 1
-        tx.update(row, actions=[BankModel.seq.set(int(row.seq) + len(writes)), BankModel.memories.add(live),
-                                BankModel.pinned.add(pinned), BankModel.records.add(records),
-                                BankModel.updated_at.set(now)],
-                  condition=(BankModel.seq == int(row.seq)) & (BankModel.incarnation == row.incarnation))
-        row = BankModel(**{k: getattr(row, k) for k in BankModel.get_attributes()})
-        row.seq, row.updated_at = first + len(writes) - 1, now
-        row.memories, row.pinned, row.records = row.memories + live, row.pinned + pinned, row.records + records
-    inc = row.incarnation
-    out = []
-    for i, w in enumerate(writes):
-        seq = first + i
-        rec = w.record
-        item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
-                           fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
-        cond = MemoryModel.sk.does_not_exist() if w.prev is None else (MemoryModel.revision == w.prev.revision)
-        tx.save(item, condition=cond)
-        tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
-                              memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
-                condition=RevisionModel.seq.does_not_exist())
-        out.append((seq, rec))
-    return row, out
 
 
 def _merge_tags(existing: list[str], new: list[str]) -> tuple[list[str], list[str]]:
@@ -307,7 +207,7 @@ def _free_id(inc: str, text: str) -> str:
     base = normalize_text(text).encode("utf-8")
     for k in range(1, 1000):
         cand = "fp%016x" % fnv1a64(base + b"\x00" + str(k).encode())
-        if _item(inc, cand) is None:
+        if get_item(inc, cand) is None:
             return cand
     raise Conflict("Could not allocate a memory id.")
 
@@ -338,12 +238,12 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         if replay is not None:
             return replay
         row = get_bank_row(org_id, bank)
-        new_bank = None if row is not None else _new_bank(org_id, bank)
-        inc = row.incarnation if row is not None else new_bank.incarnation
-        pointer = _item(inc, POINTER_PREFIX + fp) if row is not None else None
+        fresh = None if row is not None else new_bank(org_id, bank)
+        inc = row.incarnation if row is not None else fresh.incarnation
+        pointer = get_item(inc, POINTER_PREFIX + fp) if row is not None else None
         target = pointer.memory_id if pointer is not None else fp
-        item = _item(inc, target) if row is not None else None
-        existing = _record(item) if item is not None else None
+        item = get_item(inc, target) if row is not None else None
+        existing = record_of(item) if item is not None else None
         if pointer is None and existing is not None and existing.purged_at is None:
             target, item, existing = _free_id(inc, text), None, None
         if pointer is not None and existing is None:
@@ -365,8 +265,8 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                 update.update(invalid_at=None, superseded_by=None)
                 created, op = True, "resurrect"
             rec = existing.model_copy(update=update)
-        writes = [_Write(rec, existing, op, fp)]
-        new_row, changes = _stage(tx, org_id, bank, row, writes, actor, new_bank=new_bank)
+        writes = [Write(rec, existing, op, fp)]
+        new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
         if pointer is None:
             tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + fp, memory_id=rec.id),
                     condition=MemoryModel.sk.does_not_exist())
@@ -380,12 +280,12 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
 
     result = run_transaction(attempt)
     if committed:
-        _notify(org_id, bank, committed["row"], committed["changes"])
+        notify(org_id, bank, committed["row"], committed["changes"])
     return result
 
 
 def _change(org_id: str, bank: str, memory_id: str, actor: str,
-            decide: Callable[[BankModel, MemoryModel, Memory], tuple[list[_Write], Callable[[TransactWrite], None] | None] | None]
+            decide: Callable[[BankModel, MemoryModel, Memory], tuple[list[Write], Callable[[TransactWrite], None] | None] | None]
             ) -> Memory:
     """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
     the current record is returned) or the writes plus an extra staging step."""
@@ -397,7 +297,7 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
         if decision is None:
             return rec
         writes, extra = decision
-        new_row, changes = _stage(tx, org_id, bank, row, writes, actor)
+        new_row, changes = stage(tx, org_id, bank, row, writes, actor)
         if extra is not None:
             extra(tx)
         committed.update(row=new_row, changes=changes)
@@ -405,7 +305,7 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
 
     out = run_transaction(attempt)
     if committed:
-        _notify(org_id, bank, committed["row"], committed["changes"])
+        notify(org_id, bank, committed["row"], committed["changes"])
     return out
 
 
@@ -438,9 +338,9 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
             update["text"] = text
             new_fp = fingerprint(text)
             if new_fp != item.fp:
-                ptr = _item(row.incarnation, POINTER_PREFIX + new_fp)
-                other = _item(row.incarnation, ptr.memory_id) if ptr is not None else None
-                if ptr is not None and ptr.memory_id != rec.id and other is not None and _record(other).live:
+                ptr = get_item(row.incarnation, POINTER_PREFIX + new_fp)
+                other = get_item(row.incarnation, ptr.memory_id) if ptr is not None else None
+                if ptr is not None and ptr.memory_id != rec.id and other is not None and record_of(other).live:
                     raise Conflict("Another live memory already has this text.", code="duplicate_text",
                                    details={"memory_id": ptr.memory_id})
                 old_fp = item.fp
@@ -461,7 +361,7 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
         if req.pinned is not None:
             update["pinned"] = req.pinned
         update.update(revision=rec.revision + 1, updated_at=now_ms())
-        return [_Write(rec.model_copy(update=update), rec, "update", new_fp)], extra
+        return [Write(rec.model_copy(update=update), rec, "update", new_fp)], extra
 
     return _change(org_id, bank, memory_id, actor, decide).public()
 
@@ -472,7 +372,7 @@ def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: s
     def decide(row, item, rec: Memory):
         _require_live(rec)
         new = rec.model_copy(update={"pinned": pinned, "revision": rec.revision + 1, "updated_at": now_ms()})
-        return [_Write(new, rec, "pin", item.fp)], None
+        return [Write(new, rec, "pin", item.fp)], None
 
     return _change(org_id, bank, memory_id, actor, decide).public()
 
@@ -485,7 +385,7 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict
             return None
         now = now_ms()
         new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
-        return [_Write(new, rec, "delete", item.fp)], None
+        return [Write(new, rec, "delete", item.fp)], None
 
     return _change(org_id, bank, memory_id, actor, decide).public()
 
@@ -504,10 +404,10 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
         _require_live(rec)
         if rec.pinned:
             raise Conflict("A pinned memory cannot be superseded; unpin it first.")
-        winner = _item(row.incarnation, superseded_by) if FINGERPRINT_RE.match(superseded_by) else None
+        winner = get_item(row.incarnation, superseded_by) if FINGERPRINT_RE.match(superseded_by) else None
         if winner is None:
             raise NotFound(f"Memory '{superseded_by}' not found in bank '{bank}'.", code="memory_not_found")
-        if not _record(winner).live:
+        if not record_of(winner).live:
             raise Conflict(f"Memory '{superseded_by}' is retired and cannot supersede another.", code="memory_retired")
         now = now_ms()
         new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by,
@@ -516,9 +416,9 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
         def extra(tx: TransactWrite):
             # the winner must still be live at commit: condition on its revision
             tx.condition_check(MemoryModel, row.incarnation, superseded_by,
-                               condition=MemoryModel.revision == _record(winner).revision)
+                               condition=MemoryModel.revision == record_of(winner).revision)
 
-        return [_Write(new, rec, "supersede", item.fp)], extra
+        return [Write(new, rec, "supersede", item.fp)], extra
 
     return _change(org_id, bank, memory_id, actor, decide).public()
 
@@ -543,7 +443,7 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
                           condition=MemoryModel.memory_id == rec.id)
             audit.add_to(tx, org_id, "memory.purge", actor, f"{bank}/{rec.id}", {"bank": bank})
 
-        return [_Write(new, rec, "purge", None)], extra
+        return [Write(new, rec, "purge", None)], extra
 
     rec = _change(org_id, bank, memory_id, actor, decide)
     row = require_bank(org_id, bank)
@@ -560,22 +460,6 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
 
 # --- reads ----------------------------------------------------------------------------------
 
-def _decode_cursor(cursor: str | None) -> dict[str, Any] | None:
-    if not cursor:
-        return None
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(data, dict) or not all(isinstance(v, (str, int)) for v in data.values()):
-            raise ValueError
-        return data
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("Invalid cursor.", details={"field": "cursor"}) from None
-
-
-def _encode_cursor(data: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
 def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: str | None = None,
                   tag: str | None = None, include_superseded: bool = False) -> dict[str, Any]:
     """A page of memories newest first (``updated_at`` desc, ``id`` asc):
@@ -585,7 +469,7 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
         raise BadRequest(f"limit must be between 1 and {LIST_MAX}.", details={"field": "limit"})
     row = require_bank(org_id, bank)
     tag = tag.strip().lower() if tag else None
-    start = _decode_cursor(cursor)
+    start = decode_cursor(cursor)
     cond = None
     if not include_superseded:
         cond = MemoryModel.live == True  # noqa: E712 - a pynamodb condition, not a comparison
@@ -604,8 +488,8 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
         if len(out) == limit:
             more = True
             break
-        out.append(_record(it))
-    next_cursor = _encode_cursor({"sk": out[-1].id, "ord": out[-1].order_key()}) if more and out else None
+        out.append(record_of(it))
+    next_cursor = encode_cursor({"sk": out[-1].id, "ord": out[-1].order_key()}) if more and out else None
     if tag:
         total = MemoryModel.by_order.count(row.incarnation, filter_condition=cond, consistent_read=True)
     else:
@@ -635,16 +519,3 @@ def tags(org_id: str, bank: str) -> dict[str, Any]:
             counts[t] = counts.get(t, 0) + 1
     return {"tags": [{"tag": t, "count": c} for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]}
 
-
-def iter_records(inc: str) -> Iterable[Memory]:
-    """Every memory record of a bank incarnation, newest first (export, index rebuild)."""
-    bind()
-    for it in MemoryModel.by_order.query(inc, consistent_read=True):
-        yield _record(it)
-
-
-def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory]]:
-    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order."""
-    bind()
-    for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
-        yield int(rev.seq), rev.op, Memory.model_validate(rev.record)

@@ -18,6 +18,18 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..clock import now_ms
+from ..core.records import Memory
+from ..core.store import (
+    POINTER_PREFIX,
+    Write,
+    get_bank_row,
+    get_item,
+    iter_records,
+    new_bank,
+    notify,
+    record_of,
+    stage,
+)
 from ..errors import BadRequest, PayloadTooLarge
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
@@ -25,19 +37,8 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.tables import MemoryModel, RevisionModel, bind
 from ..storage.txn import run_transaction
-from .records import Memory, check_text, normalize_handles
-from .service import (
-    POINTER_PREFIX,
-    _Write,
-    _item,
-    _new_bank,
-    _notify,
-    _record,
-    _stage,
-    get_bank_row,
-    iter_records,
-    require_bank,
-)
+from .records import check_text, normalize_handles
+from .service import require_bank
 
 # DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
 # fingerprint pointer, plus the bank row.
@@ -171,30 +172,30 @@ def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
 
     def attempt(tx):
         row = get_bank_row(org_id, bank)
-        new_bank = None if row is not None else _new_bank(org_id, bank)
-        inc = row.incarnation if row is not None else new_bank.incarnation
-        writes: list[_Write] = []
+        fresh = None if row is not None else new_bank(org_id, bank)
+        inc = row.incarnation if row is not None else fresh.incarnation
+        writes: list[Write] = []
         moves: list[tuple[str | None, str]] = []  # (previous fingerprint, new fingerprint) per write
         errs: list[dict[str, Any]] = []
         claimed: set[str] = set()
         for rec in batch:
-            item = _item(inc, rec.id) if row is not None else None
-            prev = _record(item) if item is not None else None
+            item = get_item(inc, rec.id) if row is not None else None
+            prev = record_of(item) if item is not None else None
             if prev is not None and (rec.revision < prev.revision or
                                      (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
                 continue  # older than what is stored: skipped
             fp = fingerprint(rec.text)
-            ptr = _item(inc, POINTER_PREFIX + fp) if row is not None else None
+            ptr = get_item(inc, POINTER_PREFIX + fp) if row is not None else None
             if (ptr is not None and ptr.memory_id != rec.id) or fp in claimed:
                 errs.append({"line": line_of[rec.id], "error": "duplicate_text: another memory has this text",
                              "stage": "apply"})
                 continue
             claimed.add(fp)
-            writes.append(_Write(rec, prev, "import", fp))
+            writes.append(Write(rec, prev, "import", fp))
             moves.append((item.fp if item is not None else None, fp if ptr is None else ""))
         if not writes:
             return 0, errs
-        new_row, changes = _stage(tx, org_id, bank, row, writes, actor, new_bank=new_bank)
+        new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
         for w, (old_fp, new_fp) in zip(writes, moves):
             if old_fp and old_fp != w.fp:
                 tx.delete(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + old_fp),
@@ -207,7 +208,7 @@ def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
 
     applied, errs = run_transaction(attempt)
     if committed:
-        _notify(org_id, bank, committed["row"], committed["changes"])
+        notify(org_id, bank, committed["row"], committed["changes"])
     return applied, errs
 
 

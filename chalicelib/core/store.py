@@ -1,0 +1,172 @@
+"""The one core every surface writes through (DESIGN.md, "The three surfaces, one core").
+
+A *bank* is the unit of isolation and indexing: a named bank, a structured-memory scope's
+namespace or a team space's retrieval projection, each a ``BankModel`` row whose ``incarnation``
+keys its records. ``stage()`` puts one or more record changes into a transaction together with
+the bank's ``seq`` advance (conditioned on the value read), so ``seq`` order is commit order and
+the recall index can catch up by querying revisions above its own ``seq``. Observers registered
+with ``on_commit`` (the recall index's own cache) are told after each commit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from pynamodb.exceptions import DoesNotExist
+from pynamodb.transactions import TransactWrite
+
+from ..clock import now_ms
+from ..errors import BadRequest
+from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
+from .records import Memory
+
+POINTER_PREFIX = "~fp/"
+NAME_POINTER_PREFIX = "~name/"
+TRASH_PREFIX = ".trash/"
+NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
+
+
+# Observers told after every committed document change: (org_id, bank, BankModel row after the
+# commit, [(seq, Memory)]). The recall index registers one to update its own cache at once.
+_on_commit: list[Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]] = []
+
+
+def on_commit(fn: Callable[[str, str, BankModel, list[tuple[int, Memory]]], None]) -> None:
+    """Register ``fn`` to be called after each committed change (never inside the transaction)."""
+    _on_commit.append(fn)
+
+
+def notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+    for fn in list(_on_commit):
+        try:
+            fn(org_id, bank, row, changes)
+        except Exception:  # noqa: BLE001 - an observer (a cache) must never fail a committed write
+            pass
+
+
+def get_bank_row(org_id: str, name: str) -> BankModel | None:
+    """The live bank row (consistent read), or ``None``."""
+    bind()
+    try:
+        return BankModel.get(org_id, name, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+
+def new_bank(org_id: str, name: str, description: str = "") -> BankModel:
+    now = now_ms()
+    return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
+                     description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
+                     rules_version=0, created_at=now, updated_at=now)
+
+
+
+def get_item(inc: str, sk: str) -> MemoryModel | None:
+    try:
+        return MemoryModel.get(inc, sk, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def record_of(item: MemoryModel) -> Memory:
+    return Memory.model_validate(item.record)
+
+
+
+@dataclass
+class Write:
+    """One record change staged into a transaction."""
+
+    record: Memory
+    prev: Memory | None
+    op: str
+    fp: str | None  # fingerprint of the record's current text (None once purged)
+
+
+def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
+    live = pinned = records = 0
+    for w in writes:
+        before_live = bool(w.prev and w.prev.live)
+        before_pin = bool(w.prev and w.prev.live and w.prev.pinned)
+        live += int(w.record.live) - int(before_live)
+        pinned += int(w.record.live and w.record.pinned) - int(before_pin)
+        records += int(w.prev is None)
+    return live, pinned, records
+
+
+def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
+           actor: str, *, fresh: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
+    """Stage ``writes`` plus the bank's ``seq`` advance (or the bank's creation) into ``tx``.
+
+    Takes ``len(writes)`` consecutive ``seq`` values; returns the bank row as it will be after the
+    commit and the ``(seq, record)`` pairs.
+    """
+    live, pinned, records = deltas(writes)
+    now = now_ms()
+    if row is None:
+        row = fresh or new_bank(org_id, bank)
+        first = 1
+        row.seq, row.memories, row.pinned, row.records, row.updated_at = len(writes), live, pinned, records, now
+        tx.save(row, condition=BankModel.name.does_not_exist())
+    else:
+        first = int(row.seq) + 1
+        tx.update(row, actions=[BankModel.seq.set(int(row.seq) + len(writes)), BankModel.memories.add(live),
+                                BankModel.pinned.add(pinned), BankModel.records.add(records),
+                                BankModel.updated_at.set(now)],
+                  condition=(BankModel.seq == int(row.seq)) & (BankModel.incarnation == row.incarnation))
+        row = BankModel(**{k: getattr(row, k) for k in BankModel.get_attributes()})
+        row.seq, row.updated_at = first + len(writes) - 1, now
+        row.memories, row.pinned, row.records = row.memories + live, row.pinned + pinned, row.records + records
+    inc = row.incarnation
+    out = []
+    for i, w in enumerate(writes):
+        seq = first + i
+        rec = w.record
+        item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
+                           fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
+        cond = MemoryModel.sk.does_not_exist() if w.prev is None else (MemoryModel.revision == w.prev.revision)
+        tx.save(item, condition=cond)
+        tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
+                              memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
+                condition=RevisionModel.seq.does_not_exist())
+        out.append((seq, rec))
+    return row, out
+
+
+def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+    """Decode an opaque page cursor (base64url JSON); 400 ``validation_error`` when malformed."""
+    if not cursor:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(data, dict) or not all(isinstance(v, (str, int)) for v in data.values()):
+            raise ValueError
+        return data
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadRequest("Invalid cursor.", details={"field": "cursor"}) from None
+
+
+def encode_cursor(data: dict[str, Any]) -> str:
+    """Encode a page position as an opaque base64url cursor."""
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+
+def iter_records(inc: str) -> Iterable[Memory]:
+    """Every memory record of a bank incarnation, newest first (export, index rebuild)."""
+    bind()
+    for it in MemoryModel.by_order.query(inc, consistent_read=True):
+        yield record_of(it)
+
+
+def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory]]:
+    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order."""
+    bind()
+    for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
+        yield int(rev.seq), rev.op, Memory.model_validate(rev.record)
