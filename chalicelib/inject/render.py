@@ -1,0 +1,169 @@
+"""The injection renderer shared by preview and the per-turn hook (issue 3, item 4). Pure: no I/O.
+
+Two outputs:
+
+- the **system-prompt section**: ``HEADER`` + ``PARAGRAPH``, then the bank's rules in name order,
+  each ``\\n## {name}\\n{trimmed content}\\n``, within ``max_rule_chars`` UTF-8 bytes of rule content
+  counted cumulatively. The first rule that does not fit is cut on a character boundary to the
+  bytes left and followed by ``\\n`` + the truncation marker when more than 200 bytes are left;
+  otherwise it and every later rule become ``\\n## {name} [omitted: over the injection budget]\\n``.
+  After a truncation nothing is left, so every later rule is omitted too.
+- the **memory message** (role user): ``<memory bank="{bank}">`` + the intro line, one
+  ``- {text}`` line per memory, ``</memory>``. Memory text is escaped as XML character entities
+  (``&amp; &lt; &gt; &quot;``) and every line break becomes a space, so no memory can close or
+  forge a tag or a list line.
+
+Memories are chosen by ``select_memories``: the top ``recall_limit`` hits; when fewer than
+``min(3, recall_limit)`` matched, padded up to that floor with the bank's top memories (score 0.0,
+the ambient floor); then taken in order while the cumulative UTF-8 bytes of their text fit
+``recall_budget_tokens * 4`` (inclusive), stopping at the first that does not fit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..core.records import Memory
+
+HEADER = "\n\n# Memory — bank: {bank}\n"
+PARAGRAPH = ("Memory is automatic here: durable memories and preferences from this conversation are "
+             "extracted and saved after each turn, and relevant memories are provided to you when they "
+             "exist. When the user asks you to remember something, acknowledge it — no save call is "
+             "needed.\n")
+RULE = "\n## {name}\n{content}\n"
+TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget — trim it in the memory "
+             "page]")
+OMITTED = "\n## {name} [omitted: over the injection budget]\n"
+TRUNCATE_MIN_BYTES = 200  # a cut rule needs more than this many bytes left, else it is omitted
+MESSAGE_OPEN = ('<memory bank="{bank}">\n'
+                "Relevant remembered memories (auto-recalled; verify anything surprising):\n")
+MESSAGE_LINE = "- {text}\n"
+MESSAGE_CLOSE = "</memory>"
+AMBIENT_FLOOR = 3
+BYTES_PER_TOKEN = 4
+
+# Every character str.splitlines() breaks on (\r\n counts as one break).
+_LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+@dataclass
+class Section:
+    """The rendered system-prompt section: ``text``, ``rules`` (how many rules are included whole
+    or cut; omitted ones do not count) and ``truncated`` (any rule cut or omitted)."""
+
+    text: str
+    rules: int
+    truncated: bool
+
+
+@dataclass
+class Picked:
+    """One memory chosen for injection and its recall score (0.0 for the ambient floor)."""
+
+    memory: Memory
+    score: float
+
+
+@dataclass
+class Injection:
+    """Everything one turn injects: the section, the picked memories and the message text
+    (``None`` when no memory fits)."""
+
+    section: Section
+    memories: list[Picked] = field(default_factory=list)
+    message: str | None = None
+
+
+def cut_utf8(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding is at most ``max_bytes`` bytes (never
+    splits a character)."""
+    return text.encode("utf-8")[:max(0, max_bytes)].decode("utf-8", errors="ignore")
+
+
+def render_section(bank: str, rules: Iterable[dict[str, Any]], max_rule_chars: int) -> Section:
+    """The system-prompt section for ``bank``. ``rules``: ``[{name, content}]`` (sorted here by
+    name); ``max_rule_chars``: budget in UTF-8 bytes of trimmed rule content, cumulative."""
+    parts = [HEADER.format(bank=bank), PARAGRAPH]
+    used = 0
+    included = 0
+    truncated = False
+    omitting = False
+    for rule in sorted(rules, key=lambda r: r["name"]):
+        name = rule["name"]
+        content = str(rule.get("content") or "").strip()
+        size = len(content.encode("utf-8"))
+        if not omitting and used + size <= max_rule_chars:
+            parts.append(RULE.format(name=name, content=content))
+            used += size
+            included += 1
+            continue
+        truncated = True
+        left = max_rule_chars - used
+        if not omitting and left > TRUNCATE_MIN_BYTES:
+            cut = cut_utf8(content, left)
+            parts.append(RULE.format(name=name, content=cut + "\n" + TRUNCATED.format(max_rule_chars=max_rule_chars)))
+            used = max_rule_chars
+            included += 1
+            omitting = True  # nothing is left: every later rule is omitted
+            continue
+        omitting = True
+        parts.append(OMITTED.format(name=name))
+    return Section(text="".join(parts), rules=included, truncated=truncated)
+
+
+def escape_text(text: str) -> str:
+    """Memory text as it appears in the message: ``& < > "`` as XML character entities and every
+    line break as one space."""
+    out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _LINE_BREAKS.sub(" ", out)
+
+
+def select_memories(hits: list[Picked], ambient: list[Memory], *, recall_limit: int,
+                    recall_budget_tokens: int) -> list[Picked]:
+    """Choose what to inject from ranked ``hits`` (best first) and the bank's ``ambient`` top
+    memories (pinned, corroboration, recency order): top ``recall_limit``, ambient floor, then the
+    inclusive byte budget ``recall_budget_tokens * 4`` over raw text bytes."""
+    chosen = list(hits[:max(0, recall_limit)])
+    floor = min(AMBIENT_FLOOR, recall_limit)
+    if len(chosen) < floor:
+        seen = {p.memory.id for p in chosen}
+        for mem in ambient:
+            if len(chosen) >= floor:
+                break
+            if mem.id in seen or not mem.live:
+                continue
+            seen.add(mem.id)
+            chosen.append(Picked(memory=mem, score=0.0))
+    budget = max(0, recall_budget_tokens) * BYTES_PER_TOKEN
+    out: list[Picked] = []
+    used = 0
+    for p in chosen:
+        size = len(p.memory.text.encode("utf-8"))
+        if used + size > budget:
+            break
+        used += size
+        out.append(p)
+    return out
+
+
+def render_message(bank: str, memories: list[Memory]) -> str | None:
+    """The ``<memory bank=...>`` message for ``memories`` in order, or ``None`` when empty."""
+    if not memories:
+        return None
+    lines = [MESSAGE_OPEN.format(bank=escape_text(bank))]
+    lines.extend(MESSAGE_LINE.format(text=escape_text(m.text)) for m in memories)
+    lines.append(MESSAGE_CLOSE)
+    return "".join(lines)
+
+
+def render(bank: str, rules: Iterable[dict[str, Any]], hits: list[Picked], ambient: list[Memory], *,
+           recall_limit: int, recall_budget_tokens: int, max_rule_chars: int,
+           with_memories: bool = True) -> Injection:
+    """The whole injection for one turn (``with_memories=False``: rules only, as on step > 0)."""
+    section = render_section(bank, rules, max_rule_chars)
+    if not with_memories:
+        return Injection(section=section)
+    picked = select_memories(hits, ambient, recall_limit=recall_limit, recall_budget_tokens=recall_budget_tokens)
+    return Injection(section=section, memories=picked, message=render_message(bank, [p.memory for p in picked]))
