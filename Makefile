@@ -1,0 +1,48 @@
+# Cairn: the two commands are `make run` (local stack) and `make test` (whole suite).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+STAGE ?= dev
+
+.PHONY: venv run test test-fast bench package lint clean
+
+# Create the virtualenv if missing; re-install whenever a requirements file changes (stamp file).
+venv: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	touch $(STAMP)
+
+# The local stack: moto on 127.0.0.1:$$CAIRN_MOTO_PORT (5005), the API on 127.0.0.1:$$CAIRN_PORT (8000).
+run: venv
+	$(BIN)/python -m infra.local.stack $(ARGS)
+
+# Whole suite, end-to-end tests included. pytest's exit 5 (nothing collected) fails too.
+test: venv
+	@$(BIN)/pytest -q $(ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+
+# Everything but the end-to-end tests.
+test-fast: venv
+	$(BIN)/pytest -q -m "not e2e"
+
+bench: venv
+	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \
+	else echo "bench: no benchmark suite yet (python -m bench)"; fi
+
+# CloudFormation for $(STAGE) into build/, then cfn-lint on it.
+package: venv
+	rm -rf build
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package --merge-template infra/template.json --stage $(STAGE) build/
+	$(BIN)/cfn-lint build/sam.json
+
+lint: venv
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf build .pytest_cache
