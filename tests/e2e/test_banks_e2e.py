@@ -185,3 +185,27 @@ def test_token_admin_mint_list_revoke(http):
     assert http.delete(f"/v1/api/admin/tokens/{minted['token_id']}").status_code == 200
     r = http.get("/v1/banks", token=minted["token"])
     assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+
+
+def test_cli_local_stage_reaches_the_local_stack(stack, http, tmp_path):
+    """``python -m chalicelib.cli --stage local`` talks to the running stack's moto."""
+    import os
+    import subprocess
+    import sys
+
+    from .harness import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL"))}
+    env["CAIRN_MOTO_PORT"] = str(stack.moto_port)
+    done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "--stage", "local", "mint-token", "--org", "cli-org",
+                           "--kind", "api_key", "--permissions", "memory:read,memory:write"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    token = json.loads(done.stdout)["token"]
+    assert http.post("/v1/banks/cli-bank/memories", token=token, json={"text": "Saved with a CLI token"}).status_code == 201
+    done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "--stage", "local", "export", "--org", "cli-org",
+                           "--bank", "cli-bank"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(x)["text"] for x in done.stdout.splitlines()] == ["Saved with a CLI token"]
+    # Another org's data is invisible to the dev admin of org default.
+    assert http.get("/v1/banks/cli-bank/memories").json()["code"] == "bank_not_found"

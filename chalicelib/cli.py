@@ -1,0 +1,253 @@
+"""Cairn's command-line tool (issue 2, item 10): ``python -m chalicelib.cli [--stage S] <command>``.
+
+Commands (each goes through the same service functions as the API; no Chalice):
+
+- ``export --org O --bank B [--history] [-o FILE]``: ``memories.jsonl`` to FILE or stdout.
+- ``import --org O --bank B FILE``: replay an ndjson file (``-`` = stdin) through
+  ``chalicelib.banks.transfer.import_lines`` with a progress bar; prints
+  ``{imported, skipped, errors}``; exit status 1 when some lines were reported as errors.
+- ``mint-token --org O --kind K [--user-id U] --permissions a,b|all [--label L]
+  [--expires-at MS] [--banks b1,b2]``: prints the new token once. Works for any org: this is how
+  an operator creates an org.
+- ``rebuild-indexes [--org O] [--bank B]``: rebuild recall indexes from the records and write
+  snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
+  operator tool only).
+
+Stages: ``local`` (the default) talks to the local stack's moto server
+(``AWS_ENDPOINT_URL=http://127.0.0.1:$CAIRN_MOTO_PORT``, default port 5005, fake credentials,
+the ``cairn-local`` names). ``dev`` and ``prod`` use the ambient AWS credentials (profile,
+SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and ``CAIRN_BUCKET`` (and ``CAIRN_REGION``
+unless us-east-1) set to the deployed stack's names.
+
+Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, TextIO
+
+LOCAL_STACK = "cairn-local"
+LOCAL_MOTO_PORT = 5005
+STAGES = ("local", "dev", "prod")
+# The CLI is not behind API Gateway: exports are always written inline, whatever their size.
+UNLIMITED_INLINE = str(2 ** 62)
+
+
+class UsageError(Exception):
+    """Bad arguments or configuration (exit status 2)."""
+
+
+def stage_environment(stage: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment variables to set for ``stage`` (``environ`` defaults to ``os.environ``).
+
+    ``local``: moto's endpoint, fake credentials and the local stack's ``CAIRN_*`` names.
+    ``dev``/``prod``: only ``CAIRN_STAGE``; raises ``UsageError`` naming ``CAIRN_TABLE_PREFIX`` /
+    ``CAIRN_BUCKET`` when they are not set (the defaults are the local stack's names).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    if stage == "local":
+        from infra.local.resources import names  # the launcher's own source of names
+
+        port = environ.get("CAIRN_MOTO_PORT") or str(LOCAL_MOTO_PORT)
+        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "CAIRN_STAGE": "local"}
+        env.update(names(LOCAL_STACK))
+        return env
+    if stage not in STAGES:
+        raise UsageError(f"unknown stage {stage!r}; use one of {', '.join(STAGES)}")
+    missing = [v for v in ("CAIRN_TABLE_PREFIX", "CAIRN_BUCKET") if not environ.get(v)]
+    if missing:
+        raise UsageError(f"--stage {stage} needs {' and '.join(missing)} set to the deployed stack's names "
+                         f"(e.g. CAIRN_TABLE_PREFIX=<stack>- CAIRN_BUCKET=<stack>-<account>-data)")
+    return {"CAIRN_STAGE": stage}
+
+
+def _actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return "cli"
+
+
+def _progress(total: int | None, desc: str, out: TextIO):
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit="rec", file=out, disable=None, leave=False)
+
+
+# --- commands -------------------------------------------------------------------------------
+
+def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Write the bank's ``memories.jsonl`` (``--history``: every revision) to ``-o`` or stdout."""
+    from .banks.transfer import export_bank
+
+    os.environ["CAIRN_EXPORT_INLINE_BYTES"] = UNLIMITED_INLINE  # main() restores the environment
+    data = export_bank(args.org, args.bank, history=args.history)["data"]
+    if args.output and args.output != "-":
+        tmp = Path(args.output + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, args.output)
+        print(f"exported {len(data.splitlines())} records to {args.output}", file=err)
+    else:
+        out.write(data.decode("utf-8"))
+        out.flush()
+    return 0
+
+
+def _read_lines(path: str) -> list[bytes]:
+    if path == "-":
+        return sys.stdin.buffer.read().splitlines()
+    try:
+        return Path(path).read_bytes().splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Import an ndjson file; prints ``{imported, skipped, errors}``."""
+    from .banks.transfer import import_lines
+
+    lines = _read_lines(args.file)
+    total = sum(1 for line in lines if line.strip())
+    bar = _progress(total, f"import {args.bank}", err)
+    try:
+        result = import_lines(args.org, args.bank, lines, actor=_actor(), progress=bar.update)
+        bar.update(max(0, total - bar.n))  # invalid and superseded lines are done too
+    finally:
+        bar.close()
+    out.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    return 1 if result["errors"] else 0
+
+
+def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Mint a token for any org; prints ``{token, token_id, ...}`` (the secret, shown once)."""
+    from pydantic import ValidationError
+
+    from .auth.principal import PERMISSIONS
+    from .auth.tokens import MintRequest, mint
+
+    perms = list(PERMISSIONS) if args.permissions.strip() == "all" else \
+        [p.strip() for p in args.permissions.split(",") if p.strip()]
+    try:
+        req = MintRequest(kind=args.kind, user_id=args.user_id, permissions=perms, label=args.label,
+                          expires_at=args.expires_at,
+                          banks=[b.strip() for b in args.banks.split(",") if b.strip()] if args.banks else None)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise UsageError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+    out.write(json.dumps(mint(args.org, req, created_by=_actor()), indent=2) + "\n")
+    return 0
+
+
+def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
+    from .core.store import TRASH_PREFIX, get_bank_row
+    from .storage.tables import BankModel, bind
+
+    bind()
+    if org and bank:
+        row = get_bank_row(org, bank)
+        if row is None:
+            from .errors import NotFound
+            raise NotFound(f"Bank '{bank}' not found in org '{org}'.", code="bank_not_found")
+        yield row
+        return
+    rows = BankModel.query(org, consistent_read=True) if org else BankModel.scan()
+    for row in rows:
+        if not row.name.startswith(TRASH_PREFIX):
+            yield row
+
+
+def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Rebuild every selected bank's index and write its snapshot; prints one JSON line each."""
+    if args.bank and not args.org:
+        raise UsageError("--bank needs --org")
+    try:
+        from .search.recall import rebuild
+    except ImportError:
+        print("rebuild-indexes: the recall index arrives with issue 3 (chalicelib/search); nothing to do.",
+              file=err)
+        return 0
+    rows = list(_bank_rows(args.org, args.bank))
+    bar = _progress(len(rows), "rebuild", err)
+    try:
+        for row in rows:
+            result = rebuild(row.org_id, row.name)
+            out.write(json.dumps({"org": row.org_id, **result}) + "\n")
+            bar.update(1)
+    finally:
+        bar.close()
+    return 0
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (subcommands export, import, mint-token, rebuild-indexes)."""
+    p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
+    p.add_argument("--stage", choices=STAGES, default="local",
+                   help="local: the local stack's moto (default); dev/prod: AWS with CAIRN_* names from the environment")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("export", help="export a bank as memories.jsonl")
+    e.add_argument("--org", required=True)
+    e.add_argument("--bank", required=True)
+    e.add_argument("--history", action="store_true", help="every revision, not just current records")
+    e.add_argument("-o", "--output", help="file to write (default stdout)")
+    e.set_defaults(func=cmd_export)
+
+    i = sub.add_parser("import", help="import a memories.jsonl file")
+    i.add_argument("--org", required=True)
+    i.add_argument("--bank", required=True)
+    i.add_argument("file", help="ndjson file, or - for stdin")
+    i.set_defaults(func=cmd_import)
+
+    m = sub.add_parser("mint-token", help="mint a token for any org (creates the org)")
+    m.add_argument("--org", required=True)
+    m.add_argument("--kind", required=True, choices=("person", "api_key", "service"))
+    m.add_argument("--user-id")
+    m.add_argument("--permissions", required=True, help="comma-separated, or 'all'")
+    m.add_argument("--label")
+    m.add_argument("--expires-at", type=int, help="ms since epoch")
+    m.add_argument("--banks", help="comma-separated bank allow-list")
+    m.set_defaults(func=cmd_mint_token)
+
+    r = sub.add_parser("rebuild-indexes", help="rebuild recall indexes and write snapshots")
+    r.add_argument("--org")
+    r.add_argument("--bank")
+    r.set_defaults(func=cmd_rebuild_indexes)
+    return p
+
+
+def main(argv: list[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None,
+         configure: Callable[[str], dict[str, str]] = stage_environment) -> int:
+    """Run one command; returns the exit status (0 ok, 1 error, 2 usage/configuration)."""
+    from .errors import CairnError, ConfigError
+
+    out, err = out or sys.stdout, err or sys.stderr
+    args = build_parser().parse_args(argv)
+    saved = dict(os.environ)  # in-process callers (tests) get their environment back
+    try:
+        os.environ.update(configure(args.stage))
+        return args.func(args, out, err)
+    except UsageError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    except ConfigError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    except CairnError as exc:
+        detail = f" {json.dumps(exc.details)}" if exc.details else ""
+        print(f"error: {exc.message} ({exc.code}){detail}", file=err)
+        return 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

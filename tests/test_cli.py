@@ -1,0 +1,116 @@
+"""The command-line tool (issue 2, item 10) against in-process moto (``--stage dev`` with the
+``aws`` fixture's CAIRN_* names in the environment)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from chalicelib import cli
+from chalicelib.fingerprint import fingerprint
+
+
+def run(*argv, stdin=None):
+    """``(status, stdout, stderr)`` of one CLI call."""
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main(["--stage", "dev", *argv], out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_local_stage_points_at_the_local_stack():
+    from infra.local.resources import names
+    env = cli.stage_environment("local", {})
+    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:5005"
+    assert env["CAIRN_TABLE_PREFIX"] == "cairn-local-"
+    assert env["CAIRN_BUCKET"] == names("cairn-local")["CAIRN_BUCKET"]
+    assert cli.stage_environment("local", {"CAIRN_MOTO_PORT": "6123"})["AWS_ENDPOINT_URL"] == "http://127.0.0.1:6123"
+
+
+def test_aws_stage_needs_the_deployed_names(monkeypatch):
+    monkeypatch.delenv("CAIRN_TABLE_PREFIX", raising=False)
+    monkeypatch.delenv("CAIRN_BUCKET", raising=False)
+    status, _, err = run("export", "--org", "o", "--bank", "b")
+    assert status == 2 and "CAIRN_TABLE_PREFIX" in err and "CAIRN_BUCKET" in err
+
+
+def test_mint_token_creates_an_org(aws, client):
+    status, out, _ = run("mint-token", "--org", "acme", "--kind", "person", "--user-id", "ops",
+                         "--permissions", "memory:read,memory:write", "--label", "first")
+    assert status == 0
+    minted = json.loads(out)
+    assert minted["permissions"] == ["memory:read", "memory:write"] and minted["label"] == "first"
+    from chalicelib.auth.tokens import authenticate
+    principal = authenticate(f"Bearer {minted['token']}")
+    assert principal.org_id == "acme" and principal.user_id == "ops"
+    # The new org's token works over the API and sees its own (empty) org.
+    headers = {"Authorization": f"Bearer {minted['token']}", "Content-Type": "application/json"}
+    assert client.http.post("/v1/banks", headers=headers, body=json.dumps({"name": "notes"})).status_code == 201
+    assert json.loads(client.http.get("/v1/banks", headers=headers).body)["banks"][0]["name"] == "notes"
+
+    status, out, _ = run("mint-token", "--org", "acme", "--kind", "service", "--user-id", "svc", "--permissions", "all")
+    assert status == 0 and "admin.tokens" in json.loads(out)["permissions"]
+
+
+def test_mint_token_rejects_bad_input(aws):
+    status, _, err = run("mint-token", "--org", "acme", "--kind", "person", "--user-id", "u",
+                         "--permissions", "memory:read,fly")
+    assert status == 2 and "fly" in err
+    status, _, err = run("mint-token", "--org", "acme", "--kind", "person", "--permissions", "memory:read")
+    assert status == 1 and "user_id" in err
+    from chalicelib.storage.tables import TokenModel
+    assert [t for t in TokenModel.scan() if t.org_id == "acme"] == []
+
+
+def test_export_then_import_round_trip(aws, api, tmp_path):
+    texts = ["The build uses make", "Deploys happen on Fridays", "Reviews need two people"]
+    for t in texts:
+        assert api.post("/v1/banks/src/memories", {"text": t, "tags": ["team"]})[0] == 201
+    api.patch(f"/v1/banks/src/memories/{fingerprint(texts[0])}", {"pinned": True})
+
+    path = tmp_path / "memories.jsonl"
+    status, _, err = run("export", "--org", "default", "--bank", "src", "-o", str(path))
+    assert status == 0 and "3 records" in err
+    lines = path.read_text().splitlines()
+    assert sorted(json.loads(x)["text"] for x in lines) == sorted(texts)
+    status, out, _ = run("export", "--org", "default", "--bank", "src", "--history")
+    assert status == 0 and [json.loads(x)["op"] for x in out.splitlines()] == ["create"] * 3 + ["update"]
+    assert len(out.splitlines()) == 4
+
+    lines.insert(1, '{"text": "no"}')  # too short: reported by line number, skipped
+    path.write_text("\n".join(lines) + "\n")
+    status, out, err = run("import", "--org", "default", "--bank", "dst", str(path))
+    result = json.loads(out)
+    assert status == 1
+    assert result["imported"] == 3 and result["skipped"] == 0 and [e["line"] for e in result["errors"]] == [2]
+    code, body = api.get(f"/v1/banks/dst/memories/{fingerprint(texts[0])}")
+    assert code == 200 and body["memory"]["pinned"] is True and body["memory"]["revision"] == 1
+
+    status, out, _ = run("import", "--org", "default", "--bank", "dst", str(path))
+    assert json.loads(out)["imported"] == 0 and json.loads(out)["skipped"] == 3
+
+
+def test_export_of_a_missing_bank_fails(aws):
+    status, out, err = run("export", "--org", "default", "--bank", "nope")
+    assert status == 1 and out == "" and "bank_not_found" in err
+
+
+def test_import_of_a_missing_file_is_a_usage_error(aws, tmp_path):
+    status, _, err = run("import", "--org", "default", "--bank", "b", str(tmp_path / "missing.jsonl"))
+    assert status == 2 and "cannot read" in err
+
+
+def test_rebuild_indexes(aws, api):
+    pytest.importorskip("chalicelib.search.recall")
+    for t in ("Alpha memory for the index", "Beta memory for the index"):
+        api.post("/v1/banks/idx/memories", {"text": t})
+    api.post("/v1/banks/other/memories", {"text": "Gamma memory elsewhere"})
+    status, out, _ = run("rebuild-indexes", "--org", "default", "--bank", "idx")
+    assert status == 0
+    (line,) = [json.loads(x) for x in out.splitlines()]
+    assert line["org"] == "default" and line["bank"] == "idx" and line["documents"] == 2
+    status, out, _ = run("rebuild-indexes", "--org", "default")
+    assert status == 0 and sorted(json.loads(x)["bank"] for x in out.splitlines()) == ["idx", "other"]
+    status, _, err = run("rebuild-indexes", "--bank", "idx")
+    assert status == 2 and "--org" in err
