@@ -13,6 +13,7 @@ before use, because Chalice applies stage variables per request.
 | revisions     | bank_key      | seq       | LSI memory-index (bank_key, rev_key)     | append-only history; ``seq`` order is commit order |
 | idempotency   | key           | -         | -                                        | first responses replayed for an Idempotency-Key |
 | audit         | org_id        | sk        | LSI action-index (org_id, action_sk)     | audit events, never content |
+| structured    | org_id        | sk        | -                                        | sessions, workstreams, projects, members, memory locations |
 """
 
 from __future__ import annotations
@@ -224,7 +225,30 @@ class AuditModel(_Base):
     by_action = AuditByAction()
 
 
-ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel)
+# --- structured memory (issue 4) --------------------------------------------------------------
+
+class StructuredModel(_Base):
+    """Structured memory's own records, keyed per org by a typed ``sk``: ``session#<id>``,
+    ``workstream#<id>``, ``project#<id>``, ``member#<project_id>#<user_id>``, ``nudge#<session>#<type>``
+    (``created_at`` = the last nudge of that type) and ``mem#<memory_id>``
+    (where a memory lives, plus its touch counters ``access_count``/``last_accessed``, kept out of
+    the memory record so a touch changes neither ``seq`` nor revision)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "structured"
+    org_id = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    kind = UnicodeAttribute()  # session | workstream | project | member | mem
+    data = JSONAttribute(null=True)  # the object's fields (pydantic-validated by its module)
+    access_count = NumberAttribute(null=True)  # mem# items: atomic counter
+    last_accessed = NumberAttribute(null=True)  # mem# items: ms since epoch
+    created_at = NumberAttribute()
+
+
+ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel,
+                                         StructuredModel)
 
 _bind_lock = threading.Lock()
 _bound: tuple[str, str] | None = None

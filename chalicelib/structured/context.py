@@ -1,0 +1,151 @@
+"""Per-turn relevance injection and nudges (issue 4, "Surfaces" 2 and 3; the seed's "BM25
+relevance injection" and "Nudges").
+
+``POST /v1/api/sessions/{id}/context {messages}`` -> ``{system_message, injected, candidates,
+nudge}``:
+
+1. the session's visibility envelope is resolved with live project access (``scopes``);
+2. the context is the last 3 user messages, newest first (text parts of multi-part content
+   included), joined by newlines;
+3. BM25F ranks every live memory of the envelope as one corpus (``memories.recall``: statistics
+   global to the envelope, never a recent window), ``fetch_limit`` candidates re-ranked;
+4. the top ``relevance_k`` are rendered (``render``) and touched once;
+5. the hint names ``candidates``, how many memories were scored.
+
+Memory disabled for the session (persona off) -> empty ``system_message``, no touches, no nudge.
+Nudges: a correction in the newest user message (``no, ...``, ``actually ...``, ``don't ...``,
+``that's not ...``, ``I meant ...``) or the first turn of a session resuming a workstream; at most
+one nudge of a type per ``nudge_cooldown`` seconds per session (a conditional write, so
+concurrent turns cannot both nudge); ``nudges = false`` turns them off.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from xml.sax.saxutils import escape
+
+from pydantic import BaseModel, ConfigDict, Field
+from pynamodb.exceptions import PutError
+
+from ..auth.principal import Principal
+from ..clock import now_ms
+from ..storage.tables import StructuredModel, bind
+from . import memories, objects, scopes, sessions
+
+CONTEXT_MESSAGES = 3
+MAX_INJECTED_CHARS = 500
+HINT = "You have {candidates} memories in scope. Use memory(action='search') or memory(action='list') for more."
+NUDGES = {
+    "correction": ("The user just corrected you. If the correction reflects a lasting preference or lesson, "
+                   "save it with memory(action='save', type='feedback')."),
+    "resume": ("You are resuming an earlier workstream. Use memory(action='list') or memory(action='search') "
+               "to recall what was saved before, and save lasting decisions as you go."),
+}
+CORRECTION_RE = re.compile(r"^\s*(?:no\s*,|actually\b|don'?t\b|do not\b|that'?s not\b|that is not\b|i meant\b)",
+                           re.IGNORECASE)
+_ATTR = {'"': "&quot;"}
+_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+class ContextRequest(BaseModel):
+    """Body of ``POST /v1/api/sessions/{id}/context``: chat messages ``{role, content}`` where
+    content is a string or a list of parts (``{type: "text", text}`` parts are read)."""
+
+    model_config = ConfigDict(extra="forbid")
+    messages: list[dict[str, Any]] = Field(default_factory=list, max_length=10000)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content
+                         if isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str))
+    return ""
+
+
+def user_context(messages: list[dict[str, Any]]) -> list[str]:
+    """The texts of the last ``CONTEXT_MESSAGES`` user messages, newest first."""
+    out = []
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user":
+            out.append(_text(m.get("content")))
+            if len(out) == CONTEXT_MESSAGES:
+                break
+    return out
+
+
+def render_line(m: dict[str, Any]) -> str:
+    """One ``  <memory name=".." type=".." scope=".." description="..">content</memory>\\n`` line:
+    attributes and content XML-escaped, line breaks in content become spaces, content over 500
+    characters becomes its first 500 and ``...``; no description attribute when it is empty."""
+    content = m["content"]
+    if len(content) > MAX_INJECTED_CHARS:
+        content = content[:MAX_INJECTED_CHARS] + "..."
+    content = _BREAKS.sub(" ", content)
+    attrs = f'name="{escape(m["name"], _ATTR)}" type="{escape(m["type"], _ATTR)}" scope="{escape(m["scope"], _ATTR)}"'
+    if m.get("description"):
+        attrs += f' description="{escape(_BREAKS.sub(" ", m["description"]), _ATTR)}"'
+    return f"  <memory {attrs}>{escape(content, _ATTR)}</memory>\n"
+
+
+def render(rows: list[dict[str, Any]], candidates: int) -> str:
+    """The system message: ``""`` when ``rows`` is empty, else ``<memories>`` block, a blank line
+    and the hint."""
+    if not rows:
+        return ""
+    return "<memories>\n" + "".join(render_line(r) for r in rows) + "</memories>\n\n" + HINT.format(candidates=candidates)
+
+
+def _claim_nudge(org_id: str, session_id: str, kind: str, cooldown_s: int, *, once: bool) -> bool:
+    """Record a nudge of ``kind`` unless one was given within ``cooldown_s`` (or ever, ``once``);
+    True when this turn may nudge. Conditional put: concurrent turns cannot both win."""
+    bind()
+    now = now_ms()
+    item = objects.new(org_id, "nudge", (session_id, kind), {"type": kind})
+    item.created_at = now
+    cond = StructuredModel.sk.does_not_exist()
+    if not once:
+        cond = cond | (StructuredModel.created_at <= now - cooldown_s * 1000)
+    try:
+        item.save(condition=cond)
+        return True
+    except PutError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+
+
+def _nudge(org_id: str, s: sessions.Session, texts: list[str], tuning: Any) -> str | None:
+    if not tuning.nudges:
+        return None
+    if texts and CORRECTION_RE.match(texts[0]) and _claim_nudge(org_id, s.session_id, "correction",
+                                                               tuning.nudge_cooldown, once=False):
+        return NUDGES["correction"]
+    if s.resumed and _claim_nudge(org_id, s.session_id, "resume", tuning.nudge_cooldown, once=True):
+        return NUDGES["resume"]
+    return None
+
+
+def turn(p: Principal, session_id: str, req: ContextRequest) -> dict[str, Any]:
+    """One turn's injection: ``{system_message, injected: [memory_id...], candidates, nudge}``."""
+    from ..tuning import get_tuning
+
+    s = sessions.require(p, session_id)
+    if not s.memory_enabled:
+        return {"system_message": "", "injected": [], "candidates": 0, "nudge": None}
+    tuning = get_tuning()
+    texts = user_context(req.messages)
+    query = "\n".join(t for t in texts if t.strip())
+    targets = scopes.session_envelope(p.org_id, s)
+    injected: list[dict[str, Any]] = []
+    candidates = 0
+    if query.strip():
+        result = memories.recall(p.org_id, targets, query, limit=max(tuning.fetch_limit, tuning.relevance_k))
+        candidates = result.candidates
+        top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
+        injected = memories.rows(p.org_id, top)
+        memories.touch(p.org_id, [r["memory_id"] for r in injected])
+    return {"system_message": render(injected, candidates), "injected": [r["memory_id"] for r in injected],
+            "candidates": candidates, "nudge": _nudge(p.org_id, s, texts, tuning)}

@@ -1,0 +1,94 @@
+"""Turnstone's memory-name and description normalizers (issue 4, "Model"; a port of
+``turnstone.core.memory.normalize_memory_name`` and ``memory_index.normalize_memory_description``
+from turnstone 1.8.7, so a name means the same key here as there).
+
+A name is trimmed of space separators, case-folded; runs of spaces and Unicode hyphens become one
+``_``; Latin letters fold to ASCII (``Café`` -> ``cafe``); anything else, a leading, trailing or
+doubled ``_``, or more than 256 characters after normalization is 400 ``invalid_name``. The result
+matches ``[a-z0-9]+(_[a-z0-9]+)*``, so every name is safe in a URL path and a storage key.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ..errors import BadRequest
+
+MAX_NAME = 256
+MAX_DESCRIPTION = 512
+NAME_RE = re.compile(r"\A[a-z0-9]+(?:_[a-z0-9]+)*\Z")
+_LATIN_FOLD_OVERRIDES = {"æ": "ae", "đ": "d", "ð": "d", "ħ": "h", "ı": "i", "ł": "l", "ŋ": "n",
+                         "œ": "oe", "ø": "o", "þ": "th", "ŧ": "t"}
+# Turnstone's whitespace set (Python's and JavaScript's \s disagree on some separators).
+_DESCRIPTION_WS = re.compile(r"[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a"
+                             r"\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+
+
+def _invalid(message: str) -> BadRequest:
+    return BadRequest(message, code="invalid_name", details={"field": "name"})
+
+
+def normalize_name(name: object) -> str:
+    """The canonical snake_case key of a memory name; raises 400 ``invalid_name``."""
+    if not isinstance(name, str):
+        raise _invalid("memory name is required")
+    start, end = 0, len(name)
+    while start < end and unicodedata.category(name[start]) == "Zs":
+        start += 1
+    while end > start and unicodedata.category(name[end - 1]) == "Zs":
+        end -= 1
+    raw = name[start:end]
+    if not raw:
+        raise _invalid("memory name is required")
+    out: list[str] = []
+    in_sep = False
+    for char in raw.casefold():
+        cat = unicodedata.category(char)
+        if (char.isascii() and char.isalnum()) or char == "_":
+            out.append(char)
+            in_sep = False
+            continue
+        if cat in ("Zs", "Pd"):
+            if not in_sep:
+                out.append("_")
+                in_sep = True
+            continue
+        repl = _LATIN_FOLD_OVERRIDES.get(char)
+        if repl is not None:
+            out.append(repl)
+            in_sep = False
+            continue
+        if cat.startswith("M") and out and out[-1][-1:].isalpha():
+            continue  # a decomposed diacritic on the preceding Latin base
+        if cat.startswith("L") and "LATIN" in unicodedata.name(char, ""):
+            folded = "".join(p for p in unicodedata.normalize("NFKD", char) if p.isascii() and p.isalpha())
+            if folded:
+                out.append(folded)
+                in_sep = False
+                continue
+        if cat.startswith("L"):
+            raise _invalid("memory name contains unsupported characters; choose an ASCII semantic key and "
+                           "keep native-language wording in the description or content")
+        raise _invalid("memory name may contain only Latin letters, ASCII digits, spaces, hyphens, "
+                       "and single underscores")
+    normalized = "".join(out)
+    if len(normalized) > MAX_NAME:
+        raise _invalid(f"memory name exceeds {MAX_NAME} characters after normalization")
+    if not NAME_RE.match(normalized):
+        raise _invalid("memory name must normalize to ASCII snake_case without leading, trailing, "
+                       "or repeated underscores")
+    return normalized
+
+
+def normalize_description(description: object) -> str:
+    """Whitespace-collapsed description; 400 ``validation_error`` with Turnstone's messages when
+    missing or blank (``description is required and must be non-empty``) or over 512 characters."""
+    if not isinstance(description, str):
+        raise BadRequest("description is required and must be non-empty", details={"field": "description"})
+    normalized = _DESCRIPTION_WS.sub(" ", description).strip(" ")
+    if not normalized:
+        raise BadRequest("description is required and must be non-empty", details={"field": "description"})
+    if len(normalized) > MAX_DESCRIPTION:
+        raise BadRequest(f"description exceeds {MAX_DESCRIPTION} character limit", details={"field": "description"})
+    return normalized

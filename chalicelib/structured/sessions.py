@@ -1,0 +1,152 @@
+"""Sessions (issue 4, "Model"): ``POST /v1/api/sessions {kind, workstream_id?, project_id?,
+parent_session_id?, memory_enabled?, user_id?}`` -> ``{session_id, kind, user_id, workstream_id,
+project_id}``.
+
+- The acting user is the caller's own; a principal with the ``service`` permission may name any
+  ``user_id`` of its org; anyone else naming another user is 403 ``forbidden``.
+- A coordinator session needs a real user: no anonymous or api_key coordinator (400
+  ``coordinator_requires_user``).
+- A session with ``parent_session_id`` is interactive and inherits the parent's user (a
+  coordinator's child).
+- Session routes answer only the session's user (or, for an anonymous session, the token that
+  created it) or a ``service`` principal; anyone else gets 404 ``session_not_found``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..auth.principal import Principal
+from ..errors import BadRequest, Forbidden, NotFound
+from ..storage.tables import StructuredModel
+from ..storage.txn import run_transaction
+from . import objects, projects, workstreams
+from .workstreams import check_id
+
+
+class SessionRequest(BaseModel):
+    """Body of ``POST /v1/api/sessions``."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["interactive", "coordinator"] = "interactive"
+    workstream_id: str | None = Field(None, min_length=1, max_length=128)
+    project_id: str | None = Field(None, min_length=1, max_length=128)
+    parent_session_id: str | None = Field(None, min_length=1, max_length=128)
+    memory_enabled: bool = True
+    user_id: str | None = Field(None, min_length=1, max_length=128)
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session as the scope rules see it. ``child`` is true for a session with a parent."""
+
+    session_id: str
+    kind: str
+    user_id: str | None
+    workstream_id: str | None
+    project_id: str | None
+    parent_session_id: str | None
+    memory_enabled: bool
+    resumed: bool
+    token_id: str
+
+    @property
+    def child(self) -> bool:
+        return self.parent_session_id is not None
+
+    def public(self) -> dict[str, Any]:
+        """``{session_id, kind, user_id, workstream_id, project_id, parent_session_id, memory_enabled}``."""
+        return {"session_id": self.session_id, "kind": self.kind, "user_id": self.user_id,
+                "workstream_id": self.workstream_id, "project_id": self.project_id,
+                "parent_session_id": self.parent_session_id, "memory_enabled": self.memory_enabled}
+
+
+def is_service(p: Principal) -> bool:
+    """True when ``p`` may act for any user of its org (the ``service`` permission)."""
+    return p.has("service")
+
+
+def _acting_user(p: Principal, requested: str | None) -> str | None:
+    if requested is None or requested == p.user_id:
+        return p.user_id
+    if not is_service(p):
+        raise Forbidden("Only a service principal may act for another user.", details={"field": "user_id"})
+    return check_id(requested, "user_id")
+
+
+def _may_use(p: Principal, s: Session) -> bool:
+    if is_service(p):
+        return True
+    if s.user_id is not None:
+        return p.user_id == s.user_id
+    return p.token_id == s.token_id
+
+
+def create(p: Principal, req: SessionRequest) -> dict[str, Any]:
+    """Create a session; see the module docstring for the rules. Raises 400
+    ``coordinator_requires_user`` / ``validation_error``, 403 ``forbidden`` (another user's
+    workstream) / ``project_access_denied``, 404 ``workstream_not_found`` / ``project_not_found``
+    / ``session_not_found`` (parent). Nothing is written on error."""
+    kind = req.kind
+    if req.parent_session_id is not None:
+        if kind != "interactive":
+            raise BadRequest("A session with a parent_session_id is interactive.", details={"field": "kind"})
+        parent = require(p, req.parent_session_id)
+        if req.user_id is not None and req.user_id != parent.user_id:
+            raise BadRequest("A child session inherits its parent's user.", details={"field": "user_id"})
+        user_id = parent.user_id
+    else:
+        user_id = _acting_user(p, req.user_id)
+    if kind == "coordinator" and (not user_id or p.kind == "api_key"):
+        raise BadRequest("A coordinator session needs an authenticated user (no anonymous or api_key "
+                         "coordinator).", code="coordinator_requires_user")
+    ws = None
+    if req.workstream_id is not None:
+        ws = workstreams.require(p.org_id, req.workstream_id)
+        ws_sessions = int(objects.get(p.org_id, "workstream", req.workstream_id).access_count or 0)
+        if ws.get("owner") != user_id and not is_service(p):
+            raise Forbidden("Cannot access another user's workstream", details={"field": "workstream_id"})
+    if req.project_id is not None:
+        proj = projects.require(p.org_id, req.project_id)
+        if projects.access(p.org_id, proj, user_id) is None:
+            raise Forbidden(f"No access to project '{req.project_id}'.", code="project_access_denied")
+    sid = "ses_" + uuid.uuid4().hex
+    fields = {"session_id": sid, "kind": kind, "user_id": user_id, "workstream_id": req.workstream_id,
+              "project_id": req.project_id, "parent_session_id": req.parent_session_id,
+              "memory_enabled": req.memory_enabled, "resumed": bool(ws and ws_sessions > 0),
+              "token_id": p.token_id}
+    item = objects.new(p.org_id, "session", (sid,), fields)
+
+    def attempt(tx):
+        tx.save(item, condition=StructuredModel.sk.does_not_exist())
+        if ws is not None:  # count attached sessions: a later session is resuming the workstream
+            tx.update(objects.new(p.org_id, "workstream", (req.workstream_id,), {}),
+                      actions=[StructuredModel.access_count.add(1)], condition=StructuredModel.sk.exists())
+
+    run_transaction(attempt)
+    return Session(**fields).public()
+
+
+def load(org_id: str, session_id: str) -> Session | None:
+    """The session, or ``None``."""
+    d = objects.data(org_id, "session", session_id)
+    return Session(**d) if d is not None else None
+
+
+def require(p: Principal, session_id: str) -> Session:
+    """The session if ``p`` may use it, else 404 ``session_not_found`` (no hint that it exists)."""
+    s = load(p.org_id, session_id)
+    if s is None or not _may_use(p, s):
+        raise NotFound(f"Session '{session_id}' not found.", code="session_not_found")
+    return s
+
+
+def delete(p: Principal, session_id: str) -> dict[str, Any]:
+    """End a session: ``{status: "ok", session_id}``; its memories stay."""
+    require(p, session_id)
+    objects.get(p.org_id, "session", session_id).delete(condition=StructuredModel.sk.exists())
+    return {"status": "ok", "session_id": session_id}

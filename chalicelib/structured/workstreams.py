@@ -1,0 +1,71 @@
+"""Workstreams (issue 4, "Model"): ``POST /v1/api/workstreams {workstream_id?, title}``; the caller
+owns it. A workstream's memories live in the ``workstream`` scope keyed by its id; only its owner
+or a ``service`` principal may use them over REST (``Cannot access another user's workstream
+memories``). The item's ``access_count`` counts the sessions attached so far: a new session on a workstream that
+had one before is *resuming* it (the resume nudge)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..auth.principal import Principal
+from ..errors import BadRequest, Conflict, NotFound
+from ..storage.tables import StructuredModel
+from ..storage.txn import run_transaction
+from . import objects
+
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+class WorkstreamRequest(BaseModel):
+    """Body of ``POST /v1/api/workstreams``."""
+
+    model_config = ConfigDict(extra="forbid")
+    workstream_id: str | None = Field(None, min_length=1, max_length=128)
+    title: str = Field("", max_length=512)
+
+
+def check_id(value: str, field: str) -> str:
+    """An object id usable as a key and in a namespace name; 400 ``validation_error`` otherwise."""
+    if not ID_RE.match(value):
+        raise BadRequest(f"{field} must be 1 to 128 characters of letters, digits, '_', '.', ':' or '-'.",
+                         details={"field": field})
+    return value
+
+
+def public(d: dict[str, Any]) -> dict[str, Any]:
+    """``{workstream_id, title, owner}``."""
+    return {"workstream_id": d["workstream_id"], "title": d.get("title", ""), "owner": d.get("owner")}
+
+
+def create(p: Principal, req: WorkstreamRequest) -> dict[str, Any]:
+    """Create a workstream owned by the caller's user; 409 ``workstream_exists`` when the id is taken."""
+    wid = check_id(req.workstream_id or "ws_" + uuid.uuid4().hex, "workstream_id")
+    item = objects.new(p.org_id, "workstream", (wid,),
+                       {"workstream_id": wid, "title": req.title, "owner": p.user_id})
+
+    def attempt(tx):
+        tx.save(item, condition=StructuredModel.sk.does_not_exist())
+
+    try:
+        run_transaction(attempt, retries=1)
+    except Conflict:
+        raise Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists") from None
+    return public(item.data)
+
+
+def get(org_id: str, workstream_id: str) -> dict[str, Any] | None:
+    """The workstream's fields, or ``None``."""
+    return objects.data(org_id, "workstream", workstream_id)
+
+
+def require(org_id: str, workstream_id: str) -> dict[str, Any]:
+    """The workstream; 404 ``workstream_not_found`` (message ``Workstream not found``)."""
+    d = get(org_id, workstream_id)
+    if d is None:
+        raise NotFound("Workstream not found", code="workstream_not_found")
+    return d
