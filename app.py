@@ -2,7 +2,7 @@
 
 from chalice import Chalice
 
-from chalicelib.api import banks, structured, tokens
+from chalicelib.api import banks, recall, tokens
 from chalicelib.api.http import finalize
 from chalicelib.logs import configure_logging
 
@@ -11,6 +11,6 @@ configure_logging()
 
 app.register_blueprint(tokens.bp)
 app.register_blueprint(banks.bp)
-app.register_blueprint(structured.bp)
+app.register_blueprint(recall.bp)
 
 finalize(app)

@@ -1,0 +1,34 @@
+"""``POST /v1/banks/{bank}/recall``: ranked recall over one bank (issue 3, item 3). Needs
+``memory:read`` and the bank in the token's allow-list (the bank routes' ``_bank`` check, which
+also rejects every name an internal namespace could take)."""
+
+from __future__ import annotations
+
+from chalice import Blueprint
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, recall_bank
+from .banks import READ, _bank
+from .http import Ctx, endpoint
+
+bp = Blueprint(__name__)
+
+
+class RecallRequest(BaseModel):
+    """Body: ``{query, limit?, tag?, include_superseded?, as_of?}`` (``as_of`` in ms since epoch)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: StrictInt = Field(LIMIT_DEFAULT, ge=1, le=LIMIT_MAX)
+    tag: StrictStr | None = Field(None, min_length=1, max_length=64)
+    include_superseded: StrictBool = False
+    as_of: StrictInt | None = Field(None, ge=0)
+
+
+@endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest)
+def recall(ctx: Ctx, bank: str):
+    """``{memories: [{memory, score, signals: {bm25, entity, corroboration, pinned, recency}}],
+    retrieval}``; 404 ``bank_not_found``."""
+    b = ctx.body
+    return recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
+                       include_superseded=b.include_superseded, as_of=b.as_of)

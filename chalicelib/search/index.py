@@ -1,0 +1,471 @@
+"""Per-bank Whoosh indexes cached in ``/tmp`` and kept fresh by ``seq`` (issue 3, items 1-2;
+DESIGN.md "Index freshness across Lambda containers").
+
+An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
+directory (``CAIRN_INDEX_DIR``, default ``<tempdir>/cairn-index``), each with a ``cairn.json``
+naming the org, bank, incarnation and the ``seq`` it has applied. Freshness, given the bank row
+from the recall's one consistent read:
+
+* warm and current (cache ``seq`` == row ``seq``): nothing to do, no further call;
+* behind: apply the revisions above the cache's ``seq`` (``core.store.iter_revisions``, one key
+  query), in ``seq`` order, never skipping one (a gap means the history cannot be trusted: rebuild);
+* cold: reuse the directory if this process left one, else load the newest S3 snapshot
+  ``<org>/indexes/<bank>/<seq>.tar.gz`` of this incarnation and catch up, else rebuild from
+  ``core.store.iter_records``.
+
+A writer updates its own cache at once: ``IndexCache.on_commit`` is registered with
+``core.store.on_commit`` (through the *active* cache, see ``using``) and applies the committed
+records if they follow the cache's ``seq`` directly, or catches up from DynamoDB on a gap.
+One lock per bank serialises writers and readers of an index in this process (chalice local is
+threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
+directories exceed ``CAIRN_INDEX_CACHE_MB`` (default 400). A trashed bank's successor has a new
+incarnation and so its own index.
+
+Purges: a purged record replaces the document with a content-free one, and the commit rewrites
+every segment that holds deleted documents, so no purged text stays in the segment files (nor in
+any later snapshot; the bank service deletes older snapshots).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from whoosh import index as whoosh_index
+from whoosh.filedb.filestore import RamStorage
+from whoosh.reading import SegmentReader
+from whoosh.writing import MERGE_SMALL
+
+from ..core import store
+from ..core.records import Memory
+from ..storage import blobs
+from ..storage.tables import BankModel
+from .schema import schema, to_document
+
+META_FILE = "cairn.json"
+INDEX_NAME = "MAIN"
+DEFAULT_BUDGET_MB = 400
+SNAPSHOT_KEEP = 2
+_SNAP_RE = re.compile(r"^(\d+)\.tar\.gz$")
+
+
+class StaleHistory(Exception):
+    """The revisions above the cache's ``seq`` do not follow it directly (rebuild instead)."""
+
+
+def MERGE_DELETIONS(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
+    """Whoosh merge policy for purges: rewrite every segment holding deleted documents (their
+    stored fields and postings vanish from disk), then merge small segments as usual."""
+    keep = []
+    for seg in segments:
+        if seg.has_deletions():
+            reader = SegmentReader(writer.storage, writer.schema, seg)
+            writer.add_reader(reader)
+            reader.close()
+        else:
+            keep.append(seg)
+    return MERGE_SMALL(writer, keep)
+
+
+def snapshot_prefix(org_id: str, bank: str) -> str:
+    """``<org>/indexes/<bank>/``: where a bank's index snapshots live."""
+    return blobs.org_key(org_id, "indexes", bank) + "/"
+
+
+@dataclass
+class BankIndex:
+    """One bank incarnation's index in this container: its Whoosh index, the ``seq`` applied,
+    a reader kept open between recalls, and per-segment statistics caches (scorer.py)."""
+
+    org_id: str
+    bank: str
+    inc: str
+    path: str
+    ix: Any
+    seq: int = 0
+    snapshot_seq: int = -1
+    size_bytes: int = 0
+    _reader: Any = None
+    stats_cache: dict = field(default_factory=dict)
+
+    def reader(self):
+        """The open reader of the current commit (callers hold the bank lock)."""
+        if self._reader is None:
+            self._reader = self.ix.reader()
+        return self._reader
+
+    def _reopen(self) -> None:
+        old = self._reader
+        self._reader = None
+        if old is not None:
+            old.close()
+
+    def write_meta(self) -> None:
+        tmp = os.path.join(self.path, META_FILE + ".tmp")
+        with open(tmp, "w") as fh:
+            json.dump({"org_id": self.org_id, "bank": self.bank, "inc": self.inc, "seq": self.seq}, fh)
+        os.replace(tmp, os.path.join(self.path, META_FILE))
+
+    def measure(self) -> int:
+        self.size_bytes = sum(e.stat().st_size for e in os.scandir(self.path) if e.is_file())
+        return self.size_bytes
+
+    def apply(self, changes: Iterable[tuple[int, Memory]], *, strict: bool = True) -> int:
+        """Apply ``(seq, record)`` changes in ``seq`` order; returns how many were applied.
+
+        Changes at or below the applied ``seq`` are skipped (already in); with ``strict`` the
+        first new change must be ``seq + 1`` and the rest consecutive, else ``StaleHistory``.
+        Per id only the last record is written (one ``update_document`` per id, one commit).
+        """
+        latest: dict[str, Memory] = {}
+        expect = self.seq + 1
+        last = self.seq
+        purge = False
+        for seq, rec in changes:
+            if seq <= self.seq:
+                continue
+            if strict and seq != expect:
+                raise StaleHistory(f"{self.bank}: expected seq {expect}, got {seq}")
+            expect, last = seq + 1, seq
+            latest.pop(rec.id, None)
+            latest[rec.id] = rec
+            purge = purge or rec.purged_at is not None
+        if not latest:
+            return 0
+        writer = self.ix.writer()
+        try:
+            for rec in latest.values():
+                writer.update_document(**to_document(rec))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_SMALL)
+        self.seq = last
+        self.write_meta()
+        self._reopen()
+        self.measure()
+        return len(latest)
+
+
+class IndexCache:
+    """The recall index cache of one container (a process normally holds one; tests create two
+    with separate roots to play two Lambda containers sharing only DynamoDB and S3).
+
+    ``root``: directory for the indexes (default ``$CAIRN_INDEX_DIR`` or
+    ``<tempdir>/cairn-index``); ``budget_mb``: size budget in MB before LRU eviction (default
+    ``$CAIRN_INDEX_CACHE_MB`` or 400).
+    """
+
+    def __init__(self, root: str | None = None, budget_mb: float | None = None) -> None:
+        self.root = root or os.environ.get("CAIRN_INDEX_DIR") or os.path.join(tempfile.gettempdir(), "cairn-index")
+        budget = budget_mb if budget_mb is not None else float(os.environ.get("CAIRN_INDEX_CACHE_MB", DEFAULT_BUDGET_MB))
+        self.budget_bytes = int(budget * 1024 * 1024)
+        os.makedirs(self.root, exist_ok=True)
+        self._mu = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
+        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0}
+
+    # --- locking and bookkeeping ----------------------------------------------------------
+
+    def lock(self, org_id: str, bank: str) -> threading.RLock:
+        """The lock of one bank's index in this cache (writers and readers take it)."""
+        key = (org_id, bank)
+        with self._mu:
+            lk = self._locks.get(key)
+            if lk is None:
+                lk = self._locks[key] = threading.RLock()
+            return lk
+
+    @contextlib.contextmanager
+    def locked(self, keys: Iterable[tuple[str, str]]) -> Iterator[None]:
+        """Hold the locks of several banks, taken in sorted order (no deadlock)."""
+        with contextlib.ExitStack() as stack:
+            for org_id, bank in sorted(set(keys)):
+                stack.enter_context(self.lock(org_id, bank))
+            yield
+
+    def _dir(self, org_id: str, bank: str, inc: str) -> str:
+        h = hashlib.sha256(f"{org_id}\x00{bank}".encode()).hexdigest()[:24]
+        return os.path.join(self.root, h, inc)
+
+    def _touch(self, key: tuple[str, str]) -> None:
+        with self._mu:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        with self._mu:
+            entry = self.entries.pop(key, None)
+        if entry is not None:
+            entry._reopen()
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+    def drop(self) -> None:
+        """Drop every cached index of this container (``POST /v1/reload``)."""
+        for key in list(self.entries):
+            with self.lock(*key):
+                self._forget(key)
+
+    def _evict(self, keep: tuple[str, str]) -> None:
+        total = sum(e.size_bytes for e in list(self.entries.values()))
+        if total <= self.budget_bytes:
+            return
+        for key in list(self.entries):
+            if total <= self.budget_bytes:
+                break
+            if key == keep:
+                continue
+            lk = self.lock(*key)
+            if not lk.acquire(blocking=False):
+                continue  # in use: evict another
+            try:
+                entry = self.entries.get(key)
+                if entry is None:
+                    continue
+                total -= entry.size_bytes
+                self._forget(key)
+                self.counters["evictions"] += 1
+            finally:
+                lk.release()
+
+    # --- freshness ------------------------------------------------------------------------
+
+    def get(self, org_id: str, bank: str) -> BankIndex | None:
+        """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
+        return self.entries.get((org_id, bank))
+
+    def fresh(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+        """The bank's index caught up to at least ``row.seq`` (call holding the bank's lock).
+
+        ``row`` is the bank row just read consistently. Warm and current: no I/O at all."""
+        key = (org_id, bank)
+        entry = self.entries.get(key)
+        if entry is not None and entry.inc != row.incarnation:
+            self._forget(key)  # trashed and re-created, or restored: another incarnation
+            entry = None
+        if entry is None:
+            entry = self._open_cold(org_id, bank, row)
+            with self._mu:
+                self.entries[key] = entry
+        if entry.seq < int(row.seq):
+            self.catch_up(entry)
+        self._touch(key)
+        self._evict(keep=key)
+        return entry
+
+    def catch_up(self, entry: BankIndex) -> int:
+        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap."""
+        self.counters["catchups"] += 1
+        try:
+            return entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
+        except StaleHistory:
+            self._rebuild_into(entry)
+            return -1
+
+    def _open_cold(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+        path = self._dir(org_id, bank, row.incarnation)
+        meta_path = os.path.join(path, META_FILE)
+        if os.path.exists(meta_path):
+            try:
+                with open(meta_path) as fh:
+                    meta = json.load(fh)
+                if meta.get("inc") == row.incarnation:
+                    ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+                    entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
+                    entry.measure()
+                    return entry
+            except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
+                pass
+        shutil.rmtree(path, ignore_errors=True)
+        entry = self._load_snapshot(org_id, bank, row, path)
+        if entry is not None:
+            self.counters["snapshot_loads"] += 1
+            return entry
+        os.makedirs(path, exist_ok=True)
+        ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
+        entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
+        self._rebuild_into(entry, seq=int(row.seq))
+        return entry
+
+    def _rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
+        """Replace the entry's index with one built from the current records.
+
+        The records are read after the bank row, so they may be newer than ``seq``; replaying
+        revisions above ``seq`` later is idempotent (each carries the full record)."""
+        self.counters["rebuilds"] += 1
+        if seq is None:
+            row = store.get_bank_row(entry.org_id, entry.bank)
+            seq = int(row.seq) if row is not None and row.incarnation == entry.inc else entry.seq
+        entry._reopen()
+        ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
+        writer = ix.writer(limitmb=128)
+        try:
+            for rec in store.iter_records(entry.inc):
+                writer.add_document(**to_document(rec))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+        entry.ix, entry.seq, entry.stats_cache = ix, seq, {}
+        entry.write_meta()
+        entry.measure()
+
+    def on_commit(self, org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+        """``core.store.on_commit`` observer: a writer updates its own cache at once, in ``seq``
+        order; a gap (another container wrote in between) is filled from DynamoDB first."""
+        key = (org_id, bank)
+        if key not in self.entries or not changes:
+            return  # not cached here: the next recall loads it
+        with self.lock(org_id, bank):
+            entry = self.entries.get(key)
+            if entry is None or entry.inc != row.incarnation:
+                return
+            if changes[-1][0] <= entry.seq:
+                return
+            if changes[0][0] > entry.seq + 1:
+                self.catch_up(entry)
+            else:
+                entry.apply(changes)
+            self._touch(key)
+
+    # --- snapshots ------------------------------------------------------------------------
+
+    def _load_snapshot(self, org_id: str, bank: str, row: BankModel, path: str) -> BankIndex | None:
+        prefix = snapshot_prefix(org_id, bank)
+        seqs = []
+        for obj in blobs.list_objects(prefix):
+            m = _SNAP_RE.match(obj["Key"][len(prefix):])
+            if m and int(m.group(1)) <= int(row.seq):
+                seqs.append(int(m.group(1)))
+        for seq in sorted(seqs, reverse=True):
+            data = blobs.get_bytes(f"{prefix}{seq}.tar.gz")
+            if data is None:
+                continue
+            tmp = f"{path}.load-{uuid.uuid4().hex[:8]}"
+            try:
+                os.makedirs(tmp)
+                with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                    tar.extractall(tmp, filter="data")
+                with open(os.path.join(tmp, META_FILE)) as fh:
+                    meta = json.load(fh)
+                if meta.get("inc") != row.incarnation or meta.get("org_id") != org_id:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    continue  # a previous incarnation's snapshot
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.replace(tmp, path)
+                ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]),
+                                  snapshot_seq=int(meta["seq"]))
+                entry.measure()
+                return entry
+            except Exception:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(path, ignore_errors=True)
+        return None
+
+    def write_snapshot(self, entry: BankIndex) -> str:
+        """Upload the entry's index as ``<org>/indexes/<bank>/<seq>.tar.gz`` (lock held by the
+        caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP``; returns the key."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for e in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                if e.is_file() and not e.name.endswith((".lock", ".tmp")) and "LOCK" not in e.name:
+                    tar.add(e.path, arcname=e.name)
+        prefix = snapshot_prefix(entry.org_id, entry.bank)
+        key = f"{prefix}{entry.seq}.tar.gz"
+        blobs.put_bytes(key, buf.getvalue(), "application/gzip")
+        entry.snapshot_seq = entry.seq
+        olds = sorted((int(m.group(1)), o["Key"]) for o in blobs.list_objects(prefix)
+                      if (m := _SNAP_RE.match(o["Key"][len(prefix):])))
+        for _seq, k in olds[:-SNAPSHOT_KEEP]:
+            blobs.delete(k)
+        return key
+
+
+def newest_snapshot_seq(org_id: str, bank: str) -> int:
+    """The ``seq`` of the bank's newest S3 snapshot, or -1."""
+    prefix = snapshot_prefix(org_id, bank)
+    best = -1
+    for obj in blobs.list_objects(prefix):
+        m = _SNAP_RE.match(obj["Key"][len(prefix):])
+        if m:
+            best = max(best, int(m.group(1)))
+    return best
+
+
+def transient_index(records: Iterable[Memory]):
+    """An in-memory index of ``records`` (``as_of`` recall ranks the past through one)."""
+    ix = RamStorage().create_index(schema())
+    writer = ix.writer()
+    for rec in records:
+        writer.add_document(**to_document(rec))
+    writer.commit()
+    return ix
+
+
+# --- the active cache --------------------------------------------------------------------
+
+_default: IndexCache | None = None
+_default_lock = threading.Lock()
+_active: contextvars.ContextVar[IndexCache | None] = contextvars.ContextVar("cairn_index_cache", default=None)
+
+
+def default_cache() -> IndexCache:
+    """This process's cache, created on first use from the environment."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = IndexCache()
+    return _default
+
+
+def active_cache() -> IndexCache:
+    """The cache recall and the commit observer use: the one set by ``using``, else the default."""
+    return _active.get() or default_cache()
+
+
+@contextlib.contextmanager
+def using(cache: IndexCache) -> Iterator[IndexCache]:
+    """Make ``cache`` the active cache in this context (tests: play one container)."""
+    token = _active.set(cache)
+    try:
+        yield cache
+    finally:
+        _active.reset(token)
+
+
+def _observer(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+    active_cache().on_commit(org_id, bank, row, changes)
+
+
+store.on_commit(_observer)
+
+
+def reset_default(root: str | None = None, budget_mb: float | None = None) -> IndexCache:
+    """Replace the process's default cache (tests, and ``drop_caches``)."""
+    global _default
+    with _default_lock:
+        old = _default
+        _default = IndexCache(root, budget_mb) if root is not None or budget_mb is not None else None
+    if old is not None:
+        old.drop()
+    return default_cache()
+
+
+__all__ = ["IndexCache", "BankIndex", "StaleHistory", "active_cache", "default_cache", "using",
+           "transient_index", "newest_snapshot_seq", "snapshot_prefix", "reset_default", "MERGE_DELETIONS"]

@@ -1,0 +1,82 @@
+"""The Whoosh schema of a bank's recall index and the record <-> document mapping (issue 3, item 1).
+
+Every memory record of a bank incarnation is one document, live or not (``live`` is ``"1"`` or
+``"0"``), so recall can rank with ``include_superseded`` and a purge replaces the document with a
+content-free one. The whole record is stored (``record``, JSON) so a recall reads no record from
+DynamoDB.
+
+| field        | type                         | role |
+|--------------|------------------------------|------|
+| id           | ID unique, stored, sortable  | ``update_document`` key; tie-break (id asc) |
+| text         | TEXT (memory analyzer)       | BM25F |
+| name         | TEXT (memory analyzer)       | BM25F (structured memories) |
+| description  | TEXT (memory analyzer)       | BM25F (structured memories) |
+| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description |
+| entities     | KEYWORD (exact handles)      | entity candidates and ``entity_hits`` |
+| tags         | KEYWORD (exact handles)      | tag filter |
+| live         | ID                           | live filter |
+| updated_at   | NUMERIC sortable             | recency, ties, entity candidates newest first |
+| pinned, corroboration | NUMERIC sortable    | the ambient floor's order |
+| record       | STORED                       | the full record (JSON) |
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+
+from ..core.records import Memory
+from .analyzers import HANDLE_SEP, cjk_analyzer, handle_analyzer, memory_analyzer
+
+TEXT_FIELDS = ("text", "name", "description", "cjk")
+
+
+@lru_cache(maxsize=1)
+def schema() -> Schema:
+    """The recall index schema (see the module docstring)."""
+    ma = memory_analyzer()
+    return Schema(
+        id=ID(unique=True, stored=True, sortable=True),
+        text=TEXT(analyzer=ma, phrase=False),
+        name=TEXT(analyzer=ma, phrase=False),
+        description=TEXT(analyzer=ma, phrase=False),
+        cjk=TEXT(analyzer=cjk_analyzer(), phrase=False),
+        entities=KEYWORD(analyzer=handle_analyzer(), scorable=False),
+        tags=KEYWORD(analyzer=handle_analyzer(), scorable=False),
+        live=ID(),
+        updated_at=NUMERIC(bits=64, sortable=True),
+        pinned=NUMERIC(bits=32, sortable=True),
+        corroboration=NUMERIC(bits=64, sortable=True),
+        record=STORED(),
+    )
+
+
+def to_document(rec: Memory) -> dict[str, Any]:
+    """The Whoosh document of one record (empty optional fields left out)."""
+    doc: dict[str, Any] = {
+        "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
+        "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
+        "record": json.dumps(rec.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")),
+    }
+    if rec.text:
+        doc["text"] = rec.text
+    if rec.name:
+        doc["name"] = rec.name
+    if rec.description:
+        doc["description"] = rec.description
+    cjk = " ".join(x for x in (rec.text, rec.name, rec.description) if x)
+    if cjk:
+        doc["cjk"] = cjk
+    if rec.entities:
+        doc["entities"] = HANDLE_SEP.join(rec.entities)
+    if rec.tags:
+        doc["tags"] = HANDLE_SEP.join(rec.tags)
+    return doc
+
+
+def from_stored(fields: dict[str, Any]) -> Memory:
+    """The record stored in a document."""
+    return Memory.model_validate_json(fields["record"])

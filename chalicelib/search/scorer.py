@@ -1,0 +1,170 @@
+"""Scoring: BM25F over the logical corpus, and the full recall score (issue 3, item 3).
+
+**BM25F statistics that every container agrees on.** Whoosh's own BM25F takes document
+frequencies and field lengths from its segment files, which still count documents that an update
+replaced (until a merge drops them). Two containers holding the same records but built along
+different paths (incremental writes, a catch-up batch, a snapshot, a rebuild) would then score the
+same query differently. ``CorpusStats`` instead counts only the documents of the logical corpus:
+not replaced, and live unless ``include_superseded``; per-segment figures are cached by segment id
+and deletion count (segments are immutable apart from deletions). Per field: BM25 with k1 1.2,
+b 0.75 and the non-negative idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; the fields' scores add.
+
+**The full score** (the bank worker's, weights from ``MemoryTuning``):
+``base = w_bm25*bm25 + w_entity*entity_hits + w_corroboration*ln(1+corroboration) + w_pinned*pinned``,
+``score = base * max(0.5 ** (age_days / decay_half_life_days), recency_floor)`` with the age
+taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from whoosh.scoring import BM25F, WeightLengthScorer, WeightScorer, bm25
+
+from ..core.records import Memory
+from ..tuning import MemoryTuning
+from .schema import TEXT_FIELDS
+
+K1, B = 1.2, 0.75
+DAY_MS = 86_400_000
+_DF_CACHE_MAX = 20000
+
+
+def _leaf_key(reader: Any) -> tuple:
+    seg = reader.segment()
+    return (seg.segment_id(), seg.deleted_count())
+
+
+def _dead_docs(reader: Any) -> frozenset[int]:
+    try:
+        return frozenset(reader.postings("live", "0").all_ids())
+    except Exception:  # noqa: BLE001 - TermNotFound: no retired document in this segment
+        return frozenset()
+
+
+class _SegmentStats:
+    """One segment's share of the corpus statistics."""
+
+    __slots__ = ("excluded", "n", "lengths")
+
+    def __init__(self, reader: Any, include_dead: bool) -> None:
+        dead = frozenset() if include_dead else _dead_docs(reader)
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        self.excluded = dead  # postings already skip deleted documents
+        self.n = reader.doc_count() - len(dead)
+        gone = dead | deleted
+        self.lengths = {f: reader.field_length(f) - sum(reader.doc_field_length(d, f, 0) or 0 for d in gone)
+                        for f in TEXT_FIELDS}
+
+
+class CorpusStats:
+    """BM25 statistics over a set of segment readers (one bank's or several banks' as one corpus).
+
+    ``leaves``: ``(segment reader, cache dict)`` pairs; the cache dict belongs to the bank index
+    the segment came from and outlives this object."""
+
+    def __init__(self, leaves: list[tuple[Any, dict]], include_dead: bool) -> None:
+        self.leaves = []
+        self.n = 0
+        self.lengths = {f: 0 for f in TEXT_FIELDS}
+        for reader, cache in leaves:
+            key = (_leaf_key(reader), include_dead)
+            seg = cache.get(key)
+            if seg is None:
+                seg = cache[key] = _SegmentStats(reader, include_dead)
+            self.leaves.append((reader, cache, key, seg))
+            self.n += seg.n
+            for f in TEXT_FIELDS:
+                self.lengths[f] += seg.lengths[f]
+        self._idf: dict[tuple[str, str], float] = {}
+
+    def df(self, fieldname: str, text: str) -> int:
+        """Documents of the corpus holding ``text`` in ``fieldname``."""
+        total = 0
+        for reader, cache, key, seg in self.leaves:
+            ck = (key, fieldname, text)
+            n = cache.get(ck)
+            if n is None:
+                if not seg.excluded and not reader.has_deletions():
+                    n = reader.doc_frequency(fieldname, text)
+                else:
+                    try:
+                        n = sum(1 for d in reader.postings(fieldname, text).all_ids() if d not in seg.excluded)
+                    except Exception:  # noqa: BLE001 - TermNotFound
+                        n = 0
+                if len(cache) < _DF_CACHE_MAX:
+                    cache[ck] = n
+            total += n
+        return total
+
+    def idf(self, fieldname: str, text: str) -> float:
+        key = (fieldname, text)
+        v = self._idf.get(key)
+        if v is None:
+            df = self.df(fieldname, text)
+            v = self._idf[key] = math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+        return v
+
+    def avgfl(self, fieldname: str) -> float:
+        return (self.lengths.get(fieldname, 0) / self.n) if self.n else 1.0
+
+
+class _Scorer(WeightLengthScorer):
+    def __init__(self, searcher, fieldname, text, idf, avgfl, qf=1):
+        self.idf, self.avgfl, self.B, self.K1, self.qf = idf, avgfl or 1.0, B, K1, qf
+        self.setup(searcher, fieldname, text)
+
+    def _score(self, weight, length):
+        return bm25(self.idf, weight, length, self.avgfl, self.B, self.K1)
+
+
+class CorpusBM25F(BM25F):
+    """Whoosh weighting whose idf and average field length come from ``CorpusStats``."""
+
+    def __init__(self, stats: CorpusStats) -> None:
+        super().__init__(B=B, K1=K1)
+        self.stats = stats
+
+    def scorer(self, searcher, fieldname, text, qf=1):
+        if not searcher.schema[fieldname].scorable:
+            return WeightScorer.for_(searcher, fieldname, text)
+        return _Scorer(searcher, fieldname, text, self.stats.idf(fieldname, text),
+                       self.stats.avgfl(fieldname), qf=qf)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One ranked memory: its score and the signals that made it."""
+
+    memory: Memory
+    score: float
+    signals: dict[str, float]
+    bank: str
+
+
+def recency(updated_at: int, now: int, tuning: MemoryTuning) -> float:
+    """``max(0.5 ** (age_days / half_life), recency_floor)``; a future ``updated_at`` counts as 0 days."""
+    age_days = max(0, now - int(updated_at)) / DAY_MS
+    return max(0.5 ** (age_days / tuning.decay_half_life_days), tuning.recency_floor)
+
+
+def score(memory: Memory, bm25_score: float, entity_hits: int, now: int, tuning: MemoryTuning,
+          bank: str) -> Scored:
+    """The full recall score of one candidate (module docstring) with its signals."""
+    rec = recency(memory.updated_at, now, tuning)
+    pinned = 1.0 if memory.pinned else 0.0
+    base = (tuning.w_bm25 * bm25_score + tuning.w_entity * entity_hits
+            + tuning.w_corroboration * math.log1p(memory.corroboration) + tuning.w_pinned * pinned)
+    return Scored(memory, base * rec, {"bm25": bm25_score, "entity": float(entity_hits),
+                                       "corroboration": float(memory.corroboration), "pinned": pinned,
+                                       "recency": rec}, bank)
+
+
+def rank_key(s: Scored) -> tuple:
+    """Sort key: score desc, ``updated_at`` desc, id asc."""
+    return (-s.score, -s.memory.updated_at, s.memory.id)
+
+
+__all__ = ["CorpusStats", "CorpusBM25F", "Scored", "score", "rank_key", "recency"]

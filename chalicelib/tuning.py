@@ -1,0 +1,143 @@
+"""Memory tuning: the ``[memory]`` table of a TOML file plus environment overrides (issue 3, item 5).
+
+Sources, later wins: defaults, the ``[memory]`` table of the TOML file named by
+``CAIRN_CONFIG_FILE`` (read with ``tomllib``), then ``CAIRN_MEMORY_<KEY>`` environment variables
+(``CAIRN_MEMORY_FETCH_LIMIT=80``). An unknown key in either place, or a value that does not
+validate, raises ``ConfigError`` naming the key. ``get_tuning()`` is cached per config version
+(bumped by ``POST /v1/reload``; the recall core reads it with the bank row) and per distinct
+environment, so a reload makes every container re-read the file.
+
+Recall weights (the bank worker's defaults; see README "How recall ranks"):
+``base = w_bm25*bm25 + w_entity*entity_hits + w_corroboration*ln(1+corroboration) + w_pinned*pinned``,
+``score = base * max(0.5 ** (age_days / decay_half_life_days), recency_floor)``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import tomllib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+ENV_PREFIX = "CAIRN_MEMORY_"
+CONFIG_FILE_ENV = "CAIRN_CONFIG_FILE"
+
+
+class MemoryTuning(BaseModel):
+    """The ``[memory]`` settings (issue 3 item 5; the recall interface). Units: counts, UTF-8
+    bytes (``max_content``, ``max_rule_chars``), seconds (``nudge_cooldown``), tokens
+    (``recall_budget_tokens``, 4 bytes each), days (``decay_half_life_days``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    relevance_k: int = Field(5, ge=1, le=100)
+    fetch_limit: int = Field(50, ge=1, le=10000)
+    max_content: int = Field(32768, ge=1)
+    nudge_cooldown: int = Field(300, ge=0)
+    nudges: bool = True
+    recall_limit: int = Field(6, ge=1, le=100)
+    recall_budget_tokens: int = Field(1200, ge=0)
+    max_rule_chars: int = Field(6000, ge=0)
+    decay_half_life_days: float = Field(30, gt=0)
+    default_bank: str = "main"
+    w_bm25: float = Field(1.0, ge=0)
+    w_entity: float = Field(0.6, ge=0)
+    w_corroboration: float = Field(0.3, ge=0)
+    w_pinned: float = Field(0.75, ge=0)
+    recency_floor: float = Field(0.35, ge=0, le=1)
+    extraction_enabled: bool = True
+    extraction_window: int = Field(12, ge=1)
+    max_memories_per_turn: int = Field(8, ge=0)
+    rule_learning_enabled: bool = True
+
+
+_lock = threading.Lock()
+_cache: dict[tuple, MemoryTuning] = {}
+_config_version = 0
+
+
+def set_config_version(version: int) -> bool:
+    """Record the config version last read from DynamoDB; True (and the cache dropped) when it
+    moved since the previous call."""
+    global _config_version
+    with _lock:
+        moved = int(version) != _config_version
+        _config_version = int(version)
+        if moved:
+            _cache.clear()
+    return moved
+
+
+def config_version() -> int:
+    """The config version this container last saw."""
+    return _config_version
+
+
+def _env_key() -> tuple:
+    return tuple(sorted((k, v) for k, v in os.environ.items()
+                        if k.startswith(ENV_PREFIX) or k == CONFIG_FILE_ENV))
+
+
+def load_tuning(path: str | None = None, env: dict[str, str] | None = None) -> MemoryTuning:
+    """Read the tuning now (no cache) from ``path`` (default ``$CAIRN_CONFIG_FILE``) and ``env``
+    (default ``os.environ``). Raises ``ConfigError`` naming an unknown or invalid key."""
+    env = dict(os.environ if env is None else env)
+    path = path if path is not None else env.get(CONFIG_FILE_ENV)
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    known = set(MemoryTuning.model_fields)
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"{CONFIG_FILE_ENV}: file {path!r} not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{CONFIG_FILE_ENV}: {path!r} is not valid TOML: {exc}") from None
+        table = data.get("memory", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [memory] must be a table")
+        for k, v in table.items():
+            if k not in known:
+                raise ConfigError(f"{path}: unknown key memory.{k}")
+            values[k], origin[k] = v, f"{path}: memory.{k}"
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        k = name[len(ENV_PREFIX):].lower()
+        if k not in known:
+            raise ConfigError(f"{name}: unknown memory setting {k!r}")
+        values[k], origin[k] = raw, name
+    try:
+        return MemoryTuning(**values)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            k = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{origin.get(k, k)}: {err['msg']}")
+        raise ConfigError("invalid memory tuning: " + "; ".join(problems)) from None
+
+
+def get_tuning() -> MemoryTuning:
+    """The current tuning, cached per config version and distinct environment.
+
+    Raises ``ConfigError`` naming an unknown or invalid key."""
+    key = (_config_version, _env_key())
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    tuning = load_tuning()
+    with _lock:
+        _cache[key] = tuning
+    return tuning
+
+
+def _cache_clear() -> None:
+    with _lock:
+        _cache.clear()
+
+
+get_tuning.cache_clear = _cache_clear  # type: ignore[attr-defined]  # POST /v1/reload
