@@ -25,16 +25,22 @@ def _table_items(ddb, name: str) -> list[str]:
     while True:
         page = ddb.scan(**kw)
         for it in page.get("Items", []):
-            items.append(json.dumps({k: v for k, v in it.items() if k not in skip}, sort_keys=True, ensure_ascii=False))
+            items.append(json.dumps({k: v for k, v in it.items() if k not in skip}, sort_keys=True, ensure_ascii=False,
+                                    default=lambda b: b.hex()))  # binary attributes (B)
         if "LastEvaluatedKey" not in page:
             return sorted(items)
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def dump(region: str = "us-east-1") -> dict:
-    """``{"ddb": {table: [item json]}, "s3": {bucket/key: bytes}}`` of the whole backend."""
-    ddb = boto3.client("dynamodb", region_name=region)
-    s3 = boto3.client("s3", region_name=region)
+def clients(region: str = "us-east-1") -> tuple:
+    """``(dynamodb, s3)`` boto3 clients for ``dump`` (creating them is most of a dump's cost)."""
+    return boto3.client("dynamodb", region_name=region), boto3.client("s3", region_name=region)
+
+
+def dump(using: tuple | None = None) -> dict:
+    """``{"ddb": {table: [item json]}, "s3": {bucket/key: bytes}}`` of the whole backend;
+    ``using`` = ``clients()`` to reuse clients across dumps."""
+    ddb, s3 = using or clients()
     with motolock.lock():
         tables = {t: _table_items(ddb, t) for t in ddb.list_tables()["TableNames"]}
     objects = {}
@@ -45,8 +51,9 @@ def dump(region: str = "us-east-1") -> dict:
     return {"ddb": tables, "s3": objects}
 
 
-def assert_unchanged(before: dict, after: dict | None = None) -> None:
-    """Fail, naming the table or object, unless the backend equals ``before``."""
+def assert_unchanged(before: dict, after: dict | None = None) -> dict:
+    """Fail, naming the table or object, unless the backend equals ``before``; returns the
+    dump it compared with."""
     after = after if after is not None else dump()
     for table in sorted(set(before["ddb"]) | set(after["ddb"])):
         b, a = before["ddb"].get(table, []), after["ddb"].get(table, [])
@@ -58,6 +65,7 @@ def assert_unchanged(before: dict, after: dict | None = None) -> None:
         changed = sorted(k for k in set(before["s3"]) | set(after["s3"])
                          if before["s3"].get(k) != after["s3"].get(k))
         raise AssertionError(f"S3 objects changed: {changed[:5]}")
+    return after
 
 
 def contains(data: dict, needle: str) -> list[str]:
