@@ -293,7 +293,9 @@ def saver_worker(store: StateStore, changes: Changes) -> Worker:
 
     def tick() -> None:
         now = changes.count
-        if now != saved["at"] and store.save():
+        # One attempt per tick: under sustained writes the save waits for a quieter tick (the
+        # save on stop always succeeds, nothing writes then).
+        if now != saved["at"] and store.save(attempts=1):
             saved["at"] = now
 
     return Worker("state-saver", tick, SAVE_INTERVAL_S)

@@ -32,6 +32,7 @@ def test_bank_create_list_trash_restore(http):
                         "created": True}
     r = http.post("/v1/banks", json={"name": name})
     assert r.status_code == 200 and r.json()["created"] is False
+    assert http.get(f"/v1/banks/{name}").json()["bank"]["name"] == name
     assert name in [b["name"] for b in http.get("/v1/banks").json()["banks"]]
 
     assert http.put(f"/v1/banks/{name}/rules/style", json={"content": "# Style\nBe brief."}).json() == {"exists": True}
