@@ -4,6 +4,7 @@ from chalice import Chalice
 
 from chalicelib.api import banks, recall, tokens
 from chalicelib.api.http import finalize
+from chalicelib.api import events as event_handlers, hooks
 from chalicelib.logs import configure_logging
 
 app = Chalice(app_name="cairn")
@@ -12,5 +13,7 @@ configure_logging()
 app.register_blueprint(tokens.bp)
 app.register_blueprint(banks.bp)
 app.register_blueprint(recall.bp)
+app.register_blueprint(hooks.bp)
+app.register_blueprint(event_handlers.bp)
 
 finalize(app)

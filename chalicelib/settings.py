@@ -41,6 +41,13 @@ class Settings(BaseSettings):
     write_retries: int = Field(60, ge=1, le=500, description="Attempts for a write that loses an optimistic-concurrency race.")
     token_touch_interval_s: int = Field(60, ge=0, description="Minimum seconds between last_used_at updates of a token.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # extraction (issue 6, item 4): "auto" = Bedrock inside Lambda, the offline extractor elsewhere
+    extractor: Literal["auto", "bedrock", "openai", "offline"] = Field("auto", description="Extraction model backend.")
+    bedrock_model_id: str = Field("anthropic.claude-3-haiku-20240307-v1:0", description="Bedrock Converse model id.")
+    openai_base_url: str = Field("", description="Base URL of an OpenAI-compatible endpoint (…/v1).")
+    openai_model: str = Field("gpt-4o-mini", description="Model name sent to the OpenAI-compatible endpoint.")
+    openai_api_key: str = Field("unused", repr=False, description="API key of that endpoint (never logged).")
+    model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

@@ -14,6 +14,7 @@ before use, because Chalice applies stage variables per request.
 | idempotency   | key           | -         | -                                        | first responses replayed for an Idempotency-Key |
 | audit         | org_id        | sk        | LSI action-index (org_id, action_sk)     | audit events, never content |
 | structured    | org_id        | sk        | -                                        | sessions, workstreams, projects, members, memory locations |
+| extraction    | session_key   | sk        | -                                        | extraction cursors, per-turn job progress, session provenance |
 """
 
 from __future__ import annotations
@@ -247,8 +248,36 @@ class StructuredModel(_Base):
     created_at = NumberAttribute()
 
 
+# --- extraction (issue 6) -------------------------------------------------------------------
+
+class ExtractionModel(_Base):
+    """Extraction state of one session, ``session_key`` = ``<org_id>#<session_id>``, typed ``sk``:
+    ``cursor`` (how far the transcript was extracted: ``position`` messages, ``last_message_id``,
+    the recent ``turns`` applied), ``job#<turn_id>`` (fingerprints already applied by an unfinished
+    job, so a retry does not reinforce twice; expires) and ``mem#<bank>#<memory_id>`` (provenance:
+    a memory this session taught, so forget-session is a key query, never a scan)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "extraction"
+    session_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    position = NumberAttribute(null=True)  # cursor: messages consumed
+    last_message_id = UnicodeAttribute(null=True)  # cursor: id of the last consumed message, when ids are sent
+    turns = ListAttribute(of=UnicodeAttribute, null=True)  # cursor: recent turn ids applied, newest last
+    applied = UnicodeSetAttribute(null=True)  # job#: fingerprints applied so far
+    bank = UnicodeAttribute(null=True)  # mem#: the bank the memory lives in
+    memory_id = UnicodeAttribute(null=True)  # mem#
+    turn_id = UnicodeAttribute(null=True)  # mem#, job#
+    updated_at = NumberAttribute()
+    expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute (job# rows)
+
+
 ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel,
-                                         StructuredModel)
+                                         StructuredModel, ExtractionModel)
 
 _bind_lock = threading.Lock()
 _bound: tuple[str, str] | None = None

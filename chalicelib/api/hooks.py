@@ -1,0 +1,43 @@
+"""Extraction hooks, forget-session and the doctor over HTTP (issue 6, items 3 and 5).
+
+``POST /v1/hooks/turn-completed`` (``memory:write``) answers 202 once the job is queued (or ran
+inline without a queue); ``POST /v1/hooks/session-deleted`` (``memory:write``) drops the
+session's cursor; ``POST /v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need
+``admin.memories``.
+"""
+
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from .. import doctor
+from ..extraction import service
+from .http import Ctx, endpoint
+
+bp = Blueprint(__name__)
+
+WRITE, ADMIN = "memory:write", "admin.memories"
+
+
+@endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest)
+def turn_completed(ctx: Ctx):
+    """202 ``{accepted, bank, session_id, turn_id, queued, outcome?}``."""
+    return service.submit_turn(ctx.principal, ctx.body)
+
+
+@endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest)
+def session_deleted(ctx: Ctx):
+    """``{session_id, dropped}``."""
+    return service.session_deleted(ctx.principal, ctx.body)
+
+
+@endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest)
+def forget_session(ctx: Ctx, bank: str):
+    """``{session_id, retired, purged, memory_ids}``."""
+    return service.forget_session(ctx.principal, bank, ctx.body)
+
+
+@endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN)
+def run_doctor(ctx: Ctx):
+    """``{ok, checks: [{name, ok, required, detail, ms}]}``."""
+    return doctor.run_checks(ctx.principal.org_id, ctx.principal.actor)

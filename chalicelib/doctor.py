@@ -1,0 +1,119 @@
+"""``GET /v1/doctor``: an end-to-end self-test (issue 6, item 5; the bank worker's doctor).
+
+``{ok, checks: [{name, ok, required, detail, ms}]}``; ``ok`` is true only when every REQUIRED
+check passed. Required: ``dynamodb_writable`` (put, read back, delete one extraction-table row),
+``s3_writable`` (put, read back, delete one object), ``round_trip`` (save a memory in a scratch
+bank, recall it, trash the bank). Advisory (reported, never failing ``ok``): ``queue_reachable``
+and ``model_reachable``, each bounded by a 3 s timeout. A degraded state is named, never a bare
+"up".
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable
+
+import boto3
+from botocore.config import Config
+
+from .clock import now_ms
+from .settings import get_settings
+from .storage import blobs
+from .storage.tables import ExtractionModel, bind
+
+PROBE_TIMEOUT_S = 3.0
+SCRATCH_PREFIX = "doctor-scratch-"
+PROBE_TEXT = "Cairn doctor probe {nonce}: the round trip works."
+
+
+def _check(name: str, required: bool, fn: Callable[[], str]) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        detail, ok = fn(), True
+    except Exception as exc:  # noqa: BLE001 - a failed check is reported, not raised
+        detail, ok = f"{type(exc).__name__}: {str(exc)[:200]}", False
+    return {"name": name, "ok": ok, "required": required, "detail": detail,
+            "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _dynamodb() -> str:
+    bind()
+    key = f"!doctor#{uuid.uuid4().hex}"
+    row = ExtractionModel(session_key=key, sk="probe", org_id="!doctor", session_id="probe", updated_at=now_ms(),
+                          expires_at=int(time.time()) + 3600)
+    row.save()
+    ExtractionModel.get(key, "probe", consistent_read=True)
+    row.delete()
+    return f"put, get and delete on {ExtractionModel.Meta.table_name}"
+
+
+def _s3() -> str:
+    key = f".doctor/{uuid.uuid4().hex}"
+    blobs.put_bytes(key, b"probe")
+    if blobs.get_bytes(key) != b"probe":
+        raise RuntimeError("the object read back differs")
+    blobs.delete(key)
+    return f"put, get and delete in bucket {blobs.bucket()}"
+
+
+def _round_trip(org_id: str, actor: str) -> Callable[[], str]:
+    def run() -> str:
+        from .banks import service
+        from .banks.records import SaveRequest
+        bank = SCRATCH_PREFIX + uuid.uuid4().hex[:12]
+        nonce = uuid.uuid4().hex[:10]
+        status, body = service.save_memory(org_id, bank, SaveRequest(text=PROBE_TEXT.format(nonce=nonce)),
+                                           actor=actor)
+        memory_id = body["memory"]["id"]
+        try:
+            try:
+                from .search.recall import recall
+            except ImportError:
+                recall = None
+            if recall is not None:
+                result = recall(org_id, [bank], f"doctor probe {nonce}", limit=5)
+                found = any(h.memory.id == memory_id for h in result.hits)
+                how = f"recall ({result.retrieval})"
+            else:
+                found = any(m["id"] == memory_id for m in service.list_memories(org_id, bank)["memories"])
+                how = "list (recall core unavailable: degraded)"
+            if not found:
+                raise RuntimeError(f"the saved memory was not found by {how}")
+        finally:
+            trashed_to = service.trash_bank(org_id, bank, actor=actor)
+        return f"saved, found by {how}, bank trashed to {trashed_to}"
+
+    return run
+
+
+def _queue() -> str:
+    url = get_settings().queue_url
+    if not url:
+        return "no queue configured: extraction runs inline"
+    client = boto3.client("sqs", region_name=get_settings().region,
+                          config=Config(connect_timeout=PROBE_TIMEOUT_S, read_timeout=PROBE_TIMEOUT_S,
+                                        retries={"max_attempts": 1}))
+    attrs = client.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    return f"reachable, ~{attrs.get('ApproximateNumberOfMessages', '?')} messages waiting"
+
+
+def _model() -> str:
+    from .extraction.models import get_extractor
+    extractor = get_extractor()
+    ok, detail = extractor.probe(PROBE_TIMEOUT_S)
+    if not ok:
+        raise RuntimeError(f"{extractor.name}: {detail}")
+    return f"{extractor.name}: {detail}"
+
+
+def run_checks(org_id: str, actor: str) -> dict[str, Any]:
+    """Run every check (see the module doc) and return ``{ok, checks}``."""
+    checks = [
+        _check("dynamodb_writable", True, _dynamodb),
+        _check("s3_writable", True, _s3),
+        _check("round_trip", True, _round_trip(org_id, actor)),
+        _check("queue_reachable", False, _queue),
+        _check("model_reachable", False, _model),
+    ]
+    return {"ok": all(c["ok"] for c in checks if c["required"]), "checks": checks}

@@ -1,0 +1,42 @@
+"""The SQS handler's logic: run a batch of extraction jobs (issue 6, item 3).
+
+Each record is processed on its own; one that fails (bad JSON, an unparseable model reply, a
+backend error) is reported in ``batchItemFailures`` (the Lambda partial batch response, enabled by
+``FunctionResponseTypes: ReportBatchItemFailures`` in the template) so only it is retried and,
+after ``maxReceiveCount`` receipts, lands in the dead-letter queue. On a FIFO queue the records of
+a failed message's group that come after it are reported too, unprocessed, to keep per-session
+order; other sessions' records are never held back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Callable
+
+from ..extraction.job import TurnJob, run_job
+
+log = logging.getLogger("cairn.events")
+
+
+def handle_batch(records: list[dict[str, Any]], runner: Callable[[TurnJob], Any] = run_job) -> dict[str, Any]:
+    """Process SQS ``records`` (the Lambda event's ``Records``: ``messageId``, ``body``,
+    ``attributes.MessageGroupId``); returns ``{"batchItemFailures": [{"itemIdentifier": id}]}``."""
+    failures: list[dict[str, str]] = []
+    failed_groups: set[str] = set()
+    for record in records:
+        message_id = str(record.get("messageId", ""))
+        group = (record.get("attributes") or {}).get("MessageGroupId")
+        if group is not None and group in failed_groups:
+            failures.append({"itemIdentifier": message_id})
+            continue
+        try:
+            job = TurnJob.model_validate(json.loads(record.get("body") or ""))
+            runner(job)
+        except Exception as exc:  # noqa: BLE001 - poison message, unparseable reply, backend error: only this one fails
+            log.warning(json.dumps({"msg": "extraction job failed", "message_id": message_id,
+                                    "error": type(exc).__name__}))
+            failures.append({"itemIdentifier": message_id})
+            if group is not None:
+                failed_groups.add(group)
+    return {"batchItemFailures": failures}

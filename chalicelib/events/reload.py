@@ -1,0 +1,92 @@
+"""Reloads after hand edits in S3 (issue 6, item 1).
+
+The bucket sends EventBridge ``Object Created`` / ``Object Deleted`` events (``chalice package``
+cannot attach S3 notifications to a CloudFormation bucket). For ``<org>/banks/<bank>/rules/<name>.md``
+the bank's rule count is recounted and its ``rules_version`` bumped
+(``chalicelib.banks.rules.refresh_rule_count``): every container's rules cache is keyed by that
+version, so the next injection anywhere reads the new rules. For ``config/memory.toml`` the file
+is validated (an invalid one is logged and ignored, the running tuning stays) and the config
+version is bumped (``chalicelib.inject.reload.reload``), so every container drops its caches and
+re-reads its tuning before the next call. Other keys, and rule keys whose bank or rule name is
+invalid, are logged and ignored. Safe to run twice: each run only recounts and bumps a version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from typing import Any
+from urllib.parse import unquote_plus
+
+from ..errors import CairnError, ConfigError
+from ..names import NAME_RE
+from ..settings import get_settings
+from ..storage import blobs
+
+log = logging.getLogger("cairn.events")
+
+CONFIG_KEY = "config/memory.toml"
+RULE_EVENTS = ("Object Created", "Object Deleted")
+
+
+def parse_rule_key(key: str) -> tuple[str, str, str] | None:
+    """``(org_id, bank, rule)`` of ``<org>/banks/<bank>/rules/<rule>.md``, else ``None``
+    (including keys whose bank or rule name is not a valid name)."""
+    parts = key.split("/")
+    if len(parts) != 5 or parts[1] != "banks" or parts[3] != "rules" or not parts[4].endswith(".md"):
+        return None
+    org, bank, rule = parts[0], parts[2], parts[4][:-3]
+    if not org or not NAME_RE.match(bank) or not NAME_RE.match(rule):
+        return None
+    return org, bank, rule
+
+
+def _log(msg: str, **fields: Any) -> None:
+    log.info(json.dumps({"msg": msg, **fields}))
+
+
+def handle_object_event(detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """Handle one S3 EventBridge event (``detail-type`` and ``detail``); returns what it did:
+    ``{action: rules_reloaded | config_reloaded | config_invalid | ignored, ...}``."""
+    bucket = ((detail or {}).get("bucket") or {}).get("name")
+    key = unquote_plus(((detail or {}).get("object") or {}).get("key") or "")
+    if detail_type not in RULE_EVENTS or bucket != get_settings().bucket:
+        _log("s3 event ignored", reason="other bucket or event", detail_type=detail_type)
+        return {"action": "ignored", "reason": "other_bucket_or_event"}
+    if key == CONFIG_KEY:
+        return reload_config(deleted=detail_type == "Object Deleted")
+    parsed = parse_rule_key(key)
+    if parsed is None:
+        if "/rules/" in key:
+            _log("s3 event ignored: invalid rule key", key=key[:300])
+        return {"action": "ignored", "reason": "not_a_rule_key"}
+    org, bank, rule = parsed
+    from ..banks.rules import refresh_rule_count
+    refresh_rule_count(org, bank)
+    _log("rules reloaded", org_id=org, bank=bank, rule=rule, event=detail_type)
+    return {"action": "rules_reloaded", "org_id": org, "bank": bank, "rule": rule}
+
+
+def reload_config(*, deleted: bool = False) -> dict[str, Any]:
+    """Validate ``config/memory.toml`` (when it exists) and bump the config version so every
+    container re-reads its tuning; an invalid file is logged and changes nothing."""
+    if not deleted:
+        data = blobs.get_bytes(CONFIG_KEY)
+        if data is not None:
+            from ..tuning import load_tuning
+            fd, path = tempfile.mkstemp(suffix=".toml")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                load_tuning(path=path, env={})
+            except (ConfigError, CairnError) as exc:
+                _log("config reload ignored: invalid config/memory.toml", error=str(exc)[:500])
+                return {"action": "config_invalid", "error": str(exc)[:500]}
+            finally:
+                os.unlink(path)
+    from ..inject.reload import reload
+    version = reload()["config_version"]
+    _log("config reloaded", config_version=version, deleted=deleted)
+    return {"action": "config_reloaded", "config_version": version}

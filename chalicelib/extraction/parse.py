@@ -1,0 +1,97 @@
+"""Parsing the extraction model's reply (issue 6, item 3).
+
+The model is asked for a JSON array of ``{text, entities, tags, confidence, kind}``. Models wrap
+it in prose or code fences, so the parser takes the first decodable JSON array in the reply
+(fenced blocks first). No array at all, or an array that is not valid JSON, raises
+``ExtractionParseError``: the job then fails without advancing the cursor and the queue retries.
+Items that do not validate (wrong types, empty text) are dropped one by one; the caps of the
+job apply after parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
+
+
+class ExtractionParseError(ValueError):
+    """The model's reply holds no valid JSON array. ``code`` = ``invalid_model_output``."""
+
+    code = "invalid_model_output"
+
+
+class Candidate(BaseModel):
+    """One extracted item: a memory (``kind`` = memory) or a standing instruction for the bank's
+    ``learned`` rule (``kind`` = rule). ``text`` is one self-contained sentence."""
+
+    model_config = ConfigDict(extra="ignore")
+    text: str = Field(min_length=1)
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    confidence: Literal["extracted", "inferred"] = "extracted"
+    kind: Literal["memory", "rule"] = "memory"
+
+    @field_validator("text")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return " ".join(v.split())
+
+    @field_validator("entities", "tags", mode="before")
+    @classmethod
+    def _handles(cls, v: Any) -> list[str]:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise ValueError("must be a list")
+        return [str(x) for x in v if isinstance(x, (str, int, float)) and str(x).strip()]
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _confidence(cls, v: Any) -> str:
+        return v if v in ("extracted", "inferred") else "extracted"
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, v: Any) -> str:
+        return v if v in ("memory", "rule") else "memory"
+
+
+def _arrays(reply: str):
+    """Candidate JSON texts: fenced blocks, then every ``[`` position decoded with raw_decode."""
+    for m in _FENCE.finditer(reply):
+        yield m.group(1).strip()
+    yield reply
+
+
+def parse_candidates(reply: str) -> list[Candidate]:
+    """The candidates in ``reply`` (prose and code fences tolerated).
+
+    Raises ``ExtractionParseError`` when no JSON array decodes. An empty array is valid (the
+    turn taught nothing).
+    """
+    decoder = json.JSONDecoder()
+    for text in _arrays(reply or ""):
+        idx = text.find("[")
+        while idx != -1:
+            try:
+                value, _ = decoder.raw_decode(text, idx)
+            except ValueError:
+                value = None
+            # an empty list counts only as the block's first array: inside a broken array, the
+            # ``[]`` of some item's tags must not pass for "nothing learned"
+            first = idx == text.find("[")
+            if isinstance(value, list) and (value or first) and all(isinstance(v, dict) for v in value):
+                out = []
+                for item in value:
+                    try:
+                        out.append(Candidate.model_validate(item))
+                    except ValidationError:
+                        continue
+                return out
+            idx = text.find("[", idx + 1)
+    raise ExtractionParseError("The extraction model's reply holds no valid JSON array.")

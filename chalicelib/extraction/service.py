@@ -1,0 +1,81 @@
+"""The hook surface of extraction (issue 6, item 3): request bodies and the one service call
+each route makes. Domain code: no Chalice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+from ..auth.principal import Principal
+from ..errors import BadRequest
+from ..names import check_name
+from . import job as jobs
+
+MAX_HOOK_MESSAGES = 10000
+
+
+class TurnCompletedRequest(BaseModel):
+    """Body of ``POST /v1/hooks/turn-completed``: the session's messages (``{role, content,
+    id?}``; content a string or text parts) and ``metadata.memory_bank`` choosing the bank."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_id: StrictStr = Field(min_length=1, max_length=256)
+    turn_id: StrictStr = Field(min_length=1, max_length=256)
+    status: StrictStr | None = Field(None, max_length=64)
+    messages: list[Any] = Field(max_length=MAX_HOOK_MESSAGES)
+    metadata: dict[str, Any] | None = None
+
+
+class SessionDeletedRequest(BaseModel):
+    """Body of ``POST /v1/hooks/session-deleted``."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_id: StrictStr = Field(min_length=1, max_length=256)
+
+
+class ForgetSessionRequest(BaseModel):
+    """Body of ``POST /v1/banks/{bank}/forget-session``: ``purge`` erases instead of retiring."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    session_id: StrictStr = Field(min_length=1, max_length=256)
+    purge: StrictBool = False
+
+
+def hook_bank(metadata: dict[str, Any] | None) -> str:
+    """The bank a hook targets: ``metadata.memory_bank``, else the tuning's ``default_bank``.
+    Raises 400 ``invalid_name`` for a bad name."""
+    bank = (metadata or {}).get("memory_bank")
+    if bank is None:
+        bank = jobs.tuning().default_bank
+    return check_name(bank)
+
+
+def submit_turn(principal: Principal, req: TurnCompletedRequest) -> tuple[int, dict[str, Any]]:
+    """Enqueue (or, without a queue, run) the turn's extraction job: 202 ``{accepted: true,
+    bank, session_id, turn_id, queued, outcome?}``; ``accepted: false`` with a ``reason`` when
+    extraction is disabled. Raises 400 ``invalid_name`` / 403 ``forbidden`` (bank not allowed)
+    before anything is written."""
+    bank = hook_bank(req.metadata)
+    principal.require_bank(bank)
+    base = {"bank": bank, "session_id": req.session_id, "turn_id": req.turn_id}
+    tune = jobs.tuning()
+    if not tune.extraction_enabled:
+        return 202, {"accepted": False, "reason": "extraction_disabled", **base}
+    if any(ch in req.turn_id for ch in "\x00\n\r"):
+        raise BadRequest("turn_id must be printable.", details={"field": "turn_id"})
+    job = jobs.make_job(principal.org_id, bank, req.session_id, req.turn_id, req.messages, actor=principal.actor,
+                        status=req.status, window_size=tune.extraction_window)
+    return 202, {"accepted": True, **base, **jobs.enqueue(job)}
+
+
+def session_deleted(principal: Principal, req: SessionDeletedRequest) -> dict[str, Any]:
+    """Drop the session's extraction cursor: ``{session_id, dropped}``."""
+    return {"session_id": req.session_id, **jobs.drop_cursor(principal.org_id, req.session_id)}
+
+
+def forget_session(principal: Principal, bank: str, req: ForgetSessionRequest) -> dict[str, Any]:
+    """Retire or purge what the session taught in ``bank`` (see ``job.forget_session``)."""
+    check_name(bank)
+    principal.require_bank(bank)
+    return jobs.forget_session(principal.org_id, bank, req.session_id, purge=req.purge, actor=principal.actor)
