@@ -5,6 +5,7 @@ from chalice import Chalice
 from chalicelib.api import banks, recall, tokens
 from chalicelib.api.http import finalize
 from chalicelib.api import events as event_handlers, hooks
+from chalicelib.api import team as team_api
 from chalicelib.logs import configure_logging
 
 app = Chalice(app_name="cairn")
@@ -15,5 +16,6 @@ app.register_blueprint(banks.bp)
 app.register_blueprint(recall.bp)
 app.register_blueprint(hooks.bp)
 app.register_blueprint(event_handlers.bp)
+app.register_blueprint(team_api.bp)
 
 finalize(app)

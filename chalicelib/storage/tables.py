@@ -13,6 +13,12 @@ before use, because Chalice applies stage variables per request.
 | revisions     | bank_key      | seq       | LSI memory-index (bank_key, rev_key)     | append-only history; ``seq`` order is commit order |
 | idempotency   | key           | -         | -                                        | first responses replayed for an Idempotency-Key |
 | audit         | org_id        | sk        | LSI action-index (org_id, action_sk)     | audit events, never content |
+| team_spaces   | org_id        | sk        | -                                        | team spaces, memberships, deny rules |
+| team_entries  | org_id        | entry_id  | LSI space-index (org_id, space_sk)       | team-memory entries (metadata, derived text, counters) |
+| team_updates  | entry_key     | sk        | -                                        | append-only edit log, updateIds, Yjs client-id owners |
+| team_events   | entry_key     | sk        | -                                        | entry history: status events and metadata changes |
+| team_attributions | space_key | sk        | -                                        | what team-memory retrievals served, to whom, when |
+| team_rates    | key           | -         | -                                        | per-minute update counters (TTL) |
 | structured    | org_id        | sk        | -                                        | sessions, workstreams, projects, members, memory locations |
 | extraction    | session_key   | sk        | -                                        | extraction cursors, per-turn job progress, session provenance |
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 import threading
 
 from pynamodb.attributes import (
+    BinaryAttribute,
     BooleanAttribute,
     JSONAttribute,
     ListAttribute,
@@ -276,8 +283,137 @@ class ExtractionModel(_Base):
     expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute (job# rows)
 
 
+# --- team memory (issue 5) ------------------------------------------------------------------
+
+class TeamSpaceModel(_Base):
+    """Team-memory spaces and their access control, per org, typed ``sk``: ``space#<id>`` (the
+    space; ``entries_live`` counts its entries that are not archived), ``member#<space_id>#<member_id>``
+    (a member's per-space grants: ``context:space:read``/``context:space:write``; member id =
+    user_id for persons and services, token_id for API keys) and ``deny`` (the org's deny rules)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_spaces"
+    org_id = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    data = JSONAttribute(null=True)  # the object's fields (validated by chalicelib.team.spaces)
+    entries_live = NumberAttribute(null=True)  # space#: entries not archived (the per-space cap)
+    version = NumberAttribute(null=True)
+    updated_at = NumberAttribute()
+
+
+class TeamEntriesBySpace(LocalSecondaryIndex):
+    """A space's entries, oldest first: ``space_sk`` = space id + ``#`` + created_at (13 digits) + ``#`` + id."""
+
+    class Meta:
+        index_name = "space-index"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    space_sk = UnicodeAttribute(range_key=True)
+
+
+class TeamEntryModel(_Base):
+    """One team-memory entry (``doc`` holds title, kind, links, supersedes, classification,
+    authorship), its server-derived plain ``text`` and counters every write is conditioned on:
+    ``meta_version`` (PATCH), ``log_seq`` (edit log rows), ``compacted_seq`` (payloads folded
+    into S3 ``entries/<id>/state.bin``), ``revision`` (accepted revisions)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_entries"
+    org_id = UnicodeAttribute(hash_key=True)
+    entry_id = UnicodeAttribute(range_key=True)
+    space_sk = UnicodeAttribute()
+    space_id = UnicodeAttribute()
+    status = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    doc = JSONAttribute()
+    text = UnicodeAttribute(default="")
+    units = NumberAttribute(default=0)
+    meta_version = NumberAttribute(default=1)
+    revision = NumberAttribute(default=0)
+    log_seq = NumberAttribute(default=0)
+    compacted_seq = NumberAttribute(default=0)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    by_space = TeamEntriesBySpace()
+
+
+class TeamUpdateModel(_Base):
+    """An entry's append-only edit log, ``entry_key`` = ``<org_id>#<entry_id>``, typed ``sk``:
+    ``seq#<12 digits>`` (one update: author, time, SHA-256, ``payload`` until compacted),
+    ``uid#<updateId>`` (the seq and SHA-256 an updateId was first used with) and
+    ``client#<yjs client id>`` (the author who owns that client id in this entry)."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_updates"
+    entry_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    seq = NumberAttribute(null=True)
+    update_id = UnicodeAttribute(null=True)
+    sha256 = UnicodeAttribute(null=True)
+    payload = BinaryAttribute(null=True, legacy_encoding=False)
+    size = NumberAttribute(null=True)
+    author = UnicodeAttribute(null=True)
+    at = NumberAttribute()
+
+
+class TeamEventModel(_Base):
+    """An entry's status events and metadata changes (history), ``entry_key`` = ``<org_id>#<entry_id>``,
+    ``sk`` = at (13 digits) + ``#`` + uuid. Never the text."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_events"
+    entry_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    action = UnicodeAttribute()
+    actor = UnicodeAttribute()
+    details = JSONAttribute(null=True)
+    at = NumberAttribute()
+
+
+class TeamAttributionModel(_Base):
+    """What a retrieval served, per space: ``space_key`` = ``<org_id>#<space_id>``, ``sk`` = at
+    (13 digits) + ``#`` + attribution id; ``entries`` = [{entryId, revision}], ``actor`` = to whom."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_attributions"
+    space_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    attribution_id = UnicodeAttribute()
+    actor = UnicodeAttribute()
+    entries = JSONAttribute()
+    at = NumberAttribute()
+
+
+class TeamRateModel(_Base):
+    """Fixed-window update counters (``key`` = ``<org>#<author>#<entry id or *>#<minute>``); expire by TTL."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "team_rates"
+    key = UnicodeAttribute(hash_key=True)
+    n = NumberAttribute(default=0)
+    expires_at = NumberAttribute()  # seconds since epoch: the table's TTL attribute
+
+
+TEAM_MODELS: tuple[type[_Base], ...] = (TeamSpaceModel, TeamEntryModel, TeamUpdateModel, TeamEventModel,
+                                        TeamAttributionModel, TeamRateModel)
+
+
 ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel,
                                          StructuredModel, ExtractionModel)
+ALL_MODELS += TEAM_MODELS
 
 _bind_lock = threading.Lock()
 _bound: tuple[str, str] | None = None

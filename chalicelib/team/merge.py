@@ -1,0 +1,238 @@
+"""The server-side Yjs merge (issue 5, "Collaborative text"; keystone-team-memory.md, "How editing
+works"). The server is the only author of an entry's plain text: it decodes each client update,
+refuses what is not plain text, checks causal completeness on a scratch copy, and derives the text.
+
+pycrdt merges but does not say what an update contains (STACK-NOTES.md, "pycrdt and Yjs"): an
+update with missing dependencies is silently kept pending, a V2 update is silently empty, and
+format items set and cleared in one update only show at the struct level. So ``inspect()`` reads
+the V1 encoding itself (lib0 varints; Yjs ``UpdateDecoderV1``) just far enough to classify it:
+
+- plain text only: every item's parent is the root ``content`` (by name, or implied by an origin),
+  has no parent key (a Map entry) and holds a string or deleted content; anything else (another
+  root, a nested type, a Map, an embed, a format item, JSON/Any/binary/subdocument content) or
+  bytes that do not decode exactly (a V2 update, garbage) is ``UnsupportedUpdate`` (422
+  ``unsupported_update``);
+- ``clients``: ``{client id: (first clock, end clock)}`` of the structs it carries, so client-id
+  ownership and the unit cap can be judged.
+
+``apply()`` then merges into a scratch ``Doc`` and raises ``MissingDependency`` (409
+``missing_dependency``) when structs stay pending or the delete set names clocks the merged state
+lacks; nothing is stored in either case.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+from pycrdt import Doc, Text, get_update
+
+from ..errors import Conflict, Unprocessable
+
+ROOT = "content"
+
+# Yjs content refs (lib0 ``contentRefs``)
+GC, DELETED, JSON, BINARY, STRING, EMBED, FORMAT, TYPE, ANY, DOC, SKIP = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+_NAMES = {JSON: "JSON content", BINARY: "binary content", EMBED: "an embed", FORMAT: "a format attribute",
+          TYPE: "a nested type", ANY: "a Map/Array value", DOC: "a subdocument"}
+
+
+class UnsupportedUpdate(Unprocessable):
+    """422 ``unsupported_update``: not a plain-text V1 update of the root ``content``."""
+
+    code = "unsupported_update"
+
+
+class MissingDependency(Conflict):
+    """409 ``missing_dependency``; ``details.stateVector`` is the server's (base64)."""
+
+    code = "missing_dependency"
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise ValueError("unexpected end of update")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def uint(self) -> int:
+        n = shift = 0
+        while True:
+            b = self.byte()
+            n |= (b & 0x7F) << shift
+            if b < 0x80:
+                return n
+            shift += 7
+            if shift > 63:
+                raise ValueError("varint too long")
+
+    def string(self) -> str:
+        size = self.uint()
+        if self.pos + size > len(self.data):
+            raise ValueError("string past the end")
+        raw = self.data[self.pos:self.pos + size]
+        self.pos += size
+        return raw.decode("utf-8")
+
+
+@dataclass
+class Inspection:
+    """What one V1 update carries: ``clients`` {client: (first clock, end clock)} of its structs
+    (GC and items; skips excluded), ``deletes`` [(client, clock, length)], ``items`` (count)."""
+
+    clients: dict[int, tuple[int, int]] = field(default_factory=dict)
+    deletes: list[tuple[int, int, int]] = field(default_factory=list)
+    items: int = 0
+
+
+def _utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def inspect(update: bytes) -> Inspection:
+    """Decode a V1 update's structs and delete set; ``UnsupportedUpdate`` unless plain text."""
+    r = _Reader(update)
+    out = Inspection()
+    try:
+        for _ in range(r.uint()):
+            n_structs, client, clock = r.uint(), r.uint(), r.uint()
+            first, end = clock, clock
+            for _ in range(n_structs):
+                info = r.byte()
+                ref = info & 0x1F
+                if ref in (GC, SKIP):
+                    length = r.uint()
+                    if ref == GC:
+                        end = clock + length
+                    clock += length
+                    continue
+                has_origin, has_right = info & 0x80, info & 0x40
+                if has_origin:
+                    r.uint(), r.uint()
+                if has_right:
+                    r.uint(), r.uint()
+                if not (has_origin or has_right):
+                    if r.uint() == 1:
+                        root = r.string()
+                        if root != ROOT:
+                            raise UnsupportedUpdate(f"Only the root text '{ROOT}' may be edited; this update writes '{root[:64]}'.",
+                                                    details={"reason": "other_root"})
+                    else:
+                        raise UnsupportedUpdate("Nested types are not supported.", details={"reason": "nested_type"})
+                    if info & 0x20:
+                        raise UnsupportedUpdate("Map entries are not supported (plain text only).",
+                                                details={"reason": "map"})
+                if ref == STRING:
+                    length = _utf16_len(r.string())
+                elif ref == DELETED:
+                    length = r.uint()
+                elif ref in _NAMES:
+                    raise UnsupportedUpdate(f"Only plain text is supported; this update carries {_NAMES[ref]}.",
+                                            details={"reason": _NAMES[ref]})
+                else:
+                    raise ValueError(f"unknown content ref {ref}")
+                out.items += 1
+                clock += length
+                end = clock
+            if end > first:
+                lo, hi = out.clients.get(client, (first, end))
+                out.clients[client] = (min(lo, first), max(hi, end))
+        for _ in range(r.uint()):
+            client = r.uint()
+            for _ in range(r.uint()):
+                out.deletes.append((client, r.uint(), r.uint()))
+    except UnicodeDecodeError:
+        raise UnsupportedUpdate("The update does not decode as a Yjs V1 update.", details={"reason": "undecodable"}) from None
+    except ValueError as exc:
+        raise UnsupportedUpdate(f"The update does not decode as a Yjs V1 update ({exc}).",
+                                details={"reason": "undecodable"}) from None
+    if r.pos != len(update):
+        # A V2 update read as V1 decodes an empty prefix and leaves the rest over.
+        raise UnsupportedUpdate("The update does not decode as a Yjs V1 update (a V2 update?).",
+                                details={"reason": "undecodable"})
+    return out
+
+
+def decode_b64(value: str, field_name: str = "update") -> bytes:
+    """Standard base64 (padding optional) -> bytes; 400 ``validation_error`` naming the field."""
+    from ..errors import BadRequest
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (ValueError, TypeError):
+        raise BadRequest(f"{field_name} is not valid base64.", details={"field": field_name}) from None
+
+
+def b64(data: bytes) -> str:
+    """Standard base64 text of ``data``."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def load(state_parts: list[bytes]) -> Doc:
+    """A ``Doc`` with the root text ``content`` and every update of ``state_parts`` applied."""
+    doc = Doc()
+    doc.get(ROOT, type=Text)
+    for part in state_parts:
+        if part:
+            doc.apply_update(part)
+    return doc
+
+
+def text_of(doc: Doc) -> str:
+    """The plain text of the root ``content``."""
+    return str(doc.get(ROOT, type=Text))
+
+
+def state_vector(doc: Doc) -> dict[int, int]:
+    """``{client: clock}`` decoded from the doc's V1 state vector."""
+    r = _Reader(doc.get_state())
+    return {r.uint(): r.uint() for _ in range(r.uint())}
+
+
+def units(sv: dict[int, int]) -> int:
+    """UTF-16 units inserted into a document, live and deleted: the sum of its clocks."""
+    return sum(sv.values())
+
+
+@dataclass
+class Merged:
+    """The outcome of merging one update: the scratch ``doc`` (now holding it), its text, state
+    vector, and the update's inspection."""
+
+    doc: Doc
+    text: str
+    sv: dict[int, int]
+    inspection: Inspection
+    before: dict[int, int] = field(default_factory=dict)
+
+
+def apply(state_parts: list[bytes], update: bytes, insp: Inspection | None = None) -> Merged:
+    """Merge ``update`` into the state made of ``state_parts`` on a scratch doc.
+
+    Raises ``UnsupportedUpdate`` (not plain text) or ``MissingDependency`` (structs that depend on
+    clocks the server lacks stay pending; or a deletion of clocks the merged state lacks).
+    """
+    insp = insp or inspect(update)
+    doc = load(state_parts)
+    before = doc.get_state()
+    before_sv = state_vector(doc)
+    try:
+        doc.apply_update(update)
+    except ValueError:
+        raise UnsupportedUpdate("The update does not decode as a Yjs update.", details={"reason": "undecodable"}) from None
+    after = doc.get_state()
+    sv = state_vector(doc)
+    # Structs the merged doc still lacks after applying: they wait for a missing dependency.
+    leftover = _Reader(get_update(update, after))
+    missing = leftover.uint() != 0
+    if not missing:
+        missing = any(clock + length > sv.get(client, 0) for client, clock, length in insp.deletes)
+    if missing:
+        raise MissingDependency("The update depends on changes the server does not have; send your changes "
+                                "against details.stateVector.", details={"stateVector": b64(before)})
+    return Merged(doc=doc, text=text_of(doc), sv=sv, inspection=insp, before=before_sv)
+
