@@ -25,6 +25,7 @@ before use, because Chalice applies stage variables per request.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from pynamodb.attributes import (
@@ -440,7 +441,19 @@ def bind(settings: Settings | None = None) -> Settings:
     return settings
 
 
+_connections: dict[tuple[str, str], Connection] = {}
+
+
 def connection(settings: Settings | None = None) -> Connection:
-    """A low-level connection for ``TransactWrite``/``TransactGet`` (pynamodb 6 requires one)."""
+    """A low-level connection for ``TransactWrite``/``TransactGet`` (pynamodb 6 requires one).
+
+    Cached per (region, endpoint): building one creates a botocore session and client, which
+    loads the service model from disk (tenths of a second), far more than a transaction costs.
+    """
     settings = settings or get_settings()
-    return Connection(region=settings.region)
+    key = (settings.region, os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL", ""))
+    conn = _connections.get(key)
+    if conn is None:
+        with _bind_lock:
+            conn = _connections.setdefault(key, Connection(region=settings.region))
+    return conn

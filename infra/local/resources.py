@@ -42,6 +42,21 @@ def names(stack: str, region: str = "us-east-1") -> dict[str, str]:
     return {"CAIRN_TABLE_PREFIX": f"{stack}-", "CAIRN_BUCKET": bucket, "CAIRN_REGION": region}
 
 
+_SESSION: boto3.session.Session | None = None
+_CLIENTS: dict[tuple, object] = {}
+
+
+def _client(service: str, **kw):
+    # One session and one client per endpoint: building them re-reads service models from disk.
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = boto3.session.Session()
+    key = (service, tuple(sorted(kw.items())))
+    if key not in _CLIENTS:
+        _CLIENTS[key] = _SESSION.client(service, **kw)
+    return _CLIENTS[key]
+
+
 def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | None = None) -> dict[str, str]:
     """Create every table, the bucket and the queues of the template (existing ones are kept).
 
@@ -50,7 +65,7 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
     kw = {"region_name": region}
     if endpoint_url:
         kw["endpoint_url"] = endpoint_url
-    ddb = boto3.client("dynamodb", **kw)
+    ddb = _client("dynamodb", **kw)
     existing = set(ddb.list_tables().get("TableNames", []))
     for props in resources_of("AWS::DynamoDB::Table").values():
         name = resolve(props["TableName"], stack, region=region)
@@ -65,12 +80,12 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
         if "TimeToLiveSpecification" in props:
             ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
     out = names(stack, region)
-    s3 = boto3.client("s3", **kw)
+    s3 = _client("s3", **kw)
     try:
         s3.create_bucket(Bucket=out["CAIRN_BUCKET"])
     except s3.exceptions.BucketAlreadyOwnedByYou:
         pass
-    sqs = boto3.client("sqs", **kw)
+    sqs = _client("sqs", **kw)
     queues = resources_of("AWS::SQS::Queue")
     dlq = sqs.create_queue(QueueName=resolve(queues["ExtractionDeadLetterQueue"]["QueueName"], stack, region=region),
                            Attributes={"FifoQueue": "true"})
