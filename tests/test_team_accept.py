@@ -181,6 +181,9 @@ def test_supersede_and_archive_leave_retrieval(world):
     st, body = world.call("alice", "POST", f"{MEM}/entries/{b['id']}/archive")
     assert st == 200 and body["status"] == "archived"
     assert not _projection(world, b["id"]).live
+    from chalicelib.storage.tables import AuditModel
+    targets = {(ev.action, ev.target) for ev in AuditModel.query("default") if ev.action.startswith("context.memory")}
+    assert {("context.memory.supersede", a["id"]), ("context.memory.archive", b["id"])} <= targets
     # superseding needs an accepted target; a draft cannot be superseded
     c = world.create(title="draft")
     st, body = world.call("alice", "POST", f"{MEM}/entries/{c['id']}/supersede", {"supersededBy": b["id"]})

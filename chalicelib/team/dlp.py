@@ -181,9 +181,16 @@ def redact(text: str, findings: list[Finding]) -> str:
 
 
 def gated(text: str) -> tuple[str, list[str]]:
-    """``(redacted text, sorted kinds found)``: what GET shows and what would be indexed."""
+    """``(redacted text, sorted kinds found)``: what GET shows and what would be indexed.
+    Memoised per text (a 64 KB scan costs about a second; reads repeat the same texts)."""
+    redacted, kinds = _gated(text)
+    return redacted, list(kinds)
+
+
+@lru_cache(maxsize=256)
+def _gated(text: str) -> tuple[str, tuple[str, ...]]:
     findings = scan(text)
-    return redact(text, findings), sorted({f.kind for f in findings})
+    return redact(text, findings), tuple(sorted({f.kind for f in findings}))
 
 
 def enforce(policy: str, kinds: list[str]) -> None:
