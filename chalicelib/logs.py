@@ -8,13 +8,20 @@ import sys
 
 
 def configure_logging() -> None:
-    """Send ``cairn.*`` loggers to stderr at ``CAIRN_LOG_LEVEL`` (default INFO), once."""
+    """Send ``cairn.*`` loggers to stderr at ``CAIRN_LOG_LEVEL`` (default INFO). Idempotent.
+
+    Chalice names its app logger after ``app_name`` ("cairn", the same logger) and gives it a
+    stdout handler at ERROR, which would hide every INFO request line: that handler is replaced
+    and the level set again on each call (app.py calls this after creating the app).
+    """
     root = logging.getLogger("cairn")
-    if root.handlers:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root.addHandler(handler)
-    root.setLevel(os.environ.get("CAIRN_LOG_LEVEL", "INFO").upper() if os.environ.get("CAIRN_LOG_LEVEL", "INFO").upper()
-                  in ("DEBUG", "INFO", "WARNING", "ERROR") else "INFO")
+    for h in [h for h in root.handlers if not getattr(h, "_cairn", False)]:
+        root.removeHandler(h)
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._cairn = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    level = os.environ.get("CAIRN_LOG_LEVEL", "INFO").upper()
+    root.setLevel(level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "INFO")
     root.propagate = False

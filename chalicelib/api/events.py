@@ -14,8 +14,11 @@ from __future__ import annotations
 from chalice import Blueprint, Rate
 
 from ..events import extraction, reload, schedules
+from ..logs import configure_logging
 
 bp = Blueprint(__name__)
+# Lambda imports this module, not app.py, for these functions: configure logging here too
+configure_logging()
 
 QUEUE_ARN_PLACEHOLDER = "arn:aws:sqs:us-east-1:000000000000:cairn-extraction.fifo"
 S3_PATTERN = {"source": ["aws.s3"], "detail-type": list(reload.RULE_EVENTS)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -151,6 +152,8 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
         def handler(**params: str) -> Response:
             request = bp.current_request
             started = time.perf_counter()
+            # API Gateway's id when there is one (CloudWatch correlates on it), else our own
+            request_id = str((request.context or {}).get("requestId") or uuid.uuid4().hex)
             status = 500
             principal = None
             try:
@@ -186,11 +189,17 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
                     log.warning("backend unavailable: %s", type(exc).__name__)
                     response = error_response(backend)
                 else:
-                    log.exception("unhandled error")
+                    # type and place only: an exception's message can quote memory text
+                    tb = traceback.extract_tb(exc.__traceback__)[-3:]
+                    log.error(json.dumps({"msg": "unhandled error", "request_id": request_id,
+                                          "error": type(exc).__name__,
+                                          "where": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in tb]}))
                     response = error_response(CairnError("An internal error occurred.", code="internal_error",
-                                                         details={"request_id": uuid.uuid4().hex}))
+                                                         details={"request_id": request_id}))
             status = response.status_code
-            log.info(json.dumps({"msg": "request", "route": f"{request.method} {path}", "status": status,
+            response.headers["X-Request-Id"] = request_id
+            log.info(json.dumps({"msg": "request", "request_id": request_id,
+                                 "route": f"{request.method} {path}", "status": status,
                                  "principal_id": principal.token_id if principal else None,
                                  "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
             return response

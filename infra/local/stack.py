@@ -392,7 +392,11 @@ class Stack:
         self._wait_ready(token)
 
         self.workers.append(saver_worker(self.store, self.changes))
-        # Issue 6 appends its workers here: SQS poller, schedule timer, rule-ETag watcher.
+        # Issue 6: the SQS poller, schedule timer and rule-ETag watcher call app.py's own handlers
+        from app import app as chalice_app
+
+        from .events import LocalEvents
+        self.workers += LocalEvents(chalice_app, log=log).workers()
         for worker in self.workers:
             worker.start(self.stop_event)
         return token
