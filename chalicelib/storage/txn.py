@@ -30,6 +30,17 @@ _THROTTLE_CODES = {
 }
 
 
+class _TransactWrite(TransactWrite):
+    """A ``TransactWrite`` that sends nothing when an attempt staged nothing: DynamoDB rejects an
+    empty ``TransactItems`` list (moto accepts it), and a read that decides to write nothing
+    (an idempotent replay, an existing bank) must not fail."""
+
+    def _commit(self):
+        if not (self._condition_check_items or self._delete_items or self._put_items or self._update_items):
+            return None
+        return super()._commit()
+
+
 class Retry(Exception):
     """Raised inside an attempt to ask for another one (e.g. a read saw a half-made state)."""
 
@@ -43,7 +54,7 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
 
     ``attempt`` reads what it needs, raises a ``CairnError`` if the request cannot succeed (nothing
     is written then), and adds conditioned writes to ``tx``; its return value is returned after
-    the commit. A cancelled transaction (a condition failed or a conflicting transaction) is
+    the commit; an attempt that staged nothing sends nothing. A cancelled transaction (a condition failed or a conflicting transaction) is
     retried with full-jitter exponential backoff (2 ms base, 250 ms cap) up to
     ``Settings.write_retries`` attempts, then ``Conflict`` (409 ``conflict``) is raised.
     """
@@ -52,7 +63,7 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
     conn: Connection = connection(settings)
     for i in range(n):
         try:
-            with TransactWrite(connection=conn) as tx:
+            with _TransactWrite(connection=conn) as tx:
                 result = attempt(tx)
             return result
         except Retry:
