@@ -45,7 +45,8 @@ CATCH_ALL_DEPTH = 9
 
 @dataclass
 class Reply:
-    """A rendered response: ``body`` is JSON-encoded unless ``raw`` bytes/str are given."""
+    """A rendered response: ``body`` is JSON-encoded unless ``raw`` bytes/str are given (bytes of
+    a ``text/*`` or JSON-family ``content_type`` must be UTF-8; they are sent as text)."""
 
     status: int = 200
     body: Any = None
@@ -133,7 +134,12 @@ def query_bool(query: dict[str, str], name: str) -> bool:
 def _render(result: Any) -> Response:
     if isinstance(result, Reply):
         if result.raw is not None:
-            return Response(body=result.raw, status_code=result.status,
+            raw = result.raw
+            ctype = result.content_type.split(";")[0].strip().lower()
+            if isinstance(raw, bytes) and (ctype.startswith("text/") or "json" in ctype):
+                # Chalice passes bytes through only for its binary types; text must be a str
+                raw = raw.decode("utf-8")
+            return Response(body=raw, status_code=result.status,
                             headers={"Content-Type": result.content_type, **result.headers})
         return _json_response(result.status, result.body, result.headers)
     if isinstance(result, tuple):
