@@ -2,7 +2,9 @@
 gets the first response back without being applied again.
 
 The record is written in the same transaction as the change it answers, so a change and its
-replayable response commit together. Keys are scoped to the token that sent them.
+replayable response commit together. Keys are scoped to the token that sent them. A memory in
+the response is stored as a reference to the revision that holds it, never as a copy, so a purge
+(which scrubs revisions) leaves no trace of the text here either (issue 2, item 6, purge).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pynamodb.transactions import TransactWrite
 
 from .errors import BadRequest, Conflict
 from .settings import get_settings
-from .storage.tables import IdempotencyModel, bind
+from .storage.tables import IdempotencyModel, RevisionModel, bind
 
 MAX_KEY_CHARS = 255
+REF = "$revision"  # body["memory"] = {REF: {"bank_key", "seq"}}: read back from that revision
 
 
 @dataclass(frozen=True)
@@ -63,16 +66,36 @@ def lookup(idem: IdemKey | None) -> tuple[int, dict[str, Any]] | None:
     if row.request_digest != idem.request_digest:
         raise Conflict("This Idempotency-Key was already used for a different request.",
                        details={"field": "Idempotency-Key"})
-    return int(row.status), row.body
+    return int(row.status), _resolve(row.body)
 
 
-def add_to(tx: TransactWrite, idem: IdemKey | None, status: int, body: dict[str, Any]) -> None:
+def _resolve(body: dict[str, Any]) -> dict[str, Any]:
+    memory = body.get("memory")
+    if not isinstance(memory, dict) or REF not in memory:
+        return body
+    from .core.records import Memory  # the core imports this module's users, not the reverse
+    ref = memory[REF]
+    try:
+        rev = RevisionModel.get(ref["bank_key"], int(ref["seq"]), consistent_read=True)
+    except DoesNotExist:  # the bank's records are gone: answer without the memory
+        return {k: v for k, v in body.items() if k != "memory"}
+    return {**body, "memory": Memory.model_validate(rev.record).public()}
+
+
+def add_to(tx: TransactWrite, idem: IdemKey | None, status: int, body: dict[str, Any], *,
+           revision: tuple[str, int] | None = None) -> None:
     """Record ``(status, body)`` for ``idem`` inside ``tx`` (no-op without a key). The condition
-    makes a concurrent twin's transaction fail, so its retry replays this response."""
+    makes a concurrent twin's transaction fail, so its retry replays this response.
+
+    ``revision`` = ``(bank_key, seq)`` of the revision, written in ``tx`` too, whose record is
+    ``body["memory"]``: the memory is then stored as that reference and read back on replay.
+    """
     if idem is None:
         return
     bind()
     ttl = get_settings().idempotency_ttl_s
+    if revision is not None and "memory" in body:
+        body = {**body, "memory": {REF: {"bank_key": revision[0], "seq": int(revision[1])}}}
     row = IdempotencyModel(key=idem.key, request_digest=idem.request_digest, status=status,
                            body=json.loads(json.dumps(body)), expires_at=int(time.time()) + ttl)
     tx.save(row, condition=IdempotencyModel.key.does_not_exist() | (IdempotencyModel.expires_at < int(time.time())))

@@ -274,7 +274,7 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         if dropped:
             body["details"] = {"tags_dropped": dropped}
         status = 201 if created else 200
-        idempotency.add_to(tx, idem, status, body)
+        idempotency.add_to(tx, idem, status, body, revision=(inc, changes[0][0]))
         committed.update(row=new_row, changes=changes)
         return status, body
 
