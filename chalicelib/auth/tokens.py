@@ -78,7 +78,8 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     """Create a token for ``org_id``; returns ``{token, token_id, kind, user_id, permissions,
     label, expires_at, banks}`` (the only time the secret is shown).
 
-    ``grantor``, when given, must hold every permission it grants (403 ``forbidden``).
+    ``grantor``, when given, must hold every permission it grants, and a grantor with a bank
+    allow-list may only grant a subset of it (403 ``forbidden``).
     ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
     is a no-op that returns it. Raises 400 ``validation_error`` for a person without user_id, an
     api_key with one, or an expiry in the past. Audited as ``token.mint``.
@@ -95,6 +96,11 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
         if missing:
             raise Forbidden(f"You cannot grant permissions you do not hold: {missing}.",
                             details={"permissions": missing})
+        if grantor.banks is not None:  # a bank-scoped grantor cannot mint a wider token
+            outside = sorted(set(banks) - set(grantor.banks)) if banks is not None else None
+            if outside is None or outside:
+                raise Forbidden("You cannot grant banks outside your own allow-list.",
+                                details={"banks": outside if outside else list(grantor.banks)})
     bind()
     secret = token or "cairn_" + secrets.token_urlsafe(32)
     row = TokenModel(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
