@@ -5,8 +5,9 @@ to ``export_inline_bytes`` (API Gateway caps a response at 6 MB) else a presigne
 ``exports/``. Import: one record per line; a missing id is computed from the text; replay is
 last-wins by id (higher revision wins, a later line wins ties; a line older than the stored
 record is skipped); bad lines are reported by line number (from 1) and skipped, never
-half-applied. Writes go in transactions of up to ``BATCH`` records that each take a range of the
-bank's ``seq`` values, so the recall index sees them in commit order.
+half-applied; purged tombstones carry no content and are skipped. Writes go in transactions of
+up to ``BATCH`` records that each take a range of the bank's ``seq`` values, so the recall index
+sees them in commit order.
 """
 
 from __future__ import annotations
@@ -91,9 +92,12 @@ class _Line(BaseModel):
     invalid_at: int | None = Field(None, ge=0)
     superseded_by: str | None = None
     revision: int = Field(0, ge=0)
+    purged_at: int | None = Field(None, ge=0)
 
 
-def _parse_line(raw: bytes) -> Memory:
+def _parse_line(raw: bytes) -> Memory | None:
+    """One line as a record; ``None`` for a purged tombstone (content-free: nothing to import).
+    Raises ``ValueError`` with a message for a bad line."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -105,6 +109,8 @@ def _parse_line(raw: bytes) -> Memory:
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+    if line.purged_at is not None:
+        return None
     try:
         text = check_text(line.text)
         entities = normalize_handles(line.entities, "entities")
@@ -132,14 +138,17 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str, 
     ``{imported, skipped, errors: [{line, error}]}``.
 
     Per id the winning line (highest revision, then the later line) is applied when it is newer
-    than the stored record; every other valid line is counted as skipped. ``progress``, when
-    given, is called with the number of records committed by each batch.
+    than the stored record. Every valid line is counted once: ``imported`` (a winner applied),
+    ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
+    tombstone, which carries no content) or in ``errors`` (a bad line, or a winner whose text is
+    another memory's: ``duplicate_text``). Blank lines count as nothing. ``progress``, when given,
+    is called with the number of records each batch handled.
     """
     check_name(bank)
     bind()
     errors: list[dict[str, Any]] = []
     winners: dict[str, tuple[int, Memory]] = {}
-    valid = 0
+    skipped = 0
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -148,26 +157,33 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str, 
         except ValueError as exc:
             errors.append({"line": n, "error": str(exc)})
             continue
-        valid += 1
+        if rec is None:
+            skipped += 1
+            continue
         cur = winners.get(rec.id)
-        if cur is None or rec.revision >= cur[1].revision:
-            winners[rec.id] = (n, rec)
-    ordered = [rec for _, rec in sorted(winners.values(), key=lambda x: x[0])]
+        if cur is not None:
+            skipped += 1  # one of the two lines of this id loses
+            if rec.revision < cur[1].revision:
+                continue
+        winners[rec.id] = (n, rec)
+    ordered = sorted(winners.values(), key=lambda x: x[0])
     imported = 0
     for i in range(0, len(ordered), BATCH):
         batch = ordered[i:i + BATCH]
-        applied, batch_errors = _import_batch(org_id, bank, batch, actor, {r.id: winners[r.id][0] for r in batch})
+        applied, stale, batch_errors = _import_batch(org_id, bank, batch, actor)
         imported += applied
+        skipped += stale
         errors.extend(batch_errors)
         if progress is not None:
             progress(len(batch))
     errors.sort(key=lambda e: e["line"])
-    return {"imported": imported, "skipped": valid - imported - sum(1 for e in errors if e.get("stage") == "apply"),
-            "errors": [{"line": e["line"], "error": e["error"]} for e in errors]}
+    return {"imported": imported, "skipped": skipped, "errors": errors}
 
 
-def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
-                  line_of: dict[str, int]) -> tuple[int, list[dict[str, Any]]]:
+def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
+                  actor: str) -> tuple[int, int, list[dict[str, Any]]]:
+    """Apply one batch of ``(line number, record)`` winners in one transaction:
+    ``(applied, skipped as not newer than stored, errors)``."""
     committed: dict[str, Any] = {}
 
     def attempt(tx):
@@ -175,26 +191,27 @@ def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
         fresh = None if row is not None else new_bank(org_id, bank)
         inc = row.incarnation if row is not None else fresh.incarnation
         writes: list[Write] = []
-        moves: list[tuple[str | None, str]] = []  # (previous fingerprint, new fingerprint) per write
+        moves: list[tuple[str | None, str]] = []  # (previous fingerprint, new pointer to save) per write
         errs: list[dict[str, Any]] = []
+        stale = 0
         claimed: set[str] = set()
-        for rec in batch:
+        for n, rec in batch:
             item = get_item(inc, rec.id) if row is not None else None
             prev = record_of(item) if item is not None else None
             if prev is not None and (rec.revision < prev.revision or
                                      (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
-                continue  # older than what is stored: skipped
+                stale += 1
+                continue
             fp = fingerprint(rec.text)
             ptr = get_item(inc, POINTER_PREFIX + fp) if row is not None else None
             if (ptr is not None and ptr.memory_id != rec.id) or fp in claimed:
-                errs.append({"line": line_of[rec.id], "error": "duplicate_text: another memory has this text",
-                             "stage": "apply"})
+                errs.append({"line": n, "error": "duplicate_text: another memory has this text"})
                 continue
             claimed.add(fp)
             writes.append(Write(rec, prev, "import", fp))
             moves.append((item.fp if item is not None else None, fp if ptr is None else ""))
         if not writes:
-            return 0, errs
+            return 0, stale, errs
         new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
         for w, (old_fp, new_fp) in zip(writes, moves):
             if old_fp and old_fp != w.fp:
@@ -204,12 +221,12 @@ def _import_batch(org_id: str, bank: str, batch: list[Memory], actor: str,
                 tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + new_fp, memory_id=w.record.id),
                         condition=MemoryModel.sk.does_not_exist())
         committed.update(row=new_row, changes=changes)
-        return len(writes), errs
+        return len(writes), stale, errs
 
-    applied, errs = run_transaction(attempt)
+    result = run_transaction(attempt)
     if committed:
         notify(org_id, bank, committed["row"], committed["changes"])
-    return applied, errs
+    return result
 
 
 def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> dict[str, Any]:
