@@ -86,7 +86,12 @@ def reload_config(*, deleted: bool = False) -> dict[str, Any]:
                 return {"action": "config_invalid", "error": str(exc)[:500]}
             finally:
                 os.unlink(path)
-    from ..inject.reload import reload
+    try:
+        from ..inject.reload import reload  # drops this container's caches, bumps the shared version
+    except ImportError:  # pragma: no cover - the injection module ships separately
+        from ..tuning import get_tuning
+        get_tuning.cache_clear()  # type: ignore[attr-defined]
+        return {"action": "config_reloaded", "config_version": None}
     version = reload()["config_version"]
     _log("config reloaded", config_version=version, deleted=deleted)
     return {"action": "config_reloaded", "config_version": version}
