@@ -93,15 +93,34 @@ def memories_or_none(api, bank="work"):
 
 
 def test_hook_bank_defaults_and_validation(api, inline):
+    from tests.state import assert_unchanged, dump
     body = turn("t1", "Remember that I like green tea.")
     body["metadata"] = None
     status, out = api.post("/v1/hooks/turn-completed", body)
     assert status == 202 and out["bank"] == "main"
+    before = dump()
     bad = turn("t2", "Remember that x is y.", bank="../evil")
     status, out = api.post("/v1/hooks/turn-completed", bad)
     assert status == 400 and out["code"] == "invalid_name"
     status, out = api.post("/v1/hooks/turn-completed", {"session_id": "s", "turn_id": "t"})
     assert status == 400 and out["code"] == "validation_error"
+    status, out = api.post("/v1/banks/nope/forget-session", {"session_id": "s", "purge": "yes"})
+    assert status == 400 and out["code"] == "validation_error"
+    status, out = api.post("/v1/banks/nope/forget-session", {"session_id": "s"})
+    assert status == 404 and out["code"] == "bank_not_found"
+    assert_unchanged(before)
+
+
+def test_hook_respects_the_token_bank_allow_list(api, inline):
+    from tests.conftest import mint
+    from tests.state import assert_unchanged, dump
+    limited = mint(permissions=["memory:read", "memory:write"], banks=["allowed"])
+    before = dump()
+    status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="other"), token=limited)
+    assert status == 403 and out["code"] == "forbidden"
+    assert_unchanged(before)
+    status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="allowed"), token=limited)
+    assert status == 202 and out["outcome"]["saved"] == 1
 
 
 def test_small_transcript_advances_cursor_without_a_model_call(aws, monkeypatch):

@@ -149,9 +149,10 @@ def get_cursor(org_id: str, session_id: str) -> ExtractionModel | None:
         return None
 
 
-def _advance(job: TurnJob, cursor: ExtractionModel | None, end: int, last_id: str | None) -> None:
+def _advance(job: TurnJob, cursor: ExtractionModel | None, end: int, last_id: str | None, attempts: int = 5) -> None:
     """Move the cursor to ``end`` and remember ``job.turn_id``; never backwards (a later turn's
-    job that already ran keeps its position)."""
+    job that already ran keeps its position). The write is conditioned on the cursor read, so a
+    concurrent job's move is merged, not lost (``attempts`` re-reads, then ``PutError``)."""
     turns = list(cursor.turns or []) if cursor is not None else []
     if job.turn_id not in turns:
         turns = (turns + [job.turn_id])[-RECENT_TURNS:]
@@ -166,8 +167,10 @@ def _advance(job: TurnJob, cursor: ExtractionModel | None, end: int, last_id: st
         else:
             row.save(condition=ExtractionModel.updated_at == cursor.updated_at)
     except PutError:
-        # a concurrent job moved the cursor: re-read and merge once more
-        _advance(job, get_cursor(job.org_id, job.session_id), end, last_id)
+        if attempts <= 1:
+            raise
+        # a concurrent job moved the cursor: re-read and merge
+        _advance(job, get_cursor(job.org_id, job.session_id), end, last_id, attempts - 1)
 
 
 def drop_cursor(org_id: str, session_id: str) -> dict[str, Any]:
