@@ -3,6 +3,7 @@
 from chalice import Chalice
 
 from chalicelib.api import banks, recall, tokens
+from chalicelib.api import inject
 from chalicelib.api.http import finalize
 from chalicelib.api import events as event_handlers, hooks
 from chalicelib.api import team as team_api
@@ -14,6 +15,7 @@ configure_logging()
 app.register_blueprint(tokens.bp)
 app.register_blueprint(banks.bp)
 app.register_blueprint(recall.bp)
+app.register_blueprint(inject.bp)
 app.register_blueprint(hooks.bp)
 app.register_blueprint(event_handlers.bp)
 app.register_blueprint(team_api.bp)

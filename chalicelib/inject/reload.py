@@ -1,0 +1,59 @@
+"""``POST /v1/reload`` and the cross-container config version (issue 3, item 5).
+
+The config version is the ``seq`` of one internal ``BankModel`` row, org ``_system``, name
+``!config`` (a key no bank name can take). ``reload()`` drops this container's cached indexes,
+tuning (``chalicelib.search.recall.drop_caches``) and rules (``rules_cache.drop``), then bumps the
+version atomically (UpdateItem ``ADD``). Other containers see the new version in the recall core's
+one consistent read (``chalicelib.search.recall.read_rows``, a BatchGetItem of the bank rows and
+this row), which drops their indexes and tuning; their rules are keyed by the config version too,
+so they reload on the same turn. No extra read is needed on a warm turn.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from pynamodb.exceptions import DoesNotExist
+
+from ..clock import now_ms
+from ..storage.tables import BankModel, bind
+from . import rules_cache
+
+CONFIG_ORG = "_system"
+CONFIG_NAME = "!config"
+
+
+def read_version() -> int:
+    """The stored config version (0 before the first reload); one consistent GetItem."""
+    bind()
+    try:
+        return int(BankModel.get(CONFIG_ORG, CONFIG_NAME, consistent_read=True).seq or 0)
+    except DoesNotExist:
+        return 0
+
+
+def bump_version() -> int:
+    """Atomically add 1 to the config version (creating its row on first use); returns it."""
+    bind()
+    now = now_ms()
+    row = BankModel(CONFIG_ORG, CONFIG_NAME)
+    row.update(actions=[
+        BankModel.seq.add(1),
+        BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
+        BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
+        BankModel.created_at.set(BankModel.created_at | now),
+        BankModel.updated_at.set(now),
+    ])
+    return int(row.seq)
+
+
+def reload() -> dict[str, int]:
+    """Drop this container's caches and bump the config version: ``{config_version}``."""
+    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
+    from ..tuning import set_config_version
+
+    drop_caches()
+    rules_cache.drop()
+    version = bump_version()
+    set_config_version(version)  # this container's caches are now those of the new version
+    return {"config_version": version}

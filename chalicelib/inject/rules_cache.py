@@ -1,0 +1,46 @@
+"""Per-container cache of each bank's rules (issue 3, items 4-5).
+
+Rules live in S3 (``chalicelib.banks.rules``); every API write and every S3 event bumps the bank
+row's ``rules_version``. The cache keys a bank's rules by ``(incarnation, rules_version)`` taken
+from a bank row the caller has already read, plus the config version (``POST /v1/reload`` in any
+container), so a warm turn makes no S3 call. ``drop()`` empties
+it (``POST /v1/reload``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..banks.rules import list_rules
+from ..storage.tables import BankModel
+from ..tuning import config_version
+
+_lock = threading.Lock()
+# (org_id, bank) -> ((incarnation, rules_version, config version), [{name, content, updated_at}])
+_cache: dict[tuple[str, str], tuple[tuple[str, int, int], list[dict[str, Any]]]] = {}
+
+
+def get_rules(org_id: str, bank: str, row: BankModel) -> list[dict[str, Any]]:
+    """The rules of ``bank`` as ``[{name, content, updated_at}]`` in name order, from the cache
+    when ``row`` (the bank row just read) carries the cached ``(incarnation, rules_version)`` and
+    the config version is unchanged, else from S3 (``list_rules``). Raises what ``list_rules``
+    raises (404 ``bank_not_found``)."""
+    version = (row.incarnation, int(row.rules_version or 0), config_version())
+    with _lock:
+        hit = _cache.get((org_id, bank))
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    rules = list_rules(org_id, bank)
+    with _lock:
+        _cache[(org_id, bank)] = (version, rules)
+    return rules
+
+
+def drop(org_id: str | None = None, bank: str | None = None) -> None:
+    """Forget one bank's cached rules, or (no arguments) every bank's."""
+    with _lock:
+        if org_id is None:
+            _cache.clear()
+        else:
+            _cache.pop((org_id, bank or ""), None)

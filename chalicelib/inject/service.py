@@ -1,0 +1,133 @@
+"""Preview and the per-turn pre-generate hook (issue 3, item 4): one code path, one renderer.
+
+``preview(org, bank, query)`` and ``pre_generate(org, messages, metadata, ...)`` both call
+``inject()``, which reads the bank row and the config version (``recall.read_rows``, one
+consistent BatchGetItem), takes the rules from the per-container cache keyed by ``rules_version``
+and config version (S3 only when they changed), ranks with the recall core
+(``chalicelib.search.recall``), pads with the ambient floor when few memories matched, and
+renders with ``chalicelib.inject.render``. The recall itself makes its own consistent read, so a
+warm turn costs two DynamoDB reads (plus the token lookup) and no S3 call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import NotFound
+from ..names import check_name
+from ..search.recall import MAX_QUERY_CHARS, read_rows, recall, top_memories
+from ..tuning import MemoryTuning, get_tuning
+from . import rules_cache
+from .render import AMBIENT_FLOOR, Injection, Picked, render
+
+MEMORY_PREFIX = "<memory "  # injected memory messages are never taken as the query
+
+
+class PreviewRequest(BaseModel):
+    """``POST /v1/banks/{bank}/preview`` body: ``{query}`` (the hypothetical user message)."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+
+
+class HookMetadata(BaseModel):
+    """The hook's ``metadata``: ``memory_bank`` picks the bank; other keys are the harness's."""
+
+    model_config = ConfigDict(extra="allow")
+    memory_bank: str | None = None
+
+
+class HookRequest(BaseModel):
+    """``POST /v1/hooks/pre-generate`` body: ``{messages, metadata?, session_id?, step?}``.
+    ``messages``: ``[{role, content}]``, content a string or a list of parts ``{type?, text?}``."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[dict[str, Any]] = Field(default_factory=list, max_length=10000)
+    metadata: HookMetadata = Field(default_factory=HookMetadata)
+    session_id: str | None = Field(None, max_length=256)
+    step: int = Field(0, ge=0)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of one chat message: its string content, or its text parts joined by ``\\n``."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def newest_user_text(messages: list[dict[str, Any]]) -> str:
+    """The newest user message's text, skipping injected ``<memory `` messages; ``""`` if none."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        text = message_text(message)
+        if text.startswith(MEMORY_PREFIX):
+            continue
+        return text
+    return ""
+
+
+def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, require: bool = False,
+           tuning: MemoryTuning | None = None) -> tuple[Injection, str]:
+    """Render the injection of ``bank`` for ``query``: ``(Injection, retrieval mode)``.
+    ``require``: 404 ``bank_not_found`` for a missing bank (preview); otherwise a missing bank
+    renders the bare section (the hook never denies a turn)."""
+    row = read_rows(org_id, [bank]).get(bank)  # also applies a moved config version
+    tuning = tuning or get_tuning()
+    if row is None and require:
+        raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
+    rules = rules_cache.get_rules(org_id, bank, row) if row is not None else []
+    hits: list[Picked] = []
+    retrieval = "bm25-entity"
+    ambient = []
+    if with_memories and row is not None and query.strip():
+        result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning)
+        retrieval = result.retrieval
+        hits = [Picked(memory=h.memory, score=h.score) for h in result.hits]
+        floor = min(AMBIENT_FLOOR, tuning.recall_limit)
+        if len(hits) < floor:
+            ambient = top_memories(org_id, bank, floor + len(hits))
+    injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
+                       recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
+                       with_memories=with_memories)
+    return injection, retrieval
+
+
+def preview(org_id: str, bank: str, query: str) -> dict[str, Any]:
+    """``{system_prompt_section, rules, rules_truncated, memories: [{memory, score}], message?,
+    retrieval}``: exactly what the hook would inject for ``query`` as the newest user message.
+    404 ``bank_not_found`` when the bank does not exist."""
+    check_name(bank)
+    injection, retrieval = inject(org_id, bank, query, require=True)
+    out: dict[str, Any] = {
+        "system_prompt_section": injection.section.text,
+        "rules": injection.section.rules,
+        "rules_truncated": injection.section.truncated,
+        "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
+        "retrieval": retrieval,
+    }
+    if injection.message is not None:
+        out["message"] = injection.message
+    return out
+
+
+def hook_bank(metadata: HookMetadata) -> str:
+    """The hook's bank: ``metadata.memory_bank``, else the tuning's ``default_bank``."""
+    bank = metadata.memory_bank or get_tuning().default_bank
+    check_name(bank)
+    return bank
+
+
+def pre_generate(org_id: str, bank: str, req: HookRequest) -> dict[str, Any]:
+    """``{mutations: {system_prompt_append, append_messages: [{role: "user", content}]}}``. The
+    query is the newest user message (``<memory `` messages skipped); on ``step > 0`` only the
+    rules are returned (no recall). Never denies: a missing bank yields the bare section."""
+    query = newest_user_text(req.messages)[:MAX_QUERY_CHARS]  # a long message is cut, never refused
+    injection, _ = inject(org_id, bank, query, with_memories=req.step == 0)
+    messages = [] if injection.message is None else [{"role": "user", "content": injection.message}]
+    return {"mutations": {"system_prompt_append": injection.section.text, "append_messages": messages}}
