@@ -12,7 +12,7 @@ import hmac
 import secrets
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 from pynamodb.exceptions import DoesNotExist
 
 from .. import audit
@@ -30,12 +30,13 @@ class MintRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str | None = Field(None, min_length=1, max_length=128)
-    kind: str
-    permissions: list[str] = Field(default_factory=list, max_length=len(PERMISSIONS))
-    label: str | None = Field(None, max_length=200)
-    expires_at: int | None = Field(None, description="ms since epoch", gt=0)
-    banks: list[str] | None = Field(None, max_length=100)
+    # strict types: a wrong JSON type is a 400 naming the field, never a silent coercion
+    user_id: StrictStr | None = Field(None, min_length=1, max_length=128)
+    kind: StrictStr
+    permissions: list[StrictStr] = Field(default_factory=list, max_length=len(PERMISSIONS))
+    label: StrictStr | None = Field(None, max_length=200)
+    expires_at: StrictInt | None = Field(None, description="ms since epoch", gt=0)
+    banks: list[StrictStr] | None = Field(None, max_length=100)
 
     @field_validator("kind")
     @classmethod
