@@ -60,6 +60,16 @@ WRONG_TYPES = {
     ("POST", "/v1/banks/{bank}/import"): ({"s3_key": 7}, "s3_key"),
     ("POST", "/v1/api/admin/tokens"): ({"kind": "person", "user_id": "u", "permissions": "memory:read"}, "permissions"),
 }
+# further wrong types that lax parsing would coerce instead of rejecting
+COERCIBLE = [
+    ("POST", "/v1/api/admin/tokens", {"kind": "api_key", "expires_at": "4102444800000"}, "expires_at"),
+    ("POST", "/v1/api/admin/tokens", {"kind": "api_key", "expires_at": True}, "expires_at"),
+    ("POST", "/v1/api/admin/tokens", {"kind": "person", "user_id": 42}, "user_id"),
+    ("POST", "/v1/banks/{bank}/memories", {"text": "abc", "pinned": "true"}, "pinned"),
+    ("POST", "/v1/banks/{bank}/memories", {"text": "abc", "session_id": 5}, "session_id"),
+    ("PATCH", "/v1/banks/{bank}/memories/{id}", {"entities": [1, 2]}, "entities"),
+    ("POST", "/v1/banks", {"name": "ok", "description": None}, "description"),
+]
 
 
 class World:
@@ -144,8 +154,11 @@ def test_wrong_types_name_the_field(world):
     cases = []
     for (method, tpl), (body, field) in WRONG_TYPES.items():
         cases.append((field, method, world.path(tpl), {"body": body}, 400, "validation_error"))
+    for method, tpl, body, field in COERCIBLE:
+        cases.append((field, method, world.path(tpl), {"body": body}, 400, "validation_error"))
     world.expect(cases)
-    for (method, tpl), (body, field) in WRONG_TYPES.items():
+    named = [(m, t, b, f) for (m, t), (b, f) in WRONG_TYPES.items()] + COERCIBLE
+    for method, tpl, body, field in named:
         s, b = world.api.call(method, world.path(tpl), body=body)
         assert b["details"]["field"].split(".")[0] == field, (tpl, b)
 

@@ -163,3 +163,20 @@ def test_purge_leaves_no_trace(api, monkeypatch, aws):
     assert s == 200 and p2["memory"] == rec
     s, b = api.get("/v1/banks/vault")
     assert b["bank"]["memories"] == 1
+
+
+def test_purge_scrubs_the_recall_index(api, tmp_path):
+    from chalicelib.search.index import IndexCache, using
+    m = "/v1/banks/vault/memories"
+    with using(IndexCache(root=str(tmp_path))):
+        s, a = api.post(m, {"text": SECRET, "entities": ["zebra-entity"]})
+        api.post(m, {"text": "Another memory about zebras"})
+        s, r = api.post("/v1/banks/vault/recall", {"query": "quokka vault code"})
+        assert s == 200 and r["memories"][0]["memory"]["id"] == a["memory"]["id"]
+        s, p = api.post(f"{m}/{a['memory']['id']}/purge")
+        assert s == 200
+        s, r = api.post("/v1/banks/vault/recall", {"query": "quokka vault code"})
+        assert s == 200 and all(x["memory"]["id"] != a["memory"]["id"] for x in r["memories"])
+        leaked = [str(p) for p in tmp_path.rglob("*") if p.is_file() and (b"quokka" in p.read_bytes()
+                                                                          or b"zebra-4471" in p.read_bytes())]
+        assert leaked == []
