@@ -91,7 +91,7 @@ def test_trash_twice_and_name_reuse(api):
     s, t2 = api.delete("/v1/banks/proj")
     assert t2["trashed_to"] != t1["trashed_to"]
     s, tr = api.get("/v1/banks?trashed=true")
-    assert sorted(e["trashed_to"] for e in tr["banks"]) == sorted([t1["trashed_to"], t2["trashed_to"]])
+    assert [e["trashed_to"] for e in tr["banks"]] == [t1["trashed_to"], t2["trashed_to"]]  # oldest first
     assert {e["name"] for e in tr["banks"]} == {"proj"}
     # each trash id brings back its own incarnation
     s, r = api.post("/v1/banks/proj/restore", {"trashed_to": t1["trashed_to"]})

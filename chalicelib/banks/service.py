@@ -90,10 +90,11 @@ def list_banks(org_id: str) -> list[dict[str, Any]]:
 
 
 def list_trash(org_id: str) -> list[dict[str, Any]]:
-    """Trash entries ``{name, trashed_to, trashed_at}``, oldest trash id first."""
+    """Trash entries ``{name, trashed_to, trashed_at}`` (``trashed_at`` in ms), oldest first."""
     bind()
     rows = BankModel.query(org_id, BankModel.name.startswith(TRASH_PREFIX), consistent_read=True)
-    return [{"name": r.bank_name, "trashed_to": r.trashed_to, "trashed_at": int(r.trashed_at)} for r in rows]
+    out = [{"name": r.bank_name, "trashed_to": r.trashed_to, "trashed_at": int(r.trashed_at)} for r in rows]
+    return sorted(out, key=lambda e: (e["trashed_at"], e["trashed_to"]))
 
 
 def _rules_prefix(org_id: str, bank: str) -> str:
@@ -425,8 +426,11 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
 
 def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[str, Any]:
     """Erase a memory's content (privacy requests, leaked secrets): text, entities and tags leave
-    the record, every revision, the bank's index snapshots and exports. A content-free tombstone
-    and an audit event (``memory.purge``) remain. Safe to re-run: a re-run finishes scrubbing.
+    the record, every revision, the bank's index snapshots and exports (idempotent replays hold
+    no copy: they reference the revision). The recall index drops the text when it sees the
+    ``purge`` revision. A content-free tombstone and an audit event (``memory.purge``) remain.
+    Safe to re-run: a re-run finishes scrubbing. Raises 404 ``bank_not_found`` /
+    ``memory_not_found``.
     """
 
     def decide(row: BankModel, item: MemoryModel, rec: Memory):
