@@ -7,7 +7,6 @@ import base64
 import itertools
 import uuid
 
-import pytest
 from pycrdt import Doc, Text
 
 from tests.conftest import mint
@@ -23,15 +22,6 @@ def b64(data: bytes) -> str:
 
 def unb64(s: str) -> bytes:
     return base64.b64decode(s)
-
-
-@pytest.fixture(autouse=True)
-def one_connection(monkeypatch, aws):
-    """Reuse one low-level DynamoDB connection per test: ``txn.connection()`` builds a fresh one
-    (a new botocore client, ~0.5 s of JSON model loading here) for every transaction."""
-    from chalicelib.storage import tables, txn
-    conn = tables.connection()
-    monkeypatch.setattr(txn, "connection", lambda settings=None: conn)
 
 
 class World:

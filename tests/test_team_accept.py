@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.state import assert_unchanged, dump
-from tests.team_support import MEM, SPACES, World, one_connection  # noqa: F401
+from tests.team_support import MEM, SPACES, World
 
 AWS_PAIR = "Prod key AKIAIOSFODNN7EXAMPLE with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY is in the vault."
 
@@ -159,7 +159,8 @@ def test_supersede_on_accept_fails_whole(world, monkeypatch):
 
     monkeypatch.setattr(entries, "event", sabotage)
     from chalicelib.storage import txn
-    monkeypatch.setattr(txn, "get_settings", lambda: type("S", (), {"write_retries": 2})())
+    few_retries = txn.get_settings().model_copy(update={"write_retries": 2})
+    monkeypatch.setattr(txn, "get_settings", lambda: few_retries)
     before = dump()
     st, body = world.accept("bob", new["id"], sha)
     assert st == 409, body

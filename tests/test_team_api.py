@@ -7,7 +7,7 @@ import pytest
 from pycrdt import Doc, Map, Text
 
 from tests.state import assert_unchanged, contains, dump
-from tests.team_support import MEM, SPACES, Editor, World, b64, one_connection, unb64  # noqa: F401
+from tests.team_support import MEM, SPACES, Editor, World, b64, unb64
 
 V2_UPDATE = bytes.fromhex("0000028d01000001040f0c636f6e74656e7468656c6c6f07050101000001010000")  # yjs encodeStateAsUpdateV2
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.state import assert_unchanged, dump
-from tests.team_support import MEM, Editor, World, one_connection, unb64  # noqa: F401
+from tests.team_support import MEM, Editor, World, unb64
 
 P = "KEYSTONE_CONTEXT_MEMORY_"
 
