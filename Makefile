@@ -14,7 +14,6 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	touch $(STAMP)
 
