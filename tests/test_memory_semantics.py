@@ -298,3 +298,23 @@ def test_counts_through_everything(api):
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 0}
     s, listing = api.get("/v1/banks")
     assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0}]
+
+
+def test_purge_and_import_after_pointer_takeover(api):
+    """A retired memory whose text another memory took over (PATCH to the same text) can still
+    be purged and re-imported: its fingerprint pointer belongs to the other memory now."""
+    _, a = save(api, "shared sentence text")
+    _, b = save(api, "some other sentence")
+    aid, bid = a["memory"]["id"], b["memory"]["id"]
+    api.delete(f"{M}/{aid}")
+    assert api.patch(f"{M}/{bid}", {"text": "shared sentence text"})[0] == 200
+    _, old = api.get(f"{M}/{aid}")
+    # re-importing A with its text changed must not remove B's pointer
+    line = dict(old["memory"], text="a brand new sentence", revision=old["memory"]["revision"] + 1)
+    s, r = api.post(B + "/import", raw=__import__("json").dumps(line), headers={"Content-Type": "application/x-ndjson"})
+    assert s == 200, r
+    assert (r["imported"], r["errors"]) == (1, []), r
+    s, p = api.post(f"{M}/{aid}/purge")
+    assert s == 200, p
+    s, again = api.post(M, {"text": "shared sentence text"})
+    assert s == 200 and again["memory"]["id"] == bid and again["memory"]["corroboration"] == 1

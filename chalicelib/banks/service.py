@@ -344,7 +344,8 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
                 if ptr is not None and ptr.memory_id != rec.id and other is not None and record_of(other).live:
                     raise Conflict("Another live memory already has this text.", code="duplicate_text",
                                    details={"memory_id": ptr.memory_id})
-                old_fp = item.fp
+                old_ptr = get_item(row.incarnation, POINTER_PREFIX + item.fp) if item.fp else None
+                old_fp = item.fp if old_ptr is not None and old_ptr.memory_id == rec.id else None
 
                 def extra(tx: TransactWrite, ptr=ptr, old_fp=old_fp):
                     if old_fp:
@@ -441,8 +442,12 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
                                      "invalid_at": rec.invalid_at or now, "revision": rec.revision + 1,
                                      "updated_at": now})
 
+        # the pointer may belong to another memory that took this retired memory's text over
+        ptr = get_item(row.incarnation, POINTER_PREFIX + item.fp) if item.fp else None
+        owned = ptr is not None and ptr.memory_id == rec.id
+
         def extra(tx: TransactWrite):
-            if item.fp:
+            if owned:
                 tx.delete(MemoryModel(bank_key=row.incarnation, sk=POINTER_PREFIX + item.fp),
                           condition=MemoryModel.memory_id == rec.id)
             audit.add_to(tx, org_id, "memory.purge", actor, f"{bank}/{rec.id}", {"bank": bank})

@@ -209,12 +209,16 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
                 continue
             claimed.add(fp)
             writes.append(Write(rec, prev, "import", fp))
-            moves.append((item.fp if item is not None else None, fp if ptr is None else ""))
+            old_fp = item.fp if item is not None and item.fp != fp else None
+            if old_fp:  # release the old text's pointer only if it still points here
+                old_ptr = get_item(inc, POINTER_PREFIX + old_fp)
+                old_fp = old_fp if old_ptr is not None and old_ptr.memory_id == rec.id else None
+            moves.append((old_fp, fp if ptr is None else ""))
         if not writes:
             return 0, stale, errs
         new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
         for w, (old_fp, new_fp) in zip(writes, moves):
-            if old_fp and old_fp != w.fp:
+            if old_fp:
                 tx.delete(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + old_fp),
                           condition=MemoryModel.memory_id == w.record.id)
             if new_fp:
