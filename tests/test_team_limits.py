@@ -175,3 +175,20 @@ def test_compaction_keeps_text_and_log_rows_and_catch_up_works(world, monkeypatc
     assert (st, body["code"]) == (409, "missing_dependency")
     st, body = world.call("reader", "GET", f"{MEM}/entries/{eid}/history")
     assert [ev["seq"] for ev in body["events"] if ev["type"] == "edit"] == [1, 2, 3, 4, 5]
+
+
+def test_compaction_takes_a_lease_and_a_held_lease_skips(world, monkeypatch):
+    from chalicelib.storage.tables import TeamEntryModel
+    from chalicelib.team import compaction
+    e = world.create()
+    ed = Editor()
+    for i in range(2):
+        assert world.post_update("alice", e["id"], ed.insert(i, "ab"))[0] == 200
+    row = TeamEntryModel.get("default", e["id"])
+    row.update(actions=[TeamEntryModel.compacting_until.set(10**13)])  # another compactor's live lease
+    assert compaction.compact("default", e["id"])["skipped"] == "leased"
+    assert _state_key(e["id"]) is None
+    row.update(actions=[TeamEntryModel.compacting_until.set(1)])  # an expired lease is taken over
+    assert compaction.compact("default", e["id"]) == {"compactedSeq": 2, "stripped": 2}
+    assert TeamEntryModel.get("default", e["id"]).compacting_until is None
+    assert world.entry("reader", e["id"])["text"] == ed.text

@@ -338,6 +338,7 @@ class TeamEntryModel(_Base):
     revision = NumberAttribute(default=0)
     log_seq = NumberAttribute(default=0)
     compacted_seq = NumberAttribute(default=0)
+    compacting_until = NumberAttribute(null=True)  # ms since epoch: the compaction lease (one compactor at a time)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
     by_space = TeamEntriesBySpace()
