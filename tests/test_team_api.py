@@ -309,3 +309,25 @@ def test_get_updates_by_seq_and_state_vector(world):
     st, body = world.call("reader", "GET", f"{MEM}/entries/{e['id']}/updates?stateVector={b64(late.doc.get_state())}")
     late.apply(unb64(body["update"]))
     assert late.text == "one two three"
+
+
+def test_malformed_inputs_are_400_and_write_nothing(world):
+    e = world.create()
+    before = dump()
+    st, body = world.call("alice", "POST", f"{MEM}/entries/{e['id']}/updates", {"updateId": "update-0001", "update": "%%%"})
+    assert (st, body["details"]["field"]) == (400, "update")
+    st, body = world.call("bob", "POST", f"{MEM}/entries/{e['id']}/accept", {"documentSha256": "not-a-hash"})
+    assert (st, body["code"]) == (400, "validation_error")
+    st, body = world.call("alice", "GET", f"{MEM}/entries/{e['id']}/updates?stateVector=AQ")
+    assert (st, body["details"]["field"]) == (400, "stateVector")
+    st, body = world.call("alice", "POST", f"{MEM}/entries", {"spaceId": world.space, "kind": "essay", "title": "x"})
+    assert (st, body["code"]) == (400, "validation_error")
+    st, body = world.call("alice", "POST", f"{MEM}/entries", {"spaceId": world.space, "kind": "note", "title": "x" * 201})
+    assert st == 400
+    st, body = world.call("alice", "POST", f"{MEM}/entries",
+                          {"spaceId": world.space, "kind": "note", "title": "x", "links": ["https://a.example"] * 51})
+    assert st == 400
+    st, body = world.call("alice", "POST", f"{MEM}/entries",
+                          {"spaceId": world.space, "kind": "note", "title": "x", "supersedes": "ent_00000000000000000000"})
+    assert (st, body["details"]["field"]) == (400, "supersedes")
+    assert_unchanged(before)
