@@ -62,16 +62,7 @@ def list_memories(ctx: Ctx):
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE)
 def save_memory(ctx: Ctx):
     """Upsert: 201 with the row when created, 200 when the identity existed."""
-    b = _obj(ctx.body)
-    p = ctx.principal
-    from ..structured.names import normalize_description, normalize_name
-    normalize_name(b.get("name"))
-    normalize_description(b.get("description"))
-    memories.check_content(b.get("content"), memories.REST_MAX_CONTENT)
-    scopes.check_type(b.get("type"))
-    target = scopes.rest_target(p, _str(b, "scope"), _str(b, "scope_id"))
-    created, row = memories.save(p.org_id, target, b.get("name"), b.get("content"), b.get("description"),
-                                 b.get("type"), actor=p.actor, surface="rest")
+    created, row = memories.save_rest(ctx.principal, _obj(ctx.body))
     return Reply(201 if created else 200, row)
 
 

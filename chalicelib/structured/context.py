@@ -35,6 +35,8 @@ from . import memories, objects, scopes, sessions
 
 CONTEXT_MESSAGES = 3
 MAX_INJECTED_CHARS = 500
+MAX_QUERY_CHARS = 4000  # the recall core's query limit; a long context is cut, never rejected
+MAX_HITS = 100  # the recall core's largest limit
 HINT = "You have {candidates} memories in scope. Use memory(action='search') or memory(action='list') for more."
 NUDGES = {
     "correction": ("The user just corrected you. If the correction reflects a lasting preference or lesson, "
@@ -137,12 +139,12 @@ def turn(p: Principal, session_id: str, req: ContextRequest) -> dict[str, Any]:
         return {"system_message": "", "injected": [], "candidates": 0, "nudge": None}
     tuning = get_tuning()
     texts = user_context(req.messages)
-    query = "\n".join(t for t in texts if t.strip())
+    query = "\n".join(t for t in texts if t.strip())[:MAX_QUERY_CHARS]
     targets = scopes.session_envelope(p.org_id, s)
     injected: list[dict[str, Any]] = []
     candidates = 0
     if query.strip():
-        result = memories.recall(p.org_id, targets, query, limit=max(tuning.fetch_limit, tuning.relevance_k))
+        result = memories.recall(p.org_id, targets, query, limit=min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k)))
         candidates = result.candidates
         top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
         injected = memories.rows(p.org_id, top)

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from .. import audit
+from ..auth.principal import Principal
 from ..clock import now_ms
 from ..core.records import Memory
 from ..core.store import NAME_POINTER_PREFIX, Write, get_bank_row, get_item, new_bank, notify, record_of, stage
@@ -34,7 +35,7 @@ from ..storage.tables import MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
 from . import objects
 from .names import normalize_description, normalize_name
-from .scopes import Target, check_type
+from .scopes import Target, check_type, rest_target
 
 REST_MAX_CONTENT = 65536
 DEFAULT_TYPE = "general"
@@ -172,6 +173,23 @@ def save(org_id: str, target: Target, name: object, content: object, description
     notify(org_id, bank, committed["row"], committed["changes"])
     rec = committed["rec"]
     return committed["created"], rows(org_id, [rec])[0]
+
+
+def save_rest(p: Principal, body: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """``POST /v1/api/memories``: validate every field with Turnstone's messages (name,
+    description, content up to 65536 characters, type), then the scope rules
+    (``scopes.rest_target``), then upsert with surface ``rest``: ``(created, row)``."""
+    normalize_name(body.get("name"))
+    normalize_description(body.get("description"))
+    check_content(body.get("content"), REST_MAX_CONTENT)
+    check_type(body.get("type"))
+    scope, scope_id = body.get("scope"), body.get("scope_id")
+    for field, value in (("scope", scope), ("scope_id", scope_id)):
+        if value is not None and not isinstance(value, str):
+            raise BadRequest(f"{field} must be a string", details={"field": field})
+    target = rest_target(p, scope, scope_id)
+    return save(p.org_id, target, body.get("name"), body.get("content"), body.get("description"), body.get("type"),
+                actor=p.actor, surface="rest")
 
 
 def find(org_id: str, target: Target, name: object) -> Memory | None:
