@@ -61,7 +61,8 @@ class KeepWholeIntraWordFilter(Filter):
     is_morph = True
 
     def __init__(self) -> None:
-        self.iwf = IntraWordFilter(mergewords=False, mergenums=False)
+        # digits stay inside their word (sha256, utf8, ipv6): splitting them matched noise
+        self.iwf = IntraWordFilter(splitnums=False, mergewords=False, mergenums=False)
 
     def __call__(self, tokens):
         for t in tokens:

@@ -47,7 +47,6 @@ from typing import Any, Iterable, Iterator
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import SegmentReader
-from whoosh.writing import MERGE_SMALL
 
 from ..core import store
 from ..core.records import Memory
@@ -66,18 +65,44 @@ class StaleHistory(Exception):
     """The revisions above the cache's ``seq`` do not follow it directly (rebuild instead)."""
 
 
+TIER_FANOUT = 10  # merge when a size tier (powers of ten) holds this many segments
+REWRITE_DELETED_SHARE = 0.3  # rewrite a segment once this share of it is replaced documents
+
+
+def _rewrite(writer, segments) -> None:
+    for seg in segments:
+        reader = SegmentReader(writer.storage, writer.schema, seg)
+        writer.add_reader(reader)  # copies the live documents only
+        reader.close()
+
+
+def MERGE_TIERED(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
+    """Whoosh merge policy for one-document commits: segments are grouped in tiers by size
+    (powers of ten); a tier holding ``TIER_FANOUT`` segments is merged into one, and a segment
+    whose replaced documents reach ``REWRITE_DELETED_SHARE`` is rewritten. Each document is
+    rewritten O(log N) times, so one write's cost stays flat as the bank grows (Whoosh's
+    ``MERGE_SMALL`` re-merged growing segments on most commits)."""
+    tiers: dict[int, list] = {}
+    merge = []
+    for seg in segments:
+        n = seg.doc_count_all()
+        if n and seg.deleted_count() / n >= REWRITE_DELETED_SHARE:
+            merge.append(seg)
+        else:
+            tiers.setdefault(len(str(max(1, n))), []).append(seg)
+    for segs in tiers.values():
+        if len(segs) >= TIER_FANOUT:
+            merge.extend(segs)
+    _rewrite(writer, merge)
+    return [s for s in segments if s not in merge]
+
+
 def MERGE_DELETIONS(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
     """Whoosh merge policy for purges: rewrite every segment holding deleted documents (their
-    stored fields and postings vanish from disk), then merge small segments as usual."""
-    keep = []
-    for seg in segments:
-        if seg.has_deletions():
-            reader = SegmentReader(writer.storage, writer.schema, seg)
-            writer.add_reader(reader)
-            reader.close()
-        else:
-            keep.append(seg)
-    return MERGE_SMALL(writer, keep)
+    stored fields and postings vanish from disk), then merge tiers as usual."""
+    dirty = [s for s in segments if s.has_deletions()]
+    _rewrite(writer, dirty)
+    return MERGE_TIERED(writer, [s for s in segments if not s.has_deletions()])
 
 
 def snapshot_prefix(org_id: str, bank: str) -> str:
@@ -107,9 +132,10 @@ class BankIndex:
             self._reader = self.ix.reader()
         return self._reader
 
-    def _reopen(self) -> None:
-        old = self._reader
-        self._reader = None
+    def _reopen(self, close: bool = False) -> None:
+        """Drop the reader; the next ``reader()`` opens the latest commit. (Whoosh's
+        ``reader(reuse=...)`` keeps a reused segment's old deletion set: never reuse.)"""
+        old, self._reader = self._reader, None
         if old is not None:
             old.close()
 
@@ -147,12 +173,16 @@ class BankIndex:
             return 0
         writer = self.ix.writer()
         try:
+            if self.reader().doc_count_all():
+                searcher = writer.searcher()  # one searcher for every replaced id
+                for rec in latest.values():
+                    writer.delete_by_term("id", rec.id, searcher=searcher)
             for rec in latest.values():
-                writer.update_document(**to_document(rec))
+                writer.add_document(**to_document(rec))
         except BaseException:
             writer.cancel()
             raise
-        writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_SMALL)
+        writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_TIERED)
         self.seq = last
         self.write_meta()
         self._reopen()
@@ -468,4 +498,4 @@ def reset_default(root: str | None = None, budget_mb: float | None = None) -> In
 
 
 __all__ = ["IndexCache", "BankIndex", "StaleHistory", "active_cache", "default_cache", "using",
-           "transient_index", "newest_snapshot_seq", "snapshot_prefix", "reset_default", "MERGE_DELETIONS"]
+           "transient_index", "newest_snapshot_seq", "snapshot_prefix", "reset_default", "MERGE_DELETIONS", "MERGE_TIERED"]

@@ -26,7 +26,8 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from whoosh.query import And, Or, Term
+from whoosh.query import Term
+from whoosh.query.compound import DefaultOr
 from whoosh.reading import MultiReader
 from whoosh.searching import Searcher
 from whoosh.sorting import FieldFacet, MultiFacet
@@ -96,15 +97,8 @@ def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
 
 # --- ranking -------------------------------------------------------------------------------
 
-def _filter_query(tag: str | None, include_superseded: bool):
-    parts = []
-    if not include_superseded:
-        parts.append(Term("live", "1"))
-    if tag:
-        parts.append(Term("tags", tag))
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else And(parts)
+def _filter_query(tag: str | None):
+    return Term("tags", tag) if tag else None
 
 
 def _rank(leaves: list[tuple[Any, dict, str]], query: str, *, limit: int, tag: str | None,
@@ -117,10 +111,13 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str, *, limit: int, tag: s
     terms = query_terms(memory_analyzer(), query)
     cjk_terms = query_terms(cjk_analyzer(), query)
     ekeys = entity_keys(query)
-    subqueries = [Term(f, t) for t in terms for f in _TEXT_FIELDS] + [Term("cjk", t) for t in cjk_terms]
+    readers = [r for r, _, _ in leaves]
+    # only (field, term) pairs some segment holds: fewer matchers, same scores
+    pairs = [(f, t) for t in terms for f in _TEXT_FIELDS] + [("cjk", t) for t in cjk_terms]
+    subqueries = [Term(f, t) for f, t in pairs if any((f, t) in r for r in readers)]
+    ekeys = [k for k in ekeys if any(("entities", k) in r for r in readers)]
     if not subqueries and not ekeys:
         return [], 0
-    readers = [r for r, _, _ in leaves]
     starts, total = [], 0
     for r in readers:
         starts.append(total)
@@ -128,18 +125,20 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str, *, limit: int, tag: s
     reader = MultiReader(readers)
     stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
     searcher = Searcher(reader, weighting=CorpusBM25F(stats), closereader=False)
-    fq = _filter_query(tag, include_superseded)
+    fq = _filter_query(tag)
+    # retired documents are masked (usually far fewer than the live ones; cached per segment)
+    mask = {d + start for start, seg in zip(starts, stats.segments) for d in seg.excluded} or None
     fetch = tuning.fetch_limit
     bm25: dict[int, float] = {}
-    text_q = Or(subqueries) if subqueries else None
+    text_q = DefaultOr(subqueries) if subqueries else None  # union tree, not Whoosh's O(N) array
     if text_q is not None:
         # a little over fetch_limit, so ties at the cut do not depend on document numbers
-        res = searcher.search(text_q, filter=fq, limit=None if filter else fetch + 10)
+        res = searcher.search(text_q, filter=fq, mask=mask, limit=None if filter else fetch + 10)
         bm25 = {hit.docnum: hit.score for hit in res}
     ent_docs: list[int] = []
     if ekeys:
         order = MultiFacet([FieldFacet("updated_at", reverse=True), FieldFacet("id")])
-        res = searcher.search(Or([Term("entities", k) for k in ekeys]), filter=fq,
+        res = searcher.search(DefaultOr([Term("entities", k) for k in ekeys]), filter=fq, mask=mask,
                               limit=None if filter else fetch, sortedby=order)
         ent_docs = [hit.docnum for hit in res]
         missing = {d for d in ent_docs if d not in bm25}

@@ -80,6 +80,11 @@ class CorpusStats:
                 self.lengths[f] += seg.lengths[f]
         self._idf: dict[tuple[str, str], float] = {}
 
+    @property
+    def segments(self) -> list["_SegmentStats"]:
+        """Per leaf, in order: its statistics (``excluded`` = the retired documents left out)."""
+        return [seg for _r, _c, _k, seg in self.leaves]
+
     def df(self, fieldname: str, text: str) -> int:
         """Documents of the corpus holding ``text`` in ``fieldname``."""
         total = 0
