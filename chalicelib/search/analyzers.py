@@ -43,6 +43,7 @@ _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 # A word: alphanumeric run (no CJK), optionally joined by . _ - ' into an identifier.
 WORD_PATTERN = rf"[^\W{CJK_CLASS}]+(?:[._\-'][^\W{CJK_CLASS}]+)*"
 _WORD = re.compile(WORD_PATTERN)
+_SPLITTABLE = re.compile(r"[._\-']|[^\W\d_][^\W\d_]*[A-Z]")  # a delimiter or a case change
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 USER_HANDLE = "user"
 MAX_ENTITY_NGRAM = 4
@@ -65,11 +66,13 @@ class KeepWholeIntraWordFilter(Filter):
         self.iwf = IntraWordFilter(splitnums=False, mergewords=False, mergenums=False)
 
     def __call__(self, tokens):
+        needs_split = _SPLITTABLE.search
         for t in tokens:
+            if not needs_split(t.text):
+                yield t  # nothing to split (the hot path: no copy, no sub-stream)
+                continue
             whole = t.copy()
             yield t
-            if len(whole.text) < 3 or whole.text.isalpha() and whole.text.islower():
-                continue  # nothing to split: skip the per-token sub-stream (hot path)
             parts = [p.copy() for p in self.iwf(iter([whole]))]
             if len(parts) > 1:
                 yield from parts
