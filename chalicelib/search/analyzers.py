@@ -43,7 +43,7 @@ _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 # A word: alphanumeric run (no CJK), optionally joined by . _ - ' into an identifier.
 WORD_PATTERN = rf"[^\W{CJK_CLASS}]+(?:[._\-'][^\W{CJK_CLASS}]+)*"
 _WORD = re.compile(WORD_PATTERN)
-_SPLITTABLE = re.compile(r"[._\-']|[^\W\d_][^\W\d_]*[A-Z]")  # a delimiter or a case change
+_DELIMS = re.compile(r"[._\-']")
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 USER_HANDLE = "user"
 MAX_ENTITY_NGRAM = 4
@@ -66,9 +66,10 @@ class KeepWholeIntraWordFilter(Filter):
         self.iwf = IntraWordFilter(splitnums=False, mergewords=False, mergenums=False)
 
     def __call__(self, tokens):
-        needs_split = _SPLITTABLE.search
+        delims = _DELIMS.search
         for t in tokens:
-            if not needs_split(t.text):
+            txt = t.text
+            if (txt.islower() or txt.isupper() or txt.istitle() or txt.isdigit()) and not delims(txt):
                 yield t  # nothing to split (the hot path: no copy, no sub-stream)
                 continue
             whole = t.copy()
@@ -76,6 +77,15 @@ class KeepWholeIntraWordFilter(Filter):
             parts = [p.copy() for p in self.iwf(iter([whole]))]
             if len(parts) > 1:
                 yield from parts
+
+
+class CachedStemFilter(StemFilter):
+    """Whoosh's ``StemFilter`` (Snowball, pure Python) with ``functools.lru_cache`` in place of
+    Whoosh's own LFU cache, which cost more per token than the stemming it saved."""
+
+    def clear(self):
+        from whoosh.lang import stemmer_for_language
+        self._stem = lru_cache(maxsize=self.cachesize)(stemmer_for_language(self.lang))
 
 
 class CJKBigramTokenizer(Tokenizer):
@@ -112,7 +122,7 @@ class CJKBigramTokenizer(Tokenizer):
 def memory_analyzer() -> Analyzer:
     """The analyzer of ``text``, ``name`` and ``description`` (see the module docstring)."""
     return (RegexTokenizer(WORD_PATTERN) | KeepWholeIntraWordFilter() | LowercaseFilter()
-            | CharsetFilter(accent_map) | StopFilter(stoplist=STOP_WORDS, minsize=1) | StemFilter(lang="en", cachesize=50000))
+            | CharsetFilter(accent_map) | StopFilter(stoplist=STOP_WORDS, minsize=1) | CachedStemFilter(lang="en", cachesize=200_000))
 
 
 @lru_cache(maxsize=1)
