@@ -246,3 +246,25 @@ def test_warm_recall_makes_one_dynamodb_call_and_no_s3_call(pair):
     a.recall("cocoa")
     calls = [c[0] for c in counter.calls if "tokens" not in c[1]]
     assert calls == ["dynamodb.BatchGetItem", "dynamodb.Query"], counter.calls
+
+
+def test_config_version_moved_drops_the_cache(aws, tmp_path):
+    """Another container's ``POST /v1/reload`` (the config version row) reaches this container
+    through the recall's own read: its indexes are dropped and reloaded."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import CONFIG_NAME, CONFIG_ORG, recall
+    from chalicelib.storage.tables import BankModel
+    from chalicelib.tuning import config_version, set_config_version
+    set_config_version(0)
+    c = index.IndexCache(str(tmp_path / "c"))
+    with index.using(c):
+        service.save_memory("o", "v", SaveRequest(text="reload probe memory"), actor="t")
+        assert len(recall("o", ["v"], "probe", limit=3).hits) == 1
+        assert c.counters["rebuilds"] == 1
+        BankModel(CONFIG_ORG, CONFIG_NAME, bank_name=CONFIG_NAME, incarnation="x", seq=7,
+                  created_at=1, updated_at=1).save()
+        assert len(recall("o", ["v"], "probe", limit=3).hits) == 1
+    assert config_version() == 7 and c.counters["rebuilds"] == 2
+    set_config_version(0)
