@@ -70,6 +70,8 @@ class CorpusStats:
         self.n = 0
         self.lengths = {f: 0 for f in TEXT_FIELDS}
         for reader, cache in leaves:
+            if len(cache) > _DF_CACHE_MAX:
+                cache.clear()  # stale merged-away segments and old terms: start over
             key = (_leaf_key(reader), include_dead)
             seg = cache.get(key)
             if seg is None:
@@ -99,8 +101,7 @@ class CorpusStats:
                         n = sum(1 for d in reader.postings(fieldname, text).all_ids() if d not in seg.excluded)
                     except Exception:  # noqa: BLE001 - TermNotFound
                         n = 0
-                if len(cache) < _DF_CACHE_MAX:
-                    cache[ck] = n
+                cache[ck] = n
             total += n
         return total
 
