@@ -21,9 +21,11 @@ $(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
 run: venv
 	$(BIN)/python -m infra.local.stack $(ARGS)
 
-# Whole suite, end-to-end tests included. pytest's exit 5 (nothing collected) fails too.
+# Whole suite, end-to-end tests included. pytest's exit 5 (nothing collected) fails too; a test
+# that hangs fails after TEST_TIMEOUT seconds (pytest-timeout) instead of stalling CI.
+TEST_TIMEOUT ?= 600
 test: venv
-	@$(BIN)/pytest -q $(ARGS); rc=$$?; \
+	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 # Everything but the end-to-end tests.
