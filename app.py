@@ -2,7 +2,7 @@
 
 from chalice import Chalice
 
-from chalicelib.api import banks, recall, tokens
+from chalicelib.api import banks, recall, structured, tokens
 from chalicelib.api import inject
 from chalicelib.api.http import finalize
 from chalicelib.api import events as event_handlers, hooks
@@ -16,6 +16,7 @@ app.register_blueprint(tokens.bp)
 app.register_blueprint(banks.bp)
 app.register_blueprint(recall.bp)
 app.register_blueprint(inject.bp)
+app.register_blueprint(structured.bp)
 app.register_blueprint(hooks.bp)
 app.register_blueprint(event_handlers.bp)
 app.register_blueprint(team_api.bp)
