@@ -155,42 +155,7 @@ def test_resume_nudge_once_per_session(alice, monkeypatch):
     assert turn(alice, again, "no, not that")["nudge"] == context.NUDGES["correction"]
 
 
-@pytest.fixture
-def moto_backs_up_each_table_once(monkeypatch):
-    """moto's ``transact_write_items`` deep-copies a touched table once per ITEM of the
-    transaction (its rollback backup), so loading 5,000 memories costs items x table size; this
-    makes it copy each table once per transaction, the same backup. Test code only: real
-    DynamoDB has no such cost."""
-    import copy
-
-    from moto.dynamodb import models
-    from moto.dynamodb.models.table import Table
-
-    class OncePerTable:
-        def __init__(self):
-            self.memo = {}
-
-        def deepcopy(self, obj, *args):
-            if not isinstance(obj, Table):
-                return copy.deepcopy(obj, *args)
-            hit = self.memo.get(id(obj))
-            if hit is None or hit[0] is not obj:
-                hit = self.memo[id(obj)] = (obj, copy.deepcopy(obj))
-            return hit[1]
-
-    original = models.DynamoDBBackend.transact_write_items
-
-    def transact_write_items(self, *args, **kwargs):
-        monkeypatch.setattr(models, "copy", OncePerTable())
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            monkeypatch.setattr(models, "copy", copy)
-
-    monkeypatch.setattr(models.DynamoDBBackend, "transact_write_items", transact_write_items)
-
-
-def test_needle_among_5000_later_memories(alice, api, moto_backs_up_each_table_once):
+def test_needle_among_5000_later_memories(alice, api):
     """The needle is older than 5,000 imported memories, so the newest fetch_limit (or 200) would
     not hold it; BM25F over the whole envelope still injects it."""
     needle = {"memory_id": "0b7c5a52-4a43-4d5e-9a0c-1f7e1d2a3b4c", "name": "ingress_controller",

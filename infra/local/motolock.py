@@ -1,30 +1,66 @@
-"""Serialize moto's DynamoDB ``transact_write_items`` with one process-wide lock.
+"""Make moto's DynamoDB safe and affordable under concurrent transactions (launcher and tests only).
 
-moto copies whole tables per transaction without a lock, so concurrent transactions lose
-committed writes (STACK-NOTES.md). Real DynamoDB needs no such lock; this lives in launcher and
-test code only, never in chalicelib.
+moto's ``transact_write_items`` keeps a rollback backup by deep-copying every table it touches,
+once per item of the transaction and without a lock, so concurrent transactions lose committed
+writes (STACK-NOTES.md) and each one costs items x table size. ``install()`` wraps the backend:
+
+- one process-wide lock serializes transactions and the plain operations that could run while
+  one is applying (``dictionary changed size during iteration`` otherwise);
+- a transaction's backup is the prior state of only the items it names, restored on
+  cancellation, instead of copies of whole tables: the same all-or-nothing outcome.
+
+Real DynamoDB needs none of this; it never runs in chalicelib.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
+from typing import Any
 
 _LOCK = threading.RLock()
 _installed = False
 
 
+class _TablesNotCopied:
+    """Stand-in for the ``copy`` module inside moto's transaction: a ``Table`` is "copied" as
+    itself (its rollback is done item by item instead), everything else really is copied."""
+
+    def __init__(self, table_type: type) -> None:
+        self._table_type = table_type
+
+    def deepcopy(self, obj: Any, *args: Any) -> Any:
+        if isinstance(obj, self._table_type):
+            return obj
+        return copy.deepcopy(obj, *args)
+
+
+def _item_key(table: Any, op_type: str, op: dict[str, Any]) -> dict[str, Any] | None:
+    if op_type == "Put":
+        attrs = op.get("Item") or {}
+        if table.hash_key_attr not in attrs:
+            return None
+        key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            if table.range_key_attr not in attrs:
+                return None
+            key[table.range_key_attr] = attrs[table.range_key_attr]
+        return key
+    return op.get("Key")
+
+
 def install() -> None:
-    """Wrap moto's DynamoDB backend operations with the lock (idempotent)."""
+    """Wrap moto's DynamoDB backend operations (idempotent)."""
     global _installed
     if _installed:
         return
+    from moto.dynamodb import models
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
 
-    # Transactions deep-copy the tables they touch, so plain reads and writes that run while one
-    # copies can crash it ("dictionary changed size during iteration"): they take the lock too.
-    for name in ("transact_write_items", "transact_get_items", "put_item", "update_item", "delete_item",
-                 "get_item", "query", "scan", "batch_write_item", "batch_get_item"):
+    for name in ("transact_get_items", "put_item", "update_item", "delete_item", "get_item", "query", "scan",
+                 "batch_write_item", "batch_get_item"):
         original = getattr(DynamoDBBackend, name, None)
         if original is None:
             continue
@@ -35,6 +71,42 @@ def install() -> None:
 
         functools.update_wrapper(locked, original)
         setattr(DynamoDBBackend, name, locked)
+
+    original_transact = DynamoDBBackend.transact_write_items
+    no_table_copies = _TablesNotCopied(Table)
+
+    @functools.wraps(original_transact)
+    def transact_write_items(self, transact_items, *args, **kwargs):
+        with _LOCK:
+            backups: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+            for entry in transact_items:
+                op_type, op = next(iter(entry.items()))
+                table = self.tables.get(op.get("TableName", ""))
+                key = _item_key(table, op_type, op) if table is not None else None
+                if key is None:
+                    continue
+                try:
+                    current = self.get_item(op["TableName"], key)
+                except Exception:  # noqa: BLE001 - an invalid key fails inside moto's own code
+                    continue
+                backups.append((op["TableName"], key, copy.deepcopy(current.to_json()["Attributes"]) if current else None))
+            models.copy = no_table_copies
+            try:
+                return original_transact(self, transact_items, *args, **kwargs)
+            except Exception:
+                for table_name, key, attrs in reversed(backups):
+                    if attrs is None:
+                        try:
+                            self.delete_item(table_name, key)
+                        except Exception:  # noqa: BLE001 - nothing to remove
+                            pass
+                    else:
+                        self.put_item(table_name, attrs)
+                raise
+            finally:
+                models.copy = copy
+
+    DynamoDBBackend.transact_write_items = transact_write_items
     _installed = True
 
 
