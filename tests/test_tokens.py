@@ -124,3 +124,26 @@ def test_mint_and_revoke_are_audited(api):
     assert events["token.mint"].actor == "person:admin" and events["token.revoke"].actor == "person:admin"
     everything = str([e.attribute_values for e in AuditModel.query("default")])
     assert b["token"] not in everything
+
+
+def test_fixed_token_value_once_revoked_cannot_be_minted_again(aws):
+    """The local stack's CAIRN_DEV_TOKEN path: re-minting a live fixed value is a no-op, a revoked
+    one is refused instead of being handed out as if it worked."""
+    import pytest
+
+    from chalicelib.auth import tokens
+    from chalicelib.errors import Conflict
+
+    req = tokens.MintRequest(kind="person", user_id="dev", permissions=["memory:read"])
+    first = tokens.mint("default", req, created_by="test", token="fixed-dev-token")
+    again = tokens.mint("default", req, created_by="test", token="fixed-dev-token")
+    assert again["token_id"] == first["token_id"]
+    tokens.revoke("default", first["token_id"], actor="test")
+    with pytest.raises(Conflict):
+        tokens.mint("default", req, created_by="test", token="fixed-dev-token")
+
+
+def test_unknown_route_names_the_real_path(api):
+    status, body = api.get("/v1/nothing/here")
+    assert status == 404 and body["code"] == "not_found"
+    assert "/v1/nothing/here" in body["error"]

@@ -236,13 +236,17 @@ def finalize(app: Chalice) -> None:
             app.route(path, methods=missing, content_types=["*/*"])(not_allowed)
 
     def unknown(**_: str) -> Response:
-        return error_response(NotFound(f"No route for {app.current_request.method} "
-                                       f"{app.current_request.path}.", code="not_found"))
+        # current_request.path is the matched pattern ("/{p0}/{p1}"); the context has the real path
+        request = app.current_request
+        path = (request.context or {}).get("path") or request.path
+        return error_response(NotFound(f"No route for {request.method} {path}.", code="not_found"))
 
     for depth in range(1, CATCH_ALL_DEPTH + 1):
         path = "/" + "/".join("{p%d}" % i for i in range(depth))
         if path in app.routes:
             continue
-        fn = (lambda **kw: unknown(**kw))
-        fn.__name__ = f"not_found_{depth}"
-        app.route(path, methods=list(ALL_METHODS), content_types=["*/*"])(fn)
+        def not_found(**kw: str) -> Response:
+            return unknown(**kw)
+
+        not_found.__name__ = f"not_found_{depth}"
+        app.route(path, methods=list(ALL_METHODS), content_types=["*/*"])(not_found)

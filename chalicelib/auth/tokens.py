@@ -17,7 +17,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from .. import audit
 from ..clock import now_ms
-from ..errors import BadRequest, Forbidden, NotFound, Unauthorized
+from ..errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
 from ..names import check_name
 from ..settings import get_settings
 from ..storage.tables import TokenModel, bind
@@ -82,7 +82,7 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     ``grantor``, when given, must hold every permission it grants, and a grantor with a bank
     allow-list may only grant a subset of it (403 ``forbidden``).
     ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
-    is a no-op that returns it. Raises 400 ``validation_error`` for a person without user_id, an
+    is a no-op that returns it (409 ``conflict`` when it was revoked). Raises 400 ``validation_error`` for a person without user_id, an
     api_key with one, or an expiry in the past. Audited as ``token.mint``.
     """
     if req.kind == "person" and not req.user_id:
@@ -111,10 +111,13 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     def attempt(tx):
         if token is not None:
             try:
-                TokenModel.get(row.token_id, consistent_read=True)
-                return False
+                existing = TokenModel.get(row.token_id, consistent_read=True)
             except DoesNotExist:
-                pass
+                existing = None
+            if existing is not None:
+                if existing.revoked_at is not None:
+                    raise Conflict("This token value was revoked; choose another one.")
+                return False
         tx.save(row, condition=TokenModel.token_id.does_not_exist())
         audit.add_to(tx, org_id, "token.mint", created_by, row.token_id,
                      {"kind": req.kind, "permissions": list(req.permissions), "label": req.label or ""})

@@ -124,7 +124,7 @@ def presign_get(key: str, ttl_s: int) -> str:
     return s3().generate_presigned_url("get_object", Params={"Bucket": bucket(), "Key": key}, ExpiresIn=ttl_s)
 
 
-def presign_put(key: str, ttl_s: int, content_type: str = "application/x-ndjson") -> str:
-    """A presigned PUT URL for ``key`` valid ``ttl_s`` seconds."""
-    return s3().generate_presigned_url("put_object", Params={"Bucket": bucket(), "Key": key,
-                                                             "ContentType": content_type}, ExpiresIn=ttl_s)
+def presign_put(key: str, ttl_s: int) -> str:
+    """A presigned PUT URL for ``key`` valid ``ttl_s`` seconds. No Content-Type is signed, so a
+    plain ``curl -T file URL`` works whatever type the client sends."""
+    return s3().generate_presigned_url("put_object", Params={"Bucket": bucket(), "Key": key}, ExpiresIn=ttl_s)
