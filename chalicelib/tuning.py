@@ -44,10 +44,12 @@ class MemoryTuning(BaseModel):
     decay_half_life_days: float = Field(30, gt=0)
     default_bank: str = "main"
     w_bm25: float = Field(1.0, ge=0)
-    w_entity: float = Field(0.6, ge=0)
+    # Tuned on LoCoMo conv-26/30/41 (bench/quality.py states the rule): the worker's 0.6 and 0.35
+    # miss the targets; 1.5 and 0.9 meet them, held-out conversations included (README, Benchmark).
+    w_entity: float = Field(1.5, ge=0)
     w_corroboration: float = Field(0.3, ge=0)
     w_pinned: float = Field(0.75, ge=0)
-    recency_floor: float = Field(0.35, ge=0, le=1)
+    recency_floor: float = Field(0.9, ge=0, le=1)
     extraction_enabled: bool = True
     extraction_window: int = Field(12, ge=1)
     max_memories_per_turn: int = Field(8, ge=0)

@@ -100,6 +100,9 @@ def test_no_match_returns_nothing(api, cache):
 
 
 def test_score_formula_and_signals(api, cache, monkeypatch):
+    # the bank worker's weights, set explicitly (Cairn's tuned defaults differ: see tuning.py)
+    monkeypatch.setenv("CAIRN_MEMORY_W_ENTITY", "0.6")
+    monkeypatch.setenv("CAIRN_MEMORY_RECENCY_FLOOR", "0.35")
     from chalicelib.search import recall as recall_mod
     from chalicelib.search import scorer
     m = save(api, "Deploy checklist lives in the wiki", entities=["wiki"], pinned=True)

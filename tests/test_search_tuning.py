@@ -12,7 +12,7 @@ def test_defaults():
     t = load_tuning(path="", env={})
     assert t == MemoryTuning()
     assert (t.fetch_limit, t.recall_limit, t.decay_half_life_days, t.default_bank) == (50, 6, 30, "main")
-    assert (t.w_bm25, t.w_entity, t.w_corroboration, t.w_pinned, t.recency_floor) == (1.0, 0.6, 0.3, 0.75, 0.35)
+    assert (t.w_bm25, t.w_entity, t.w_corroboration, t.w_pinned, t.recency_floor) == (1.0, 1.5, 0.3, 0.75, 0.9)  # entity and recency floor tuned on LoCoMo
 
 
 def test_toml_then_env_override(tmp_path):
