@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..clock import now_ms
+from ..core.ndjson import parse_line
 from ..core.records import Memory
 from ..core.store import (
     POINTER_PREFIX,
@@ -98,17 +99,7 @@ class _Line(BaseModel):
 def _parse_line(raw: bytes) -> Memory | None:
     """One line as a record; ``None`` for a purged tombstone (content-free: nothing to import).
     Raises ``ValueError`` with a message for a bad line."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not valid JSON") from None
-    if not isinstance(data, dict):
-        raise ValueError("a line must be a JSON object")
-    try:
-        line = _Line.model_validate(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+    line = parse_line(raw, _Line)
     if line.purged_at is not None:
         return None
     try:

@@ -14,14 +14,14 @@ row (``updated`` later), otherwise the row is skipped; bad lines are reported by
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any, Iterable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import audit
 from ..clock import now_ms
+from ..core.ndjson import parse_line
 from ..core.records import Memory
 from ..core.store import (
     NAME_POINTER_PREFIX,
@@ -196,17 +196,7 @@ class TurnstoneRow(BaseModel):
 
 
 def _parse(raw: bytes) -> tuple[Target, Memory, int, int | None]:
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not valid JSON") from None
-    if not isinstance(data, dict):
-        raise ValueError("a line must be a JSON object")
-    try:
-        r = TurnstoneRow.model_validate(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
+    r = parse_line(raw, TurnstoneRow)
     try:
         name = normalize_name(r.name)
         description = normalize_description(r.description)
