@@ -7,6 +7,7 @@ compares a fresh dump with an earlier one and names the first differing table or
 
 from __future__ import annotations
 
+import functools
 import json
 
 import boto3
@@ -32,9 +33,12 @@ def _table_items(ddb, name: str) -> list[str]:
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+@functools.lru_cache(maxsize=None)
 def clients(region: str = "us-east-1") -> tuple:
-    """``(dynamodb, s3)`` boto3 clients for ``dump`` (creating them is most of a dump's cost)."""
-    return boto3.client("dynamodb", region_name=region), boto3.client("s3", region_name=region)
+    """``(dynamodb, s3)`` boto3 clients for ``dump``, built once per process (creating them is
+    most of a dump's cost; moto intercepts clients built before ``mock_aws`` starts too)."""
+    session = boto3.session.Session()
+    return session.client("dynamodb", region_name=region), session.client("s3", region_name=region)
 
 
 def dump(using: tuple | None = None) -> dict:

@@ -212,7 +212,7 @@ class CallCounter:
         tables = set()
         try:  # DynamoDB requests are JSON: name the tables they touch
             body = json.loads((params or {}).get("body") or b"{}")
-        except ValueError:
+        except (ValueError, TypeError):  # S3 bodies are bytes or file objects
             body = {}
         if isinstance(body, dict):
             if "TableName" in body:
@@ -223,18 +223,31 @@ class CallCounter:
     def install(self):
         from chalicelib.storage import blobs
         from chalicelib.storage.tables import ALL_MODELS
-        clients = [m._get_connection().connection.client for m in ALL_MODELS] + [blobs.s3()]
-        for cl in clients:
+        self.clients = [m._get_connection().connection.client for m in ALL_MODELS] + [blobs.s3()]
+        for cl in self.clients:
             cl.meta.events.register("before-call", self)
         return self
 
+    def uninstall(self):
+        """The clients are cached for the whole process: leave no hook behind for later tests."""
+        for cl in self.clients:
+            cl.meta.events.unregister("before-call", self)
 
-def test_warm_recall_makes_one_dynamodb_call_and_no_s3_call(pair):
+
+@pytest.fixture
+def call_counter():
+    counter = CallCounter()
+    yield counter
+    if hasattr(counter, "clients"):
+        counter.uninstall()
+
+
+def test_warm_recall_makes_one_dynamodb_call_and_no_s3_call(pair, call_counter):
     a, _b = pair
     ok(a.call("POST", "/v1/banks/main/memories", {"text": "I like strong coffee", "entities": ["user"]}))
     ok(a.call("POST", "/v1/banks/main/memories", {"text": "Alice drinks tea", "entities": ["alice"]}))
     a.recall("coffee")  # warm
-    counter = CallCounter().install()
+    counter = call_counter.install()
     body = a.recall("what do I like alice coffee", tag=None)
     assert len(body["memories"]) == 2
     calls = [c for c in counter.calls if "tokens" not in c[1]]
