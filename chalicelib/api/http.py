@@ -39,7 +39,7 @@ from ..storage.txn import as_backend_error
 
 log = logging.getLogger("cairn.http")
 
-ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 CATCH_ALL_DEPTH = 9
 
 

@@ -174,8 +174,9 @@ def list_tokens(org_id: str) -> list[dict[str, Any]]:
 def revoke(org_id: str, token_id: str, *, actor: str) -> dict[str, Any]:
     """Revoke one token of ``org_id``; it fails authentication from the next request on.
 
-    Raises 404 ``not_found`` for an unknown, already revoked, or other org's token.
-    Audited as ``token.revoke``. Returns the token's ``public`` shape.
+    Idempotent: revoking a revoked token returns it unchanged (no second audit event).
+    Raises 404 ``not_found`` for an unknown or other org's token. Audited as ``token.revoke``.
+    Returns the token's ``public`` shape.
     """
     bind()
 
@@ -184,8 +185,10 @@ def revoke(org_id: str, token_id: str, *, actor: str) -> dict[str, Any]:
             row = TokenModel.get(token_id, consistent_read=True)
         except DoesNotExist:
             row = None
-        if row is None or row.org_id != org_id or row.revoked_at is not None:
+        if row is None or row.org_id != org_id:
             raise NotFound(f"Token '{token_id}' not found.")
+        if row.revoked_at is not None:
+            return row
         now = now_ms()
         tx.update(row, actions=[TokenModel.revoked_at.set(now)],
                   condition=TokenModel.revoked_at.does_not_exist() & (TokenModel.org_id == org_id))
