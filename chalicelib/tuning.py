@@ -1,7 +1,9 @@
 """Memory tuning: the ``[memory]`` table of a TOML file plus environment overrides (issue 3, item 5).
 
 Sources, later wins: defaults, the ``[memory]`` table of the TOML file named by
-``CAIRN_CONFIG_FILE`` (read with ``tomllib``), then ``CAIRN_MEMORY_<KEY>`` environment variables
+``CAIRN_CONFIG_FILE`` (read with ``tomllib``), the same table in the bucket's
+``config/memory.toml`` (editable by hand; an S3 event bumps the config version), then
+``CAIRN_MEMORY_<KEY>`` environment variables
 (``CAIRN_MEMORY_FETCH_LIMIT=80``). An unknown key in either place, or a value that does not
 validate, raises ``ConfigError`` naming the key. ``get_tuning()`` is cached per config version
 (bumped by ``POST /v1/reload``; the recall core reads it with the bank row) and per distinct
@@ -14,6 +16,7 @@ Recall weights (the bank worker's defaults; see README "How recall ranks"):
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import tomllib
@@ -23,8 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 
+log = logging.getLogger("cairn.tuning")
+
 ENV_PREFIX = "CAIRN_MEMORY_"
 CONFIG_FILE_ENV = "CAIRN_CONFIG_FILE"
+CONFIG_KEY = "config/memory.toml"  # the bucket's tuning object (issue 6 item 1), above the file
 
 
 class MemoryTuning(BaseModel):
@@ -83,9 +89,26 @@ def _env_key() -> tuple:
                         if k.startswith(ENV_PREFIX) or k == CONFIG_FILE_ENV))
 
 
-def load_tuning(path: str | None = None, env: dict[str, str] | None = None) -> MemoryTuning:
-    """Read the tuning now (no cache) from ``path`` (default ``$CAIRN_CONFIG_FILE``) and ``env``
-    (default ``os.environ``). Raises ``ConfigError`` naming an unknown or invalid key."""
+def _memory_table(data: bytes, where: str) -> dict[str, Any]:
+    """The ``[memory]`` table of TOML ``data``; ``ConfigError`` naming ``where`` and the key."""
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} is not valid TOML: {exc}") from None
+    table = doc.get("memory", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [memory] must be a table")
+    unknown = sorted(set(table) - set(MemoryTuning.model_fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key memory.{unknown[0]}")
+    return table
+
+
+def load_tuning(path: str | None = None, env: dict[str, str] | None = None,
+                overlay: bytes | None = None) -> MemoryTuning:
+    """Read the tuning now (no cache): defaults, then the file ``path`` (default
+    ``$CAIRN_CONFIG_FILE``), then ``overlay`` (the bucket's ``config/memory.toml`` bytes), then
+    ``env`` (default ``os.environ``). Raises ``ConfigError`` naming an unknown or invalid key."""
     env = dict(os.environ if env is None else env)
     path = path if path is not None else env.get(CONFIG_FILE_ENV)
     values: dict[str, Any] = {}
@@ -94,18 +117,14 @@ def load_tuning(path: str | None = None, env: dict[str, str] | None = None) -> M
     if path:
         try:
             with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+                data = fh.read()
         except FileNotFoundError:
             raise ConfigError(f"{CONFIG_FILE_ENV}: file {path!r} not found") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{CONFIG_FILE_ENV}: {path!r} is not valid TOML: {exc}") from None
-        table = data.get("memory", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [memory] must be a table")
-        for k, v in table.items():
-            if k not in known:
-                raise ConfigError(f"{path}: unknown key memory.{k}")
+        for k, v in _memory_table(data, f"{CONFIG_FILE_ENV}: {path!r}").items():
             values[k], origin[k] = v, f"{path}: memory.{k}"
+    if overlay is not None:
+        for k, v in _memory_table(overlay, f"s3 {CONFIG_KEY}").items():
+            values[k], origin[k] = v, f"s3 {CONFIG_KEY}: memory.{k}"
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX):
             continue
@@ -123,6 +142,20 @@ def load_tuning(path: str | None = None, env: dict[str, str] | None = None) -> M
         raise ConfigError("invalid memory tuning: " + "; ".join(problems)) from None
 
 
+def _bucket_config() -> bytes | None:
+    """The bucket's ``config/memory.toml``, read once per config version (a cache miss of
+    ``get_tuning``), never on a warm call. Only where a bucket is configured (``CAIRN_BUCKET``);
+    an unreachable bucket keeps the file and environment tuning rather than failing recall."""
+    if not os.environ.get("CAIRN_BUCKET"):
+        return None
+    from .storage import blobs
+    try:
+        return blobs.get_bytes(CONFIG_KEY)
+    except Exception as exc:  # noqa: BLE001 - tuning must not take recall down with S3
+        log.warning("config/memory.toml unreadable (%s); using file and environment tuning", type(exc).__name__)
+        return None
+
+
 def get_tuning() -> MemoryTuning:
     """The current tuning, cached per config version and distinct environment.
 
@@ -131,7 +164,7 @@ def get_tuning() -> MemoryTuning:
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    tuning = load_tuning()
+    tuning = load_tuning(overlay=_bucket_config())
     with _lock:
         _cache[key] = tuning
     return tuning

@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from typing import Any
 from urllib.parse import unquote_plus
 
 from ..errors import CairnError, ConfigError
 from ..names import NAME_RE
 from ..settings import get_settings
+from ..inject.reload import reload  # drops this container's caches, bumps the shared version
 from ..storage import blobs
+from ..tuning import CONFIG_KEY, load_tuning
 
 log = logging.getLogger("cairn.events")
 
-CONFIG_KEY = "config/memory.toml"
 RULE_EVENTS = ("Object Created", "Object Deleted")
 
 
@@ -71,27 +70,16 @@ def handle_object_event(detail_type: str, detail: dict[str, Any]) -> dict[str, A
 
 def reload_config(*, deleted: bool = False) -> dict[str, Any]:
     """Validate ``config/memory.toml`` (when it exists) and bump the config version so every
-    container re-reads its tuning; an invalid file is logged and changes nothing."""
+    container re-reads its tuning (``chalicelib.tuning`` layers the object over the file); an
+    invalid object is logged and changes nothing."""
     if not deleted:
         data = blobs.get_bytes(CONFIG_KEY)
         if data is not None:
-            from ..tuning import load_tuning
-            fd, path = tempfile.mkstemp(suffix=".toml")
             try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                load_tuning(path=path, env={})
+                load_tuning(env={}, overlay=data)
             except (ConfigError, CairnError) as exc:
                 _log("config reload ignored: invalid config/memory.toml", error=str(exc)[:500])
                 return {"action": "config_invalid", "error": str(exc)[:500]}
-            finally:
-                os.unlink(path)
-    try:
-        from ..inject.reload import reload  # drops this container's caches, bumps the shared version
-    except ImportError:  # pragma: no cover - the injection module ships separately
-        from ..tuning import get_tuning
-        get_tuning.cache_clear()  # type: ignore[attr-defined]
-        return {"action": "config_reloaded", "config_version": None}
     version = reload()["config_version"]
     _log("config reloaded", config_version=version, deleted=deleted)
     return {"action": "config_reloaded", "config_version": version}
