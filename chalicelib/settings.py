@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -55,11 +55,30 @@ class Settings(BaseSettings):
 
 
 _lock = threading.Lock()
-_cache: dict[tuple, Settings] = {}
+_cache: dict[tuple, BaseSettings] = {}
+
+S = TypeVar("S", bound=BaseSettings)
 
 
-def _env_key() -> tuple:
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX)))
+def from_env(cls: type[S], prefix: str) -> S:
+    """An instance of the pydantic-settings class ``cls`` (variables ``<prefix><FIELD>``), cached
+    per distinct environment under ``prefix`` so a changed variable is seen on the next call.
+
+    Raises ``ConfigError`` naming each offending variable, e.g. ``CAIRN_MAX_BODY_BYTES: Input
+    should be a valid integer``. Shared by ``get_settings`` and the team-memory limits.
+    """
+    key = (cls, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(prefix))))
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    try:
+        value = cls()
+    except ValidationError as exc:
+        problems = [f"{prefix}{str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+    with _lock:
+        _cache[key] = value
+    return value
 
 
 def get_settings() -> Settings:
@@ -67,18 +86,4 @@ def get_settings() -> Settings:
 
     Raises ``ConfigError`` naming the offending variable when a value does not validate.
     """
-    key = _env_key()
-    cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
-            problems.append(f"{ENV_PREFIX}{field.upper()}: {err['msg']}")
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
-    with _lock:
-        _cache[key] = settings
-    return settings
+    return from_env(Settings, ENV_PREFIX)

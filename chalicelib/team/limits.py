@@ -10,13 +10,11 @@ Chalice applies stage variables per request).
 
 from __future__ import annotations
 
-import os
-import threading
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ..errors import ConfigError
+from ..settings import from_env
 
 ENV_PREFIX = "KEYSTONE_CONTEXT_MEMORY_"
 
@@ -47,24 +45,9 @@ class Limits(BaseSettings):
                 "compactAfter": self.compact_after}
 
 
-_lock = threading.Lock()
-_cache: dict[tuple, Limits] = {}
-
-
 def get_limits() -> Limits:
     """The caps for the current environment; ``ConfigError`` naming the variable when invalid."""
-    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX)))
-    cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    try:
-        limits = Limits()
-    except ValidationError as exc:
-        problems = [f"{ENV_PREFIX}{str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
-    with _lock:
-        _cache[key] = limits
-    return limits
+    return from_env(Limits, ENV_PREFIX)
 
 
 def check() -> Limits:
