@@ -9,7 +9,9 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist
 
 from ..clock import now_ms
+from ..errors import Conflict
 from ..storage.tables import StructuredModel, bind
+from ..storage.txn import run_transaction
 
 
 def key(kind: str, *parts: str) -> str:
@@ -35,6 +37,17 @@ def data(org_id: str, kind: str, *parts: str) -> dict[str, Any] | None:
 def new(org_id: str, kind: str, parts: tuple[str, ...], fields: dict[str, Any]) -> StructuredModel:
     """An unsaved item for ``fields``."""
     return StructuredModel(org_id=org_id, sk=key(kind, *parts), kind=kind, data=fields, created_at=now_ms())
+
+
+def insert(item: StructuredModel, exists: Conflict) -> None:
+    """Write a new record only if its key is free; raises ``exists`` (a 409) when it is taken."""
+    def attempt(tx):
+        tx.save(item, condition=StructuredModel.sk.does_not_exist())
+
+    try:
+        run_transaction(attempt, retries=1)
+    except Conflict:
+        raise exists from None
 
 
 def query(org_id: str, kind: str, *parts: str) -> list[StructuredModel]:

@@ -55,14 +55,7 @@ def create(p: Principal, req: ProjectRequest) -> dict[str, Any]:
     pid = check_id(req.project_id or "prj_" + uuid.uuid4().hex, "project_id")
     item = objects.new(p.org_id, "project", (pid,),
                        {"project_id": pid, "name": req.name, "active": req.active, "owner": p.user_id})
-
-    def attempt(tx):
-        tx.save(item, condition=StructuredModel.sk.does_not_exist())
-
-    try:
-        run_transaction(attempt, retries=1)
-    except Conflict:
-        raise Conflict(f"Project '{pid}' already exists.", code="project_exists") from None
+    objects.insert(item, Conflict(f"Project '{pid}' already exists.", code="project_exists"))
     return public(item.data)
 
 

@@ -14,8 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.principal import Principal
 from ..errors import BadRequest, Conflict, NotFound
-from ..storage.tables import StructuredModel
-from ..storage.txn import run_transaction
 from . import objects
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -47,14 +45,7 @@ def create(p: Principal, req: WorkstreamRequest) -> dict[str, Any]:
     wid = check_id(req.workstream_id or "ws_" + uuid.uuid4().hex, "workstream_id")
     item = objects.new(p.org_id, "workstream", (wid,),
                        {"workstream_id": wid, "title": req.title, "owner": p.user_id})
-
-    def attempt(tx):
-        tx.save(item, condition=StructuredModel.sk.does_not_exist())
-
-    try:
-        run_transaction(attempt, retries=1)
-    except Conflict:
-        raise Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists") from None
+    objects.insert(item, Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists"))
     return public(item.data)
 
 
