@@ -74,6 +74,17 @@ def get_item(inc: str, sk: str) -> MemoryModel | None:
         return None
 
 
+def get_items(inc: str, sks: Iterable[str]) -> dict[str, MemoryModel]:
+    """The items of ``sks`` in one bank incarnation that exist, by sort key: consistent
+    BatchGetItem calls of up to 100 keys (pynamodb retries unprocessed keys), instead of one
+    GetItem each."""
+    keys = [(inc, sk) for sk in dict.fromkeys(sks)]
+    if not keys:
+        return {}
+    bind()
+    return {it.sk: it for it in MemoryModel.batch_get(keys, consistent_read=True)}
+
+
 def record_of(item: MemoryModel) -> Memory:
     return Memory.model_validate(item.record)
 
