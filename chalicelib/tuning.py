@@ -64,6 +64,7 @@ class MemoryTuning(BaseModel):
 
 _lock = threading.Lock()
 _cache: dict[tuple, MemoryTuning] = {}
+_ENV_NAMES = (CONFIG_FILE_ENV, *(ENV_PREFIX + k.upper() for k in MemoryTuning.model_fields))
 _config_version = 0
 
 
@@ -85,8 +86,10 @@ def config_version() -> int:
 
 
 def _env_key() -> tuple:
-    return tuple(sorted((k, v) for k, v in os.environ.items()
-                        if k.startswith(ENV_PREFIX) or k == CONFIG_FILE_ENV))
+    # The known variables' values plus the size of the environment (a new, unknown
+    # CAIRN_MEMORY_* variable changes it and so reaches load_tuning's error): a few dict lookups
+    # instead of decoding the whole environment on every recall.
+    return (len(os.environ), tuple(os.environ.get(n) for n in _ENV_NAMES))
 
 
 def _memory_table(data: bytes, where: str) -> dict[str, Any]:

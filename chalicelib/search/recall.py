@@ -22,13 +22,11 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 
 from __future__ import annotations
 
-import bisect
+import heapq
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from whoosh.query import Term
-from whoosh.query.compound import DefaultOr
-from whoosh.reading import MultiReader
 from whoosh.searching import Searcher
 from whoosh.sorting import FieldFacet, MultiFacet
 
@@ -41,7 +39,7 @@ from ..tuning import MemoryTuning, get_tuning, set_config_version
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
-from .scorer import CorpusBM25F, CorpusStats, rank_key, score
+from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
@@ -97,83 +95,123 @@ def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
 
 # --- ranking -------------------------------------------------------------------------------
 
-def _filter_query(tag: str | None):
-    return Term("tags", tag) if tag else None
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query analysed for recall: ``terms`` (memory analyzer, for text, name and description),
+    ``cjk`` (CJK bigrams) and ``entity_keys`` (handles it names, ``user`` for a first-person
+    query)."""
+
+    terms: tuple[str, ...]
+    cjk: tuple[str, ...]
+    entity_keys: tuple[str, ...]
 
 
-def _rank(leaves: list[tuple[Any, dict, str]], query: str, *, limit: int, tag: str | None,
+def analyse(query: str) -> QueryTerms:
+    """The terms recall looks up for ``query`` (see ``QueryTerms``)."""
+    return QueryTerms(tuple(dict.fromkeys(query_terms(memory_analyzer(), query))),
+                      tuple(dict.fromkeys(query_terms(cjk_analyzer(), query))),
+                      tuple(dict.fromkeys(entity_keys(query))))
+
+
+def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int) -> tuple[list[Hit], int]:
-    """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus."""
+    """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
+
+    Straight over the postings: BM25F sums per document over the query's (field, term) pairs,
+    entity hits counted from the entity postings, and the score's other parts read from the
+    segments' columns (``scorer.SegmentData``); only the returned hits' records are decoded
+    (every candidate's, when a ``filter`` must see it)."""
     leaves = [leaf for leaf in leaves if leaf[0].doc_count_all() > 0]  # an empty index has no segment
     if not leaves:
         return [], 0
-    terms = query_terms(memory_analyzer(), query)
-    cjk_terms = query_terms(cjk_analyzer(), query)
-    ekeys = entity_keys(query)
-    readers = [r for r, _, _ in leaves]
-    # only (field, term) pairs some segment holds: fewer matchers, same scores
-    pairs = [(f, t) for t in terms for f in _TEXT_FIELDS] + [("cjk", t) for t in cjk_terms]
-    subqueries = [Term(f, t) for f, t in pairs if any((f, t) in r for r in readers)]
-    ekeys = [k for k in ekeys if any(("entities", k) in r for r in readers)]
-    if not subqueries and not ekeys:
+    q = query if isinstance(query, QueryTerms) else analyse(query)
+    pairs = [(f, t) for t in q.terms for f in _TEXT_FIELDS] + [("cjk", t) for t in q.cjk]
+    if not pairs and not q.entity_keys:
         return [], 0
-    starts, total = [], 0
-    for r in readers:
-        starts.append(total)
-        total += r.doc_count_all()
-    reader = MultiReader(readers)
     stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
-    searcher = Searcher(reader, weighting=CorpusBM25F(stats), closereader=False)
-    fq = _filter_query(tag)
-    # retired documents are masked (usually far fewer than the live ones; cached per segment)
-    mask = {d + start for start, seg in zip(starts, stats.segments) for d in seg.excluded} or None
+    # per leaf: the documents that may not count (deleted, retired) and the tag's documents
+    skip: list[frozenset[int] | set[int]] = []
+    allow: list[set[int] | None] = []
+    for (reader, _c, _b), seg in zip(leaves, stats.segments):
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        skip.append(seg.excluded | deleted if deleted else seg.excluded)
+        allow.append({d for d, _w in postings(reader, "tags", tag)} if tag else None)
+    data = [stats.data(i) for i in range(len(leaves))]
+
+    # BM25F per leaf and document: idf * tf * (k1 + 1) / (tf + norm[length byte]) summed over the
+    # (field, term) pairs, the same arithmetic as whoosh.scoring.bm25
+    acc: list[dict[int, float]] = [{} for _ in leaves]
+    k1p = K1 + 1
+    norms: dict[str, list[float]] = {}
+    for f, t in pairs:
+        idf = None
+        for i, (reader, _c, _b) in enumerate(leaves):
+            sk, al, a = skip[i], allow[i], acc[i]
+            lens = None
+            for ids, weights in posting_blocks(reader, f, t):
+                if idf is None:
+                    idf = stats.idf(f, t)
+                    norm = norms.get(f) or norms.setdefault(f, length_norms(stats.avgfl(f) or 1.0))
+                if lens is None:
+                    lens = data[i].lengths.get(f) or bytes(reader.doc_count_all())
+                for d, w in zip(ids, weights):
+                    if d in sk or (al is not None and d not in al):
+                        continue
+                    a[d] = a.get(d, 0.0) + idf * ((w * k1p) / (w + norm[lens[d]]))
+    ent_hits: dict[tuple[int, int], int] = {}
+    for k in q.entity_keys:
+        for i, (reader, _c, _b) in enumerate(leaves):
+            sk, al = skip[i], allow[i]
+            for d, _w in postings(reader, "entities", k):
+                if d in sk or (al is not None and d not in al):
+                    continue
+                ent_hits[(i, d)] = ent_hits.get((i, d), 0) + 1
+
+    def order(key: tuple[int, int]) -> tuple[int, str]:
+        i, d = key
+        return -data[i].updated_at[d], data[i].ids[d]
+
+    decoded: dict[tuple[int, int], Memory] = {}
+
+    def record(key: tuple[int, int]) -> Memory:
+        m = decoded.get(key)
+        if m is None:
+            m = decoded[key] = from_stored(leaves[key[0]][0].stored_fields(key[1]))
+        return m
+
     fetch = tuning.fetch_limit
-    bm25: dict[int, float] = {}
-    text_q = DefaultOr(subqueries) if subqueries else None  # union tree, not Whoosh's O(N) array
-    if text_q is not None:
-        # a little over fetch_limit, so ties at the cut do not depend on document numbers
-        res = searcher.search(text_q, filter=fq, mask=mask, limit=None if filter else fetch + 10)
-        bm25 = {hit.docnum: hit.score for hit in res}
-    ent_docs: list[int] = []
-    if ekeys:
-        order = MultiFacet([FieldFacet("updated_at", reverse=True), FieldFacet("id")])
-        res = searcher.search(DefaultOr([Term("entities", k) for k in ekeys]), filter=fq, mask=mask,
-                              limit=None if filter else fetch, sortedby=order)
-        ent_docs = [hit.docnum for hit in res]
-        missing = {d for d in ent_docs if d not in bm25}
-        if missing and text_q is not None:
-            for hit in searcher.search(text_q, filter=missing, limit=None):
-                bm25[hit.docnum] = hit.score
-    keyset = set(ekeys)
 
-    def load(docnum: int) -> Memory:
-        return from_stored(searcher.stored_fields(docnum))
+    def top(keys: list[tuple[int, int]], sort_key) -> list[tuple[int, int]]:
+        """The first ``fetch`` of ``keys`` in ``sort_key`` order that the filter lets through."""
+        if filter is None:
+            return heapq.nsmallest(fetch, keys, key=sort_key)
+        out = []
+        for key in sorted(keys, key=sort_key):
+            if filter(record(key)):
+                out.append(key)
+                if len(out) >= fetch:
+                    break
+        return out
 
-    scored_bm25 = []
-    for d, s in bm25.items():
-        m = load(d)
-        if filter is None or filter(m):
-            scored_bm25.append((d, s, m))
-    scored_bm25.sort(key=lambda x: (-x[1], -x[2].updated_at, x[2].id))
-    cands: dict[int, Memory] = {d: m for d, _, m in scored_bm25[:fetch]}
-    n_ent = 0
-    for d in ent_docs:
-        if n_ent >= fetch:
-            break
-        m = cands.get(d) or load(d)
-        if filter is not None and filter(m) is False:
-            continue
-        n_ent += 1
-        cands[d] = m
-    out = []
-    for d, m in cands.items():
-        hits = sum(1 for e in m.entities if e in keyset)
-        bank = leaves[bisect.bisect_right(starts, d) - 1][2]
-        s = score(m, bm25.get(d, 0.0), hits, now, tuning, bank)
-        out.append(s)
-    out.sort(key=rank_key)
-    return [Hit(s.memory, s.score, s.signals, s.bank) for s in out[:limit]], len(out)
+    matched = sum(len(a) for a in acc)
+    floor = -1.0
+    if filter is None and matched > fetch:
+        # only documents scoring at least the fetch-th best can make the cut (ties included)
+        floor = heapq.nlargest(fetch, (v for a in acc for v in a.values()))[-1]
+    text_keys = [(i, d) for i, a in enumerate(acc) for d, v in a.items() if v >= floor]
+    cands = dict.fromkeys(top(text_keys, lambda k: (-acc[k[0]][k[1]], *order(k))))
+    cands.update(dict.fromkeys(top(list(ent_hits), order)))
+    scored = []
+    for key in cands:
+        i, d = key
+        sd = data[i]
+        total, signals = full_score(acc[i].get(d, 0.0), ent_hits.get(key, 0), sd.corroboration[d],
+                                    bool(sd.pinned[d]), sd.updated_at[d], now, tuning)
+        scored.append((-total, -sd.updated_at[d], sd.ids[d], key, signals, total))
+    scored.sort(key=lambda x: x[:3])
+    hits = [Hit(record(key), total, signals, leaves[key[0]][2]) for *_o, key, signals, total in scored[:limit]]
+    return hits, len(scored)
 
 
 def _check(query: str, limit: int) -> None:
@@ -189,14 +227,16 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
            include_superseded: bool = False, as_of: int | None = None,
            tuning: MemoryTuning | None = None,
            filter: Callable[[Memory], bool] | None = None,
-           now: int | None = None, require: bool = False) -> RecallResult:
+           now: int | None = None, require: bool = False,
+           analysed: QueryTerms | None = None) -> RecallResult:
     """Rank the memories of ``banks`` (bank names or internal namespace keys) as ONE corpus.
 
     ``limit``: 1..100 hits; ``tag``: only memories carrying that handle (applied before the cut);
     ``include_superseded``: rank retired memories too; ``as_of``: ms since epoch, rank the banks as
     they stood then (slower: see the module docstring); ``filter``: a caller's visibility test on
     each candidate; ``now``: the clock for recency (ms, default now); ``require``: raise 404
-    ``bank_not_found`` for a missing bank instead of treating it as empty.
+    ``bank_not_found`` for a missing bank instead of treating it as empty; ``analysed``: the
+    query already analysed (``analyse``), e.g. by a benchmark timing ranking alone.
     Raises 400 ``validation_error`` for an empty query or a limit out of range.
     """
     _check(query, limit)
@@ -220,7 +260,7 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
             entry = cache.fresh(org_id, b, rows[b])
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
-        hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
+        hits, n = _rank(leaves, analysed or query, limit=limit, tag=tag, include_superseded=include_superseded,
                         tuning=tuning, filter=filter, now=now)
     return RecallResult(hits, RETRIEVAL, n)
 
@@ -352,5 +392,5 @@ def drop_caches() -> None:
     get_tuning.cache_clear()  # type: ignore[attr-defined]
 
 
-__all__ = ["Hit", "RecallResult", "recall", "recall_bank", "top_memories", "ensure_fresh", "rebuild",
+__all__ = ["Hit", "RecallResult", "QueryTerms", "analyse", "recall", "recall_bank", "top_memories", "ensure_fresh", "rebuild",
            "snapshot_banks", "drop_caches", "state_as_of", "read_rows", "RETRIEVAL"]

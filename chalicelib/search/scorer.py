@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator, Sequence
 
+from whoosh.codec import whoosh3
+from whoosh.matching.wrappers import FilterMatcher
+from whoosh.reading import TermNotFound
 from whoosh.scoring import BM25F, WeightLengthScorer, WeightScorer, bm25
+from whoosh.util.numeric import byte_to_length
 
 from ..core.records import Memory
 from ..tuning import MemoryTuning
@@ -42,6 +46,81 @@ def _dead_docs(reader: Any) -> frozenset[int]:
         return frozenset(reader.postings("live", "0").all_ids())
     except Exception:  # noqa: BLE001 - TermNotFound: no retired document in this segment
         return frozenset()
+
+
+class SegmentData:
+    """One segment's per-document values, read once into memory: ``updated_at``, ``pinned`` and
+    ``corroboration`` (ints), ``ids`` (str) and, per text field, the field-length bytes Whoosh
+    stores (``lengths[field][docnum]``, decoded with ``byte_to_length``; ``None`` when the segment
+    has no such column). Segments never change apart from their deletion set, so this is cached
+    by segment id alone and recall ranks without reading a stored record per candidate."""
+
+    __slots__ = ("updated_at", "pinned", "corroboration", "ids", "lengths")
+
+    def __init__(self, reader: Any) -> None:
+        self.updated_at = list(reader.column_reader("updated_at"))
+        self.pinned = list(reader.column_reader("pinned"))
+        self.corroboration = list(reader.column_reader("corroboration"))
+        self.ids = list(reader.column_reader("id"))
+        self.lengths = {f: _length_bytes(reader, f) for f in TEXT_FIELDS}
+
+
+def _length_bytes(reader: Any, fieldname: str) -> bytes | None:
+    """The segment's field-length column as bytes (Whoosh's W3 per-document lengths)."""
+    n = reader.doc_count_all()
+    try:  # the W3 codec's cached column reader: one read of the whole column
+        col = reader._perdoc._cached_reader(whoosh3._lenfield(fieldname), whoosh3.LENGTHS_COLUMN)
+        return None if col is None else bytes(col[d] for d in range(n))
+    except AttributeError:  # another codec: the public per-document call
+        from whoosh.util.numeric import length_to_byte
+        return bytes(length_to_byte(reader.doc_field_length(d, fieldname, 0) or 0) for d in range(n))
+
+
+def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """``(docnums, weights)`` blocks of a term's postings in one segment, deleted documents
+    included (the caller masks them); nothing when the segment lacks the term. Reads the W3
+    codec's blocks whole instead of making one matcher call per posting."""
+    try:
+        m = reader.postings(fieldname, text)
+    except TermNotFound:
+        return
+    if isinstance(m, FilterMatcher):
+        m = m.child  # the deletion filter: the caller's mask covers deleted documents
+    if isinstance(m, whoosh3.W3LeafMatcher):
+        while m.is_active():
+            if m._ids is None:
+                m._read_ids()
+            if m._weights is None:
+                m._read_weights()
+            yield m._ids[m._i:], m._weights[m._i:]
+            if m._lastblock:
+                return
+            m._next_block()
+        return
+    ids, weights = [], []
+    while m.is_active():
+        ids.append(m.id())
+        weights.append(m.weight())
+        m.next()
+    yield ids, weights
+
+
+def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, float]]:
+    """``(docnum, weight)`` of every posting of a term in one segment (see ``posting_blocks``)."""
+    for ids, weights in posting_blocks(reader, fieldname, text):
+        yield from zip(ids, weights)
+
+
+def length_norms(avgfl: float) -> list[float]:
+    """Per Whoosh length byte (0-255), BM25's length normalisation ``k1 * (1 - b + b * len / avgfl)``
+    (a byte of 0, no length, counts as length 1)."""
+    return [K1 * ((1 - B) + B * (byte_to_length(b) if b else 1) / avgfl) for b in range(256)]
+
+
+def bm25_term(idf: float, tf: float, lbyte: int, avgfl: float) -> float:
+    """One field's BM25 of one term (k1 1.2, b 0.75), the document's length given as Whoosh's
+    length byte."""
+    return bm25(idf, tf, byte_to_length(lbyte) if lbyte else 1, avgfl, B, K1)
 
 
 class _SegmentStats:
@@ -81,6 +160,15 @@ class CorpusStats:
             for f in TEXT_FIELDS:
                 self.lengths[f] += seg.lengths[f]
         self._idf: dict[tuple[str, str], float] = {}
+
+    def data(self, i: int) -> SegmentData:
+        """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
+        reader, cache, _key, _seg = self.leaves[i]
+        ck = ("data", reader.segment().segment_id())
+        d = cache.get(ck)
+        if d is None:
+            d = cache[ck] = SegmentData(reader)
+        return d
 
     @property
     def segments(self) -> list["_SegmentStats"]:
@@ -156,16 +244,24 @@ def recency(updated_at: int, now: int, tuning: MemoryTuning) -> float:
     return max(0.5 ** (age_days / tuning.decay_half_life_days), tuning.recency_floor)
 
 
+def full_score(bm25_score: float, entity_hits: int, corroboration: int, pinned: bool, updated_at: int,
+               now: int, tuning: MemoryTuning) -> tuple[float, dict[str, float]]:
+    """``(score, signals)`` of one candidate from its parts (module docstring); ``updated_at`` and
+    ``now`` in ms since epoch."""
+    rec = recency(updated_at, now, tuning)
+    pin = 1.0 if pinned else 0.0
+    base = (tuning.w_bm25 * bm25_score + tuning.w_entity * entity_hits
+            + tuning.w_corroboration * math.log1p(corroboration) + tuning.w_pinned * pin)
+    return base * rec, {"bm25": bm25_score, "entity": float(entity_hits),
+                        "corroboration": float(corroboration), "pinned": pin, "recency": rec}
+
+
 def score(memory: Memory, bm25_score: float, entity_hits: int, now: int, tuning: MemoryTuning,
           bank: str) -> Scored:
     """The full recall score of one candidate (module docstring) with its signals."""
-    rec = recency(memory.updated_at, now, tuning)
-    pinned = 1.0 if memory.pinned else 0.0
-    base = (tuning.w_bm25 * bm25_score + tuning.w_entity * entity_hits
-            + tuning.w_corroboration * math.log1p(memory.corroboration) + tuning.w_pinned * pinned)
-    return Scored(memory, base * rec, {"bm25": bm25_score, "entity": float(entity_hits),
-                                       "corroboration": float(memory.corroboration), "pinned": pinned,
-                                       "recency": rec}, bank)
+    total, signals = full_score(bm25_score, entity_hits, memory.corroboration, memory.pinned,
+                                memory.updated_at, now, tuning)
+    return Scored(memory, total, signals, bank)
 
 
 def rank_key(s: Scored) -> tuple:
@@ -173,4 +269,5 @@ def rank_key(s: Scored) -> tuple:
     return (-s.score, -s.memory.updated_at, s.memory.id)
 
 
-__all__ = ["CorpusStats", "CorpusBM25F", "Scored", "score", "rank_key", "recency"]
+__all__ = ["CorpusStats", "CorpusBM25F", "SegmentData", "Scored", "score", "full_score", "rank_key", "recency",
+           "postings", "posting_blocks", "length_norms", "bm25_term", "K1", "B"]
