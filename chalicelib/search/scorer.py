@@ -164,10 +164,14 @@ class CorpusStats:
     def data(self, i: int) -> SegmentData:
         """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
         reader, cache, _key, _seg = self.leaves[i]
-        ck = ("data", reader.segment().segment_id())
-        d = cache.get(ck)
+        sid = reader.segment().segment_id()
+        per_segment = cache.setdefault("segment_data", {})
+        d = per_segment.get(sid)
         if d is None:
-            d = cache[ck] = SegmentData(reader)
+            live = {r.segment().segment_id() for r, c, _k, _s in self.leaves if c is cache}
+            for gone in [s for s in per_segment if s not in live]:
+                del per_segment[gone]  # merged away: never read again
+            d = per_segment[sid] = SegmentData(reader)
         return d
 
     @property
