@@ -170,9 +170,18 @@ def encode_cursor(data: dict[str, Any]) -> str:
 
 
 def iter_records(inc: str) -> Iterable[Memory]:
-    """Every memory record of a bank incarnation, newest first (export, index rebuild)."""
+    """Every memory record of a bank incarnation, newest first (export)."""
     bind()
     for it in MemoryModel.by_order.query(inc, consistent_read=True):
+        yield record_of(it)
+
+
+def iter_records_any_order(inc: str) -> Iterable[Memory]:
+    """Every memory record of a bank incarnation in sort-key order (index rebuild): a query on
+    the base table's partition, cheaper than the ``by_order`` index when order does not matter.
+    Pointer items (``~fp/``, ``~name/``) hold no ``record`` and are filtered out server-side."""
+    bind()
+    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True):
         yield record_of(it)
 
 

@@ -11,7 +11,7 @@ from the recall's one consistent read:
   query), in ``seq`` order, never skipping one (a gap means the history cannot be trusted: rebuild);
 * cold: reuse the directory if this process left one, else load the newest S3 snapshot
   ``<org>/indexes/<bank>/<seq>.tar.gz`` of this incarnation and catch up, else rebuild from
-  ``core.store.iter_records``.
+  ``core.store.iter_records_any_order``.
 
 A writer updates its own cache at once: ``IndexCache.on_commit`` is registered with
 ``core.store.on_commit`` (through the *active* cache, see ``using``) and applies the committed
@@ -344,7 +344,7 @@ class IndexCache:
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128)
         try:
-            for rec in store.iter_records(entry.inc):
+            for rec in store.iter_records_any_order(entry.inc):
                 writer.add_document(**to_document(rec))
         except BaseException:
             writer.cancel()
