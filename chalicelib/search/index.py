@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from whoosh import index as whoosh_index
+from whoosh.codec import whoosh3
 from whoosh.filedb.filestore import RamStorage
-from whoosh.reading import SegmentReader
+from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 
 from ..core import store
 from ..core.records import Memory
@@ -105,6 +106,27 @@ def MERGE_DELETIONS(writer, segments):  # noqa: N802 - Whoosh's merge-policy nam
     return MERGE_TIERED(writer, [s for s in segments if not s.has_deletions()])
 
 
+def _same_deletions(a, b) -> bool:
+    """Whether two ``Segment`` objects of one segment id mark the same documents deleted."""
+    if a.deleted_count() != b.deleted_count():
+        return False
+    return not a.has_deletions() or set(a.deleted_docs()) == set(b.deleted_docs())
+
+
+def _move_deletions(reader, seg) -> bool:
+    """Point an open segment reader at ``seg``, the same segment with more documents deleted
+    (Whoosh's W3 codec reads deletions from the ``Segment`` object alone; the segment's files
+    never change), instead of reopening it; False when the reader is not of that shape."""
+    perdoc = getattr(reader, "_perdoc", None)
+    old = reader.segment()
+    if (type(reader) is not SegmentReader or not isinstance(perdoc, whoosh3.W3PerDocReader)
+            or getattr(perdoc, "_segment", None) is not old or old.doc_count_all() != seg.doc_count_all()
+            or not set(old.deleted_docs()) <= set(seg.deleted_docs())):
+        return False
+    reader._segment = perdoc._segment = seg
+    return True
+
+
 def snapshot_prefix(org_id: str, bank: str) -> str:
     """``<org>/indexes/<bank>/``: where a bank's index snapshots live."""
     return blobs.org_key(org_id, "indexes", bank) + "/"
@@ -124,20 +146,77 @@ class BankIndex:
     snapshot_seq: int = -1
     size_bytes: int = 0
     _reader: Any = None
+    _reader_gen: int = -1  # the commit generation the open reader shows
     stats_cache: dict = field(default_factory=dict)
 
     def reader(self):
         """The open reader of the current commit (callers hold the bank lock)."""
         if self._reader is None:
+            self._reader_gen = -1
             self._reader = self.ix.reader()
+            self._reader_gen = self._reader.generation()
         return self._reader
 
     def _reopen(self, close: bool = False) -> None:
-        """Drop the reader; the next ``reader()`` opens the latest commit. (Whoosh's
-        ``reader(reuse=...)`` keeps a reused segment's old deletion set: never reuse.)"""
+        """Drop the reader; the next ``reader()`` opens the latest commit."""
         old, self._reader = self._reader, None
+        self._reader_gen = -1
         if old is not None:
             old.close()
+
+    def _refresh(self) -> None:
+        """Open a reader of the latest commit, reusing the previous reader's segment readers
+        whose segment is unchanged (same id, same deletion set): after a one-document commit
+        only the new segment is opened, so the cost stays flat as the bank grows (opening a
+        compound segment copies its postings into memory). Whoosh's own ``reader(reuse=...)``
+        is not used: it keeps a reused segment's old deletion set and merged-away segments."""
+        old, self._reader = self._reader, None
+        self._reader_gen = -1
+        if old is None:
+            return
+        leaves = {r.segment().segment_id(): r for r, _off in old.leaf_readers()
+                  if r.segment() is not None}
+        try:
+            toc = self.ix._read_toc()
+            readers = []
+            for seg in toc.segments:
+                r = leaves.get(seg.segment_id())
+                if r is not None and (_same_deletions(r.segment(), seg) or _move_deletions(r, seg)):
+                    del leaves[seg.segment_id()]
+                else:
+                    r = SegmentReader(self.ix.storage, toc.schema, seg, generation=toc.generation)
+                readers.append(r)
+        except BaseException:
+            for r in leaves.values():
+                r.close()
+            raise
+        for r in leaves.values():
+            r.close()
+        if not readers:
+            self._reader = EmptyReader(toc.schema)
+        elif len(readers) == 1:
+            self._reader = readers[0]
+        else:
+            self._reader = MultiReader(readers, generation=toc.generation)
+        self._reader_gen = toc.generation
+
+    def _doomed(self, writer, ids: Iterable[str]) -> list[int]:
+        """Document numbers (in ``writer``'s numbering) of the live documents of ``ids``: looked
+        up in the open reader when it shows the commit the writer started from (no new
+        searcher over every segment), else through the writer's own searcher."""
+        reader = self.reader()
+        if not reader.doc_count_all():
+            return []
+        if self._reader_gen != writer.generation - 1:
+            searcher = writer.searcher()
+            return [dn for i in ids for dn in searcher.document_numbers(id=i)]
+        out = []
+        for i in ids:
+            try:
+                out.extend(reader.postings("id", i).all_ids())  # deleted documents filtered out
+            except TermNotFound:
+                pass
+        return out
 
     def write_meta(self) -> None:
         tmp = os.path.join(self.path, META_FILE + ".tmp")
@@ -173,10 +252,8 @@ class BankIndex:
             return 0
         writer = self.ix.writer()
         try:
-            if self.reader().doc_count_all():
-                searcher = writer.searcher()  # one searcher for every replaced id
-                for rec in latest.values():
-                    writer.delete_by_term("id", rec.id, searcher=searcher)
+            for dn in self._doomed(writer, latest):
+                writer.delete_document(dn)
             for rec in latest.values():
                 writer.add_document(**to_document(rec))
         except BaseException:
@@ -185,7 +262,7 @@ class BankIndex:
         writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_TIERED)
         self.seq = last
         self.write_meta()
-        self._reopen()
+        self._refresh()
         self.measure()
         return len(latest)
 
