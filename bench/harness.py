@@ -46,7 +46,8 @@ def backend() -> Iterator[dict[str, str]]:
 
 class CallCounter:
     """Counts AWS API calls per service/operation through botocore's event hooks
-    (``before-call.*.*`` on every client session boto3 and pynamodb create)."""
+    (``before-call.*.*`` on every client session boto3 and pynamodb create), and the items each
+    Query or Scan returned (``after-call.*.*``, as ``<service>:<operation>:items``)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -56,17 +57,23 @@ class CallCounter:
         if self.on and model is not None:
             self.calls[f"{model.service_model.service_name}:{model.name}"] += 1
 
+    def _after(self, model=None, parsed=None, **_kw) -> None:
+        # items a Query or Scan returned: the read cost DynamoDB bills for (read units scale with it)
+        if self.on and model is not None and isinstance(parsed, dict) and "Count" in parsed:
+            self.calls[f"{model.service_model.service_name}:{model.name}:items"] += int(parsed["Count"])
+
     def install(self) -> None:
         """Register the hook on every botocore session created from now on (boto3's and
         pynamodb's each make their own); call before any client exists."""
         import botocore.session
 
         original = botocore.session.Session.__init__
-        hook = self._hook
+        hook, after = self._hook, self._after
 
         def init(session, *args, **kwargs):
             original(session, *args, **kwargs)
             session.register("before-call.*.*", hook)
+            session.register("after-call.*.*", after)
 
         botocore.session.Session.__init__ = init
 
