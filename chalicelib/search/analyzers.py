@@ -131,6 +131,11 @@ def cjk_analyzer() -> Analyzer:
     return CJKBigramTokenizer() | LowercaseFilter()
 
 
+def has_cjk(text: str | None) -> bool:
+    """Whether ``text`` holds a CJK character, i.e. whether ``cjk_analyzer`` yields any token."""
+    return bool(text) and _CJK_RUN.search(text) is not None
+
+
 def handle_analyzer() -> Analyzer:
     """Entities and tags: each handle one exact token (handles are stored lower-cased already)."""
     return RegexTokenizer(r"[^\x1f]+")

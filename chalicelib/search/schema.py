@@ -11,12 +11,12 @@ DynamoDB.
 | text         | TEXT (memory analyzer)       | BM25F |
 | name         | TEXT (memory analyzer)       | BM25F (structured memories) |
 | description  | TEXT (memory analyzer)       | BM25F (structured memories) |
-| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description |
+| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (left out without CJK) |
 | entities     | KEYWORD (exact handles)      | entity candidates and ``entity_hits`` |
 | tags         | KEYWORD (exact handles)      | tag filter |
 | live         | ID                           | live filter |
-| updated_at   | NUMERIC sortable             | recency, ties, entity candidates newest first |
-| pinned, corroboration | NUMERIC sortable    | the ambient floor's order |
+| updated_at   | NUMERIC sortable, one term   | recency, ties, entity candidates newest first |
+| pinned, corroboration | NUMERIC sortable, one term | the ambient floor's order |
 | record       | STORED                       | the full record (JSON) |
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 
 from ..core.records import Memory
-from .analyzers import HANDLE_SEP, cjk_analyzer, handle_analyzer, memory_analyzer
+from .analyzers import HANDLE_SEP, cjk_analyzer, handle_analyzer, has_cjk, memory_analyzer
 
 TEXT_FIELDS = ("text", "name", "description", "cjk")
 
@@ -47,9 +47,11 @@ def schema() -> Schema:
         entities=KEYWORD(analyzer=handle_analyzer(), scorable=False),
         tags=KEYWORD(analyzer=handle_analyzer(), scorable=False),
         live=ID(),
-        updated_at=NUMERIC(bits=64, sortable=True),
-        pinned=NUMERIC(bits=32, sortable=True),
-        corroboration=NUMERIC(bits=64, sortable=True),
+        # read as columns only (sorting, scoring): one term per value, not Whoosh's 16 trie
+        # terms (shift_step 4) that only speed up NumericRange queries, which recall never runs
+        updated_at=NUMERIC(bits=64, sortable=True, shift_step=0),
+        pinned=NUMERIC(bits=32, sortable=True, shift_step=0),
+        corroboration=NUMERIC(bits=64, sortable=True, shift_step=0),
         record=STORED(),
     )
 
@@ -68,7 +70,7 @@ def to_document(rec: Memory) -> dict[str, Any]:
     if rec.description:
         doc["description"] = rec.description
     cjk = " ".join(x for x in (rec.text, rec.name, rec.description) if x)
-    if cjk:
+    if has_cjk(cjk):  # without a CJK character the field has no token: leaving it out is the same
         doc["cjk"] = cjk
     if rec.entities:
         doc["entities"] = HANDLE_SEP.join(rec.entities)
