@@ -181,7 +181,8 @@ def iter_records_any_order(inc: str) -> Iterable[Memory]:
     the base table's partition, cheaper than the ``by_order`` index when order does not matter.
     Pointer items (``~fp/``, ``~name/``) hold no ``record`` and are filtered out server-side."""
     bind()
-    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True):
+    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True,
+                                attributes_to_get=["record"]):  # one attribute per item to decode
         yield record_of(it)
 
 
