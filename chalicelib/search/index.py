@@ -135,7 +135,9 @@ def snapshot_prefix(org_id: str, bank: str) -> str:
 @dataclass
 class BankIndex:
     """One bank incarnation's index in this container: its Whoosh index, the ``seq`` applied,
-    a reader kept open between recalls, and per-segment statistics caches (scorer.py)."""
+    a reader kept open between recalls (refreshed after each commit, unchanged segments reused;
+    ``apply`` also finds the documents it replaces through it), and per-segment statistics
+    caches (scorer.py)."""
 
     org_id: str
     bank: str
@@ -176,9 +178,9 @@ class BankIndex:
             return
         leaves = {r.segment().segment_id(): r for r, _off in old.leaf_readers()
                   if r.segment() is not None}
+        readers = []
         try:
             toc = self.ix._read_toc()
-            readers = []
             for seg in toc.segments:
                 r = leaves.get(seg.segment_id())
                 if r is not None and (_same_deletions(r.segment(), seg) or _move_deletions(r, seg)):
@@ -187,8 +189,8 @@ class BankIndex:
                     r = SegmentReader(self.ix.storage, toc.schema, seg, generation=toc.generation)
                 readers.append(r)
         except BaseException:
-            for r in leaves.values():
-                r.close()
+            for r in readers + list(leaves.values()):
+                r.close()  # the next reader() opens the latest commit afresh
             raise
         for r in leaves.values():
             r.close()
