@@ -3,6 +3,7 @@
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` plus ``latest-<part>.md``/``.json``
 (part: ``all``, ``quality`` or ``speed``).
 Options: ``--quality`` / ``--speed`` run one part only; ``--sizes 1000,10000,100000``;
+``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
 """
 
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
     ap.add_argument("--sizes", default="1000,10000,100000", help="memory counts for the speed part")
     ap.add_argument("--queries", type=int, default=200, help="queries per kind for the speed part")
+    ap.add_argument("--rebuild-max", type=int, default=10000,
+                    help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
     both = not args.quality and not args.speed
 
@@ -42,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         md += qmd
     if args.speed or both:
         from . import speed
-        s, smd = speed.run([int(x) for x in args.sizes.split(",") if x], counter, queries=args.queries)
+        s, smd = speed.run([int(x) for x in args.sizes.split(",") if x], counter, queries=args.queries,
+                            rebuild_max=args.rebuild_max)
         report["speed"] = s
         md += smd
     RESULTS.mkdir(parents=True, exist_ok=True)

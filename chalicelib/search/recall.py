@@ -147,6 +147,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     for f, t in pairs:
         idf = None
         for i, (reader, _c, _b) in enumerate(leaves):
+            if f not in data[i].fields:
+                continue  # no posting of this field in the segment: skip the term lookup
             sk, al, a = skip[i], allow[i], acc[i]
             lens = None
             for ids, weights in posting_blocks(reader, f, t):

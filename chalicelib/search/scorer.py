@@ -18,6 +18,7 @@ taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -52,12 +53,15 @@ class SegmentData:
     """One segment's per-document values, read once into memory: ``updated_at``, ``pinned`` and
     ``corroboration`` (ints), ``ids`` (str) and, per text field, the field-length bytes Whoosh
     stores (``lengths[field][docnum]``, decoded with ``byte_to_length``; ``None`` when the segment
-    has no such column). Segments never change apart from their deletion set, so this is cached
-    by segment id alone and recall ranks without reading a stored record per candidate."""
+    has no such column) and ``fields``, the text fields holding any token. Segments never change
+    apart from their deletion set, so this is cached by segment id alone and recall ranks without
+    reading a stored record per candidate."""
 
-    __slots__ = ("updated_at", "pinned", "corroboration", "ids", "lengths")
+    __slots__ = ("updated_at", "pinned", "corroboration", "ids", "lengths", "fields")
 
     def __init__(self, reader: Any) -> None:
+        # text fields holding any token here (a bank's memories have no name or description)
+        self.fields = frozenset(f for f in TEXT_FIELDS if reader.field_length(f) > 0)
         self.updated_at = list(reader.column_reader("updated_at"))
         self.pinned = list(reader.column_reader("pinned"))
         self.corroboration = list(reader.column_reader("corroboration"))
@@ -111,9 +115,11 @@ def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, floa
         yield from zip(ids, weights)
 
 
+@lru_cache(maxsize=64)
 def length_norms(avgfl: float) -> list[float]:
     """Per Whoosh length byte (0-255), BM25's length normalisation ``k1 * (1 - b + b * len / avgfl)``
-    (a byte of 0, no length, counts as length 1)."""
+    (a byte of 0, no length, counts as length 1). Cached: the average moves only with writes.
+    Callers must not modify the list."""
     return [K1 * ((1 - B) + B * (byte_to_length(b) if b else 1) / avgfl) for b in range(256)]
 
 
