@@ -260,3 +260,49 @@ def test_top_memories_order(aws, cache):
     service.save_memory("o", "m", SaveRequest(text="plain two"), actor="t")
     assert [m.text for m in top_memories("o", "m", 4)] == ["pinned one", "corroborated", "plain two", "plain one"]
     assert top_memories("o", "missing", 3) == []
+
+
+def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache):
+    """The ranking reads postings block by block and sums BM25F itself; Whoosh's own searcher with
+    the same corpus statistics (``scorer.CorpusBM25F``) must give every memory the same bm25,
+    across several segments, replaced documents and a retired one."""
+    from whoosh.query import Or, Term
+    from whoosh.reading import MultiReader
+    from whoosh.searching import Searcher
+
+    from chalicelib.search.analyzers import memory_analyzer, query_terms
+    from chalicelib.search.scorer import CorpusBM25F, CorpusStats
+
+    words = ["coffee", "tea", "espresso", "morning", "standup", "deploy", "friday", "garden"]
+    ids = []
+    for i in range(24):  # one commit (segment) each, merged by the tiered policy as they come
+        text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 6)) + f" note{i}"
+        ids.append(save(api, text)["id"])
+        if i == 0:
+            recall(api, "coffee")  # the bank's index is now cached: each later write commits to it
+    for i in (3, 7, 11):  # replaced documents stay in their segments as deletions
+        status, _ = api.patch(f"/v1/banks/main/memories/{ids[i]}", {"text": f"coffee coffee garden edit{i}"})
+        assert status == 200
+    assert api.delete(f"/v1/banks/main/memories/{ids[5]}")[0] in (200, 204)
+    query = "coffee espresso garden friday"
+    got = {h["memory"]["id"]: h["signals"]["bm25"] for h in recall(api, query, limit=100)}
+    entry = cache.get("default", "main")
+    with cache.lock("default", "main"):
+        leaves = [leaf for leaf, _off in entry.reader().leaf_readers()]
+        assert len(leaves) > 1 and any(leaf.has_deletions() for leaf in leaves)
+        stats = CorpusStats([(leaf, {}) for leaf in leaves], False)
+        searcher = Searcher(MultiReader(leaves), weighting=CorpusBM25F(stats), closereader=False)
+        terms = [Term(f, t) for t in query_terms(memory_analyzer(), query) for f in ("text", "name", "description")]
+        assert any(seg.excluded for seg in stats.segments)  # the forgotten memory: retired, not counted
+        want = {}
+        for hit in searcher.search(Or(terms), limit=None):
+            rec = hit.fields()
+            memory_id = rec["id"]
+            if memory_id != ids[5]:
+                want[memory_id] = hit.score
+    assert ids[5] not in got  # forgotten: never comes back
+    assert recall(api, "note3 note7 note11") == []  # replaced texts are gone from the warm index
+    assert len(recall(api, "edit3 edit7 edit11", limit=10)) == 3
+    assert set(got) == set(want)
+    for memory_id, score in want.items():
+        assert math.isclose(got[memory_id], score, rel_tol=1e-9), memory_id

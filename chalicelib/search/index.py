@@ -124,6 +124,9 @@ def _move_deletions(reader, seg) -> bool:
             or not set(old.deleted_docs()) <= set(seg.deleted_docs())):
         return False
     reader._segment = perdoc._segment = seg
+    # SegmentReader.deleted_docs_set is a cached_property (kept in the instance dict): drop it,
+    # or postings() and recall keep filtering with the old deletion set
+    reader.__dict__.pop("deleted_docs_set", None)
     return True
 
 
