@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(md) + "\n"
     blob = json.dumps(report, indent=2, sort_keys=True)
     parts = "all" if both else ("quality" if args.quality else "speed")
-    for name in (f"bench-{stamp}-{parts}", f"latest-{parts}"):
+    names = [f"bench-{stamp}-{parts}"]
+    if not (report.get("quality") or {}).get("skipped"):
+        names.append(f"latest-{parts}")  # a run without the LoCoMo data keeps the last real figures
+    for name in names:
         (RESULTS / f"{name}.md").write_text(text)
         (RESULTS / f"{name}.json").write_text(blob)
     print(text)
