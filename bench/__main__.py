@@ -1,7 +1,7 @@
 """``python -m bench`` (``make bench``): LoCoMo retrieval quality and recall speed (issue 3, item 6).
 
-Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` plus ``latest-<part>.md``/``.json``
-(part: ``all``, ``quality`` or ``speed``).
+Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
+(``quality``, ``speed``), and ``latest-<part>.md``/``.json`` when that part produced figures.
 Options: ``--quality`` / ``--speed`` run one part only; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
@@ -18,14 +18,46 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated positive memory counts."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return sizes
+
+
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
+def _write(name: str, text: str, blob: str) -> None:
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.json").write_text(blob)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the requested parts; each part that ran writes ``bench-<stamp>-<part>.md/.json`` and,
+    when it produced figures (not skipped, no size failed), ``latest-<part>.*``. Exit status 1
+    when a speed size failed, else 0 (a quality part skipped for want of data is not a failure)."""
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quality", action="store_true", help="run the LoCoMo quality part only")
     ap.add_argument("--speed", action="store_true", help="run the speed part only")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
-    ap.add_argument("--sizes", default="1000,10000,100000", help="memory counts for the speed part")
-    ap.add_argument("--queries", type=int, default=200, help="queries per kind for the speed part")
-    ap.add_argument("--rebuild-max", type=int, default=10000,
+    ap.add_argument("--sizes", type=_sizes, default=[1000, 10000, 100000],
+                    help="memory counts for the speed part (default 1000,10000,100000)")
+    ap.add_argument("--queries", type=_at_least(5), default=200, help="queries per kind for the speed part (>= 5)")
+    ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
     both = not args.quality and not args.speed
@@ -35,34 +67,36 @@ def main(argv: list[str] | None = None) -> int:
     counter = CallCounter()
     counter.install()
 
-    report: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "command": "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])}
-    md: list[str] = [f"# Cairn benchmark ({report['started']})", "", f"Command: `{report['command']}`", ""]
-    if args.quality or both:
-        from . import quality
-        q, qmd = quality.run(tune=args.tune)
-        report["quality"] = q
-        md += qmd
-    if args.speed or both:
-        from . import speed
-        s, smd = speed.run([int(x) for x in args.sizes.split(",") if x], counter, queries=args.queries,
-                            rebuild_max=args.rebuild_max)
-        report["speed"] = s
-        md += smd
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    text = "\n".join(md) + "\n"
-    blob = json.dumps(report, indent=2, sort_keys=True)
-    parts = "all" if both else ("quality" if args.quality else "speed")
-    names = [f"bench-{stamp}-{parts}"]
-    if not (report.get("quality") or {}).get("skipped"):
-        names.append(f"latest-{parts}")  # a run without the LoCoMo data keeps the last real figures
-    for name in names:
-        (RESULTS / f"{name}.md").write_text(text)
-        (RESULTS / f"{name}.json").write_text(blob)
-    print(text)
-    print(f"results: {RESULTS}/bench-{stamp}-{parts}.md and .json")
-    return 0
+    command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    head = [f"# Cairn benchmark ({started})", "", f"Command: `{command}`", ""]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    failed = False
+    written = []
+    for part in ("quality", "speed"):
+        if not (both or getattr(args, part)):
+            continue
+        if part == "quality":
+            from . import quality
+            data, md = quality.run(tune=args.tune)
+            ok = not data.get("skipped")
+        else:
+            from . import speed
+            data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
+            ok = not any("error" in r for r in data["sizes"].values())
+            failed = failed or not ok
+        text = "\n".join(head + md) + "\n"
+        blob = json.dumps({"started": started, "command": command, part: data}, indent=2, sort_keys=True)
+        _write(f"bench-{stamp}-{part}", text, blob)
+        written.append(f"{RESULTS}/bench-{stamp}-{part}.md")
+        if ok:
+            _write(f"latest-{part}", text, blob)  # a skipped or failed run keeps the last real figures
+        print(text)
+    print("results: " + ", ".join(written) + " (and .json)")
+    if failed:
+        print("bench: a speed size failed (see its row); latest-speed kept", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
