@@ -221,16 +221,15 @@ def cairn_candidates(org: str, bank: str, ids: dict[str, int], query: str, now: 
 
 
 def rerank(cands: list[dict], tuning, now: int, limit: int = DEPTH) -> list[int]:
-    """Doc indexes ranked by ``chalicelib.search.scorer`` with ``tuning`` (same formula, same ties)."""
-    import math
-
-    from chalicelib.search.scorer import recency
+    """Doc indexes ranked by ``chalicelib.search.scorer.full_score`` with ``tuning`` (same formula,
+    same ties: score desc, ``updated_at`` desc, id asc)."""
+    from chalicelib.search.scorer import full_score
 
     scored = []
     for c in cands:
-        base = (tuning.w_bm25 * c["bm25"] + tuning.w_entity * c["entity"]
-                + tuning.w_corroboration * math.log1p(c["corroboration"]) + tuning.w_pinned * c["pinned"])
-        scored.append((-(base * recency(c["updated_at"], now, tuning)), -c["updated_at"], c["id"], c["doc"]))
+        total, _signals = full_score(c["bm25"], c["entity"], c["corroboration"], c["pinned"], c["updated_at"],
+                                     now, tuning)
+        scored.append((-total, -c["updated_at"], c["id"], c["doc"]))
     scored.sort()
     return [d for *_, d in scored[:limit]]
 

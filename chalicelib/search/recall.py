@@ -6,11 +6,11 @@ version row, org ``_system`` name ``!config``; see ``chalicelib.inject.reload``)
 caught up if behind (``index.IndexCache.fresh``), then Whoosh only: no record is read from
 DynamoDB and nothing from S3.
 
-Candidates: the top ``fetch_limit`` BM25F hits (analysed query tokens OR-ed as ``Term`` queries,
-never a query parser, so ``?`` and ``*`` are plain text) plus the ``fetch_limit`` newest memories
-whose entity handles the query names (a first-person query also names ``user``). Both honour the
-live flag and the tag filter before any cut. Candidates are re-ranked by the full score
-(``scorer.score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
+Candidates: the top ``fetch_limit`` BM25F hits (analysed query tokens OR-ed, each looked up in
+the postings, never a query parser, so ``?`` and ``*`` are plain text) plus the ``fetch_limit``
+newest memories whose entity handles the query names (a first-person query also names ``user``).
+Both honour the live flag and the tag filter before any cut. Candidates are re-ranked by the full
+score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
 nothing. ``retrieval`` names the mode that ran: ``bm25-entity`` (``bm25-entity+as_of`` for a
 point-in-time recall).
 
@@ -108,9 +108,8 @@ class QueryTerms:
 
 def analyse(query: str) -> QueryTerms:
     """The terms recall looks up for ``query`` (see ``QueryTerms``)."""
-    return QueryTerms(tuple(dict.fromkeys(query_terms(memory_analyzer(), query))),
-                      tuple(dict.fromkeys(query_terms(cjk_analyzer(), query))),
-                      tuple(dict.fromkeys(entity_keys(query))))
+    return QueryTerms(tuple(query_terms(memory_analyzer(), query)), tuple(query_terms(cjk_analyzer(), query)),
+                      tuple(entity_keys(query)))  # each already distinct, in first-seen order
 
 
 def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
@@ -143,7 +142,6 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     # (field, term) pairs, the same arithmetic as whoosh.scoring.bm25
     acc: list[dict[int, float]] = [{} for _ in leaves]
     k1p = K1 + 1
-    norms: dict[str, list[float]] = {}
     for f, t in pairs:
         idf = None
         for i, (reader, _c, _b) in enumerate(leaves):
@@ -154,7 +152,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
             for ids, weights in posting_blocks(reader, f, t):
                 if idf is None:
                     idf = stats.idf(f, t)
-                    norm = norms.get(f) or norms.setdefault(f, length_norms(stats.avgfl(f) or 1.0))
+                    norm = length_norms(stats.avgfl(f) or 1.0)  # cached per average length
                 if lens is None:
                     lens = data[i].lengths.get(f) or bytes(reader.doc_count_all())
                 for d, w in zip(ids, weights):

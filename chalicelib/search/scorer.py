@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from whoosh.codec import whoosh3
@@ -28,7 +27,6 @@ from whoosh.reading import TermNotFound
 from whoosh.scoring import BM25F, WeightLengthScorer, WeightScorer, bm25
 from whoosh.util.numeric import byte_to_length
 
-from ..core.records import Memory
 from ..tuning import MemoryTuning
 from .schema import TEXT_FIELDS
 
@@ -121,12 +119,6 @@ def length_norms(avgfl: float) -> list[float]:
     (a byte of 0, no length, counts as length 1). Cached: the average moves only with writes.
     Callers must not modify the list."""
     return [K1 * ((1 - B) + B * (byte_to_length(b) if b else 1) / avgfl) for b in range(256)]
-
-
-def bm25_term(idf: float, tf: float, lbyte: int, avgfl: float) -> float:
-    """One field's BM25 of one term (k1 1.2, b 0.75), the document's length given as Whoosh's
-    length byte."""
-    return bm25(idf, tf, byte_to_length(lbyte) if lbyte else 1, avgfl, B, K1)
 
 
 class _SegmentStats:
@@ -225,7 +217,9 @@ class _Scorer(WeightLengthScorer):
 
 
 class CorpusBM25F(BM25F):
-    """Whoosh weighting whose idf and average field length come from ``CorpusStats``."""
+    """Whoosh weighting whose idf and average field length come from ``CorpusStats``: Whoosh's own
+    BM25F over the same statistics, the reference the posting-block ranking in ``recall`` is
+    tested against (recall itself does not run Whoosh's searcher)."""
 
     def __init__(self, stats: CorpusStats) -> None:
         super().__init__(B=B, K1=K1)
@@ -236,16 +230,6 @@ class CorpusBM25F(BM25F):
             return WeightScorer.for_(searcher, fieldname, text)
         return _Scorer(searcher, fieldname, text, self.stats.idf(fieldname, text),
                        self.stats.avgfl(fieldname), qf=qf)
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One ranked memory: its score and the signals that made it."""
-
-    memory: Memory
-    score: float
-    signals: dict[str, float]
-    bank: str
 
 
 def recency(updated_at: int, now: int, tuning: MemoryTuning) -> float:
@@ -266,18 +250,5 @@ def full_score(bm25_score: float, entity_hits: int, corroboration: int, pinned: 
                         "corroboration": float(corroboration), "pinned": pin, "recency": rec}
 
 
-def score(memory: Memory, bm25_score: float, entity_hits: int, now: int, tuning: MemoryTuning,
-          bank: str) -> Scored:
-    """The full recall score of one candidate (module docstring) with its signals."""
-    total, signals = full_score(bm25_score, entity_hits, memory.corroboration, memory.pinned,
-                                memory.updated_at, now, tuning)
-    return Scored(memory, total, signals, bank)
-
-
-def rank_key(s: Scored) -> tuple:
-    """Sort key: score desc, ``updated_at`` desc, id asc."""
-    return (-s.score, -s.memory.updated_at, s.memory.id)
-
-
-__all__ = ["CorpusStats", "CorpusBM25F", "SegmentData", "Scored", "score", "full_score", "rank_key", "recency",
-           "postings", "posting_blocks", "length_norms", "bm25_term", "K1", "B"]
+__all__ = ["CorpusStats", "CorpusBM25F", "SegmentData", "full_score", "recency", "postings", "posting_blocks",
+           "length_norms", "K1", "B"]
