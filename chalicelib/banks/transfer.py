@@ -187,17 +187,17 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
         errs: list[dict[str, Any]] = []
         stale = 0
         claimed: set[str] = set()
+        fps = [fingerprint(rec.text) for _n, rec in batch]
         # the batch's records and their text's pointers in one read (empty for a new bank)
-        known = get_items(inc, [k for _n, rec in batch
-                                for k in (rec.id, POINTER_PREFIX + fingerprint(rec.text))]) if row is not None else {}
-        for n, rec in batch:
+        known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps)
+                                for k in (rec.id, POINTER_PREFIX + fp)]) if row is not None else {}
+        for (n, rec), fp in zip(batch, fps):
             item = known.get(rec.id)
             prev = record_of(item) if item is not None else None
             if prev is not None and (rec.revision < prev.revision or
                                      (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
                 stale += 1
                 continue
-            fp = fingerprint(rec.text)
             ptr = known.get(POINTER_PREFIX + fp)
             if (ptr is not None and ptr.memory_id != rec.id) or fp in claimed:
                 errs.append({"line": n, "error": "duplicate_text: another memory has this text"})
