@@ -162,7 +162,7 @@ class BankIndex:
             self._reader_gen = self._reader.generation()
         return self._reader
 
-    def _reopen(self, close: bool = False) -> None:
+    def _reopen(self) -> None:
         """Drop the reader; the next ``reader()`` opens the latest commit."""
         old, self._reader = self._reader, None
         self._reader_gen = -1
@@ -238,7 +238,7 @@ class BankIndex:
 
         Changes at or below the applied ``seq`` are skipped (already in); with ``strict`` the
         first new change must be ``seq + 1`` and the rest consecutive, else ``StaleHistory``.
-        Per id only the last record is written (one ``update_document`` per id, one commit).
+        Per id only the last record is written (its previous document deleted, one commit).
         """
         latest: dict[str, Memory] = {}
         expect = self.seq + 1
