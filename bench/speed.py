@@ -89,6 +89,14 @@ def timed(fn, *args, **kw) -> tuple[float, Any]:
     return (time.perf_counter() - started) * 1000, out
 
 
+def _latency(fn, items: list, warmup: int = 5) -> dict[str, float]:
+    """``{p50_ms, p95_ms}`` of ``fn(item)`` over ``items``, after ``warmup`` untimed calls."""
+    for x in items[:warmup]:
+        fn(x)
+    ms = [timed(fn, x)[0] for x in items]
+    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+
+
 def bm25s_timings(texts: list[str], qs: dict[str, list[str]], k: int) -> dict[str, dict[str, float]]:
     """bm25s on the same corpus and queries, corpus and queries tokenised beforehand (ms)."""
     import bm25s
@@ -97,25 +105,9 @@ def bm25s_timings(texts: list[str], qs: dict[str, list[str]], k: int) -> dict[st
     r = bm25s.BM25()
     r.index(tok, show_progress=False)
     vocab = tok.vocab
-    out = {}
-    for kind, items in qs.items():
-        pre = [[vocab[w] for w in q.split() if w in vocab] for q in items]
-        for p in pre[:5]:
-            r.retrieve([p], k=k, show_progress=False)
-        ms = []
-        for p in pre:
-            started = time.perf_counter()
-            r.retrieve([p], k=k, show_progress=False)
-            ms.append((time.perf_counter() - started) * 1000)
-        out[kind] = {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
-    return out
-
-
-def _latency(fn, items: list, warmup: int = 5) -> dict[str, float]:
-    for x in items[:warmup]:
-        fn(x)
-    ms = [timed(fn, x)[0] for x in items]
-    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+    return {kind: _latency(lambda p: r.retrieve([p], k=k, show_progress=False),
+                           [[vocab[w] for w in q.split() if w in vocab] for q in items])
+            for kind, items in qs.items()}
 
 
 def one_size(n: int, counter: CallCounter, nq: int, rebuild_max: int) -> dict[str, Any]:
