@@ -74,3 +74,40 @@ def test_bank_created_by_racing_first_saves(api):
     assert all(r[0] == 201 for r in results)
     row = _bank()
     assert int(row.seq) == 10 and int(row.memories) == 10
+
+
+def test_twenty_concurrent_rule_puts_keep_the_rule_count(api):
+    """20 PUTs of distinct rules at once: the bank's ``rules`` count is 20, as listed (each PUT
+    recounted and the last writer won: 19 were counted while 20 were listed)."""
+    from chalicelib.banks.rules import set_rule
+    api.post("/v1/banks", {"name": "race"})
+    _run_all([lambda i=i: set_rule("default", "race", f"rule-{i}", f"Rule number {i}.") for i in range(N)])
+    assert len(api.get("/v1/banks/race/rules")[1]["rules"]) == N
+    assert int(_bank().rules) == N
+    assert api.get("/v1/banks/race")[1]["bank"]["rules"] == N
+
+
+def test_a_stale_rule_count_never_lands_last(api, monkeypatch):
+    """The race made deterministic: writer A lists the rules before B's rule lands, B counts and
+    finishes, then A writes. A's stale count must not be the one that stays."""
+    from chalicelib.banks import rules
+    from chalicelib.storage import blobs
+    api.put("/v1/banks/race/rules/first", {"content": "One."})
+    real = blobs.list_objects
+    a_listed, b_done = threading.Event(), threading.Event()
+
+    def listing(prefix):
+        out = list(real(prefix))
+        if threading.current_thread().name == "writer-a" and not a_listed.is_set():
+            a_listed.set()
+            b_done.wait(10)  # A holds its stale listing until B has finished
+        return out
+
+    monkeypatch.setattr(blobs, "list_objects", listing)
+    a = threading.Thread(target=rules.refresh_rule_count, args=("default", "race"), name="writer-a")
+    a.start()
+    assert a_listed.wait(10)
+    rules.set_rule("default", "race", "second", "Two.")
+    b_done.set()
+    a.join(10)
+    assert int(_bank().rules) == 2

@@ -2,7 +2,8 @@
 
 Rules are S3 objects ``<org>/banks/<bank>/rules/<name>.md``; editing them there by hand is
 equivalent to the API. The bank row keeps a rule count and a ``rules_version`` that every API
-write bumps, so caches know to reload.
+write (and every hand edit's S3 event) bumps, so caches know to reload; the count is derived
+from the listing, conditioned on that version (``refresh_rule_count``).
 """
 
 from __future__ import annotations
@@ -68,16 +69,26 @@ def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
 
 
 def refresh_rule_count(org_id: str, bank: str) -> None:
-    """Recount a bank's rule objects and bump its ``rules_version`` (also after hand edits)."""
+    """Recount a bank's rule objects and bump its ``rules_version`` (also after hand edits).
+
+    The count is written conditioned on the ``rules_version`` read before listing, and retried
+    when another writer moved it: the last count to land was listed after every earlier rule
+    write had landed, so concurrent writers never leave a stale count (the last writer cannot
+    overwrite a newer listing with its older one)."""
     bind()
     prefix = _rules_prefix(org_id, bank)
-    count = sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md"))
-    row = get_bank_row(org_id, bank)
-    if row is None:
-        return
-    try:
-        row.update(actions=[BankModel.rules.set(count), BankModel.rules_version.add(1),
-                            BankModel.updated_at.set(now_ms())],
-                   condition=BankModel.incarnation == row.incarnation)
-    except Exception:  # noqa: BLE001 - the bank was trashed meanwhile: nothing to count
-        pass
+
+    def attempt(tx) -> None:
+        row = get_bank_row(org_id, bank)
+        if row is None:
+            return  # the bank was trashed meanwhile: nothing to count
+        version = int(row.rules_version or 0)
+        count = sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md"))
+        same = BankModel.rules_version == version
+        if version == 0:
+            same = same | BankModel.rules_version.does_not_exist()  # a row written before the field
+        tx.update(row, actions=[BankModel.rules.set(count), BankModel.rules_version.set(version + 1),
+                                BankModel.updated_at.set(now_ms())],
+                  condition=(BankModel.incarnation == row.incarnation) & same)
+
+    run_transaction(attempt)
