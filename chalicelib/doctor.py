@@ -1,10 +1,13 @@
-"""``GET /v1/doctor``: an end-to-end self-test (issue 6, item 5; the bank worker's doctor).
+"""``GET /v1/doctor``: an end-to-end self-test (the bank worker's doctor).
 
 ``{ok, checks: [{name, ok, required, detail, ms}]}``; ``ok`` is true only when every REQUIRED
-check passed. Required: ``dynamodb_writable`` (put, read back, delete one extraction-table row),
+check passed. Required: ``configuration`` (the ``CAIRN_*`` settings and the team-memory caps
+validate; the detail names each bad variable), ``dynamodb_writable`` (put, read back, delete one extraction-table row),
 ``s3_writable`` (put, read back, delete one object), ``round_trip`` (save a memory in a scratch
-bank, recall it, trash the bank). Advisory (reported, never failing ``ok``): ``queue_reachable``
-and ``model_reachable``, each bounded by a 3 s timeout. A degraded state is named, never a bare
+bank, recall it, trash the bank). Advisory (reported, never failing ``ok``): ``tuning`` (the
+configured memory tuning validates; when it does not, the last good one is running and the detail
+names the file or variable, the key and the problem), ``queue_reachable`` and ``model_reachable``,
+each bounded by a 3 s timeout. A degraded state is named, never a bare
 "up".
 """
 
@@ -32,9 +35,24 @@ def _check(name: str, required: bool, fn: Callable[[], str]) -> dict[str, Any]:
     try:
         detail, ok = fn(), True
     except Exception as exc:  # noqa: BLE001 - a failed check is reported, not raised
-        detail, ok = f"{type(exc).__name__}: {str(exc)[:200]}", False
+        detail, ok = f"{type(exc).__name__}: {str(exc)[:500]}", False
     return {"name": name, "ok": ok, "required": required, "detail": detail,
             "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _configuration() -> str:
+    from .team.limits import get_limits
+    get_settings()
+    get_limits()
+    return "CAIRN_* settings and KEYSTONE_CONTEXT_MEMORY_* caps are valid"
+
+
+def _tuning() -> str:
+    from .tuning import tuning_problem
+    problem = tuning_problem()
+    if problem is not None:
+        raise RuntimeError(f"{problem}; the last good tuning is running")
+    return "the configured memory tuning is valid and running"
 
 
 def _dynamodb() -> str:
@@ -110,6 +128,8 @@ def _model() -> str:
 def run_checks(org_id: str, actor: str) -> dict[str, Any]:
     """Run every check (see the module doc) and return ``{ok, checks}``."""
     checks = [
+        _check("configuration", True, _configuration),
+        _check("tuning", False, _tuning),
         _check("dynamodb_writable", True, _dynamodb),
         _check("s3_writable", True, _s3),
         _check("round_trip", True, _round_trip(org_id, actor)),

@@ -126,4 +126,11 @@ class BackendUnavailable(CairnError):
 
 
 class ConfigError(Exception):
-    """A setting is invalid. Raised at start-up; the message names the variable."""
+    """A setting is invalid; the message names the variable or file and the key.
+
+    ``problems``: ``[{source, key, problem}]`` where known (``source`` a file, ``s3 <key>`` or
+    ``environment``; ``key`` e.g. ``memory.fetch_limit`` or ``CAIRN_MEMORY_FETCH_LIMIT``)."""
+
+    def __init__(self, message: str, *, problems: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []

@@ -1,4 +1,4 @@
-"""Validated configuration (issue 2, item 11).
+"""Validated configuration.
 
 Settings come from environment variables prefixed ``CAIRN_`` (``.chalice/config.json`` sets them
 per stage). They are read lazily, on first use in a request, because Chalice's test client
@@ -74,8 +74,10 @@ def from_env(cls: type[S], prefix: str) -> S:
     try:
         value = cls()
     except ValidationError as exc:
-        problems = [f"{prefix}{str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+        problems = [{"source": "environment", "key": f"{prefix}{str(e['loc'][0]).upper() if e['loc'] else '?'}",
+                     "problem": e["msg"]} for e in exc.errors()]
+        raise ConfigError("invalid configuration: " + "; ".join(f"{p['key']}: {p['problem']}" for p in problems),
+                          problems=problems) from None
     with _lock:
         _cache[key] = value
     return value

@@ -1,4 +1,4 @@
-"""``GET /v1/doctor`` (issue 6, item 5): required checks decide ``ok``; a failed S3 is named."""
+"""``GET /v1/doctor``: required checks decide ``ok``; a failed S3 is named."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ def test_doctor_all_green(api, monkeypatch):
     status, body = api.get("/v1/doctor")
     assert status == 200 and body["ok"] is True, body
     checks = by_name(body)
-    assert set(checks) == {"dynamodb_writable", "s3_writable", "round_trip", "queue_reachable", "model_reachable"}
+    assert set(checks) == {"configuration", "tuning", "dynamodb_writable", "s3_writable", "round_trip",
+                           "queue_reachable", "model_reachable"}
     assert all(c["ok"] for c in checks.values()), checks
-    assert [c["required"] for c in body["checks"]] == [True, True, True, False, False]
+    assert [c["required"] for c in body["checks"]] == [True, False, True, True, True, False, False]
     assert "found by" in checks["round_trip"]["detail"]
     # the scratch bank went to the trash, not into the listing
     assert [b["name"] for b in api.get("/v1/banks")[1]["banks"]] == []

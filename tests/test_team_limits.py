@@ -31,7 +31,9 @@ def test_invalid_limit_fails_team_requests(world, monkeypatch):
     e = world.create()
     monkeypatch.setenv(P + "MAX_UNITS", "lots")
     st, body = world.call("alice", "GET", f"{MEM}/entries/{e['id']}")
-    assert (st, body["code"]) == (500, "internal_error")
+    assert (st, body["code"]) == (500, "misconfigured")
+    assert P + "MAX_UNITS" in body["error"]  # the operator learns which variable to fix
+    assert body["details"]["problems"][0]["key"] == P + "MAX_UNITS"
 
 
 def test_max_update_bytes_boundary(world, monkeypatch):

@@ -81,6 +81,13 @@ def error_response(err: CairnError) -> Response:
     return _json_response(err.status, err.body(), err.headers)
 
 
+def misconfigured(err: ConfigError) -> CairnError:
+    """500 ``misconfigured`` naming the variable (or file) and the key: the operator's own
+    configuration, never a client's value, so the message is safe to show."""
+    return CairnError(f"The service is misconfigured: {err}", code="misconfigured",
+                      details={"problems": err.problems} if err.problems else None)
+
+
 def _validation_error(exc: ValidationError) -> BadRequest:
     errs = exc.errors()
     first = errs[0] if errs else {"loc": (), "msg": "invalid"}
@@ -188,7 +195,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
                 response = error_response(err)
             except ConfigError as err:
                 log.error("configuration error: %s", err)
-                response = error_response(CairnError("The service is misconfigured.", code="internal_error"))
+                response = error_response(misconfigured(err))
             except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
                 backend = as_backend_error(exc)
                 if backend is not None:

@@ -353,6 +353,12 @@ class Stack:
         """Bring the stack up; returns the admin token."""
         from moto.server import ThreadedMotoServer
 
+        from .preflight import problems
+        errors, warnings = problems()
+        for warning in warnings:
+            log(f"WARNING: {warning}")
+        if errors:
+            raise SystemExit("refusing to start: " + "; ".join(errors))
         for p in (self.port, self.moto_port):
             if not _free_port(p):
                 raise SystemExit(f"port {p} on 127.0.0.1 is in use (set CAIRN_PORT / CAIRN_MOTO_PORT)")
