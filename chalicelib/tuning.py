@@ -1,13 +1,19 @@
-"""Memory tuning: the ``[memory]`` table of a TOML file plus environment overrides (issue 3, item 5).
+"""Memory tuning: the ``[memory]`` table of a TOML file plus environment overrides.
 
 Sources, later wins: defaults, the ``[memory]`` table of the TOML file named by
 ``CAIRN_CONFIG_FILE`` (read with ``tomllib``), the same table in the bucket's
 ``config/memory.toml`` (editable by hand; an S3 event bumps the config version), then
 ``CAIRN_MEMORY_<KEY>`` environment variables
 (``CAIRN_MEMORY_FETCH_LIMIT=80``). An unknown key in either place, or a value that does not
-validate, raises ``ConfigError`` naming the key. ``get_tuning()`` is cached per config version
-(bumped by ``POST /v1/reload``; the recall core reads it with the bank row) and per distinct
-environment, so a reload makes every container re-read the file.
+validate, raises ``ConfigError`` naming the source, the key and the problem (``load_tuning``,
+``current_tuning``). ``get_tuning()`` is cached per config version (bumped by ``POST /v1/reload``;
+the recall core reads it with the bank row) and per distinct environment, so a reload makes every
+container re-read the file.
+
+A tuning problem never takes recall down: ``get_tuning()`` keeps the last good tuning (this
+container's, else the one persisted in the config row by the last container that read a valid
+tuning, else the defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
+refuses an invalid tuning with 400 ``invalid_config`` and doctor reports it.
 
 Recall weights (the bank worker's defaults; see README "How recall ranks"):
 ``base = w_bm25*bm25 + w_entity*entity_hits + w_corroboration*ln(1+corroboration) + w_pinned*pinned``,
@@ -64,6 +70,8 @@ class MemoryTuning(BaseModel):
 
 _lock = threading.Lock()
 _cache: dict[tuple, MemoryTuning] = {}
+_problem: dict[tuple, ConfigError] = {}  # per cache key: why the configured tuning is not running
+_last_good: MemoryTuning | None = None
 _ENV_NAMES = (CONFIG_FILE_ENV, *(ENV_PREFIX + k.upper() for k in MemoryTuning.model_fields))
 _config_version = 0
 
@@ -77,6 +85,7 @@ def set_config_version(version: int) -> bool:
         _config_version = int(version)
         if moved:
             _cache.clear()
+            _problem.clear()
     return moved
 
 
@@ -97,14 +106,21 @@ def _memory_table(data: bytes, where: str) -> dict[str, Any]:
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where} is not valid TOML: {exc}") from None
+        raise _problem_error(where, "", f"not valid TOML: {exc}") from None
     table = doc.get("memory", {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [memory] must be a table")
+        raise _problem_error(where, "memory", "[memory] must be a table")
     unknown = sorted(set(table) - set(MemoryTuning.model_fields))
     if unknown:
-        raise ConfigError(f"{where}: unknown key memory.{unknown[0]}")
+        raise _problem_error(where, f"memory.{unknown[0]}", "unknown key")
     return table
+
+
+def _problem_error(source: str, key: str, problem: str) -> ConfigError:
+    """``ConfigError("<source>: <key>: <problem>")`` with ``problems=[{source, key, problem}]``."""
+    where = f"{source}: {key}" if key else source
+    return ConfigError(f"invalid memory tuning: {where}: {problem}",
+                       problems=[{"source": source, "key": key, "problem": problem}])
 
 
 def load_tuning(path: str | None = None, env: dict[str, str] | None = None,
@@ -122,27 +138,30 @@ def load_tuning(path: str | None = None, env: dict[str, str] | None = None,
             with open(path, "rb") as fh:
                 data = fh.read()
         except FileNotFoundError:
-            raise ConfigError(f"{CONFIG_FILE_ENV}: file {path!r} not found") from None
-        for k, v in _memory_table(data, f"{CONFIG_FILE_ENV}: {path!r}").items():
-            values[k], origin[k] = v, f"{path}: memory.{k}"
+            raise _problem_error(CONFIG_FILE_ENV, "", f"file {path!r} not found") from None
+        for k, v in _memory_table(data, path).items():
+            values[k], origin[k] = v, path
     if overlay is not None:
         for k, v in _memory_table(overlay, f"s3 {CONFIG_KEY}").items():
-            values[k], origin[k] = v, f"s3 {CONFIG_KEY}: memory.{k}"
+            values[k], origin[k] = v, f"s3 {CONFIG_KEY}"
     for name, raw in env.items():
         if not name.startswith(ENV_PREFIX):
             continue
         k = name[len(ENV_PREFIX):].lower()
         if k not in known:
-            raise ConfigError(f"{name}: unknown memory setting {k!r}")
-        values[k], origin[k] = raw, name
+            raise _problem_error("environment", name, f"unknown memory setting {k!r}")
+        values[k], origin[k] = raw, "environment"
     try:
         return MemoryTuning(**values)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             k = str(err["loc"][0]) if err["loc"] else "?"
-            problems.append(f"{origin.get(k, k)}: {err['msg']}")
-        raise ConfigError("invalid memory tuning: " + "; ".join(problems)) from None
+            source = origin.get(k, "defaults")
+            key = ENV_PREFIX + k.upper() if source == "environment" else f"memory.{k}"
+            problems.append({"source": source, "key": key, "problem": err["msg"]})
+        text = "; ".join(f"{p['source']}: {p['key']}: {p['problem']}" for p in problems)
+        raise ConfigError("invalid memory tuning: " + text, problems=problems) from None
 
 
 def _bucket_config() -> bytes | None:
@@ -159,16 +178,70 @@ def _bucket_config() -> bytes | None:
         return None
 
 
-def get_tuning() -> MemoryTuning:
-    """The current tuning, cached per config version and distinct environment.
+def current_tuning() -> MemoryTuning:
+    """Read the tuning from every source now, uncached: what ``POST /v1/reload`` validates.
 
-    Raises ``ConfigError`` naming an unknown or invalid key."""
+    Raises ``ConfigError`` naming the file or variable, the key and the problem."""
+    return load_tuning(overlay=_bucket_config())
+
+
+def _stored_last_good() -> MemoryTuning | None:
+    """The last good tuning persisted in the config row, for a cold container; None when there
+    is none, it no longer validates, or no deployment's storage is configured."""
+    if not os.environ.get("CAIRN_BUCKET"):
+        return None
+    from .inject.reload import read_last_good
+    try:
+        raw = read_last_good()
+        return MemoryTuning.model_validate_json(raw) if raw else None
+    except Exception as exc:  # noqa: BLE001 - a damaged or unreadable row falls back to the defaults
+        log.warning("stored last good tuning unusable (%s); using the defaults", type(exc).__name__)
+        return None
+
+
+def _store_last_good(tuning: MemoryTuning) -> None:
+    """Persist ``tuning`` as the last good one when it differs from what the row holds."""
+    if not os.environ.get("CAIRN_BUCKET"):
+        return
+    from .inject.reload import read_last_good, write_last_good
+    raw = tuning.model_dump_json()
+    try:
+        if read_last_good() != raw:
+            write_last_good(raw)
+    except Exception as exc:  # noqa: BLE001 - recall goes on with the tuning it has
+        log.warning("last good tuning not persisted (%s)", type(exc).__name__)
+
+
+def tuning_problem() -> ConfigError | None:
+    """The problem with the configured tuning that the cached tuning works around (the last
+    good one is in use), or None when the configured tuning is what runs."""
+    get_tuning()
+    return _problem.get((_config_version, _env_key()))
+
+
+def get_tuning() -> MemoryTuning:
+    """The current tuning, cached per config version and distinct environment. Never raises:
+    when the configured tuning is invalid, the last good one runs (this container's, else the
+    one persisted in the config row, else the defaults) and ``tuning_problem()`` names the
+    problem."""
     key = (_config_version, _env_key())
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    tuning = load_tuning(overlay=_bucket_config())
+    global _last_good
+    try:
+        tuning = current_tuning()
+    except ConfigError as exc:
+        log.error("invalid memory tuning, keeping the last good one: %s", exc)
+        tuning = _last_good or _stored_last_good() or MemoryTuning()
+        with _lock:
+            _problem[key] = exc
+    else:
+        _store_last_good(tuning)
+        with _lock:
+            _problem.pop(key, None)
     with _lock:
+        _last_good = tuning
         _cache[key] = tuning
     return tuning
 
@@ -176,6 +249,7 @@ def get_tuning() -> MemoryTuning:
 def _cache_clear() -> None:
     with _lock:
         _cache.clear()
+        _problem.clear()
 
 
 get_tuning.cache_clear = _cache_clear  # type: ignore[attr-defined]  # POST /v1/reload

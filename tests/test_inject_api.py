@@ -73,7 +73,7 @@ def test_preview_missing_bank_is_404_and_hook_never_denies(api):
                                                       "metadata": {"memory_bank": "nosuch"}})
     assert status == 200
     assert body == {"mutations": {"system_prompt_append": HEAD.format(bank="nosuch") + PARAGRAPH,
-                                  "append_messages": []}}
+                                  "append_messages": []}, "retrieval": "rules-only"}
 
 
 def test_hook_equals_preview_for_newest_user_message(api):
@@ -101,6 +101,7 @@ def test_hook_later_steps_return_only_the_rules(api):
                                                       "step": 1})
     assert status == 200
     assert body["mutations"] == {"system_prompt_append": pv["system_prompt_section"], "append_messages": []}
+    assert body["retrieval"] == "rules-only"
 
 
 def test_hook_uses_metadata_bank(api):
@@ -157,8 +158,10 @@ def test_reload_requires_admin_and_bumps_config_version(api, aws):
     reader = mint(permissions=["memory:read"])
     assert api.post("/v1/reload", token=reader)[0] == 403
     status, body = api.post("/v1/reload")
-    assert status == 200 and body == {"config_version": 1}
-    assert api.post("/v1/reload")[1] == {"config_version": 2}
+    assert status == 200 and body == {"config_version": 1, "banks": 0}
+    seed(api)
+    api.post("/v1/banks/main/preview", {"query": "tea"})  # one bank index cached
+    assert api.post("/v1/reload")[1] == {"config_version": 2, "banks": 1}
     from chalicelib.inject import reload
     assert reload.read_version() == 2
 

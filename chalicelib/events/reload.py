@@ -1,12 +1,12 @@
-"""Reloads after hand edits in S3 (issue 6, item 1).
+"""Reloads after hand edits in S3.
 
 The bucket sends EventBridge ``Object Created`` / ``Object Deleted`` events (``chalice package``
 cannot attach S3 notifications to a CloudFormation bucket). For ``<org>/banks/<bank>/rules/<name>.md``
 the bank's rule count is recounted and its ``rules_version`` bumped
 (``chalicelib.banks.rules.refresh_rule_count``): every container's rules cache is keyed by that
 version, so the next injection anywhere reads the new rules. For ``config/memory.toml`` the file
-is validated (an invalid one is logged and ignored, the running tuning stays) and the config
-version is bumped (``chalicelib.inject.reload.reload``), so every container drops its caches and
+is validated with the rest of the tuning (an invalid one is logged and ignored, the last good
+tuning keeps running) and the config version is bumped (``chalicelib.inject.reload.reload``), so every container drops its caches and
 re-reads its tuning before the next call. Other keys, and rule keys whose bank or rule name is
 invalid, are logged and ignored. Safe to run twice: each run only recounts and bumps a version.
 """
@@ -18,12 +18,11 @@ import logging
 from typing import Any
 from urllib.parse import unquote_plus
 
-from ..errors import CairnError, ConfigError
+from ..errors import CairnError
 from ..names import NAME_RE
 from ..settings import get_settings
 from ..inject.reload import reload  # drops this container's caches, bumps the shared version
-from ..storage import blobs
-from ..tuning import CONFIG_KEY, load_tuning
+from ..tuning import CONFIG_KEY
 
 log = logging.getLogger("cairn.events")
 
@@ -69,17 +68,14 @@ def handle_object_event(detail_type: str, detail: dict[str, Any]) -> dict[str, A
 
 
 def reload_config(*, deleted: bool = False) -> dict[str, Any]:
-    """Validate ``config/memory.toml`` (when it exists) and bump the config version so every
-    container re-reads its tuning (``chalicelib.tuning`` layers the object over the file); an
-    invalid object is logged and changes nothing."""
-    if not deleted:
-        data = blobs.get_bytes(CONFIG_KEY)
-        if data is not None:
-            try:
-                load_tuning(env={}, overlay=data)
-            except (ConfigError, CairnError) as exc:
-                _log("config reload ignored: invalid config/memory.toml", error=str(exc)[:500])
-                return {"action": "config_invalid", "error": str(exc)[:500]}
-    version = reload()["config_version"]
+    """Reload after ``config/memory.toml`` changed: when the tuning it gives (layered over the
+    file and under the environment, ``chalicelib.tuning``) is valid, bump the config version so
+    every container re-reads it; an invalid one is logged and changes nothing (the last good
+    tuning keeps running)."""
+    try:
+        version = reload()["config_version"]
+    except CairnError as exc:
+        _log("config reload ignored: invalid tuning", error=exc.message[:500])
+        return {"action": "config_invalid", "error": exc.message[:500]}
     _log("config reloaded", config_version=version, deleted=deleted)
     return {"action": "config_reloaded", "config_version": version}

@@ -1,4 +1,4 @@
-"""``POST /v1/reload`` and the cross-container config version (issue 3, item 5).
+"""``POST /v1/reload`` and the cross-container config version.
 
 The config version is the ``seq`` of one internal ``BankModel`` row, org ``_system``, name
 ``!config`` (a key no bank name can take). ``reload()`` drops this container's cached indexes,
@@ -7,6 +7,9 @@ version atomically (UpdateItem ``ADD``). Other containers see the new version in
 one consistent read (``chalicelib.search.recall.read_rows``, a BatchGetItem of the bank rows and
 this row), which drops their indexes and tuning; their rules are keyed by the config version too,
 so they reload on the same turn. No extra read is needed on a warm turn.
+
+The same row keeps the last good memory tuning (``tuning``, JSON), so a cold container whose
+configured tuning is invalid runs what the others ran (``chalicelib.tuning.get_tuning``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import uuid
 from pynamodb.exceptions import DoesNotExist
 
 from ..clock import now_ms
+from ..errors import BadRequest, ConfigError
 from ..storage.tables import BankModel, bind
 from . import rules_cache
 
@@ -47,13 +51,47 @@ def bump_version() -> int:
     return int(row.seq)
 
 
-def reload() -> dict[str, int]:
-    """Drop this container's caches and bump the config version: ``{config_version}``."""
-    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
-    from ..tuning import set_config_version
+def read_last_good() -> str | None:
+    """The last good tuning's JSON kept in the config row, or None."""
+    bind()
+    try:
+        return BankModel.get(CONFIG_ORG, CONFIG_NAME, consistent_read=True).tuning
+    except DoesNotExist:
+        return None
 
-    drop_caches()
+
+def write_last_good(tuning_json: str) -> None:
+    """Keep ``tuning_json`` as the last good tuning (creating the config row, version 0, on
+    first use; the version is left as it is)."""
+    bind()
+    now = now_ms()
+    BankModel(CONFIG_ORG, CONFIG_NAME).update(actions=[
+        BankModel.tuning.set(tuning_json),
+        BankModel.seq.set(BankModel.seq | 0),
+        BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
+        BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
+        BankModel.created_at.set(BankModel.created_at | now),
+        BankModel.updated_at.set(now),
+    ])
+
+
+def reload() -> dict[str, int]:
+    """Validate the configured tuning, drop this container's caches and bump the config version:
+    ``{config_version, banks}`` (``banks``: how many cached bank indexes were dropped).
+
+    Raises ``BadRequest`` ``invalid_config`` naming the file or variable, the key and the problem
+    (``details.problems``: ``[{source, key, problem}]``) when the tuning is invalid; nothing is
+    dropped or bumped then."""
+    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
+    from ..tuning import current_tuning, set_config_version
+
+    try:
+        current_tuning()
+    except ConfigError as exc:
+        raise BadRequest(f"Nothing was reloaded: {exc}", code="invalid_config",
+                         details={"problems": exc.problems}) from None
+    banks = drop_caches()
     rules_cache.drop()
     version = bump_version()
     set_config_version(version)  # this container's caches are now those of the new version
-    return {"config_version": version}
+    return {"config_version": version, "banks": banks}

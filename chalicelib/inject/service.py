@@ -1,4 +1,4 @@
-"""Preview and the per-turn pre-generate hook (issue 3, item 4): one code path, one renderer.
+"""Preview and the per-turn pre-generate hook: one code path, one renderer.
 
 ``preview(org, bank, query)`` and ``pre_generate(org, messages, metadata, ...)`` both call
 ``inject()``, which reads the bank row and the config version (``recall.read_rows``, one
@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import NotFound
 from ..names import check_name
-from ..search.recall import MAX_QUERY_CHARS, read_rows, recall, top_memories
+from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
 from . import rules_cache
 from .render import AMBIENT_FLOOR, Injection, Picked, render
 
 MEMORY_PREFIX = "<memory "  # injected memory messages are never taken as the query
+RULES_ONLY = "rules-only"  # retrieval when no recall runs (a later step of the turn)
 
 
 class PreviewRequest(BaseModel):
@@ -83,7 +84,7 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     rules = rules_cache.get_rules(org_id, bank, row) if row is not None else []
     hits: list[Picked] = []
-    retrieval = "bm25-entity"
+    retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
     if with_memories and row is not None and query.strip():
         result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning)
@@ -124,10 +125,13 @@ def hook_bank(metadata: HookMetadata) -> str:
 
 
 def pre_generate(org_id: str, bank: str, req: HookRequest) -> dict[str, Any]:
-    """``{mutations: {system_prompt_append, append_messages: [{role: "user", content}]}}``. The
-    query is the newest user message (``<memory `` messages skipped); on ``step > 0`` only the
-    rules are returned (no recall). Never denies: a missing bank yields the bare section."""
+    """``{mutations: {system_prompt_append, append_messages: [{role: "user", content}]},
+    retrieval}``. The query is the newest user message (``<memory `` messages skipped); on
+    ``step > 0`` only the rules are returned (no recall). Never denies: a missing bank yields the
+    bare section. ``retrieval`` is the mode that ran, as in preview (``rules-only`` when no
+    recall ran)."""
     query = newest_user_text(req.messages)[:MAX_QUERY_CHARS]  # a long message is cut, never refused
-    injection, _ = inject(org_id, bank, query, with_memories=req.step == 0)
+    injection, retrieval = inject(org_id, bank, query, with_memories=req.step == 0)
     messages = [] if injection.message is None else [{"role": "user", "content": injection.message}]
-    return {"mutations": {"system_prompt_append": injection.section.text, "append_messages": messages}}
+    return {"mutations": {"system_prompt_append": injection.section.text, "append_messages": messages},
+            "retrieval": retrieval}

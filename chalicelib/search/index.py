@@ -326,11 +326,13 @@ class IndexCache:
             entry._reopen()
             shutil.rmtree(entry.path, ignore_errors=True)
 
-    def drop(self) -> None:
-        """Drop every cached index of this container (``POST /v1/reload``)."""
-        for key in list(self.entries):
+    def drop(self) -> int:
+        """Drop every cached index of this container (``POST /v1/reload``); returns how many."""
+        keys = list(self.entries)
+        for key in keys:
             with self.lock(*key):
                 self._forget(key)
+        return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
         total = sum(e.size_bytes for e in list(self.entries.values()))

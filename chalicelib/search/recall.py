@@ -35,7 +35,7 @@ from ..core import store
 from ..core.records import Memory
 from ..errors import BadRequest, NotFound
 from ..storage.tables import BankModel, bind
-from ..tuning import MemoryTuning, get_tuning, set_config_version
+from ..tuning import MemoryTuning, get_tuning, set_config_version, tuning_problem
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
@@ -43,6 +43,7 @@ from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, p
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
+LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
 CONFIG_ORG, CONFIG_NAME = "_system", "!config"  # the config version row (chalicelib.inject.reload)
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
@@ -262,7 +263,13 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
                 leaves.append((leaf, entry.stats_cache, b))
         hits, n = _rank(leaves, analysed or query, limit=limit, tag=tag, include_superseded=include_superseded,
                         tuning=tuning, filter=filter, now=now)
-    return RecallResult(hits, RETRIEVAL, n)
+    return RecallResult(hits, _mode(RETRIEVAL), n)
+
+
+def _mode(base: str) -> str:
+    """The retrieval mode to report: ``base``, plus ``+last-good-tuning`` while the configured
+    tuning is invalid and the last good one ranks (degradation is never silent)."""
+    return base + LAST_GOOD_TUNING if tuning_problem() is not None else base
 
 
 def state_as_of(inc: str, as_of: int) -> list[Memory]:
@@ -297,7 +304,7 @@ def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankModel], que
             leaves.append((leaf, {}, b))
     hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
                     tuning=tuning, filter=filter, now=as_of)
-    return RecallResult(hits, RETRIEVAL_AS_OF, n)
+    return RecallResult(hits, _mode(RETRIEVAL_AS_OF), n)
 
 
 def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
@@ -386,10 +393,12 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     return written
 
 
-def drop_caches() -> None:
-    """Drop every cached index of this container and the cached tuning (``POST /v1/reload``)."""
-    index_mod.active_cache().drop()
+def drop_caches() -> int:
+    """Drop every cached index of this container and the cached tuning (``POST /v1/reload``);
+    returns how many bank indexes were dropped."""
+    dropped = index_mod.active_cache().drop()
     get_tuning.cache_clear()  # type: ignore[attr-defined]
+    return dropped
 
 
 __all__ = ["Hit", "RecallResult", "QueryTerms", "analyse", "recall", "recall_bank", "top_memories", "ensure_fresh", "rebuild",

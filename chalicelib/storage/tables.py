@@ -118,6 +118,7 @@ class BankModel(_Base):
     updated_at = NumberAttribute()
     trashed_to = UnicodeAttribute(null=True)
     trashed_at = NumberAttribute(null=True)
+    tuning = UnicodeAttribute(null=True)  # the config row only: the last good memory tuning, JSON
 
 
 # --- memories -------------------------------------------------------------------------------
