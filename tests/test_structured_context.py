@@ -75,8 +75,8 @@ def test_injection_through_the_route_and_touch_counts(alice):
         '  <memory name="deploy_process" type="reference" scope="global" description="How we deploy">'
         "Deploy with the &lt;blue&gt; pipeline &amp; check the canary.</memory>\n"
         "</memories>\n\n"
-        f"You have {b['candidates']} memories in scope. Use memory(action='search') or memory(action='list') for more.")
-    assert b["candidates"] >= 1 and b["nudge"] is None
+        "You have 2 memories in scope. Use memory(action='search') or memory(action='list') for more.")
+    assert b["candidates"] >= 1 and b["in_scope"] == 2 and b["nudge"] is None
     s, g = alice.get("/v1/api/memories/deploy_process")
     assert g["access_count"] == 1 and g["last_accessed"]
     turn(alice, sid, "deploy canary again")
@@ -109,7 +109,7 @@ def test_persona_off_injects_nothing_touches_nothing_nudges_nothing(alice):
     sid = session(alice, memory_enabled=False)
     before = dump()
     b = turn(alice, sid, "no, deploy with the pipeline")
-    assert b == {"system_message": "", "injected": [], "candidates": 0, "nudge": None}
+    assert b == {"system_message": "", "injected": [], "candidates": 0, "in_scope": 0, "nudge": None}
     assert_unchanged(before)
 
 
@@ -202,3 +202,23 @@ def test_tool_content_limit_is_max_content_and_limits_cap(alice, monkeypatch):
     assert s == 200 and b["total"] == 50
     s, b = alice.post(f"/v1/api/sessions/{sid}/memory", {"action": "list"})
     assert b["total"] == 20
+
+
+def test_hint_counts_the_memories_in_scope_not_the_matches(alice):
+    """Turnstone, per-turn injection step 6: "Appends a hint telling the model how many memories
+    are in scope". It reported the matched candidates ("You have 1 memories") instead: the hint
+    counts the session envelope's live memories, in good English."""
+    save(alice, "deploy_process", "Deploy with the pipeline.")
+    sid = session(alice)
+    b = turn(alice, sid, "how do we deploy?")
+    assert b["system_message"].endswith(
+        "You have 1 memory in scope. Use memory(action='search') or memory(action='list') for more.")
+    for i in range(4):
+        save(alice, f"lunch_{i}", f"Lunch option {i} is pasta.")  # in scope, never matching
+    s, _ = alice.post("/v1/api/memories", {"name": "mine", "content": "my deploy note", "description": "x",
+                                           "scope": "user"})
+    b = turn(alice, sid, "how do we deploy?")
+    assert b["candidates"] == 2 and b["in_scope"] == 6
+    assert "You have 6 memories in scope." in b["system_message"]
+    alice.delete("/v1/api/memories/lunch_0")
+    assert turn(alice, sid, "how do we deploy?")["in_scope"] == 5

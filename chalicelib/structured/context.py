@@ -37,7 +37,7 @@ CONTEXT_MESSAGES = 3
 MAX_INJECTED_CHARS = 500
 MAX_QUERY_CHARS = 4000  # the recall core's query limit; a long context is cut, never rejected
 MAX_HITS = 100  # the recall core's largest limit
-HINT = "You have {candidates} memories in scope. Use memory(action='search') or memory(action='list') for more."
+HINT = "You have {count} {noun} in scope. Use memory(action='search') or memory(action='list') for more."
 NUDGES = {
     "correction": ("The user just corrected you. If the correction reflects a lasting preference or lesson, "
                    "save it with memory(action='save', type='feedback')."),
@@ -92,12 +92,13 @@ def render_line(m: dict[str, Any]) -> str:
     return f"  <memory {attrs}>{escape(content, _ATTR)}</memory>\n"
 
 
-def render(rows: list[dict[str, Any]], candidates: int) -> str:
+def render(rows: list[dict[str, Any]], in_scope: int) -> str:
     """The system message: ``""`` when ``rows`` is empty, else ``<memories>`` block, a blank line
-    and the hint."""
+    and the hint naming ``in_scope``, the live memories of the session's visibility envelope."""
     if not rows:
         return ""
-    return "<memories>\n" + "".join(render_line(r) for r in rows) + "</memories>\n\n" + HINT.format(candidates=candidates)
+    hint = HINT.format(count=in_scope, noun="memory" if in_scope == 1 else "memories")
+    return "<memories>\n" + "".join(render_line(r) for r in rows) + "</memories>\n\n" + hint
 
 
 def _claim_nudge(org_id: str, session_id: str, kind: str, cooldown_s: int, *, once: bool) -> bool:
@@ -131,23 +132,26 @@ def _nudge(org_id: str, s: sessions.Session, texts: list[str], tuning: Any) -> s
 
 
 def turn(p: Principal, session_id: str, req: ContextRequest) -> dict[str, Any]:
-    """One turn's injection: ``{system_message, injected: [memory_id...], candidates, nudge}``."""
+    """One turn's injection: ``{system_message, injected: [memory_id...], candidates, in_scope,
+    nudge}``: ``candidates`` the memories that matched the context, ``in_scope`` the live memories
+    of the session's visibility envelope (what the hint tells the model)."""
     from ..tuning import get_tuning
 
     s = sessions.require(p, session_id)
     if not s.memory_enabled:
-        return {"system_message": "", "injected": [], "candidates": 0, "nudge": None}
+        return {"system_message": "", "injected": [], "candidates": 0, "in_scope": 0, "nudge": None}
     tuning = get_tuning()
     texts = user_context(req.messages)
     query = "\n".join(t for t in texts if t.strip())[:MAX_QUERY_CHARS]
     targets = scopes.session_envelope(p.org_id, s)
     injected: list[dict[str, Any]] = []
     candidates = 0
+    in_scope = memories.count_live(p.org_id, targets)
     if query.strip():
         result = memories.recall(p.org_id, targets, query, limit=min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k)))
         candidates = result.candidates
         top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
         injected = memories.rows(p.org_id, top)
         memories.touch(p.org_id, [r["memory_id"] for r in injected])
-    return {"system_message": render(injected, candidates), "injected": [r["memory_id"] for r in injected],
-            "candidates": candidates, "nudge": _nudge(p.org_id, s, texts, tuning)}
+    return {"system_message": render(injected, in_scope), "injected": [r["memory_id"] for r in injected],
+            "candidates": candidates, "in_scope": in_scope, "nudge": _nudge(p.org_id, s, texts, tuning)}

@@ -321,6 +321,14 @@ def list_rows(org_id: str, targets: list[Target], *, type_: str | None, limit: i
     return {"memories": found, "total": len(found)}
 
 
+def count_live(org_id: str, targets: list[Target]) -> int:
+    """How many live memories ``targets`` hold together (their bank rows' counters; one
+    consistent BatchGetItem)."""
+    from ..search.recall import read_rows
+    rows = read_rows(org_id, [t.bank for t in dict.fromkeys(targets)])
+    return sum(int(r.memories or 0) for r in rows.values())
+
+
 def recall(org_id: str, targets: list[Target], query: str, *, limit: int, type_: str | None = None):
     """BM25F over name, description and content of ``targets`` ranked as ONE corpus (statistics
     global to the envelope; ``chalicelib.search.recall``): a ``RecallResult``."""
