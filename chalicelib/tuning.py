@@ -11,8 +11,8 @@ the recall core reads it with the bank row) and per distinct environment, so a r
 container re-read the file.
 
 A tuning problem never takes recall down: ``get_tuning()`` keeps the last good tuning (this
-container's, else the one persisted in the config row by the last container that read a valid
-tuning, else the defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
+container's, else the one the last successful ``POST /v1/reload`` persisted in the config row,
+else the defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
 refuses an invalid tuning with 400 ``invalid_config`` and doctor reports it.
 
 Recall weights (the bank worker's defaults; see README "How recall ranks"):
@@ -199,19 +199,6 @@ def _stored_last_good() -> MemoryTuning | None:
         return None
 
 
-def _store_last_good(tuning: MemoryTuning) -> None:
-    """Persist ``tuning`` as the last good one when it differs from what the row holds."""
-    if not os.environ.get("CAIRN_BUCKET"):
-        return
-    from .inject.reload import read_last_good, write_last_good
-    raw = tuning.model_dump_json()
-    try:
-        if read_last_good() != raw:
-            write_last_good(raw)
-    except Exception as exc:  # noqa: BLE001 - recall goes on with the tuning it has
-        log.warning("last good tuning not persisted (%s)", type(exc).__name__)
-
-
 def tuning_problem() -> ConfigError | None:
     """The problem with the configured tuning that the cached tuning works around (the last
     good one is in use), or None when the configured tuning is what runs."""
@@ -237,7 +224,6 @@ def get_tuning() -> MemoryTuning:
         with _lock:
             _problem[key] = exc
     else:
-        _store_last_good(tuning)
         with _lock:
             _problem.pop(key, None)
     with _lock:

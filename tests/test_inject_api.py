@@ -125,16 +125,37 @@ def test_allow_list_applies_to_preview_and_hook(api, aws):
     seed(api)
     other = mint(banks=["other"], permissions=["memory:read"])
     assert api.post("/v1/banks/main/preview", {"query": "tea"}, token=other)[0] == 403
-    assert api.post("/v1/hooks/pre-generate", {"messages": []}, token=other)[0] == 403
     assert api.post("/v1/hooks/pre-generate", {"messages": [], "metadata": {"memory_bank": "other"}},
                     token=other)[0] == 200
+
+
+def test_hook_never_denies_a_bank_the_caller_may_not_see(api, aws):
+    """Memory worker interface, pre-generate: "injects the session bank's rules into the system
+    prompt and recalled memories as one appended message. Never denies." A disallowed bank (403
+    before) and an invalid bank name (400 before) inject nothing the caller may not see, answer
+    200 with a ``retrieval`` that says why, and the refusal is audited."""
+    seed(api)
+    other = mint(banks=["other"], permissions=["memory:read"])
+    turn = {"messages": [{"role": "user", "content": "what tea does alice drink?"}]}
+    status, body = api.post("/v1/hooks/pre-generate", turn, token=other)  # default bank main
+    assert status == 200
+    assert body == {"mutations": {"system_prompt_append": "", "append_messages": []},
+                    "retrieval": "none+bank-not-allowed"}
+    status, body = api.post("/v1/hooks/pre-generate", {**turn, "metadata": {"memory_bank": "Bad Name\n"}})
+    assert status == 200
+    assert body == {"mutations": {"system_prompt_append": "", "append_messages": []},
+                    "retrieval": "none+invalid-bank-name"}
+    from chalicelib.audit import to_dict
+    from chalicelib.storage.tables import AuditModel
+    events = [(e["details"]["bank"], e["details"]["reason"]) for e in map(to_dict, AuditModel.query("default"))
+              if e["action"] == "hook.refused"]
+    assert sorted(events) == [("Bad Name\n", "invalid-bank-name"), ("main", "bank-not-allowed")]
 
 
 def test_bad_input(api):
     assert api.post("/v1/banks/main/preview", {})[1]["code"] == "validation_error"
     assert api.post("/v1/banks/main/preview", {"query": "x", "extra": 1})[0] == 400
     assert api.post("/v1/hooks/pre-generate", {"messages": [], "step": -1})[0] == 400
-    assert api.post("/v1/hooks/pre-generate", {"messages": [], "metadata": {"memory_bank": "Bad Name"}})[0] == 400
 
 
 def test_warm_turn_reads_no_rules_from_s3_until_they_change(api, monkeypatch):

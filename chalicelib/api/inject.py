@@ -1,4 +1,4 @@
-"""Injection routes (issue 3, items 4-5): preview, the per-turn pre-generate hook, reload."""
+"""Injection routes: preview, the per-turn pre-generate hook, reload."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ def preview(ctx: Ctx, bank: str):
 
 @endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest)
 def pre_generate(ctx: Ctx):
-    """``{mutations: {system_prompt_append, append_messages}}`` for the session's bank."""
-    bank = _bank(ctx, service.hook_bank(ctx.body.metadata))
-    return service.pre_generate(ctx.principal.org_id, bank, ctx.body)
+    """``{mutations: {system_prompt_append, append_messages}, retrieval}`` for the session's
+    bank; never denies (``service.hook``)."""
+    return service.hook(ctx.principal, ctx.body)
 
 
 @endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN)
 def reload_caches(ctx: Ctx):
-    """Drop this container's indexes and rules and bump the config version: ``{config_version}``."""
+    """Validate the tuning, drop this container's indexes and rules and bump the config version:
+    ``{config_version, banks}``; 400 ``invalid_config`` naming what is wrong."""
     return reload.reload()

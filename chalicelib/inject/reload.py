@@ -8,8 +8,9 @@ one consistent read (``chalicelib.search.recall.read_rows``, a BatchGetItem of t
 this row), which drops their indexes and tuning; their rules are keyed by the config version too,
 so they reload on the same turn. No extra read is needed on a warm turn.
 
-The same row keeps the last good memory tuning (``tuning``, JSON), so a cold container whose
-configured tuning is invalid runs what the others ran (``chalicelib.tuning.get_tuning``).
+The same row keeps the last good memory tuning (``tuning``, JSON, written by every successful
+reload), so a cold container whose configured tuning is invalid runs what the last reload
+validated (``chalicelib.tuning.get_tuning``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ def read_version() -> int:
         return 0
 
 
-def bump_version() -> int:
-    """Atomically add 1 to the config version (creating its row on first use); returns it."""
+def bump_version(tuning_json: str | None = None) -> int:
+    """Atomically add 1 to the config version (creating its row on first use), keeping
+    ``tuning_json`` as the last good tuning when given; returns the new version."""
     bind()
     now = now_ms()
     row = BankModel(CONFIG_ORG, CONFIG_NAME)
     row.update(actions=[
+        *([BankModel.tuning.set(tuning_json)] if tuning_json is not None else []),
         BankModel.seq.add(1),
         BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
         BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
@@ -60,23 +63,9 @@ def read_last_good() -> str | None:
         return None
 
 
-def write_last_good(tuning_json: str) -> None:
-    """Keep ``tuning_json`` as the last good tuning (creating the config row, version 0, on
-    first use; the version is left as it is)."""
-    bind()
-    now = now_ms()
-    BankModel(CONFIG_ORG, CONFIG_NAME).update(actions=[
-        BankModel.tuning.set(tuning_json),
-        BankModel.seq.set(BankModel.seq | 0),
-        BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
-        BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
-        BankModel.created_at.set(BankModel.created_at | now),
-        BankModel.updated_at.set(now),
-    ])
-
-
 def reload() -> dict[str, int]:
-    """Validate the configured tuning, drop this container's caches and bump the config version:
+    """Validate the configured tuning, drop this container's caches and bump the config version,
+    keeping the validated tuning as the last good one:
     ``{config_version, banks}`` (``banks``: how many cached bank indexes were dropped).
 
     Raises ``BadRequest`` ``invalid_config`` naming the file or variable, the key and the problem
@@ -86,12 +75,12 @@ def reload() -> dict[str, int]:
     from ..tuning import current_tuning, set_config_version
 
     try:
-        current_tuning()
+        tuning = current_tuning()
     except ConfigError as exc:
         raise BadRequest(f"Nothing was reloaded: {exc}", code="invalid_config",
                          details={"problems": exc.problems}) from None
     banks = drop_caches()
     rules_cache.drop()
-    version = bump_version()
+    version = bump_version(tuning.model_dump_json())
     set_config_version(version)  # this container's caches are now those of the new version
     return {"config_version": version, "banks": banks}

@@ -15,7 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import NotFound
+from .. import audit
+from ..auth.principal import Principal
+from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
@@ -24,6 +26,8 @@ from .render import AMBIENT_FLOOR, Injection, Picked, render
 
 MEMORY_PREFIX = "<memory "  # injected memory messages are never taken as the query
 RULES_ONLY = "rules-only"  # retrieval when no recall runs (a later step of the turn)
+REFUSED_INVALID_NAME = "none+invalid-bank-name"  # the hook injected nothing: no such bank can exist
+REFUSED_NOT_ALLOWED = "none+bank-not-allowed"  # the hook injected nothing: outside the allow-list
 
 
 class PreviewRequest(BaseModel):
@@ -118,10 +122,35 @@ def preview(org_id: str, bank: str, query: str) -> dict[str, Any]:
 
 
 def hook_bank(metadata: HookMetadata) -> str:
-    """The hook's bank: ``metadata.memory_bank``, else the tuning's ``default_bank``."""
-    bank = metadata.memory_bank or get_tuning().default_bank
-    check_name(bank)
-    return bank
+    """The hook's bank: ``metadata.memory_bank``, else the tuning's ``default_bank`` (unchecked)."""
+    return metadata.memory_bank or get_tuning().default_bank
+
+
+def _refusal(principal: Principal, bank: str) -> str | None:
+    """Why ``principal`` may see nothing of ``bank`` (a retrieval mode), or None."""
+    try:
+        check_name(bank)
+    except BadRequest:
+        return REFUSED_INVALID_NAME
+    try:
+        principal.require_bank(bank)
+    except Forbidden:
+        return REFUSED_NOT_ALLOWED
+    return None
+
+
+def hook(principal: Principal, req: HookRequest) -> dict[str, Any]:
+    """The per-turn hook for ``principal``: ``pre_generate`` of the turn's bank. Never denies: a
+    bank the caller may not see (an invalid name, or outside the token's allow-list) injects
+    nothing, answers ``retrieval`` ``none+invalid-bank-name`` / ``none+bank-not-allowed`` and is
+    audited as ``hook.refused`` (the name cut to 100 characters)."""
+    bank = hook_bank(req.metadata)
+    refusal = _refusal(principal, bank)
+    if refusal is None:
+        return pre_generate(principal.org_id, bank, req)
+    audit.record(principal.org_id, "hook.refused", principal.actor, None,
+                 {"bank": bank[:100], "reason": refusal.split("+", 1)[1]})
+    return {"mutations": {"system_prompt_append": "", "append_messages": []}, "retrieval": refusal}
 
 
 def pre_generate(org_id: str, bank: str, req: HookRequest) -> dict[str, Any]:
