@@ -3,8 +3,9 @@
 ``{ok, checks: [{name, ok, required, detail, ms}]}``; ``ok`` is true only when every REQUIRED
 check passed. Required: ``configuration`` (the ``CAIRN_*`` settings and the team-memory caps
 validate; the detail names each bad variable), ``dynamodb_writable`` (put, read back, delete one extraction-table row),
-``s3_writable`` (put, read back, delete one object), ``round_trip`` (save a memory in a scratch
-bank, recall it, trash the bank). Advisory (reported, never failing ``ok``): ``tuning`` (the
+``s3_writable`` (put, read back, delete one object), ``round_trip`` (save the probe memory in the
+system org's ``doctor-probe`` bank, which no token can reach, and recall it: a run reinforces the
+one probe, so doctor leaves nothing a user can see). Advisory (reported, never failing ``ok``): ``tuning`` (the
 configured memory tuning validates; when it does not, the last good one is running and the detail
 names the file or variable, the key and the problem), ``queue_reachable`` and ``model_reachable``,
 each bounded by a 3 s timeout. A degraded state is named, never a bare
@@ -26,8 +27,10 @@ from .storage import blobs
 from .storage.tables import ExtractionModel, bind
 
 PROBE_TIMEOUT_S = 3.0
-SCRATCH_PREFIX = "doctor-scratch-"
-PROBE_TEXT = "Cairn doctor probe {nonce}: the round trip works."
+PROBE_ORG = "_system"  # no token belongs to it: nothing the doctor writes is visible to a user
+PROBE_BANK = "doctor-probe"
+PROBE_TEXT = "Cairn doctor probe: the round trip works."
+PROBE_QUERY = "doctor probe round trip"
 
 
 def _check(name: str, required: bool, fn: Callable[[], str]) -> dict[str, Any]:
@@ -75,32 +78,22 @@ def _s3() -> str:
     return f"put, get and delete in bucket {blobs.bucket()}"
 
 
-def _round_trip(org_id: str, actor: str) -> Callable[[], str]:
+def _round_trip(actor: str) -> Callable[[], str]:
     def run() -> str:
         from .banks import service
         from .banks.records import SaveRequest
-        bank = SCRATCH_PREFIX + uuid.uuid4().hex[:12]
-        nonce = uuid.uuid4().hex[:10]
-        status, body = service.save_memory(org_id, bank, SaveRequest(text=PROBE_TEXT.format(nonce=nonce)),
-                                           actor=actor)
-        memory_id = body["memory"]["id"]
-        try:
-            try:
-                from .search.recall import recall
-            except ImportError:
-                recall = None
-            if recall is not None:
-                result = recall(org_id, [bank], f"doctor probe {nonce}", limit=5)
-                found = any(h.memory.id == memory_id for h in result.hits)
-                how = f"recall ({result.retrieval})"
-            else:
-                found = any(m["id"] == memory_id for m in service.list_memories(org_id, bank)["memories"])
-                how = "list (recall core unavailable: degraded)"
-            if not found:
-                raise RuntimeError(f"the saved memory was not found by {how}")
-        finally:
-            trashed_to = service.trash_bank(org_id, bank, actor=actor)
-        return f"saved, found by {how}, bank trashed to {trashed_to}"
+        from .search.recall import recall
+        # One fixed probe in the system org: a run reinforces it (corroboration +1) instead of
+        # leaving a bank, a trash entry or a memory anywhere a user can see.
+        status, body = service.save_memory(PROBE_ORG, PROBE_BANK, SaveRequest(text=PROBE_TEXT), actor=actor)
+        saved = body["memory"]
+        result = recall(PROBE_ORG, [PROBE_BANK], PROBE_QUERY, limit=5)
+        hit = next((h.memory for h in result.hits if h.memory.id == saved["id"]), None)
+        if hit is None:
+            raise RuntimeError(f"the saved memory was not found by recall ({result.retrieval})")
+        if hit.corroboration != saved["corroboration"]:
+            raise RuntimeError("recall served a stale copy of the saved memory")
+        return f"saved (corroboration {saved['corroboration']}) and found by recall ({result.retrieval})"
 
     return run
 
@@ -125,14 +118,14 @@ def _model() -> str:
     return f"{extractor.name}: {detail}"
 
 
-def run_checks(org_id: str, actor: str) -> dict[str, Any]:
+def run_checks(actor: str) -> dict[str, Any]:
     """Run every check (see the module doc) and return ``{ok, checks}``."""
     checks = [
         _check("configuration", True, _configuration),
         _check("tuning", False, _tuning),
         _check("dynamodb_writable", True, _dynamodb),
         _check("s3_writable", True, _s3),
-        _check("round_trip", True, _round_trip(org_id, actor)),
+        _check("round_trip", True, _round_trip(actor)),
         _check("queue_reachable", False, _queue),
         _check("model_reachable", False, _model),
     ]

@@ -18,9 +18,26 @@ def test_doctor_all_green(api, monkeypatch):
                            "queue_reachable", "model_reachable"}
     assert all(c["ok"] for c in checks.values()), checks
     assert [c["required"] for c in body["checks"]] == [True, False, True, True, True, False, False]
-    assert "found by" in checks["round_trip"]["detail"]
-    # the scratch bank went to the trash, not into the listing
-    assert [b["name"] for b in api.get("/v1/banks")[1]["banks"]] == []
+    assert "found by recall" in checks["round_trip"]["detail"]
+
+
+def test_doctor_leaves_nothing_a_user_can_see(api, monkeypatch):
+    """Every ``GET /v1/doctor`` left a ``doctor-scratch-<id>`` bank in the trash (three runs,
+    three entries); doctor must leave nothing behind a user can see: no bank, no trash entry,
+    no audit event, no object under the org's prefix."""
+    from chalicelib.storage import blobs
+    monkeypatch.setenv("CAIRN_EXTRACTOR", "offline")
+    details = []
+    for _ in range(3):
+        status, body = api.get("/v1/doctor")
+        assert status == 200 and body["ok"] is True, body
+        details.append(by_name(body)["round_trip"]["detail"])
+    assert [d.split(")")[0] for d in details] == ["saved (corroboration 0", "saved (corroboration 1",
+                                                  "saved (corroboration 2"]
+    assert api.get("/v1/banks")[1]["banks"] == []
+    assert api.get("/v1/banks?trashed=true")[1]["banks"] == []
+    assert api.get("/v1/api/admin/audit")[1]["events"] == []
+    assert list(blobs.list_objects("default/")) == []
 
 
 def test_doctor_names_a_failed_s3(api, monkeypatch):

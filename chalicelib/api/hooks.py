@@ -40,4 +40,4 @@ def forget_session(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN)
 def run_doctor(ctx: Ctx):
     """``{ok, checks: [{name, ok, required, detail, ms}]}``."""
-    return doctor.run_checks(ctx.principal.org_id, ctx.principal.actor)
+    return doctor.run_checks(ctx.principal.actor)

@@ -155,6 +155,16 @@ def _render(result: Any) -> Response:
     return _json_response(200, result)
 
 
+def _request_id(request: Any) -> str:
+    # API Gateway's id when there is one (CloudWatch correlates on it), else our own
+    return str((request.context or {}).get("requestId") or uuid.uuid4().hex)
+
+
+def _with_request_id(request: Any, response: Response) -> Response:
+    response.headers["X-Request-Id"] = _request_id(request)
+    return response
+
+
 def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",)) -> Callable:
@@ -165,8 +175,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
         def handler(**params: str) -> Response:
             request = bp.current_request
             started = time.perf_counter()
-            # API Gateway's id when there is one (CloudWatch correlates on it), else our own
-            request_id = str((request.context or {}).get("requestId") or uuid.uuid4().hex)
+            request_id = _request_id(request)
             status = 500
             principal = None
             try:
@@ -235,9 +244,9 @@ def finalize(app: Chalice) -> None:
             allowed = ", ".join(sorted(entries))
 
             def not_allowed(allowed=allowed, **_: str) -> Response:
-                return error_response(MethodNotAllowed(
+                return _with_request_id(app.current_request, error_response(MethodNotAllowed(
                     f"Method {app.current_request.method} is not allowed here; use {allowed}.",
-                    headers={"Allow": allowed}))
+                    headers={"Allow": allowed})))
 
             not_allowed.__name__ = "method_not_allowed_" + str(abs(hash(path)))
             app.route(path, methods=missing, content_types=["*/*"])(not_allowed)
@@ -246,7 +255,8 @@ def finalize(app: Chalice) -> None:
         # current_request.path is the matched pattern ("/{p0}/{p1}"); the context has the real path
         request = app.current_request
         path = (request.context or {}).get("path") or request.path
-        return error_response(NotFound(f"No route for {request.method} {path}.", code="not_found"))
+        return _with_request_id(request, error_response(NotFound(f"No route for {request.method} {path}.",
+                                                                 code="not_found")))
 
     for depth in range(1, CATCH_ALL_DEPTH + 1):
         path = "/" + "/".join("{p%d}" % i for i in range(depth))
