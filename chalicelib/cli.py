@@ -1,4 +1,4 @@
-"""Cairn's command-line tool (issue 2, item 10): ``python -m chalicelib.cli [--stage S] <command>``.
+"""Cairn's command-line tool: ``python -m chalicelib.cli [--stage S] <command>``.
 
 Commands (each goes through the same service functions as the API; no Chalice):
 
@@ -13,9 +13,10 @@ Commands (each goes through the same service functions as the API; no Chalice):
   snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
   operator tool only).
 
-Stages: ``local`` (the default) talks to the local stack's moto server
-(``AWS_ENDPOINT_URL=http://127.0.0.1:$CAIRN_MOTO_PORT``, default port 5005, fake credentials,
-the ``cairn-local`` names). ``dev`` and ``prod`` use the ambient AWS credentials (profile,
+Stages: ``local`` (the default) talks to the moto server of the local stack running from
+``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
+``$CAIRN_MOTO_PORT`` when set, with fake credentials and the ``cairn-local`` names; with neither
+it refuses (exit 2) rather than guess a port another process may own. ``dev`` and ``prod`` use the ambient AWS credentials (profile,
 SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and ``CAIRN_BUCKET`` (and ``CAIRN_REGION``
 unless us-east-1) set to the deployed stack's names.
 
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 LOCAL_STACK = "cairn-local"
-LOCAL_MOTO_PORT = 5005
 STAGES = ("local", "dev", "prod")
 # The CLI is not behind API Gateway: exports are always written inline, whatever their size.
 UNLIMITED_INLINE = str(2 ** 62)
@@ -46,15 +46,23 @@ class UsageError(Exception):
 def stage_environment(stage: str, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment variables to set for ``stage`` (``environ`` defaults to ``os.environ``).
 
-    ``local``: moto's endpoint, fake credentials and the local stack's ``CAIRN_*`` names.
+    ``local``: moto's endpoint (``CAIRN_MOTO_PORT``, else the running stack's, else
+    ``UsageError``), fake credentials and the local stack's ``CAIRN_*`` names.
     ``dev``/``prod``: only ``CAIRN_STAGE``; raises ``UsageError`` naming ``CAIRN_TABLE_PREFIX`` /
     ``CAIRN_BUCKET`` when they are not set (the defaults are the local stack's names).
     """
     environ = dict(os.environ if environ is None else environ)
     if stage == "local":
+        from infra.local import runfile
         from infra.local.resources import names  # the launcher's own source of names
 
-        port = environ.get("CAIRN_MOTO_PORT") or str(LOCAL_MOTO_PORT)
+        port = environ.get("CAIRN_MOTO_PORT")
+        if not port:
+            running = runfile.read(runfile.state_dir(environ))
+            if running is None:
+                raise UsageError(f"no local stack is running from {runfile.state_dir(environ)} (start it with "
+                                 "`make run`, set CAIRN_STATE_DIR to its state directory, or set CAIRN_MOTO_PORT)")
+            port = str(running["moto_port"])
         env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "CAIRN_STAGE": "local"}
         env.update(names(LOCAL_STACK))

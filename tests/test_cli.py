@@ -1,4 +1,4 @@
-"""The command-line tool (issue 2, item 10) against in-process moto (``--stage dev`` with the
+"""The command-line tool against in-process moto (``--stage dev`` with the
 ``aws`` fixture's CAIRN_* names in the environment)."""
 
 from __future__ import annotations
@@ -19,13 +19,30 @@ def run(*argv, stdin=None):
     return status, out.getvalue(), err.getvalue()
 
 
-def test_local_stage_points_at_the_local_stack():
+def test_local_stage_points_at_the_local_stack(tmp_path, monkeypatch):
+    """``--stage local`` talked to moto on 5005 unless CAIRN_MOTO_PORT was exported, so with a
+    stack on other ports it could write into another process's moto. It reads the running
+    stack's ports from the state directory, or refuses."""
+    from infra.local import runfile
     from infra.local.resources import names
-    env = cli.stage_environment("local", {})
-    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:5005"
-    assert env["CAIRN_TABLE_PREFIX"] == "cairn-local-"
-    assert env["CAIRN_BUCKET"] == names("cairn-local")["CAIRN_BUCKET"]
-    assert cli.stage_environment("local", {"CAIRN_MOTO_PORT": "6123"})["AWS_ENDPOINT_URL"] == "http://127.0.0.1:6123"
+    env = {"CAIRN_STATE_DIR": str(tmp_path)}
+    with pytest.raises(cli.UsageError, match="no local stack is running"):
+        cli.stage_environment("local", env)
+    runfile.write(tmp_path, port=8123, moto_port=6124)  # this process stands in for a launcher
+    local = cli.stage_environment("local", env)
+    assert local["AWS_ENDPOINT_URL"] == "http://127.0.0.1:6124"
+    assert local["CAIRN_TABLE_PREFIX"] == "cairn-local-"
+    assert local["CAIRN_BUCKET"] == names("cairn-local")["CAIRN_BUCKET"]
+    assert cli.stage_environment("local", {**env, "CAIRN_MOTO_PORT": "6123"})["AWS_ENDPOINT_URL"] == \
+        "http://127.0.0.1:6123"  # an explicit port wins
+    (tmp_path / runfile.RUN_FILE).write_text('{"pid": 999999999, "port": 1, "moto_port": 2}')
+    with pytest.raises(cli.UsageError):  # left by a killed stack: its process is gone
+        cli.stage_environment("local", env)
+    monkeypatch.delenv("CAIRN_MOTO_PORT", raising=False)
+    monkeypatch.setenv("CAIRN_STATE_DIR", str(tmp_path))
+    status = cli.main(["--stage", "local", "export", "--org", "o", "--bank", "b"], out=io.StringIO(),
+                      err=(err := io.StringIO()))
+    assert status == 2 and "no local stack is running" in err.getvalue()
 
 
 def test_aws_stage_needs_the_deployed_names(monkeypatch):

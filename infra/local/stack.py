@@ -44,7 +44,7 @@ import boto3
 import requests
 from botocore.config import Config
 
-from . import motolock
+from . import motolock, runfile
 from .resources import create_resources
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -397,6 +397,7 @@ class Stack:
         self.chalice = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
         self._wait_ready(token)
 
+        runfile.write(self.state_dir, port=self.port, moto_port=self.moto_port)  # for the CLI's --stage local
         self.workers.append(saver_worker(self.store, self.changes))
         # Issue 6: the SQS poller, schedule timer and rule-ETag watcher call app.py's own handlers
         from app import app as chalice_app
@@ -429,6 +430,7 @@ class Stack:
         if self._stopped:
             return
         self._stopped = True
+        runfile.remove(self.state_dir)
         self.stop_event.set()
         if self.chalice is not None and self.chalice.poll() is None:
             try:

@@ -189,7 +189,8 @@ def test_token_admin_mint_list_revoke(http):
 
 
 def test_cli_local_stage_reaches_the_local_stack(stack, http, tmp_path):
-    """``python -m chalicelib.cli --stage local`` talks to the running stack's moto."""
+    """``python -m chalicelib.cli --stage local`` talks to the running stack's moto, found from
+    its state directory (the stack runs on non-default ports; no CAIRN_MOTO_PORT is set)."""
     import os
     import subprocess
     import sys
@@ -197,7 +198,7 @@ def test_cli_local_stage_reaches_the_local_stack(stack, http, tmp_path):
     from .harness import ROOT
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL"))}
-    env["CAIRN_MOTO_PORT"] = str(stack.moto_port)
+    env["CAIRN_STATE_DIR"] = str(stack.state_dir)
     done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "--stage", "local", "mint-token", "--org", "cli-org",
                            "--kind", "api_key", "--permissions", "memory:read,memory:write"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
