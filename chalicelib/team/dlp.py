@@ -1,4 +1,4 @@
-"""Data-loss prevention at accept (issue 5, "Review, accept and retrieval").
+"""Data-loss prevention: at accept, and on every read that serves an entry's title or text.
 
 Findings come from two sources:
 
@@ -9,7 +9,12 @@ Findings come from two sources:
   Slack, Stripe, npm, PyPI, OpenAI, Twilio, SendGrid, JWT) and unquoted high-entropy tokens in
   prose (entropy plugins in eager, non-quoted mode: a token after "the token is" is caught).
   A finding is widened to the whitespace-delimited word that contains it, so ``ghp_...`` is
-  removed whole, not just its prefix.
+  removed whole, not just its prefix. ``KeywordDetector`` reads each line as a YAML file would
+  be read (``password: X``, ``password=X``, ``PGPASSWORD=X``); as plain text it only sees quoted
+  assignments.
+- **one prose rule** of our own (``PROSE_PASSWORD``): "the password is X", "password for the
+  db was X", "passphrase: X" in a sentence; the value is the word after the verb unless it is an
+  ordinary word of the sentence ("the password is stored in the vault" finds nothing).
 - **patterns** for personal data: e-mail addresses, phone numbers (E.164 or grouped national
   forms with 7 to 15 digits) and payment card numbers (13 to 19 digits, spaces or dashes allowed,
   that pass the Luhn check).
@@ -49,6 +54,17 @@ CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
                  re.S)
 _WORD_TRIM = ".,;:!?)]}>\"'"
+# "the password is X" / "db passwd for staging was X" / "passphrase: X"
+PROSE_PASSWORD = re.compile(
+    r"\b(?:pass(?:word|wd|phrase)|pwd)s?\b(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.@/:-]+){0,2}"
+    r"\s*(?:\b(?:is|was|are|=)\b|[:=])\s*[\"'`]?(?P<value>[^\s\"'`]+)", re.I)
+# words that follow "the password is" in ordinary sentences, never a password themselves
+_PROSE_WORDS = frozenset("""a an the in on at of to for by with from not now still also never always
+stored kept saved held set reset changed rotated managed shared expired required needed missing
+empty blank wrong correct same different unknown secret private written listed located available
+being been rotating changing under per our your their its this that""".split())
+# the KeywordDetector plugin reads assignments only in config-file syntax
+_KEYWORD_FILENAME = "entry.yaml"
 
 
 class DlpBlocked(Unprocessable):
@@ -98,7 +114,8 @@ def _secret_findings(text: str) -> list[Finding]:
                     found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
                 found = {s for s in found if plugin.calculate_shannon_entropy(str(s.secret_value)) > plugin.entropy_limit}
             else:
-                found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
+                filename = _KEYWORD_FILENAME if type(plugin).__name__ == "KeywordDetector" else "entry.txt"
+                found = plugin.analyze_line(filename=filename, line=line, line_number=1)
             for secret in found:
                 value = str(secret.secret_value or "")
                 if not value:
@@ -130,6 +147,15 @@ def _widen(line: str, start: int, end: int) -> tuple[int, int]:
             if head.isidentifier() or head.replace("-", "_").isidentifier():
                 start = cut + 1
     return start, end
+
+
+def _prose_findings(text: str) -> list[Finding]:
+    out = []
+    for m in PROSE_PASSWORD.finditer(text):
+        value = m.group("value").rstrip(_WORD_TRIM)
+        if value and value.casefold() not in _PROSE_WORDS:
+            out.append(Finding("password", m.start("value"), m.start("value") + len(value)))
+    return out
 
 
 def _pattern_findings(text: str) -> list[Finding]:
@@ -166,7 +192,7 @@ def scan(text: str) -> list[Finding]:
     """Every finding in ``text``, non-overlapping, in order of position."""
     if not text:
         return []
-    return _merge(_secret_findings(text) + _pattern_findings(text))
+    return _merge(_secret_findings(text) + _prose_findings(text) + _pattern_findings(text))
 
 
 def redact(text: str, findings: list[Finding]) -> str:

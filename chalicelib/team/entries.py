@@ -126,9 +126,10 @@ def state_key(org_id: str, entry_id: str) -> str:
 
 
 def public(row: TeamEntryModel) -> dict[str, Any]:
-    """The entry's metadata as the API shows it."""
+    """The entry's metadata as the API shows it; the title is DLP-gated like the text."""
     d = row.doc
-    return {"id": row.entry_id, "spaceId": row.space_id, "kind": row.kind, "title": d["title"], "status": row.status,
+    return {"id": row.entry_id, "spaceId": row.space_id, "kind": row.kind, "title": dlp.gated(d["title"])[0],
+            "status": row.status,
             "links": list(d.get("links", [])), "supersedes": d.get("supersedes"), "supersededBy": d.get("superseded_by"),
             "classification": d["classification"], "metaVersion": int(row.meta_version), "revision": int(row.revision),
             "createdBy": d["created_by"], "createdAt": iso(int(row.created_at)), "updatedAt": iso(int(row.updated_at)),
