@@ -1,13 +1,18 @@
-"""The injection renderer shared by preview and the per-turn hook (issue 3, item 4). Pure: no I/O.
+"""The injection renderer shared by preview and the per-turn hook. Pure: no I/O.
 
 Two outputs:
 
 - the **system-prompt section**: ``HEADER`` + ``PARAGRAPH``, then the bank's rules in name order,
-  each ``\\n## {name}\\n{trimmed content}\\n``, within ``max_rule_chars`` UTF-8 bytes of rule content
-  counted cumulatively. The first rule that does not fit is cut on a character boundary to the
+  each ``\\n## {name}\\n{rendered content}\\n``, within ``max_rule_chars`` UTF-8 bytes of rendered
+  rule content counted cumulatively. The first rule that does not fit is cut on a character boundary to the
   bytes left and followed by ``\\n`` + the truncation marker when more than 200 bytes are left;
   otherwise it and every later rule become ``\\n## {name} [omitted: over the injection budget]\\n``.
   After a truncation nothing is left, so every later rule is omitted too.
+  Rules are data (``rule_body``): ``& < >`` become XML character entities, inside code fences
+  too (no rule can open or close a tag such as ``</memory>`` or ``<system>``); outside fences ATX
+  headings are demoted by two levels (a rule's ``# X`` renders as ``### X``, under its own ``## name``) and
+  setext underlines are escaped; a fence left open is closed at the rule's end, so no rule can
+  swallow or forge the sections after it.
 - the **memory message** (role user): ``<memory bank="{bank}">`` + the intro line, one
   ``- {text}`` line per memory, ``</memory>``. Memory text is escaped as XML character entities
   (``&amp; &lt; &gt; &quot;``) and every line break becomes a space, so no memory can close or
@@ -82,6 +87,53 @@ def cut_utf8(text: str, max_bytes: int) -> str:
     return text.encode("utf-8")[:max(0, max_bytes)].decode("utf-8", errors="ignore")
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+
+
+def rule_body(content: str) -> str:
+    """A rule's markdown rendered as data inside its ``## name`` section (see the module doc):
+    tags escaped, headings demoted, setext underlines escaped and fences balanced. Text inside a
+    fenced code block keeps its headings; its ``& < >`` are escaped too."""
+    out: list[str] = []
+    fence: str | None = None
+    text = _LINE_BREAKS.sub("\n", content)  # \r, \u2028 and the like break lines too: one kind
+    for line in text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split("\n"):
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = None
+            out.append(line)
+            continue
+        if m:
+            fence = m.group(1)
+            out.append(line)
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            line = heading.group(1) + "#" * min(len(heading.group(2)) + 2, 6) + line[heading.end():]
+        elif _SETEXT.match(line) and out and out[-1].strip():
+            line = "\\" + line.lstrip()
+        out.append(line)
+    if fence is not None:
+        out.append(fence)
+    return "\n".join(out)
+
+
+def _cut_rule(raw: str, max_bytes: int) -> str:
+    """``rule_body`` of the longest prefix of ``raw`` whose rendering fits ``max_bytes`` UTF-8
+    bytes (the raw text is cut, then rendered, so a cut never leaves a fence open or splits an
+    entity)."""
+    keep = max_bytes
+    while True:
+        body = rule_body(cut_utf8(raw, keep))
+        over = len(body.encode("utf-8")) - max_bytes
+        if over <= 0:
+            return body
+        keep -= over
+
+
 def render_section(bank: str, rules: Iterable[dict[str, Any]], max_rule_chars: int) -> Section:
     """The system-prompt section for ``bank``. ``rules``: ``[{name, content}]`` (sorted here by
     name); ``max_rule_chars``: budget in UTF-8 bytes of trimmed rule content, cumulative."""
@@ -92,7 +144,8 @@ def render_section(bank: str, rules: Iterable[dict[str, Any]], max_rule_chars: i
     omitting = False
     for rule in sorted(rules, key=lambda r: r["name"]):
         name = rule["name"]
-        content = str(rule.get("content") or "").strip()
+        raw = str(rule.get("content") or "").strip()
+        content = rule_body(raw)
         size = len(content.encode("utf-8"))
         if not omitting and used + size <= max_rule_chars:
             parts.append(RULE.format(name=name, content=content))
@@ -102,7 +155,7 @@ def render_section(bank: str, rules: Iterable[dict[str, Any]], max_rule_chars: i
         truncated = True
         left = max_rule_chars - used
         if not omitting and left > TRUNCATE_MIN_BYTES:
-            cut = cut_utf8(content, left)
+            cut = _cut_rule(raw, left)
             parts.append(RULE.format(name=name, content=cut + "\n" + TRUNCATED.format(max_rule_chars=max_rule_chars)))
             used = max_rule_chars
             included += 1
