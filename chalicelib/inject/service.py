@@ -19,6 +19,7 @@ from ..errors import NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
+from ..validation import Line
 from . import rules_cache
 from .render import AMBIENT_FLOOR, Injection, Picked, render
 
@@ -46,7 +47,7 @@ class HookRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     messages: list[dict[str, Any]] = Field(default_factory=list, max_length=10000)
     metadata: HookMetadata = Field(default_factory=HookMetadata)
-    session_id: str | None = Field(None, max_length=256)
+    session_id: Line | None = Field(None, max_length=256)
     step: int = Field(0, ge=0)
 
 
