@@ -396,7 +396,7 @@ _balanced = st.recursive(st.just(""), lambda inner: st.lists(st.tuples(st.sample
     lambda parts: "".join(o + body + ("]" if o == "[" else "}") for o, body in parts)), max_leaves=40)
 
 
-@settings(derandomize=True, max_examples=150, deadline=None, database=None)
+@settings(derandomize=True, max_examples=100, deadline=None, database=None)
 @given(_balanced, st.integers(min_value=0, max_value=12), st.data())
 def test_nesting_bound_is_exact_on_balanced_text_and_safe_on_prefixes(text, limit, data):
     from chalicelib.validation import nesting_ok
@@ -772,7 +772,7 @@ def test_poison_on_every_json_route(world):
                 sent.add(fragment)
         assert sent == set(fragments), poison
 
-        @settings(derandomize=True, max_examples=20, deadline=None, database=None,
+        @settings(derandomize=True, max_examples=15, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
         @given(st.sampled_from(targets), STRATEGIES[poison], st.data())
         def more(target, fragment, data):
