@@ -48,4 +48,4 @@ def fingerprint(text: str) -> str:
     return "fp%016x" % fnv1a64(normalize_text(text).encode("utf-8"))
 
 
-FINGERPRINT_RE = re.compile(r"^fp[0-9a-f]{16}$")
+FINGERPRINT_RE = re.compile(r"fp[0-9a-f]{16}")

@@ -8,7 +8,7 @@ import re
 
 from .errors import BadRequest
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 def check_name(value: object, what: str = "bank") -> str:
@@ -16,7 +16,7 @@ def check_name(value: object, what: str = "bank") -> str:
 
     ``what`` ("bank" or "rule") is used in the message.
     """
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         shown = value if isinstance(value, str) and len(value) <= 80 else "(name)"
         raise BadRequest(
             f"Invalid {what} name {shown!r}: use 1 to 64 characters of a-z, 0-9, '_' or '-', "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import traceback
 import uuid
@@ -23,6 +24,7 @@ from urllib.parse import unquote
 from chalice import Blueprint, Chalice, Response
 from pydantic import BaseModel, ValidationError
 
+from .. import validation
 from ..auth.principal import Principal
 from ..auth.tokens import authenticate
 from ..errors import (
@@ -71,9 +73,17 @@ class Ctx:
         return self.headers.get(name.lower())
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
-                    headers={"Content-Type": "application/json", **(headers or {})})
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    if _SURROGATE.search(text):
+        # a lone surrogate cannot be encoded as UTF-8 and would drop the connection: the edge
+        # rejects them on input, so this is the last line of defence for anything that slipped by
+        log.warning("response held a lone surrogate; replaced with U+FFFD")
+        text = _SURROGATE.sub("\ufffd", text)
+    return Response(body=text, status_code=status, headers={"Content-Type": "application/json", **(headers or {})})
 
 
 def error_response(err: CairnError) -> Response:
@@ -98,12 +108,10 @@ def _validation_error(exc: ValidationError) -> BadRequest:
 
 
 def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
-    """Decode a JSON body and validate it into ``model``; 400 ``invalid_json`` /
-    ``validation_error``. An empty body counts as ``{}``."""
-    try:
-        data = json.loads(raw.decode("utf-8")) if raw and raw.strip() else {}
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("The request body is not valid JSON.", code="invalid_json") from None
+    """Decode a JSON body through the edge rules (``chalicelib.validation.loads``) and validate it
+    into ``model``; 400 ``invalid_json`` / ``validation_error`` naming the field. An empty body
+    counts as ``{}``."""
+    data = validation.loads(raw) if raw and raw.strip() else {}
     if model is None:
         return data
     if not isinstance(data, dict):
@@ -119,10 +127,9 @@ def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) 
     raw = query.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be an integer.", details={"field": name}) from None
+    value = validation.as_int(raw)
+    if value is None:
+        raise BadRequest(f"{name} must be an integer.", details={"field": name})
     if not lo <= value <= hi:
         raise BadRequest(f"{name} must be between {lo} and {hi}.", details={"field": name})
     return value
@@ -189,6 +196,11 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
                 principal = authenticate(headers.get("authorization"))
                 if permission:
                     principal.require(permission)
+                # path segments and query values are client text too: no lone surrogate, no NUL
+                for k, v in params.items():
+                    validation.check_scalar(v, k)
+                query = {validation.check_scalar(k, "query"): validation.check_scalar(v, k)
+                         for k, v in (request.query_params or {}).items()}
                 parsed = None
                 if request.method in ("POST", "PUT", "PATCH"):
                     ctype = (headers.get("content-type") or "application/json").split(";")[0].strip().lower()
@@ -197,7 +209,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
                                                    details={"content_type": ctype})
                     if "application/json" in body_types and ctype == "application/json":
                         parsed = parse_json(raw, body)
-                ctx = Ctx(principal=principal, body=parsed, query=dict(request.query_params or {}),
+                ctx = Ctx(principal=principal, body=parsed, query=query,
                           headers=headers, raw_body=raw, route=f"{request.method} {path}")
                 response = _render(view(ctx, **params))
             except CairnError as err:

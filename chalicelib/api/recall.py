@@ -8,6 +8,7 @@ from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, recall_bank
+from ..validation import Line, Millis
 from .banks import READ, _bank
 from .http import Ctx, endpoint
 
@@ -20,9 +21,9 @@ class RecallRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     limit: StrictInt = Field(LIMIT_DEFAULT, ge=1, le=LIMIT_MAX)
-    tag: StrictStr | None = Field(None, min_length=1, max_length=64)
+    tag: Line | None = Field(None, min_length=1, max_length=64)
     include_superseded: StrictBool = False
-    as_of: StrictInt | None = Field(None, ge=0)
+    as_of: Millis | None = None
 
 
 @endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest)

@@ -9,6 +9,7 @@ from typing import Any
 
 from chalice import Blueprint
 
+from .. import validation
 from ..errors import BadRequest
 from ..structured import admin, context, memories, projects, scopes, sessions, tool, workstreams
 from .http import Ctx, Reply, endpoint
@@ -22,12 +23,15 @@ def _int(value: Any, lo: int, hi: int, default: int) -> int:
     """Turnstone's limit check: ``limit must be an integer`` / ``limit must be between lo and hi``."""
     if value is None or value == "":
         return default
-    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+    n: int | None = None
+    if isinstance(value, str):
+        n = validation.as_int(value.strip())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, float) and value.is_integer():
+        n = int(value)  # JSON numbers are finite and bounded at the edge
+    if n is None:
         raise BadRequest("limit must be an integer", details={"field": "limit"})
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise BadRequest("limit must be an integer", details={"field": "limit"}) from None
     if not lo <= n <= hi:
         raise BadRequest(f"limit must be between {lo} and {hi}", details={"field": "limit"})
     return n

@@ -22,6 +22,7 @@ from ..names import check_name
 from ..settings import get_settings
 from ..storage.tables import TokenModel, bind
 from ..storage.txn import run_transaction
+from ..validation import MAX_TIME_MS, Line
 from .principal import KINDS, PERMISSIONS, Principal
 
 
@@ -31,11 +32,11 @@ class MintRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # strict types: a wrong JSON type is a 400 naming the field, never a silent coercion
-    user_id: StrictStr | None = Field(None, min_length=1, max_length=128)
+    user_id: Line | None = Field(None, min_length=1, max_length=128)
     kind: StrictStr
     permissions: list[StrictStr] = Field(default_factory=list, max_length=len(PERMISSIONS))
-    label: StrictStr | None = Field(None, max_length=200)
-    expires_at: StrictInt | None = Field(None, description="ms since epoch", gt=0)
+    label: Line | None = Field(None, max_length=200)
+    expires_at: StrictInt | None = Field(None, description="ms since epoch", gt=0, le=MAX_TIME_MS)
     banks: list[StrictStr] | None = Field(None, max_length=100)
 
     @field_validator("kind")

@@ -15,7 +15,9 @@ from ..core.records import (  # noqa: F401 - re-exported
     Memory,
     Source,
 )
+from .. import validation
 from ..errors import BadRequest
+from ..validation import Line, Text
 
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
@@ -24,8 +26,9 @@ MAX_TEXT_BYTES = 2000
 
 
 def check_text(text: str, field: str = "text") -> str:
-    """Trim ``text`` and require 3..2000 UTF-8 bytes; else 400 ``validation_error`` naming ``field``."""
-    stripped = text.strip()
+    """Trim ``text`` and require body text (``validation.check_text``: no control character but
+    TAB, LF and CR) of 3..2000 UTF-8 bytes; else 400 ``validation_error`` naming ``field``."""
+    stripped = validation.check_text(text, field).strip()
     n = len(stripped.encode("utf-8"))
     if n < MIN_TEXT_BYTES or n > MAX_TEXT_BYTES:
         raise BadRequest(f"{field} must be {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 bytes after trimming (got {n}).",
@@ -36,12 +39,12 @@ def check_text(text: str, field: str = "text") -> str:
 def normalize_handles(values: list[str] | None, field: str) -> list[str]:
     """Entities or tags: trimmed, lower-cased, empties dropped, deduplicated in order.
 
-    More than 8 handles, or one over 64 characters, is 400 ``validation_error`` naming ``field``
-    (never a silent cut).
+    More than 8 handles, one over 64 characters or one that is not a single line
+    (``validation.check_line``) is 400 ``validation_error`` naming ``field`` (never a silent cut).
     """
     out: list[str] = []
-    for raw in values or []:
-        v = raw.strip().lower()
+    for i, raw in enumerate(values or []):
+        v = validation.check_line(raw, f"{field}.{i}").strip().lower()
         if not v:
             continue
         if len(v) > MAX_HANDLE_CHARS:
@@ -63,7 +66,7 @@ class SaveRequest(BaseModel):
     entities: list[StrictStr] | None = Field(None, max_length=64)
     tags: list[StrictStr] | None = Field(None, max_length=64)
     pinned: StrictBool | None = None
-    session_id: StrictStr | None = Field(None, min_length=1, max_length=256)
+    session_id: Line | None = Field(None, min_length=1, max_length=256)
 
 
 class UpdateRequest(BaseModel):
@@ -87,7 +90,7 @@ class SupersedeRequest(BaseModel):
     """Body of ``POST .../{id}/supersede``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    superseded_by: StrictStr = Field(min_length=1, max_length=64)
+    superseded_by: Line = Field(min_length=1, max_length=64)
 
 
 class BankRequest(BaseModel):
@@ -95,21 +98,21 @@ class BankRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     name: StrictStr
-    description: StrictStr = Field("", max_length=1000)
+    description: Text = Field("", max_length=1000)
 
 
 class RestoreRequest(BaseModel):
     """Body of ``POST /v1/banks/{bank}/restore``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    trashed_to: StrictStr = Field(min_length=1, max_length=200)
+    trashed_to: Line = Field(min_length=1, max_length=200)
 
 
 class RuleRequest(BaseModel):
     """Body of ``PUT /v1/banks/{bank}/rules/{name}``: up to 64 KiB of markdown."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    content: StrictStr = Field(max_length=65536)
+    content: Text = Field(max_length=65536)
 
 
 __all__ = ["Memory", "Source", "SaveRequest", "UpdateRequest", "PinRequest", "SupersedeRequest",

@@ -178,7 +178,7 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> dict
 def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel, Memory]:
     """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``."""
     row = require_bank(org_id, bank)
-    item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.match(memory_id or "") else None
+    item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.fullmatch(memory_id or "") else None
     if item is None:
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
     return row, item, record_of(item)
@@ -406,7 +406,7 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
         _require_live(rec)
         if rec.pinned:
             raise Conflict("A pinned memory cannot be superseded; unpin it first.")
-        winner = get_item(row.incarnation, superseded_by) if FINGERPRINT_RE.match(superseded_by) else None
+        winner = get_item(row.incarnation, superseded_by) if FINGERPRINT_RE.fullmatch(superseded_by) else None
         if winner is None:
             raise NotFound(f"Memory '{superseded_by}' not found in bank '{bank}'.", code="memory_not_found")
         if not record_of(winner).live:
@@ -478,7 +478,8 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
         raise BadRequest(f"limit must be between 1 and {LIST_MAX}.", details={"field": "limit"})
     row = require_bank(org_id, bank)
     tag = tag.strip().lower() if tag else None
-    start = decode_cursor(cursor)
+    owner = f"{org_id}/{bank}"
+    start = decode_cursor(cursor, "memories", owner, {"sk": str, "ord": str})
     cond = None
     if not include_superseded:
         cond = MemoryModel.live == True  # noqa: E712 - a pynamodb condition, not a comparison
@@ -487,8 +488,7 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
         cond = tc if cond is None else cond & tc
     last_key = None
     if start is not None:
-        last_key = {"bank_key": {"S": row.incarnation}, "sk": {"S": str(start.get("sk", ""))},
-                    "ord": {"S": str(start.get("ord", ""))}}
+        last_key = {"bank_key": {"S": row.incarnation}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
     out: list[Memory] = []
     items = MemoryModel.by_order.query(row.incarnation, filter_condition=cond, last_evaluated_key=last_key,
                                        consistent_read=True, page_size=min(limit + 1, LIST_MAX) if cond is None else None)
@@ -498,7 +498,8 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
             more = True
             break
         out.append(record_of(it))
-    next_cursor = encode_cursor({"sk": out[-1].id, "ord": out[-1].order_key()}) if more and out else None
+    last = out[-1] if more and out else None
+    next_cursor = encode_cursor("memories", owner, {"sk": last.id, "ord": last.order_key()}) if last else None
     if tag:
         total = MemoryModel.by_order.count(row.incarnation, filter_condition=cond, consistent_read=True)
     else:

@@ -40,6 +40,7 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.tables import MemoryModel, RevisionModel, bind
 from ..storage.txn import run_transaction
+from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
 
@@ -88,13 +89,13 @@ class _Line(BaseModel):
     confidence: str = "stated"
     corroboration: int = Field(0, ge=0)
     pinned: bool = False
-    source: dict[str, Any] = Field(default_factory=dict)
-    created_at: int | None = Field(None, ge=0)
-    updated_at: int | None = Field(None, ge=0)
-    invalid_at: int | None = Field(None, ge=0)
-    superseded_by: str | None = None
+    source: dict[str, Line | None] = Field(default_factory=dict)
+    created_at: Millis | None = None
+    updated_at: Millis | None = None
+    invalid_at: Millis | None = None
+    superseded_by: Line | None = Field(None, max_length=64)
     revision: int = Field(0, ge=0)
-    purged_at: int | None = Field(None, ge=0)
+    purged_at: Millis | None = None
 
 
 def _parse_line(raw: bytes) -> Memory | None:
@@ -110,7 +111,7 @@ def _parse_line(raw: bytes) -> Memory | None:
     except BadRequest as exc:
         raise ValueError(exc.message) from None
     mid = line.id or fingerprint(text)
-    if not FINGERPRINT_RE.match(mid):
+    if not FINGERPRINT_RE.fullmatch(mid):
         raise ValueError("id must be 'fp' followed by 16 lowercase hex digits")
     now = now_ms()
     created = line.created_at if line.created_at is not None else (line.updated_at or now)

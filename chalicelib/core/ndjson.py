@@ -4,23 +4,26 @@ reported against the line number by the caller."""
 
 from __future__ import annotations
 
-import json
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from ..validation import InvalidInput, loads
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def parse_line(raw: bytes, model: type[M]) -> M:
-    """Decode one UTF-8 JSON object line into ``model``.
+    """Decode one UTF-8 JSON object line through the edge rules (``chalicelib.validation.loads``)
+    into ``model``.
 
-    Raises ``ValueError`` ("not valid JSON", "a line must be a JSON object", or
-    "<field>: <problem>" for the first validation error)."""
+    Raises ``ValueError`` ("not valid JSON", "JSON nested deeper than 64 levels", "a line must be
+    a JSON object", or "<field>: <problem>" for the first validation error); the message never
+    quotes the value."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not valid JSON") from None
+        data = loads(raw, root="line")
+    except InvalidInput as exc:
+        raise ValueError(exc.problem if exc.field == "line" else f"{exc.field}: {exc.problem}") from None
     if not isinstance(data, dict):
         raise ValueError("a line must be a JSON object")
     try:

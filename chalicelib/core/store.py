@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
-from ..errors import BadRequest
+from ..errors import BadRequest, CairnError
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
+from ..validation import loads
 from .records import Memory
 
 POINTER_PREFIX = "~fp/"
@@ -150,23 +152,37 @@ def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writ
     return row, out
 
 
-def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
-    """Decode an opaque page cursor (base64url JSON); 400 ``validation_error`` when malformed."""
+def _owner_tag(owner: str) -> str:
+    return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
+
+
+def encode_cursor(kind: str, owner: str, data: dict[str, str | int]) -> str:
+    """An opaque base64url page cursor holding ``data``, bound to the listing that issued it:
+    ``kind`` names the listing and ``owner`` what it lists (an org, a bank, a filter), so a
+    cursor replayed elsewhere is refused by ``decode_cursor``."""
+    body = {"r": kind, "o": _owner_tag(owner), **data}
+    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, type],
+                  prefixes: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The ``data`` of a cursor made by ``encode_cursor(kind, owner, data)``, checked to hold
+    exactly ``fields`` (name -> ``str``, never empty, or ``int``), each string field named in
+    ``prefixes`` starting with its prefix; ``None`` for no cursor. A malformed cursor, or one
+    issued by another listing or for another owner, is 400 ``validation_error`` naming ``cursor``."""
     if not cursor:
         return None
+    bad = BadRequest("Invalid cursor: it is malformed or was issued by another listing.", details={"field": "cursor"})
     try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(data, dict) or not all(isinstance(v, (str, int)) for v in data.values()):
-            raise ValueError
-        return data
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("Invalid cursor.", details={"field": "cursor"}) from None
-
-
-def encode_cursor(data: dict[str, Any]) -> str:
-    """Encode a page position as an opaque base64url cursor."""
-    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
-
+        data = loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)), root="cursor")
+    except (ValueError, binascii.Error, CairnError):
+        raise bad from None
+    if (not isinstance(data, dict) or data.get("r") != kind or data.get("o") != _owner_tag(owner)
+            or set(data) != {"r", "o", *fields}
+            or not all(type(data[name]) is t and data[name] != "" for name, t in fields.items())
+            or not all(str(data[name]).startswith(p) for name, p in (prefixes or {}).items())):
+        raise bad
+    return {name: data[name] for name in fields}
 
 
 def iter_records(inc: str) -> Iterable[Memory]:

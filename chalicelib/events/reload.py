@@ -36,7 +36,7 @@ def parse_rule_key(key: str) -> tuple[str, str, str] | None:
     if len(parts) != 5 or parts[1] != "banks" or parts[3] != "rules" or not parts[4].endswith(".md"):
         return None
     org, bank, rule = parts[0], parts[2], parts[4][:-3]
-    if not org or not NAME_RE.match(bank) or not NAME_RE.match(rule):
+    if not org or not NAME_RE.fullmatch(bank) or not NAME_RE.fullmatch(rule):
         return None
     return org, bank, rule
 

@@ -34,6 +34,7 @@ from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.tables import ExtractionModel, bind
+from ..validation import line_problem, text_problem
 from .models import Extractor, get_extractor
 from .parse import Candidate
 from .transcript import clip_utf8, window
@@ -186,6 +187,9 @@ def drop_cursor(org_id: str, session_id: str) -> dict[str, Any]:
 # --- applying ----------------------------------------------------------------------------------
 
 def _in_bounds(text: str) -> bool:
+    # a model may emit control characters or a lone surrogate: such an item is skipped, never a 400
+    if text_problem(text) is not None:
+        return False
     return MIN_ITEM_BYTES <= len(text.strip().encode("utf-8")) <= MAX_ITEM_BYTES
 
 
@@ -194,7 +198,7 @@ def _handles(values: list[str]) -> list[str]:
     out: list[str] = []
     for v in values:
         v = v.strip().lower()
-        if v and len(v) <= MAX_HANDLE_CHARS and v not in out:
+        if v and len(v) <= MAX_HANDLE_CHARS and v not in out and line_problem(v) is None:
             out.append(v)
     return out[:MAX_HANDLES]
 

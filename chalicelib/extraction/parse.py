@@ -80,7 +80,7 @@ def parse_candidates(reply: str) -> list[Candidate]:
         while idx != -1:
             try:
                 value, _ = decoder.raw_decode(text, idx)
-            except ValueError:
+            except (ValueError, RecursionError):  # a reply nested past the parser's recursion limit
                 value = None
             # an empty list counts only as the block's first array: inside a broken array, the
             # ``[]`` of some item's tags must not pass for "nothing learned"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.principal import Principal
 from ..errors import BadRequest
 from ..names import check_name
+from ..validation import Line
 from . import job as jobs
 
 MAX_HOOK_MESSAGES = 10000
@@ -20,9 +21,9 @@ class TurnCompletedRequest(BaseModel):
     id?}``; content a string or text parts) and ``metadata.memory_bank`` choosing the bank."""
 
     model_config = ConfigDict(extra="forbid")
-    session_id: StrictStr = Field(min_length=1, max_length=256)
-    turn_id: StrictStr = Field(min_length=1, max_length=256)
-    status: StrictStr | None = Field(None, max_length=64)
+    session_id: Line = Field(min_length=1, max_length=256)
+    turn_id: Line = Field(min_length=1, max_length=256)
+    status: Line | None = Field(None, max_length=64)
     messages: list[Any] = Field(max_length=MAX_HOOK_MESSAGES)
     metadata: dict[str, Any] | None = None
 
@@ -31,14 +32,14 @@ class SessionDeletedRequest(BaseModel):
     """Body of ``POST /v1/hooks/session-deleted``."""
 
     model_config = ConfigDict(extra="forbid")
-    session_id: StrictStr = Field(min_length=1, max_length=256)
+    session_id: Line = Field(min_length=1, max_length=256)
 
 
 class ForgetSessionRequest(BaseModel):
     """Body of ``POST /v1/banks/{bank}/forget-session``: ``purge`` erases instead of retiring."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    session_id: StrictStr = Field(min_length=1, max_length=256)
+    session_id: Line = Field(min_length=1, max_length=256)
     purge: StrictBool = False
 
 

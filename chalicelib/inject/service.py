@@ -21,6 +21,7 @@ from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
+from ..validation import Line
 from . import rules_cache
 from .render import AMBIENT_FLOOR, Injection, Picked, render
 
@@ -51,7 +52,7 @@ class HookRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
     messages: list[dict[str, Any]] = Field(default_factory=list, max_length=10000)
     metadata: HookMetadata = Field(default_factory=HookMetadata)
-    session_id: str | None = Field(None, max_length=256)
+    session_id: Line | None = Field(None, max_length=256)
     step: int = Field(0, ge=0)
 
 

@@ -59,7 +59,7 @@ META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
 DEFAULT_BUDGET_MB = 400
 SNAPSHOT_KEEP = 2
-_SNAP_RE = re.compile(r"^(\d+)\.tar\.gz$")
+_SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
 
 
 class StaleHistory(Exception):
@@ -462,7 +462,7 @@ class IndexCache:
         prefix = snapshot_prefix(org_id, bank)
         seqs = []
         for obj in blobs.list_objects(prefix):
-            m = _SNAP_RE.match(obj["Key"][len(prefix):])
+            m = _SNAP_RE.fullmatch(obj["Key"][len(prefix):])
             if m and int(m.group(1)) <= int(row.seq):
                 seqs.append(int(m.group(1)))
         for seq in sorted(seqs, reverse=True):
@@ -504,7 +504,7 @@ class IndexCache:
         blobs.put_bytes(key, buf.getvalue(), "application/gzip")
         entry.snapshot_seq = entry.seq
         olds = sorted((int(m.group(1)), o["Key"]) for o in blobs.list_objects(prefix)
-                      if (m := _SNAP_RE.match(o["Key"][len(prefix):])))
+                      if (m := _SNAP_RE.fullmatch(o["Key"][len(prefix):])))
         for _seq, k in olds[:-SNAPSHOT_KEEP]:
             blobs.delete(k)
         return key
@@ -515,7 +515,7 @@ def newest_snapshot_seq(org_id: str, bank: str) -> int:
     prefix = snapshot_prefix(org_id, bank)
     best = -1
     for obj in blobs.list_objects(prefix):
-        m = _SNAP_RE.match(obj["Key"][len(prefix):])
+        m = _SNAP_RE.fullmatch(obj["Key"][len(prefix):])
         if m:
             best = max(best, int(m.group(1)))
     return best

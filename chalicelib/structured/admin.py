@@ -38,6 +38,7 @@ from ..core.store import (
 from ..errors import BadRequest, CairnError, NotFound, PayloadTooLarge
 from ..storage.tables import AuditModel, BankModel, MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
+from ..validation import as_int, check_line
 from . import memories, objects
 from .names import normalize_description, normalize_name
 from .scopes import NAMESPACE, SCOPES, Target, check_scope, check_type, parse_bank
@@ -52,10 +53,9 @@ def clamp(raw: str | None, default: int, hi: int) -> int:
     """A query limit clamped to ``1..hi``; 400 ``limit must be an integer`` when not a number."""
     if raw is None or raw == "":
         return default
-    try:
-        n = int(raw)
-    except ValueError:
-        raise BadRequest("limit must be an integer", details={"field": "limit"}) from None
+    n = as_int(raw)
+    if n is None:
+        raise BadRequest("limit must be an integer", details={"field": "limit"})
     return max(1, min(hi, n))
 
 
@@ -147,15 +147,15 @@ def audit_page(org_id: str, query: dict[str, str]) -> dict[str, Any]:
     action = query.get("action") or ""
     if action and action not in AUDIT_ACTIONS:
         raise BadRequest(f"action must be one of {list(AUDIT_ACTIONS)}.", details={"field": "action"})
-    try:
-        since = int(query.get("since") or 0)
-    except ValueError:
-        raise BadRequest("since must be an integer (ms since epoch).", details={"field": "since"}) from None
+    since = as_int(query.get("since") or "0")
+    if since is None:
+        raise BadRequest("since must be an integer (ms since epoch).", details={"field": "since"})
     limit = clamp(query.get("limit"), 100, 500)
-    cur = decode_cursor(query.get("cursor"))
+    owner = f"{org_id}|{action}"  # a cursor pages the listing (org and action filter) it came from
+    cur = decode_cursor(query.get("cursor"), "audit", owner, {"k": str}, {"k": f"{action}#"} if action else None)
     bind()
     lo = f"{max(0, since):013d}"
-    after = str(cur["k"]) if cur else None
+    after = cur["k"] if cur else None
     if action:
         start = after if after else f"{action}#{lo}"
         it = (e for e in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
@@ -170,7 +170,7 @@ def audit_page(org_id: str, query: dict[str, str]) -> dict[str, Any]:
     nxt = None
     for ev in it:
         if len(events) == limit:
-            nxt = encode_cursor({"k": getattr(events[-1], key)})
+            nxt = encode_cursor("audit", owner, {"k": getattr(events[-1], key)})
             break
         events.append(ev)
     return {"events": [audit.to_dict(e) for e in events], "next_cursor": nxt}
@@ -203,6 +203,7 @@ def _parse(raw: bytes) -> tuple[Target, Memory, int, int | None]:
         content = memories.check_content(r.content, memories.REST_MAX_CONTENT)
         check_type(r.type)
         check_scope(r.scope, SCOPES)
+        check_line(r.scope_id, "scope_id")
     except CairnError as exc:
         raise ValueError(exc.message) from None
     scope_id = (r.scope_id or "").strip()

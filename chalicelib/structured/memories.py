@@ -33,6 +33,7 @@ from ..core.store import NAME_POINTER_PREFIX, Write, get_bank_row, get_item, new
 from ..errors import BadRequest, NotFound
 from ..storage.tables import MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
+from ..validation import MAX_TIME_MS, check_text
 from . import objects
 from .names import normalize_description, normalize_name
 from .scopes import Target, check_type, rest_target
@@ -49,17 +50,23 @@ def fmt_time(ms: int | None) -> str:
 
 
 def parse_time(value: str) -> int:
-    """ms since the epoch of a UTC ``YYYY-MM-DDTHH:MM:SS`` (fractions and ``Z``/offsets accepted)."""
+    """ms since the epoch of a UTC ``YYYY-MM-DDTHH:MM:SS`` (fractions and ``Z``/offsets accepted).
+    Raises ``ValueError`` when unparsable or outside ``[0, validation.MAX_TIME_MS]``."""
     dt = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
+    ms = int(dt.timestamp() * 1000)
+    if not 0 <= ms <= MAX_TIME_MS:
+        raise ValueError("times must be between 1970-01-01 and 9999-12-31 (UTC)")
+    return ms
 
 
 def check_content(content: object, limit: int) -> str:
-    """Trimmed content; 400 ``content is required`` / ``content exceeds <limit> character limit``."""
+    """Trimmed content; 400 ``content is required`` / ``content exceeds <limit> character limit``
+    / a control character other than TAB, LF and CR (``validation.check_text``)."""
     if not isinstance(content, str) or not content.strip():
         raise BadRequest("content is required", details={"field": "content"})
+    check_text(content, "content")
     content = content.strip()
     if len(content) > limit:
         raise BadRequest(f"content exceeds {limit} character limit", details={"field": "content"})

@@ -14,10 +14,11 @@ import re
 import unicodedata
 
 from ..errors import BadRequest
+from ..validation import line_problem
 
 MAX_NAME = 256
 MAX_DESCRIPTION = 512
-NAME_RE = re.compile(r"\A[a-z0-9]+(?:_[a-z0-9]+)*\Z")
+NAME_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
 _LATIN_FOLD_OVERRIDES = {"æ": "ae", "đ": "d", "ð": "d", "ħ": "h", "ı": "i", "ł": "l", "ŋ": "n",
                          "œ": "oe", "ø": "o", "þ": "th", "ŧ": "t"}
 # Turnstone's whitespace set (Python's and JavaScript's \s disagree on some separators).
@@ -75,7 +76,7 @@ def normalize_name(name: object) -> str:
     normalized = "".join(out)
     if len(normalized) > MAX_NAME:
         raise _invalid(f"memory name exceeds {MAX_NAME} characters after normalization")
-    if not NAME_RE.match(normalized):
+    if not NAME_RE.fullmatch(normalized):
         raise _invalid("memory name must normalize to ASCII snake_case without leading, trailing, "
                        "or repeated underscores")
     return normalized
@@ -83,10 +84,14 @@ def normalize_name(name: object) -> str:
 
 def normalize_description(description: object) -> str:
     """Whitespace-collapsed description; 400 ``validation_error`` with Turnstone's messages when
-    missing or blank (``description is required and must be non-empty``) or over 512 characters."""
+    missing or blank (``description is required and must be non-empty``) or over 512 characters,
+    and when a control character other than white space is left (``validation.line_problem``)."""
     if not isinstance(description, str):
         raise BadRequest("description is required and must be non-empty", details={"field": "description"})
     normalized = _DESCRIPTION_WS.sub(" ", description).strip(" ")
+    problem = line_problem(normalized)  # white space is collapsed above; other controls are refused
+    if problem:
+        raise BadRequest(f"description {problem}", details={"field": "description"})
     if not normalized:
         raise BadRequest("description is required and must be non-empty", details={"field": "description"})
     if len(normalized) > MAX_DESCRIPTION:

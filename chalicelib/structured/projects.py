@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..auth.principal import Principal
 from ..errors import Conflict, Forbidden, NotFound
 from ..storage.tables import StructuredModel
+from ..validation import Line
 from ..storage.txn import run_transaction
 from . import objects
 from .workstreams import check_id
@@ -25,8 +26,8 @@ class ProjectRequest(BaseModel):
     """Body of ``POST /v1/api/projects``."""
 
     model_config = ConfigDict(extra="forbid")
-    project_id: str | None = Field(None, min_length=1, max_length=128)
-    name: str = Field(min_length=1, max_length=256)
+    project_id: Line | None = Field(None, min_length=1, max_length=128)
+    name: Line = Field(min_length=1, max_length=256)
     active: bool = True
 
 

@@ -24,6 +24,7 @@ from ..auth.principal import Principal
 from ..errors import BadRequest, Forbidden, NotFound
 from ..storage.tables import StructuredModel
 from ..storage.txn import run_transaction
+from ..validation import Line
 from . import objects, projects, workstreams
 from .workstreams import check_id
 
@@ -33,11 +34,11 @@ class SessionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["interactive", "coordinator"] = "interactive"
-    workstream_id: str | None = Field(None, min_length=1, max_length=128)
-    project_id: str | None = Field(None, min_length=1, max_length=128)
-    parent_session_id: str | None = Field(None, min_length=1, max_length=128)
+    workstream_id: Line | None = Field(None, min_length=1, max_length=128)
+    project_id: Line | None = Field(None, min_length=1, max_length=128)
+    parent_session_id: Line | None = Field(None, min_length=1, max_length=128)
     memory_enabled: bool = True
-    user_id: str | None = Field(None, min_length=1, max_length=128)
+    user_id: Line | None = Field(None, min_length=1, max_length=128)
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ def _limit(value: Any) -> int:
     if isinstance(value, bool):
         raise BadRequest("limit must be an integer", details={"field": "limit"})
     try:
-        n = int(value)
-    except (TypeError, ValueError):
+        n = int(value)  # JSON numbers are finite and bounded at the edge; OverflowError is defence
+    except (TypeError, ValueError, OverflowError):
         raise BadRequest("limit must be an integer", details={"field": "limit"}) from None
     return max(1, min(MAX_LIMIT, n))
 

@@ -14,22 +14,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.principal import Principal
 from ..errors import BadRequest, Conflict, NotFound
+from ..validation import Line
 from . import objects
 
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
 
 class WorkstreamRequest(BaseModel):
     """Body of ``POST /v1/api/workstreams``."""
 
     model_config = ConfigDict(extra="forbid")
-    workstream_id: str | None = Field(None, min_length=1, max_length=128)
-    title: str = Field("", max_length=512)
+    workstream_id: Line | None = Field(None, min_length=1, max_length=128)
+    title: Line = Field("", max_length=512)
 
 
 def check_id(value: str, field: str) -> str:
     """An object id usable as a key and in a namespace name; 400 ``validation_error`` otherwise."""
-    if not ID_RE.match(value):
+    if not ID_RE.fullmatch(value):
         raise BadRequest(f"{field} must be 1 to 128 characters of letters, digits, '_', '.', ':' or '-'.",
                          details={"field": field})
     return value

@@ -30,6 +30,7 @@ from ..core.records import Memory, Source
 from ..errors import BadRequest, Conflict, Forbidden
 from ..storage.tables import TeamEntryModel, TeamSpaceModel, bind
 from ..storage.txn import run_transaction
+from ..validation import Line
 from . import canonical, dlp, entries, permissions
 
 
@@ -44,7 +45,7 @@ class SupersedeBody(BaseModel):
     """Body of ``POST /entries/{id}/supersede``: the accepted entry of the same space that replaces it."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    superseded_by: StrictStr = Field(alias="supersededBy", min_length=1, max_length=64)
+    superseded_by: Line = Field(alias="supersededBy", min_length=1, max_length=64)
 
 
 class InvalidTransition(Conflict):

@@ -32,16 +32,17 @@ from ..errors import BadRequest, CairnError, Conflict, Forbidden, NotFound, Payl
 from ..storage import blobs
 from ..storage.tables import TeamEntryModel, TeamEventModel, TeamRateModel, TeamSpaceModel, TeamUpdateModel, bind
 from ..storage.txn import Retry, run_transaction
+from ..validation import Line
 from . import canonical, dlp, merge, permissions, spaces
 from .limits import get_limits
 
 KINDS = ("decision", "convention", "note", "glossary")
 STATUSES = ("draft", "accepted", "superseded", "archived")
 EDITABLE = ("draft", "accepted")
-UPDATE_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-ENTRY_ID = re.compile(r"^ent_[0-9a-f]{20}$")
-SOURCE_LINK = re.compile(r"^source:[A-Za-z0-9_.:-]{1,200}$")
-ENTRY_LINK = re.compile(r"^entry:(ent_[0-9a-f]{20})$")
+UPDATE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+ENTRY_ID = re.compile(r"ent_[0-9a-f]{20}")
+SOURCE_LINK = re.compile(r"source:[A-Za-z0-9_.:-]{1,200}")
+ENTRY_LINK = re.compile(r"entry:(ent_[0-9a-f]{20})")
 
 
 # --- request bodies ---------------------------------------------------------------------------
@@ -54,7 +55,7 @@ def _check_links(v: list[str] | None) -> list[str] | None:
     if v is None:
         return v
     for link in v:
-        if SOURCE_LINK.match(link) or ENTRY_LINK.match(link):
+        if SOURCE_LINK.fullmatch(link) or ENTRY_LINK.fullmatch(link):
             continue
         url = urlparse(link)
         if url.scheme != "https" or not url.netloc or len(link) > 2048:
@@ -65,11 +66,11 @@ def _check_links(v: list[str] | None) -> list[str] | None:
 class EntryCreate(_In):
     """Body of ``POST /entries``: an empty draft."""
 
-    space_id: StrictStr = Field(alias="spaceId", min_length=1, max_length=64)
+    space_id: Line = Field(alias="spaceId", min_length=1, max_length=64)
     kind: Literal["decision", "convention", "note", "glossary"]
-    title: StrictStr = Field(min_length=1, max_length=200)
-    links: list[StrictStr] = Field(default_factory=list, max_length=50)
-    supersedes: StrictStr | None = None
+    title: Line = Field(min_length=1, max_length=200)
+    links: list[Line] = Field(default_factory=list, max_length=50)
+    supersedes: Line | None = None
     classification: Literal["public", "internal", "confidential", "restricted"] | None = None
     _links = field_validator("links")(classmethod(lambda cls, v: _check_links(v)))
 
@@ -77,10 +78,10 @@ class EntryCreate(_In):
 class EntryPatch(_In):
     """Body of ``PATCH /entries/{id}``; ``ifMetaVersion`` makes it conditional."""
 
-    title: StrictStr | None = Field(None, min_length=1, max_length=200)
+    title: Line | None = Field(None, min_length=1, max_length=200)
     kind: Literal["decision", "convention", "note", "glossary"] | None = None
-    links: list[StrictStr] | None = Field(None, max_length=50)
-    supersedes: StrictStr | None = None
+    links: list[Line] | None = Field(None, max_length=50)
+    supersedes: Line | None = None
     classification: Literal["public", "internal", "confidential", "restricted"] | None = None
     if_meta_version: int | None = Field(None, alias="ifMetaVersion", ge=1)
     _links = field_validator("links")(classmethod(lambda cls, v: _check_links(v)))
@@ -139,7 +140,7 @@ def public(row: TeamEntryModel) -> dict[str, Any]:
 def get_row(org_id: str, entry_id: str) -> TeamEntryModel | None:
     """The entry row (consistent read) or ``None``."""
     bind()
-    if not ENTRY_ID.match(entry_id):
+    if not ENTRY_ID.fullmatch(entry_id):
         return None
     try:
         return TeamEntryModel.get(org_id, entry_id, consistent_read=True)
@@ -238,7 +239,7 @@ def _check_refs(org_id: str, space: dict[str, Any], entry_id: str | None, links:
         raise BadRequest(f"classification may only tighten the space's ({space['classification']}).",
                          code="validation_error", details={"field": "classification", "space": space["classification"]})
     for link in links or []:
-        m = ENTRY_LINK.match(link)
+        m = ENTRY_LINK.fullmatch(link)
         if m:
             other = get_row(org_id, m.group(1))
             if other is None or other.space_id != space["id"]:
@@ -311,10 +312,9 @@ def list_entries(principal: Principal, space_id: str | None, *, status: str | No
     if kind is not None and kind not in KINDS:
         raise BadRequest(f"kind must be one of {list(KINDS)}.", details={"field": "kind"})
     permissions.readable(principal, space_id)
-    pos = decode_cursor(cursor)
-    lo = str(pos["after"]) if pos and "after" in pos else f"{space_id}#"
-    if not lo.startswith(f"{space_id}#"):
-        raise BadRequest("Invalid cursor.", details={"field": "cursor"})
+    owner = f"{principal.org_id}/{space_id}"
+    pos = decode_cursor(cursor, "entries", owner, {"after": str}, {"after": f"{space_id}#"})
+    lo = pos["after"] if pos else f"{space_id}#"
     bind()
     out: list[dict[str, Any]] = []
     needle = (q or "").casefold()
@@ -339,7 +339,7 @@ def list_entries(principal: Principal, space_id: str | None, *, status: str | No
         if len(out) >= limit:
             break
     more = len(out) >= limit and last is not None
-    return {"entries": out, **({"cursor": encode_cursor({"after": last})} if more else {})}
+    return {"entries": out, **({"cursor": encode_cursor("entries", owner, {"after": last})} if more else {})}
 
 
 def patch(principal: Principal, entry_id: str, req: EntryPatch) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pycrdt import Doc, Text, get_update
 
 from ..errors import Conflict, Unprocessable
+from ..validation import InvalidInput, text_problem
 
 ROOT = "content"
 
@@ -95,7 +96,9 @@ def _utf16_len(s: str) -> int:
 
 
 def inspect(update: bytes) -> Inspection:
-    """Decode a V1 update's structs and delete set; ``UnsupportedUpdate`` unless plain text."""
+    """Decode a V1 update's structs and delete set; ``UnsupportedUpdate`` unless plain text, 400
+    ``validation_error`` (field ``update``) when inserted text breaks the body-text rule
+    (``chalicelib.validation``: NUL and control characters other than TAB, LF and CR)."""
     r = _Reader(update)
     out = Inspection()
     try:
@@ -128,7 +131,11 @@ def inspect(update: bytes) -> Inspection:
                         raise UnsupportedUpdate("Map entries are not supported (plain text only).",
                                                 details={"reason": "map"})
                 if ref == STRING:
-                    length = _utf16_len(r.string())
+                    inserted = r.string()
+                    problem = text_problem(inserted)  # the entry's text is body text like any other
+                    if problem:
+                        raise InvalidInput("update", f"inserted text {problem}")
+                    length = _utf16_len(inserted)
                 elif ref == DELETED:
                     length = r.uint()
                 elif ref in _NAMES:

@@ -18,6 +18,7 @@ from ..auth.principal import Principal
 from ..errors import BadRequest
 from ..storage.tables import TeamAttributionModel, bind
 from ..storage.txn import run_transaction
+from ..validation import Line
 from . import permissions
 from .accept import namespace
 from .entries import iso
@@ -27,7 +28,7 @@ class RetrieveBody(BaseModel):
     """Body of ``POST /api/v1/context/memory/retrieve``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    space_ids: list[StrictStr] = Field(alias="spaceIds", min_length=1, max_length=20)
+    space_ids: list[Line] = Field(alias="spaceIds", min_length=1, max_length=20)
     query: StrictStr = Field(min_length=1, max_length=4000)
     limit: int = Field(10, ge=1, le=50)
 

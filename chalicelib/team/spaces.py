@@ -14,13 +14,14 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pynamodb.exceptions import DoesNotExist
 
 from .. import audit, clock
-from ..errors import NotFound
+from ..errors import BadRequest, NotFound
 from ..storage.tables import TeamSpaceModel, bind
 from ..storage.txn import run_transaction
+from ..validation import Line, check_line
 from .dlp import POLICIES
 
 CLASSIFICATIONS = ("public", "internal", "confidential", "restricted")
@@ -39,7 +40,7 @@ class _In(BaseModel):
 class SpaceCreate(_In):
     """Body of ``POST /api/v1/context/spaces`` (snake_case or camelCase names)."""
 
-    name: StrictStr = Field(min_length=1, max_length=200)
+    name: Line = Field(min_length=1, max_length=200)
     kind: Literal["team", "personal"] = "team"
     classification: Classification = "internal"
     dlp_policy: Policy = Field("redact", alias="dlpPolicy")
@@ -49,7 +50,7 @@ class SpaceCreate(_In):
 class SpacePatch(_In):
     """Body of ``PATCH /api/v1/context/spaces/{id}``: any subset of the fields."""
 
-    name: StrictStr | None = Field(None, min_length=1, max_length=200)
+    name: Line | None = Field(None, min_length=1, max_length=200)
     classification: Classification | None = None
     dlp_policy: Policy | None = Field(None, alias="dlpPolicy")
     team_memory_enabled: StrictBool | None = Field(None, alias="teamMemoryEnabled")
@@ -65,8 +66,8 @@ class DenyRule(_In):
     """One org deny rule: ``member_id`` loses ``permissions`` (default both) in ``space_id``
     (``None`` = every space). Deny rules override grants."""
 
-    member_id: StrictStr = Field(min_length=1, max_length=256, alias="memberId")
-    space_id: StrictStr | None = Field(None, max_length=64, alias="spaceId")
+    member_id: Line = Field(min_length=1, max_length=256, alias="memberId")
+    space_id: Line | None = Field(None, max_length=64, alias="spaceId")
     permissions: list[Literal["context:space:read", "context:space:write"]] = Field(
         default_factory=lambda: list(GRANTS), max_length=2)
 
@@ -146,7 +147,10 @@ def patch_space(org_id: str, space_id: str, req: SpacePatch, actor: str) -> dict
 
 
 def put_member(org_id: str, space_id: str, member_id: str, req: MemberPut, actor: str) -> dict[str, Any]:
-    """Set a member's grants in a space (replacing earlier ones): ``{spaceId, memberId, permissions}``."""
+    """Set a member's grants in a space (replacing earlier ones): ``{spaceId, memberId, permissions}``;
+    400 ``validation_error`` when ``member_id`` is not one line of at most 256 characters."""
+    if len(check_line(member_id, "member_id")) > 256:
+        raise BadRequest("member_id must be at most 256 characters.", details={"field": "member_id"})
     require_space(org_id, space_id)
     perms = sorted(set(req.permissions))
     now = clock.now_ms()

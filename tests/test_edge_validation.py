@@ -1,0 +1,783 @@
+"""Validation at the edge (chalicelib/validation.py): the poison classes (lone surrogates, control
+characters, big and non-finite numbers, deep nesting) get a 400 naming the field on every JSON
+surface, ndjson imports report them as bad lines, and nothing is written.
+
+The regression tests come first (one per reproduced defect, ``test_regression_*``), then unit
+tests of the rules, then seeded hypothesis tests that send poison to every POST/PUT/PATCH route of
+the app's own route table.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import mint
+from tests.state import assert_unchanged, clients, dump
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+MID = "fp37dab55090b26303"  # "User prefers short names"
+SURROGATE = '"\\ud800"'  # a JSON string holding one lone surrogate
+DEEP = "[" * 200_000  # about 200 KB of brackets
+
+
+def _raw(api, method, path, text, headers=None):
+    """Send ``text`` as the body; ``(status, decoded body)``. The body must be UTF-8 JSON."""
+    h = {"Authorization": f"Bearer {api.token}", "Content-Type": "application/json", **(headers or {})}
+    resp = getattr(api.client.http, method.lower())(path, headers=h, body=text)
+    body = json.loads(resp.body.decode("utf-8")) if resp.body else None
+    return resp.status_code, body
+
+
+def _assert_error(status, body, code, field=None):
+    assert status == 400, body
+    assert body["code"] == code, body
+    if field is not None:
+        assert body["details"]["field"] == field, body
+
+
+class Unchanged:
+    """``with Unchanged():`` fails when the block wrote anything to DynamoDB or S3."""
+
+    def __enter__(self):
+        self.using = clients()
+        self.before = dump(self.using)
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            assert_unchanged(self.before, dump(self.using))
+
+
+@pytest.fixture
+def bank(api):
+    s, b = api.post("/v1/banks/main/memories", {"text": "User prefers short names", "tags": ["style"]})
+    assert s == 201 and b["memory"]["id"] == MID, b
+    assert api.put("/v1/banks/main/rules/style", {"content": "# brief"})[0] == 200
+    return api
+
+
+@pytest.fixture
+def session(api):
+    s, b = api.post("/v1/api/sessions", {})
+    assert s == 201, b
+    return b["session_id"]
+
+
+# --- regression tests: one per reproduced defect --------------------------------------------
+
+def test_regression_surrogate_in_structured_memory_is_refused(api, session):
+    s, row = api.post("/v1/api/memories", {"name": "keep", "description": "d", "content": "c"})
+    assert s == 201, row
+    save = '{"name": "n", "description": %s, "content": %s}'
+    tool = '{"action": "save", "name": "n", "description": %s, "content": %s}'
+    cases = [
+        ("POST", "/v1/api/memories", save % ('"d"', SURROGATE), "content"),
+        ("POST", "/v1/api/memories", save % (SURROGATE, '"c"'), "description"),
+        ("POST", "/v1/api/memories", '{"name": %s, "description": "d", "content": "c"}' % SURROGATE, "name"),
+        ("POST", f"/v1/api/sessions/{session}/memory", tool % ('"d"', SURROGATE), "content"),
+        ("POST", f"/v1/api/sessions/{session}/memory", tool % (SURROGATE, '"c"'), "description"),
+        ("PATCH", f"/v1/api/admin/memories/{row['memory_id']}", '{"description": %s}' % SURROGATE, "description"),
+    ]
+    with Unchanged():
+        for method, path, text, field in cases:
+            _assert_error(*_raw(api, method, path, text), "validation_error", field)
+    s, listed = api.get("/v1/api/admin/memories")
+    assert s == 200 and [m["name"] for m in listed["memories"]] == ["keep"]
+
+
+def test_regression_surrogate_in_bank_memory_is_refused_and_never_echoed(bank):
+    cases = [
+        ('{"text": "hello \\ud800 there"}', "text"),
+        ('{"text": "hello there", "tags": ["ok", "\\ud800"]}', "tags.1"),
+        ('{"text": "hello there", "entities": ["\\udfff"]}', "entities.0"),
+        ('{"text": "hello there", "\\ud800": 1}', "body"),
+    ]
+    with Unchanged():
+        for text, field in cases:
+            s, b = _raw(bank, "POST", "/v1/banks/main/memories", text)
+            _assert_error(s, b, "validation_error", field)
+            assert "\ud800" not in json.dumps(b, ensure_ascii=False) and "\\ud" not in b["error"]
+            s, b = _raw(bank, "PATCH", f"/v1/banks/main/memories/{MID}", text.replace('"text": "hello there", ', ""))
+            assert s == 400, b
+    s, b = bank.get("/v1/banks/main/export")
+    assert s == 200
+
+
+def test_regression_json_response_never_carries_an_unencodable_value():
+    from chalicelib.api.http import _json_response
+    from chalicelib.errors import BadRequest
+
+    err = BadRequest("Bad name 'x\ud800'.", details={"field": "name", "value": "\udc00y"})
+    resp = _json_response(err.status, err.body())
+    body = json.loads(resp.body.encode("utf-8"))  # encodable: the connection is not dropped
+    assert body == {"error": "Bad name 'x\ufffd'.", "code": "validation_error",
+                    "details": {"field": "name", "value": "\ufffdy"}}
+
+
+def test_regression_surrogate_in_import_lines_is_a_bad_line(bank):
+    lines = ['{"text": "first good line"}',
+             '{"text": "bad entity line", "entities": ["\\ud800"]}',
+             '{"text": "bad text \\udbff line"}',
+             '{"text": "second good line", "tags": ["t"]}']
+    s, b = bank.post("/v1/banks/copy/import", raw="\n".join(lines), headers=NDJSON)
+    assert s == 200, b
+    assert b["imported"] == 2 and [e["line"] for e in b["errors"]] == [2, 3]
+    assert "entities.0" in b["errors"][0]["error"] and "surrogate" in b["errors"][1]["error"]
+    s, listed = bank.get("/v1/banks/copy/memories")
+    assert sorted(m["text"] for m in listed["memories"]) == ["first good line", "second good line"]
+    rows = ['{"name": "good", "description": "d", "content": "c", "scope": "global"}',
+            '{"name": "bad", "description": "d", "content": "\\ud800", "scope": "global"}',
+            '{"name": "bad2", "description": "\\udfff", "content": "c", "scope": "global"}',
+            '{"name": "bad3", "description": "d", "content": "c", "scope": "user", "scope_id": "\\ud800"}']
+    s, b = bank.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers=NDJSON)
+    assert s == 200, b
+    assert b["imported"] == 1 and [e["line"] for e in b["errors"]] == [2, 3, 4]
+    s, listed = bank.get("/v1/api/admin/memories")
+    assert s == 200 and [m["name"] for m in listed["memories"]] == ["good"]
+
+
+OUT_OF_RANGE = [("corroboration", "9223372036854775808"), ("revision", "9223372036854775808"),
+                ("created_at", "9223372036854775808"), ("updated_at", "18446744073709551616"),
+                ("invalid_at", "9223372036854775808"), ("corroboration", "9007199254740992"),
+                ("updated_at", "253402300800000"), ("created_at", "-1"), ("revision", "1e300"),
+                ("corroboration", "1e400"), ("purged_at", "1" + "0" * 30)]
+
+
+def test_regression_import_refuses_integers_out_of_range(bank):
+    bad = ['{"text": "imported memory %d", "%s": %s}' % (i, field, literal)
+           for i, (field, literal) in enumerate(OUT_OF_RANGE)]
+    with Unchanged():
+        for i, line in enumerate(bad):
+            s, b = bank.post("/v1/banks/main/import", raw=line, headers=NDJSON)
+            assert s == 200 and b["imported"] == 0 and b["errors"][0]["line"] == 1, b
+            assert b["errors"][0]["error"].startswith(OUT_OF_RANGE[i][0]), b
+    good = '{"text": "a good memory", "created_at": 253402300799999, "corroboration": 9007199254740991}'
+    s, b = bank.post("/v1/banks/main/import", raw="\n".join(bad + [good]), headers=NDJSON)
+    assert s == 200 and b["imported"] == 1, b
+    assert [e["line"] for e in b["errors"]] == list(range(1, len(bad) + 1)), b
+    # the index holds what was imported: recall and the hook keep answering
+    s, r = bank.post("/v1/banks/main/recall", {"query": "good memory"})
+    assert s == 200 and r["memories"][0]["memory"]["text"] == "a good memory", r
+    s, _ = bank.post("/v1/banks/main/preview", {"query": "memory"})
+    assert s == 200
+    s, _ = bank.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "good memory?"}],
+                                               "metadata": {"memory_bank": "main"}})
+    assert s == 200
+
+
+def test_regression_structured_import_refuses_numbers_and_times_out_of_range(api):
+    rows = ['{"name": "a", "description": "d", "content": "c", "access_count": 9223372036854775808}',
+            '{"name": "b", "description": "d", "content": "c", "created": "0001-01-01T00:00:00"}',
+            '{"name": "c", "description": "d", "content": "c", "access_count": Infinity}',
+            '{"name": "d", "description": "d", "content": "c"}']
+    s, b = api.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers=NDJSON)
+    assert s == 200 and b["imported"] == 1 and [e["line"] for e in b["errors"]] == [1, 2, 3], b
+
+
+def test_regression_deep_nesting_is_invalid_json_on_every_json_route(api, app):
+    routes = json_routes(app)
+    assert len(routes) > 30
+    with Unchanged():
+        for method, path in routes:
+            concrete = path.replace("{bank}", "main").replace("{", "x").replace("}", "")
+            s, b = _raw(api, method, concrete, DEEP)
+            _assert_error(s, b, "invalid_json", "body")
+            s, b = _raw(api, method, concrete, '{"a": %s1%s}' % ("[" * 65, "]" * 65))
+            _assert_error(s, b, "invalid_json", "body")
+
+
+def test_regression_deep_nesting_line_is_a_bad_import_line(bank):
+    lines = ['{"text": "first good line"}', DEEP, '{"text": "deep value", "source": %s}' % ("[" * 100),
+             '{"text": "second good line"}']
+    s, b = bank.post("/v1/banks/copy/import", raw="\n".join(lines), headers=NDJSON)
+    assert s == 200 and b["imported"] == 2, b
+    assert b["errors"] == [{"line": 2, "error": "JSON nested deeper than 64 levels"},
+                           {"line": 3, "error": "JSON nested deeper than 64 levels"}]
+    rows = ['{"name": "good", "description": "d", "content": "c"}', DEEP]
+    s, b = bank.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers=NDJSON)
+    assert s == 200 and b["imported"] == 1 and [e["line"] for e in b["errors"]] == [2], b
+
+
+def test_regression_non_finite_limit_in_the_session_tool(api, session):
+    with Unchanged():
+        for literal in ("Infinity", "-Infinity", "NaN"):
+            for action in ("list", "search"):
+                s, b = _raw(api, "POST", f"/v1/api/sessions/{session}/memory",
+                            '{"action": "%s", "query": "x", "limit": %s}' % (action, literal))
+                _assert_error(s, b, "invalid_json", "limit")
+            s, b = _raw(api, "POST", "/v1/banks/main/recall", '{"query": "x", "limit": %s}' % literal)
+            _assert_error(s, b, "invalid_json", "limit")
+        s, b = _raw(api, "POST", f"/v1/api/sessions/{session}/memory", '{"action": "list", "limit": 1e400}')
+        _assert_error(s, b, "validation_error", "limit")
+
+
+def test_regression_foreign_cursors_are_a_400(bank, api):
+    from chalicelib.core.store import encode_cursor
+    for i in range(3):
+        assert api.post("/v1/api/memories", {"name": f"m{i}", "description": "d", "content": "c"})[0] == 201
+        assert api.post("/v1/banks/main/memories", {"text": f"memory number {i}"})[0] == 201
+    s, page = api.get("/v1/api/admin/audit?limit=1")
+    audit_cursor = page["next_cursor"]
+    s, page = api.get("/v1/api/admin/audit?limit=1&action=memory.save")
+    save_cursor = page["next_cursor"]
+    s, page = api.get("/v1/banks/main/memories?limit=1")
+    bank_cursor = page["next_cursor"]
+    assert audit_cursor and save_cursor and bank_cursor
+    # the cursors work where they came from
+    assert api.get(f"/v1/api/admin/audit?limit=1&cursor={audit_cursor}")[0] == 200
+    assert api.get(f"/v1/api/admin/audit?limit=1&action=memory.save&cursor={save_cursor}")[0] == 200
+    assert api.get(f"/v1/banks/main/memories?limit=1&cursor={bank_cursor}")[0] == 200
+
+    def b64(obj):
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    other = mint(org="acme", user_id="o")
+    foreign = [
+        ("/v1/api/admin/audit", bank_cursor, api.token),  # another listing's cursor
+        ("/v1/api/admin/audit?action=memory.update", save_cursor, api.token),  # another filter's
+        ("/v1/api/admin/audit?action=memory.save", audit_cursor, api.token),
+        ("/v1/api/admin/audit", audit_cursor, other),  # another org's
+        ("/v1/api/admin/audit", b64({"k": 5}), api.token),  # the old shape, forged
+        ("/v1/api/admin/audit", b64({"x": 1}), api.token),
+        ("/v1/api/admin/audit", b64([1, 2]), api.token),
+        ("/v1/api/admin/audit", b64({"r": "audit", "o": "0" * 16, "k": "x"}), api.token),
+        ("/v1/api/admin/audit?action=memory.save", encode_cursor("audit", "default|memory.save", {"k": "zzz"}),
+         api.token),  # forged with the right binding: the key is not of this filter
+        ("/v1/banks/main/memories", audit_cursor, api.token),
+        ("/v1/banks/main/memories", encode_cursor("memories", "default/main", {"sk": "", "ord": ""}), api.token),
+        ("/v1/banks/other/memories", bank_cursor, api.token),
+        ("/v1/api/admin/audit", base64.urlsafe_b64encode(b"[" * 5000).decode(), api.token),
+        ("/v1/api/admin/audit", "!!", api.token),
+    ]
+    with Unchanged():
+        for path, cursor, token in foreign:
+            sep = "&" if "?" in path else "?"
+            s, b = api.get(f"{path}{sep}cursor={cursor}", token=token)
+            if path.startswith("/v1/banks/other"):
+                assert s == 404 and b["code"] == "bank_not_found", b  # no such bank: nothing to page
+                continue
+            _assert_error(s, b, "validation_error", "cursor")
+    api.post("/v1/banks/other/memories", {"text": "in another bank"})
+    s, b = api.get(f"/v1/banks/other/memories?cursor={bank_cursor}")
+    _assert_error(s, b, "validation_error", "cursor")
+
+
+def test_regression_names_ending_in_a_newline_are_refused(bank):
+    with Unchanged():
+        for method, path, body in [("POST", "/v1/banks", {"name": "main\n"}),
+                                   ("POST", "/v1/banks", {"name": "fresh\n"}),
+                                   ("PUT", "/v1/banks/main%0A/rules/style", {"content": "x"}),
+                                   ("PUT", "/v1/banks/main/rules/style%0A", {"content": "x"}),
+                                   ("POST", "/v1/banks/main%0A/memories", {"text": "look-alike bank"}),
+                                   ("POST", "/v1/api/admin/tokens", {"kind": "api_key", "banks": ["main\n"]})]:
+            s, b = bank.call(method, path, body)
+            _assert_error(s, b, "invalid_name")
+    s, b = bank.get("/v1/banks")
+    assert [x["name"] for x in b["banks"]] == ["main"]
+
+
+def test_regression_every_identifier_check_is_a_full_match():
+    from chalicelib.errors import BadRequest
+    from chalicelib.fingerprint import FINGERPRINT_RE
+    from chalicelib.names import check_name
+    from chalicelib.structured.names import normalize_name
+    from chalicelib.structured.workstreams import check_id
+    from chalicelib.team import entries
+
+    for bad in ("main\n", "main\r", "\nmain"):
+        with pytest.raises(BadRequest):
+            check_name(bad)
+        with pytest.raises(BadRequest):
+            check_id(bad, "workstream_id")
+        with pytest.raises(BadRequest):
+            normalize_name(bad.replace("main", "a"))
+    assert not FINGERPRINT_RE.fullmatch(MID + "\n")
+    for pattern, good in ((entries.ENTRY_ID, "ent_" + "0" * 20), (entries.SOURCE_LINK, "source:adr-1"),
+                          (entries.ENTRY_LINK, "entry:ent_" + "0" * 20), (entries.UPDATE_ID, "upd-0001")):
+        assert pattern.fullmatch(good) and not pattern.fullmatch(good + "\n")
+    with pytest.raises(ValueError):
+        entries._check_links(["source:adr-1\n"])
+
+
+def test_regression_control_characters_follow_the_field_rules(bank):
+    m = "/v1/banks/main/memories"
+    refused = [
+        (m, {"text": "nul \u0000 inside"}, "text"),
+        (m, {"text": "bell \u0007 inside"}, "text"),
+        (m, {"text": "escape \u001b[31m red"}, "text"),
+        (m, {"text": "delete \u007f inside"}, "text"),
+        (m, {"text": "a fine text", "tags": ["two\nlines"]}, "tags.0"),
+        (m, {"text": "a fine text", "entities": ["tab\tbed"]}, "entities.0"),
+        (m, {"text": "a fine text", "tags": ["next\u0085line"]}, "tags.0"),
+        (m, {"text": "a fine text", "tags": ["para\u2029graph"]}, "tags.0"),
+        ("/v1/banks", {"name": "ok", "description": "form \u000c feed"}, "description"),
+        ("/v1/api/memories", {"name": "n", "description": "d", "content": "a \u0001 b"}, "content"),
+        ("/v1/api/memories", {"name": "n", "description": "d \u0001", "content": "c"}, "description"),
+        ("/v1/api/workstreams", {"title": "two\nlines"}, "title"),
+        ("/v1/api/admin/tokens", {"kind": "api_key", "label": "ci\r\nX-Injected: 1"}, "label"),
+    ]
+    with Unchanged():
+        for path, body, field in refused:
+            s, b = bank.post(path, body)
+            _assert_error(s, b, "validation_error", field)
+            assert "\u0000" not in b["error"] and "\u0007" not in b["error"]
+        for query in ("tag=%00", "cursor=a%00b"):
+            s, b = bank.get(f"{m}?{query}")
+            _assert_error(s, b, "validation_error", query.split("=")[0])
+        s, b = bank.get("/v1/banks/main/memories/fp37dab55090b263%00")
+        _assert_error(s, b, "validation_error", "memory_id")
+    # long text keeps TAB, LF and CR; descriptions collapse white space
+    s, b = bank.post(m, {"text": "line one\n\tline two\r\n"})
+    assert s == 201 and b["memory"]["text"] == "line one\n\tline two", b
+    s, b = bank.post("/v1/api/memories", {"name": "n", "description": "two\nlines", "content": "a\tb\nc"})
+    assert s == 201 and b["description"] == "two lines" and b["content"] == "a\tb\nc", b
+
+
+def test_regression_extraction_skips_items_with_control_characters():
+    from chalicelib.extraction.job import _handles, _in_bounds
+    assert _in_bounds("User prefers tea")
+    assert not _in_bounds("User prefers \u001b[1mtea")
+    assert not _in_bounds("User prefers \ud800 tea")
+    assert _handles(["ok", "two\nlines", "x\u0000"]) == ["ok"]
+
+
+def test_team_entry_text_follows_the_body_text_rule(api):
+    from tests.team_support import MEM, SPACES, Editor, b64
+    sid = api.post(SPACES, {"name": "Platform"})[1]["id"]
+    assert api.put(f"{SPACES}/{sid}/members/admin", {"permissions": ["context:space:read",
+                                                                      "context:space:write"]})[0] == 200
+    s, e = api.post(f"{MEM}/entries", {"spaceId": sid, "kind": "note", "title": "Notes"})
+    assert s == 201, e
+    with Unchanged():
+        for text in ("nul \u0000 here", "bell \u0007", "escape \u001b[0m"):
+            s, b = api.post(f"{MEM}/entries/{e['id']}/updates",
+                            {"updateId": "upd-00000001", "update": b64(Editor().insert(0, text))})
+            _assert_error(s, b, "validation_error", "update")
+    s, b = api.post(f"{MEM}/entries/{e['id']}/updates",
+                    {"updateId": "upd-00000002", "update": b64(Editor().insert(0, "two\n\tlines\r\n"))})
+    assert s == 200, b
+
+
+# --- the rules ------------------------------------------------------------------------------
+
+def test_nesting_bound_counts_brackets_outside_strings_only():
+    from chalicelib.validation import MAX_DEPTH, InvalidInput, loads, nesting_ok
+
+    assert MAX_DEPTH == 64
+    assert nesting_ok("[" * 64 + "]" * 64) and not nesting_ok("[" * 65 + "]" * 65)
+    assert nesting_ok('{"a": "%s"}' % ("[" * 1000))  # brackets in a string are text
+    assert nesting_ok('["\\"[[[", %s]' % ",".join(["[1]"] * 500))  # an escaped quote does not end it
+    assert nesting_ok('["unterminated \\' + "[" * 100)  # what follows is inside the string
+    assert not nesting_ok('["closed \\\\"' + "[" * 100)  # an escaped backslash does end it
+    assert not nesting_ok("[" * 5_000_000)  # linear: no recursion, no quadratic scan
+    assert not nesting_ok('"' + '\\"' * 10_000 + "[" * 0 + '"' + "{" * 65)
+    assert loads('{"a": [[[1]]]}') == {"a": [[[1]]]}
+    with pytest.raises(InvalidInput) as exc:
+        loads("]" * 10 + "[" * 100_000)
+    assert exc.value.code == "invalid_json"
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        depth += (ch in "[{") - (ch in "]}")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+_balanced = st.recursive(st.just(""), lambda inner: st.lists(st.tuples(st.sampled_from("[{"), inner), max_size=3).map(
+    lambda parts: "".join(o + body + ("]" if o == "[" else "}") for o, body in parts)), max_leaves=40)
+
+
+@settings(derandomize=True, max_examples=100, deadline=None, database=None)
+@given(_balanced, st.integers(min_value=0, max_value=12), st.data())
+def test_nesting_bound_is_exact_on_balanced_text_and_safe_on_prefixes(text, limit, data):
+    from chalicelib.validation import nesting_ok
+    text = text * 2 + "[" * limit + "]" * limit  # past the fast path (more openers than the limit)
+    assert nesting_ok(text, limit) == (_depth(text) <= limit)
+    prefix = text[:data.draw(st.integers(min_value=0, max_value=len(text)))]
+    if nesting_ok(prefix, limit):  # an unclosed prefix may be refused, never accepted too deep
+        assert _depth(prefix) <= limit
+
+
+@pytest.mark.parametrize("text,field,code", [
+    ('{"a": 9007199254740992}', "a", "validation_error"),
+    ('{"a": -9007199254740992}', "a", "validation_error"),
+    ('{"a": [1, 2, 1%s]}' % ("0" * 5000), "a.2", "validation_error"),
+    ('{"a": 1e16}', "a", "validation_error"),
+    ('{"a": {"b": NaN}}', "a.b", "invalid_json"),
+    ('{"a": "\\u0000"}', "a", "validation_error"),
+    ('{"a": ["\\udc00\\ud800"]}', "a.0", "validation_error"),
+    ('"\\ud800"', "body", "validation_error"),
+    ('{"a": "ok"', "body", "invalid_json"),
+])
+def test_universal_rules(text, field, code):
+    from chalicelib.validation import InvalidInput, loads
+
+    with pytest.raises(InvalidInput) as exc:
+        loads(text)
+    assert (exc.value.field, exc.value.code) == (field, code)
+    assert "\ud800" not in exc.value.message and "\u0000" not in exc.value.message
+
+
+def test_universal_rules_keep_what_is_valid():
+    from chalicelib.validation import MAX_SAFE_INT, loads
+    text = '{"i": [%d, -%d, 0, 1.5, -0.0], "s": "\\ud83d\\ude00 \\t\\n \\u0085 \\u001f", "b": true, "n": null}'
+    assert loads(text % (MAX_SAFE_INT, MAX_SAFE_INT)) == {
+        "i": [MAX_SAFE_INT, -MAX_SAFE_INT, 0, 1.5, -0.0], "s": "\U0001F600 \t\n \u0085 \u001f", "b": True, "n": None}
+
+
+def test_field_rules():
+    from chalicelib.validation import line_problem, text_problem
+    for ok in ("plain", "ünïcödé ✓", "tab-free line"):
+        assert line_problem(ok) is None
+    for bad in ("a\nb", "a\tb", "a\u0085b", "a\u009fb", "a\u007fb", "a\u2028b", "a\u0000b", "a\ud800b"):
+        assert line_problem(bad) is not None, repr(bad)
+    for ok in ("a\tb\nc\r\n", "a\u0085b", "a\u2028b", "ünïcödé"):
+        assert text_problem(ok) is None
+    for bad in ("a\u0000b", "a\u0001b", "a\u000bb", "a\u000cb", "a\u001fb", "a\u007fb", "a\udfffb"):
+        assert text_problem(bad) is not None, repr(bad)
+
+
+# --- poison on every JSON route (seeded hypothesis) -----------------------------------------
+
+def json_routes(app) -> list[tuple[str, str]]:
+    """Every POST/PUT/PATCH route of the app's route table, without the 404/405 answers
+    ``finalize`` adds."""
+    out = []
+    for path, entries in app.routes.items():
+        for method, entry in entries.items():
+            name = entry.view_function.__name__
+            if method in ("POST", "PUT", "PATCH") and not name.startswith(("not_found", "method_not_allowed")):
+                out.append((method, path))
+    return sorted(out)
+
+
+# ndjson import routes: a good line, and a line whose leaves get poisoned
+IMPORT_LINES = {
+    ("POST", "/v1/banks/{bank}/import"): (
+        {"text": "a good line"},
+        {"text": "an imported memory", "entities": ["user"], "tags": ["t"], "confidence": "stated",
+         "corroboration": 2, "pinned": False, "source": {"agent": "cli"}, "created_at": 1700000000000,
+         "updated_at": 1700000000001, "revision": 1}),
+    ("POST", "/v1/api/admin/memories/import"): (
+        {"name": "good", "description": "d", "content": "c"},
+        {"name": "imported", "description": "d", "content": "c", "scope": "user", "scope_id": "alice",
+         "type": "user", "created": "2026-03-10T10:00:00", "updated": "2026-03-11T10:00:00", "access_count": 2}),
+}
+
+
+class World:
+    """A backend with something behind every path parameter: bank ``main`` (memories, a rule, a
+    trashed bank), a session, a project, a workstream, a structured memory, a team space with two
+    entries. ``routes`` maps each JSON route to ``(concrete path, [valid-looking bodies])``."""
+
+    def __init__(self, api):
+        self.api = api
+        post = api.post
+        mids = []
+        for text in ("User prefers short names", "User prefers tabs", "User likes tea", "User drinks coffee"):
+            s, b = post("/v1/banks/main/memories", {"text": text, "tags": ["style"], "entities": ["user"]})
+            assert s == 201, b
+            mids.append(b["memory"]["id"])
+        assert api.put("/v1/banks/main/rules/style", {"content": "# brief"})[0] == 200
+        assert post("/v1/banks/old/memories", {"text": "old bank memory"})[0] == 201
+        trashed_to = api.delete("/v1/banks/old")[1]["trashed_to"]
+        ws = post("/v1/api/workstreams", {"title": "Migration"})[1]["workstream_id"]
+        project = post("/v1/api/projects", {"name": "Apollo"})[1]["project_id"]
+        session = post("/v1/api/sessions", {"workstream_id": ws})[1]["session_id"]
+        smem = post("/v1/api/memories", {"name": "deploy", "description": "How we deploy",
+                                         "content": "Deploys go through CI."})[1]["memory_id"]
+        s, space = post("/api/v1/context/spaces", {"name": "Platform"})
+        assert s == 201, space
+        sid = space["id"]
+        mem = "/api/v1/context/memory"
+        bob = mint(user_id="bob", permissions=[])  # entries bob drafts, the admin may accept
+        for member in ("admin", "bob"):
+            assert api.put(f"/api/v1/context/spaces/{sid}/members/{member}",
+                           {"permissions": ["context:space:read", "context:space:write"]})[0] == 200
+
+        def entry(title, token=None, accept=False):
+            s, e = api.post(f"{mem}/entries", {"spaceId": sid, "kind": "decision", "title": title}, token=token)
+            assert s == 201, e
+            sha = api.get(f"{mem}/entries/{e['id']}")[1]["documentSha256"]
+            if accept:
+                assert api.post(f"{mem}/entries/{e['id']}/accept", {"documentSha256": sha})[0] == 200
+            return e["id"], sha
+
+        old_entry, _ = entry("Use MySQL", bob, accept=True)
+        new_entry, _ = entry("Use Postgres", bob, accept=True)
+        draft, draft_sha = entry("Use Redis", bob)
+        edited, _ = entry("Use Kafka")
+        spare, _ = entry("Spare")
+        upload = api.post("/v1/banks/main/import-uploads")[1]["s3_key"]
+        from chalicelib.storage import blobs
+        blobs.put_bytes(blobs.org_key("default", upload), b'{"text": "an uploaded memory"}\n', "application/x-ndjson")
+        bank_mem = "/v1/banks/main/memories"
+        hook_messages = [{"role": "user", "content": "Remember that I like tea.", "id": "m1"},
+                         {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}]
+        self.routes = {
+            ("POST", "/v1/banks"): ("/v1/banks", [{"name": "fresh", "description": "A fresh bank"}]),
+            ("POST", "/v1/banks/{bank}/restore"): ("/v1/banks/old/restore", [{"trashed_to": trashed_to}]),
+            ("PUT", "/v1/banks/{bank}/rules/{name}"): ("/v1/banks/main/rules/style",
+                                                       [{"content": "# Answer briefly.\n\nAlways."}]),
+            ("POST", "/v1/banks/{bank}/memories"): (bank_mem, [
+                {"text": "User likes green tea", "entities": ["user", "tea"], "tags": ["drinks"], "pinned": False,
+                 "session_id": "s1"}]),
+            ("PATCH", "/v1/banks/{bank}/memories/{memory_id}"): (f"{bank_mem}/{mids[0]}", [
+                {"text": "User prefers short names", "entities": ["user"], "tags": ["style"], "pinned": True}]),
+            ("POST", "/v1/banks/{bank}/memories/{memory_id}/pin"): (f"{bank_mem}/{mids[0]}/pin", [{"pinned": True}]),
+            ("POST", "/v1/banks/{bank}/memories/{memory_id}/supersede"): (f"{bank_mem}/{mids[1]}/supersede",
+                                                                          [{"superseded_by": mids[0]}]),
+            ("POST", "/v1/banks/{bank}/memories/{memory_id}/purge"): (f"{bank_mem}/{mids[3]}/purge", [{}]),
+            ("POST", "/v1/banks/{bank}/import"): ("/v1/banks/main/import", [{"s3_key": upload}]),
+            ("POST", "/v1/banks/{bank}/import-uploads"): ("/v1/banks/main/import-uploads", [{}]),
+            ("POST", "/v1/banks/{bank}/recall"): ("/v1/banks/main/recall", [
+                {"query": "short names", "limit": 5, "tag": "style", "include_superseded": False,
+                 "as_of": 4102444800000}]),
+            ("POST", "/v1/banks/{bank}/preview"): ("/v1/banks/main/preview", [{"query": "what names?"}]),
+            ("POST", "/v1/banks/{bank}/forget-session"): ("/v1/banks/main/forget-session",
+                                                          [{"session_id": "s1", "purge": False}]),
+            ("POST", "/v1/hooks/pre-generate"): ("/v1/hooks/pre-generate", [
+                {"messages": hook_messages, "metadata": {"memory_bank": "main", "harness": "x"}, "session_id": "s1",
+                 "step": 1}]),
+            ("POST", "/v1/hooks/turn-completed"): ("/v1/hooks/turn-completed", [
+                {"session_id": "s1", "turn_id": "t1", "status": "ok", "messages": hook_messages,
+                 "metadata": {"memory_bank": "main"}}]),
+            ("POST", "/v1/hooks/session-deleted"): ("/v1/hooks/session-deleted", [{"session_id": "s1"}]),
+            ("POST", "/v1/reload"): ("/v1/reload", [{}]),
+            ("POST", "/v1/api/admin/tokens"): ("/v1/api/admin/tokens", [
+                {"kind": "api_key", "permissions": ["memory:read"], "label": "ci", "banks": ["main"],
+                 "expires_at": 4102444800000},
+                {"kind": "person", "user_id": "carol", "permissions": []}]),
+            ("POST", "/v1/api/memories"): ("/v1/api/memories", [
+                {"name": "deploy notes", "description": "How we deploy", "content": "Deploys go through CI.",
+                 "type": "reference", "scope": "global"},
+                {"name": "mine", "description": "d", "content": "c", "scope": "user", "scope_id": "admin"}]),
+            ("POST", "/v1/api/memories/search"): ("/v1/api/memories/search", [
+                {"query": "deploy", "type": "reference", "limit": 5, "scope": "global"}]),
+            ("POST", "/v1/api/workstreams"): ("/v1/api/workstreams", [{"workstream_id": "ws-2", "title": "Next"}]),
+            ("POST", "/v1/api/projects"): ("/v1/api/projects", [{"project_id": "p-2", "name": "Gemini",
+                                                                 "active": True}]),
+            ("PATCH", "/v1/api/projects/{project_id}"): (f"/v1/api/projects/{project}", [{"active": True}]),
+            ("PUT", "/v1/api/projects/{project_id}/members/{user_id}"): (f"/v1/api/projects/{project}/members/bob",
+                                                                         [{"access": "read"}]),
+            ("POST", "/v1/api/sessions"): ("/v1/api/sessions", [
+                {"kind": "interactive", "workstream_id": ws, "project_id": project, "memory_enabled": True,
+                 "user_id": "admin"},
+                {"parent_session_id": session}]),
+            ("POST", "/v1/api/sessions/{session_id}/memory"): (f"/v1/api/sessions/{session}/memory", [
+                {"action": "save", "name": "tea", "content": "User likes tea", "description": "drinks",
+                 "type": "user", "scope": "user"},
+                {"action": "search", "query": "tea", "limit": 5, "type": "user"},
+                {"action": "get", "name": "tea", "scope": "user"}]),
+            ("POST", "/v1/api/sessions/{session_id}/context"): (f"/v1/api/sessions/{session}/context", [
+                {"messages": [{"role": "user", "content": "how do we deploy?"},
+                              {"role": "user", "content": [{"type": "text", "text": "no, actually"}]}]}]),
+            ("PATCH", "/v1/api/admin/memories/{memory_id}"): (f"/v1/api/admin/memories/{smem}",
+                                                              [{"description": "New description"}]),
+            ("POST", "/v1/api/admin/memories/import"): ("/v1/api/admin/memories/import", [
+                {"name": "imported", "description": "d", "content": "c", "scope": "global", "type": "reference",
+                 "created": "2026-03-10T10:00:00", "access_count": 2}]),
+            ("POST", "/api/v1/context/spaces"): ("/api/v1/context/spaces", [
+                {"name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
+                 "teamMemoryEnabled": True}]),
+            ("PATCH", "/api/v1/context/spaces/{space_id}"): (f"/api/v1/context/spaces/{sid}", [
+                {"name": "Platform", "classification": "internal"}]),
+            ("PUT", "/api/v1/context/spaces/{space_id}/members/{member_id}"): (
+                f"/api/v1/context/spaces/{sid}/members/dave", [{"permissions": ["context:space:read"]}]),
+            ("PUT", "/api/v1/context/deny-rules"): ("/api/v1/context/deny-rules", [
+                {"rules": [{"memberId": "mallory", "spaceId": sid, "permissions": ["context:space:write"]}]}]),
+            ("POST", f"{mem}/entries"): (f"{mem}/entries", [
+                {"spaceId": sid, "kind": "decision", "title": "Use Redis", "links": ["https://example.com/adr/2",
+                                                                                      "source:adr-2"],
+                 "classification": "internal"}]),
+            ("PATCH", f"{mem}/entries/{{entry_id}}"): (f"{mem}/entries/{edited}", [
+                {"title": "Use Kafka 4", "links": ["source:adr-1"], "ifMetaVersion": 1}]),
+            ("POST", f"{mem}/entries/{{entry_id}}/updates"): (f"{mem}/entries/{edited}/updates", [
+                {"updateId": "upd-00000001", "update": base64.b64encode(b"\x00\x00").decode()}]),
+            ("POST", f"{mem}/entries/{{entry_id}}/accept"): (f"{mem}/entries/{draft}/accept",
+                                                             [{"documentSha256": draft_sha}]),
+            ("POST", f"{mem}/entries/{{entry_id}}/supersede"): (f"{mem}/entries/{old_entry}/supersede",
+                                                                [{"supersededBy": new_entry}]),
+            ("POST", f"{mem}/entries/{{entry_id}}/archive"): (f"{mem}/entries/{spare}/archive", [{}]),
+            ("POST", f"{mem}/retrieve"): (f"{mem}/retrieve", [{"spaceIds": [sid], "query": "postgres",
+                                                               "limit": 5}]),
+        }
+
+
+@pytest.fixture
+def world(api):
+    return World(api)
+
+
+def test_every_json_route_has_a_fixture_body(world, app):
+    """A new POST/PUT/PATCH route must get a body in ``World.routes`` (and so the poison tests)."""
+    routes = set(json_routes(app))
+    assert routes - set(world.routes) == set(), "JSON routes without a fixture body"
+    assert set(world.routes) - routes == set(), "fixture bodies of routes that no longer exist"
+    refused = []
+    for route in sorted(world.routes):
+        path, bodies = world.routes[route]
+        for body in bodies:
+            s, b = world.api.call(route[0], path, body)
+            if s >= 300:
+                refused.append(f"{route}: {s} {b}")
+    assert not refused, "\n".join(refused)
+
+
+MARK = "\u2603poison\u2603"
+_CLOSER = str.maketrans({"[": "]", "{": "}", '"': "", "k": "", ":": ""})
+
+
+def _leaves(value, at=()):
+    """Paths of every position a poison can take: each scalar, each container, and a new key in
+    each object."""
+    yield at
+    if isinstance(value, dict):
+        yield at + (MARK,)
+        for k, v in value.items():
+            yield from _leaves(v, at + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, at + (i,))
+
+
+def _poisoned(body, at, fragment: str, as_key: bool = False) -> str:
+    """``body`` as JSON text with ``fragment`` (raw JSON) at path ``at``; ``as_key`` puts the
+    fragment (a JSON string) in a new key there instead."""
+    if not at:
+        return fragment
+    b = copy.deepcopy(body)
+    parent = b
+    for k in at[:-1]:
+        parent = parent[k]
+    parent[at[-1]] = 1 if as_key and at[-1] == MARK else MARK
+    text = json.dumps(b)
+    marker = json.dumps(MARK)
+    return text.replace(marker + ":" if as_key else marker, fragment + ":" if as_key else fragment)
+
+
+def _string(s: str) -> str:
+    return json.dumps(s)  # ASCII-only JSON: lone surrogates become \udxxx escapes
+
+
+SURROGATE_FRAGMENTS = [_string(s) for s in ("\ud800", "a\udfffb", "\udc00\ud800", "x" * 300 + "\udbff",
+                                            "\ude00 tail")]
+CONTROL_FRAGMENTS = [_string(s) for s in ("\u0000", "a\u0001b", "line\nbreak", "tab\there", "\u001b[31mred",
+                                          "del\u007f", "c1\u0085\u009f", "sep\u2028\u2029", "cr\r", "nul in \u0000 text",
+                                          "\u000b\u000c", "\u001c\u001d\u001e\u001f")]
+NUMBER_FRAGMENTS = ["9007199254740992", "-9007199254740992", "9223372036854775808", "18446744073709551616",
+                    "1" + "0" * 400, "1e400", "-1e400", "1e308", "NaN", "Infinity", "-Infinity", "1.5e16",
+                    "9007199254740991", "-9007199254740991"]  # the last two are within range
+NESTING_FRAGMENTS = ["[" * 65 + "]" * 65, "[" * 200_000, '{"a":' * 65 + "1" + "}" * 65, "[" * 3000 + "]" * 3000,
+                     "[" * 64 + '"' + "[" * 500 + '"' + "]" * 64]  # the last: brackets in a string, depth 64
+UNIVERSAL_EXCEPTIONS = {"9007199254740991", "-9007199254740991", NESTING_FRAGMENTS[-1]}
+
+CLASSES = {"surrogates": SURROGATE_FRAGMENTS, "controls": CONTROL_FRAGMENTS, "numbers": NUMBER_FRAGMENTS,
+           "nesting": NESTING_FRAGMENTS}
+
+
+def _universal(fragment: str) -> bool:
+    """True when the edge must refuse ``fragment`` wherever it stands (not only in some fields)."""
+    if fragment in UNIVERSAL_EXCEPTIONS:
+        return False
+    if not fragment.startswith('"'):
+        return True  # out-of-range or non-finite numbers, deep nesting
+    return any(c == "\u0000" or 0xD800 <= ord(c) <= 0xDFFF for c in json.loads(fragment))
+
+
+def _send(api, method, path, text, ndjson=False):
+    h = {"Authorization": f"Bearer {api.token}", "Content-Type": NDJSON["Content-Type"] if ndjson else
+         "application/json"}
+    resp = getattr(api.client.http, method.lower())(path, headers=h, body=text)
+    return resp.status_code, resp.body
+
+
+def _check(route, text, status, raw, must_refuse):
+    where = f"{route} <- {text[:200]!r}"
+    assert status < 500, f"{where}: {status} {raw[:300]!r}"
+    body = json.loads(raw.decode("utf-8")) if raw else None  # the response always decodes
+    if status >= 400:
+        assert isinstance(body, dict) and set(body) <= {"error", "code", "details"}, f"{where}: {body}"
+        assert isinstance(body.get("error"), str) and body["error"], f"{where}: {body}"
+        assert isinstance(body.get("code"), str) and body["code"], f"{where}: {body}"
+        assert isinstance(body.get("details", {}), dict), f"{where}: {body}"
+    if must_refuse:
+        assert status == 400 and body["code"] in ("validation_error", "invalid_json"), f"{where}: {status} {body}"
+    return body
+
+
+def _poke(world, route, text, must_refuse, ndjson=False):
+    """Send one poisoned body to ``route`` (``ndjson``: as line 2 of 3 of an import, the others
+    good) and check the answer."""
+    path, _ = world.routes[route]
+    if ndjson:
+        good = json.dumps(IMPORT_LINES[route][0])
+        text = "\n".join([good, text, good])
+    status, raw = _send(world.api, route[0], path, text, ndjson=ndjson)
+    body = _check(route, text, status, raw, must_refuse and not ndjson)
+    if must_refuse and ndjson:
+        assert status == 200 and [e["line"] for e in body["errors"]] == [2], (route, body)
+
+
+def _targets(world):
+    """``(route, body, ndjson)`` of every fixture body, and of each import's poisonable line."""
+    for route in sorted(world.routes):
+        for body in world.routes[route][1]:
+            yield route, body, False
+        if route in IMPORT_LINES:
+            yield route, IMPORT_LINES[route][1], True
+
+
+STRATEGIES = {
+    "surrogates": st.builds(lambda a, s, b: _string(a + s + b), st.text(max_size=5),
+                            st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), st.text(max_size=5)),
+    "controls": st.builds(lambda a, s, b: _string(a + s + b), st.text(max_size=5),
+                          st.sampled_from([chr(c) for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]]),
+                          st.text(max_size=5)),
+    "numbers": st.one_of(
+        st.integers(min_value=2**53, max_value=2**80).map(str),
+        st.integers(min_value=2**53, max_value=2**80).map(lambda n: str(-n)),
+        st.floats(min_value=2.0**53, max_value=1e308).map(repr),
+        st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-2e999"])),
+    "nesting": st.builds(lambda n, opener, closed: opener * n + ("1" + opener.translate(_CLOSER) * n if closed else ""),
+                         st.integers(min_value=65, max_value=5000), st.sampled_from(["[", '{"k":']), st.booleans()),
+}
+
+
+def test_poison_on_every_json_route(world):
+    """For each poison class: each position of each route's fixture bodies (and of each import's
+    ndjson line) gets one value of the class, round robin; then hypothesis draws more (seeded).
+    Every answer is below 500 and decodes; a 4xx is ``{error, code, details?}``; a value no field
+    may hold (a surrogate, NUL, a number out of range, deep nesting) is a 400."""
+    targets = list(_targets(world))
+    for poison, fragments in sorted(CLASSES.items()):
+        cycle = itertools.cycle(fragments)
+        sent = set()
+        for route, body, ndjson in targets:
+            for at in _leaves(body):
+                fragment = next(cycle)
+                as_key = bool(at) and at[-1] == MARK and fragment.startswith('"')
+                if at and at[-1] == MARK and not as_key:
+                    continue
+                _poke(world, route, _poisoned(body, at, fragment, as_key), _universal(fragment), ndjson)
+                sent.add(fragment)
+        assert sent == set(fragments), poison
+
+        @settings(derandomize=True, max_examples=15, deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @given(st.sampled_from(targets), STRATEGIES[poison], st.data())
+        def more(target, fragment, data):
+            route, body, ndjson = target
+            at = data.draw(st.sampled_from([a for a in _leaves(body) if not a or a[-1] != MARK]))
+            _poke(world, route, _poisoned(body, at, fragment), _universal(fragment), ndjson)
+
+        more()
