@@ -382,37 +382,36 @@ def test_bank_row_poisoned_at_rest(client, poison):
         assert reads["hook"].body["mutations"]["append_messages"] == []
     else:
         served(reads)
-    served(read_bank(o, "other"))
+    other = o.post("/v1/banks/other/recall", {"query": QUERY})
+    assert H_TEA in [m["memory"]["text"] for m in other.body["memories"]]
 
 
 # --- structured memories ------------------------------------------------------------------------
 
-def seed_structured(o: Org, victims: list[str]) -> dict[str, tuple[str, str]]:
-    """Healthy global and user memories and, per name, a victim in each: ``{name: (global id,
-    user id)}`` (ids fixed by the import lines)."""
+def seed_structured(o: Org, victims: list[str], scopes: tuple[str, ...] = ("global",)) -> dict[tuple[str, str], str]:
+    """Healthy global and user memories and, per name and scope, a victim named ``v_<name>``:
+    ``{(name, scope): memory id}`` (ids fixed by the import lines)."""
     import uuid
     rows = [{"name": "deploy_process", "content": "Deploy via the blue pipeline.", "description": "How we deploy",
              "type": "reference", "scope": "global", "scope_id": ""},
             {"name": "tea", "content": H_TEA, "description": "Alice's tea", "scope": "user", "scope_id": o.user}]
     ids = {}
     for n in victims:
-        g, u = str(uuid.uuid4()), str(uuid.uuid4())
-        ids[n] = (g, u)
-        rows.append({"memory_id": g, "name": f"v_{n}", "content": "Victim: deploy via the red pipeline.",
-                     "description": "deploy victim", "scope": "global", "scope_id": ""})
-        rows.append({"memory_id": u, "name": f"v_{n}", "content": "Victim: Alice drinks tea too.",
-                     "description": "tea victim", "scope": "user", "scope_id": o.user})
+        for scope in scopes:
+            ids[n, scope] = str(uuid.uuid4())
+            rows.append({"memory_id": ids[n, scope], "name": f"v_{n}", "content": "Victim: deploy via the red pipeline.",
+                         "description": "deploy victim", "scope": scope, "scope_id": "" if scope == "global" else o.user})
     r = o.post("/v1/api/admin/memories/import", raw=b"\n".join(json.dumps(x).encode() for x in rows),
                ctype="application/x-ndjson")
     assert r.status == 200 and r.body["imported"] == len(rows), r.body
     return ids
 
 
-def poison_structured(o: Org, ids: dict[str, tuple[str, str]], poisons: dict[str, Any]) -> None:
-    for name, (g, u) in ids.items():
-        for mid, ns in ((g, "!scope/global/"), (u, f"!scope/user/{o.user}")):
-            key = {"bank_key": {"S": bank_inc(o.org, ns)}, "sk": {"S": mid}}
-            plant("memories", key, poisons[name](raw_record("memories", key)))
+def poison_structured(o: Org, ids: dict[tuple[str, str], str], poisons: dict[str, Any]) -> None:
+    for (name, scope), mid in ids.items():
+        ns = "!scope/global/" if scope == "global" else f"!scope/user/{o.user}"
+        key = {"bank_key": {"S": bank_inc(o.org, ns)}, "sk": {"S": mid}}
+        plant("memories", key, poisons[name](raw_record("memories", key)))
 
 
 def read_structured(o: Org) -> dict[str, Resp]:
@@ -433,42 +432,38 @@ def read_structured(o: Org) -> dict[str, Resp]:
 
 
 def test_structured_records_poisoned_at_rest(client):
-    """Every poison value in structured memories of the global and a user scope: lists leave
-    them out and count them in ``X-Cairn-Damaged`` (the body stays Turnstone's shape), search and
-    the session context rank the rest, a direct read is 409 ``damaged``, and a delete or an
-    upsert of that name replaces the record."""
+    """Every poison value in a global structured memory: lists leave them out and count them in
+    ``X-Cairn-Damaged`` (the body stays Turnstone's shape), search and the session context rank
+    the rest, a direct read is 409 ``damaged``, and a delete or an upsert of that name replaces
+    the record."""
     o = Org(client)
     ids = seed_structured(o, list(RECORD_POISONS))
     drop_caches()
     poison_structured(o, ids, RECORD_POISONS)
-    n = len(ids)
+    n = str(len(ids))
     reads = read_structured(o)
     for name, r in reads.items():
         assert r.status == 200, (name, r.body)
-    assert reads["list"].headers["x-cairn-damaged"] == str(2 * n)
-    assert reads["list_user"].headers["x-cairn-damaged"] == reads["list_global"].headers["x-cairn-damaged"] == str(n)
-    assert reads["admin_list"].headers["x-cairn-damaged"] == str(2 * n)
-    assert reads["tool_list"].headers["x-cairn-damaged"] == str(2 * n)
-    for name in ("list", "admin_list", "tool_list"):
+    for name in ("list", "list_global", "admin_list", "tool_list"):
+        assert reads[name].headers["x-cairn-damaged"] == n, name
         body = reads[name].body
-        assert set(body) == {"memories", "total"} and {m["name"] for m in body["memories"]} == {"deploy_process", "tea"}
+        assert set(body) == {"memories", "total"} and "deploy_process" in {m["name"] for m in body["memories"]}
+        assert not {m["name"] for m in body["memories"]} - {"deploy_process", "tea"}
+    assert "x-cairn-damaged" not in reads["list_user"].headers
     assert "deploy_process" in [m["name"] for m in reads["search"].body["memories"]]
     assert "Deploy via the blue pipeline." in reads["context"].body["system_message"]
-    for name, (g, _u) in ids.items():
+    for (name, _scope), mid in ids.items():
         r = o.get(f"/v1/api/memories/v_{name}")
         assert r.status == 409 and r.body["code"] == "damaged", (name, r.body)
-        assert o.get(f"/v1/api/admin/memories/{g}").status == 409
-    names = list(ids)
-    for name in names[: n // 2]:
+    assert o.get(f"/v1/api/admin/memories/{mid}").status == 409
+    names = [name for name, _scope in ids]
+    for name in names[::2]:
         assert o.call("DELETE", f"/v1/api/memories/v_{name}").status == 200, name
-        assert o.call("DELETE", f"/v1/api/memories/v_{name}?scope=user").status == 200, name
-    for name in names[n // 2:]:
-        for scope in ("global", "user"):
-            r = o.post("/v1/api/memories", {"name": f"v_{name}", "content": "Repaired.", "description": "fixed",
-                                            "scope": scope})
-            assert r.status == 200, (name, r.body)
+    for name in names[1::2]:
+        r = o.post("/v1/api/memories", {"name": f"v_{name}", "content": "Repaired.", "description": "fixed"})
+        assert r.status == 200, (name, r.body)
     after = o.get("/v1/api/admin/memories")
-    assert "x-cairn-damaged" not in after.headers and len(after.body["memories"]) == 2 + n * 2 - 2 * (n // 2)
+    assert "x-cairn-damaged" not in after.headers and len(after.body["memories"]) == 2 + len(names[1::2])
 
 
 def test_structured_lone_surrogate_keeps_lists_and_search_up(client):
@@ -478,153 +473,202 @@ def test_structured_lone_surrogate_keeps_lists_and_search_up(client):
     o = Org(client)
     poisons = {"content": lambda r: {"record": js({**r, "text": r["text"] + "\ud800"})},
                "description": lambda r: {"record": js({**r, "description": "\udfff" + r["description"]})}}
-    ids = seed_structured(o, list(poisons))
+    ids = seed_structured(o, list(poisons), scopes=("global", "user"))
     drop_caches()
     poison_structured(o, ids, poisons)
     other = Org(client, user="bob", org=o.org, permissions=["memory:read", "memory:write"])
     reads = read_structured(o)
-    for name in ("list", "list_global", "admin_list", "search", "admin_search"):
+    for name in ("list", "list_global", "list_user", "admin_list", "search", "admin_search"):
         assert reads[name].status == 200, (name, reads[name].body)
+    assert reads["list"].headers["x-cairn-damaged"] == reads["admin_list"].headers["x-cairn-damaged"] == "4"
     lst = other.get("/v1/api/memories")
     assert lst.status == 200 and lst.headers["x-cairn-damaged"] == "2"
     assert [m["name"] for m in lst.body["memories"]] == ["deploy_process"]
     assert other.post("/v1/api/memories/search", {"query": "deploy pipeline"}).status == 200
 
 
-OBJECT_POISONS = {
-    # (table, key builder, attributes) per stored object kind
-    "location_counters": ("structured", lambda o, ids: {"org_id": {"S": o.org}, "sk": {"S": f"mem#{ids['tea']}"}},
-                          {"access_count": {"S": "lots"}, "last_accessed": {"N": str(2**63)}}),
-    "location_data": ("structured", lambda o, ids: {"org_id": {"S": o.org}, "sk": {"S": f"mem#{ids['tea']}"}},
-                      {"data": {"S": "{broken"}}),
-    "session_data": ("structured", lambda o, ids: {"org_id": {"S": o.org}, "sk": {"S": f"session#{ids['session']}"}},
-                     {"data": js({"session_id": "ses_x", "kind": "interactive", "user_id": "\ud800"})}),
-    "audit_event": ("audit", lambda o, ids: ids["audit"], {"details": {"S": "not a map"}, "at": {"S": "noon"}}),
-    "token_row": ("tokens", lambda o, ids: {"token_id": {"S": ids["token"]}},
-                  {"permissions": {"S": "all"}, "expires_at": {"N": str(2**63)}, "last_used_at": {"S": "x"}}),
-}
-
-
-@pytest.mark.parametrize("poison", list(OBJECT_POISONS))
-def test_structured_objects_and_tokens_poisoned_at_rest(client, poison):
-    """Touch counters, location items, sessions, audit events and token rows edited by hand:
-    the routes that read them answer without a 5xx (a damaged session is 409 ``damaged``, a
-    damaged token never authenticates) and the rest of the org works."""
+def test_structured_objects_tokens_and_audit_poisoned_at_rest(client):
+    """A memory's location item (touch counters, data), a session, an audit event and a token
+    row edited by hand: the routes that read them answer without a 5xx (the session is 409
+    ``damaged``, the damaged token never authenticates and lists as ``damaged``) and the rest of
+    the org works."""
     from chalicelib.auth.tokens import token_id_for
     o = Org(client)
     seed_structured(o, [])
     tea = o.get("/v1/api/memories/tea?scope=user").body["memory_id"]
     session = o.post("/v1/api/sessions", {"kind": "interactive"}).body["session_id"]
-    victim_token = mint(org=o.org, user_id="carol", permissions=["memory:read"])
+    victim = mint(org=o.org, user_id="carol", permissions=["memory:read"])
     audit = ddb().query(TableName=table("audit"), KeyConditionExpression="org_id = :o",
                         ExpressionAttributeValues={":o": {"S": o.org}}, Limit=1)["Items"][0]
-    ids = {"tea": tea, "session": session, "token": token_id_for(victim_token),
-           "audit": {"org_id": audit["org_id"], "sk": audit["sk"]}}
-    logical, key, attrs = OBJECT_POISONS[poison]
-    plant(logical, key(o, ids), attrs)
+    org = {"org_id": {"S": o.org}}
+    plant("structured", {**org, "sk": {"S": f"mem#{tea}"}},
+          {"data": {"S": "{broken"}, "access_count": {"S": "lots"}, "last_accessed": {"N": str(2**63)}})
+    plant("structured", {**org, "sk": {"S": f"session#{session}"}},
+          {"data": js({"session_id": session, "kind": "interactive", "user_id": "\ud800"})})
+    plant("audit", {**org, "sk": audit["sk"]}, {"details": {"S": "not a map"}, "at": {"S": "noon"}})
+    plant("tokens", {"token_id": {"S": token_id_for(victim)}},
+          {"permissions": {"S": "all"}, "expires_at": {"N": str(2**63)}, "last_used_at": {"S": "x"}})
     reads = read_structured(o)
-    for name in ("list", "list_user", "search", "admin_list", "audit"):
-        assert reads[name].status == 200, (name, reads[name].body)
-    assert "tea" in {m["name"] for m in reads["list_user"].body["memories"]}
+    for name, r in reads.items():
+        assert r.status == 200, (name, r.body)
+    tea_row = next(m for m in reads["list_user"].body["memories"] if m["name"] == "tea")
+    assert tea_row["access_count"] == 0 and tea_row["last_accessed"] == ""
     tool = o.post(f"/v1/api/sessions/{session}/memory", {"action": "list"})
-    assert tool.status == (409 if poison == "session_data" else 200), tool.body
+    assert tool.status == 409 and tool.body["code"] == "damaged", tool.body
     tokens = o.get("/v1/api/admin/tokens")
     assert tokens.status == 200
-    used = o.get("/v1/api/memories", token=victim_token)
-    assert used.status == (401 if poison == "token_row" else 200), used.body
+    assert [t.get("damaged") for t in tokens.body["tokens"] if t["token_id"] == token_id_for(victim)] == [True]
+    assert o.get("/v1/api/memories", token=victim).status == 401
+
+
+def test_idempotency_and_extraction_rows_poisoned_at_rest(client):
+    """A stored Idempotency-Key response that cannot be read is refused with a 409 naming the
+    header (never replayed, never a 5xx); a hand-edited extraction cursor is overwritten by the
+    next finished turn."""
+    o = Org(client)
+    seed_bank(o, [])
+
+    def save_with_key():
+        return o.client.http.post("/v1/banks/main/memories", body=json.dumps({"text": "Dan likes mate"}),
+                                  headers={"Authorization": f"Bearer {o.token}", "Content-Type": "application/json",
+                                           "Idempotency-Key": "k-1"})
+
+    assert save_with_key().status_code == 201
+    item = ddb().scan(TableName=table("idempotency"))["Items"][0]
+    plant("idempotency", {"key": item["key"]}, {"body": {"S": "{torn"}})
+    r = save_with_key()
+    assert r.status_code == 409 and json.loads(r.body)["details"]["field"] == "Idempotency-Key"
+    turn = {"session_id": "s1", "turn_id": "t1", "metadata": {"memory_bank": "main"},
+            "messages": [{"role": "user", "content": "Remember that I prefer window seats."},
+                         {"role": "assistant", "content": "Noted."}]}
+    assert o.post("/v1/hooks/turn-completed", turn).status == 202
+    key = {"session_key": {"S": f"{o.org}#s1"}, "sk": {"S": "cursor"}}
+    plant("extraction", key, {"position": {"S": "two"}, "turns": {"S": "t1"}, "updated_at": {"S": "later"}})
+    again = o.post("/v1/hooks/turn-completed", {**turn, "turn_id": "t2", "messages": [
+        *turn["messages"], {"role": "user", "content": "Remember that my dog is called Rex."}]})
+    assert again.status == 202 and "outcome" in again.body, again.body  # the job ran inline
+    cursor = ddb().get_item(TableName=table("extraction"), Key=key, ConsistentRead=True)["Item"]
+    assert set(cursor["position"]) == {"N"} and set(cursor["updated_at"]) == {"N"}  # rewritten whole
 
 
 # --- team memory --------------------------------------------------------------------------------
 
 MEM = "/api/v1/context/memory"
+ENTRY_POISONS = {  # one draft entry each: attributes of its row
+    "doc_invalid_json": {"doc": {"S": "{nope"}},
+    "doc_missing_title": {"doc": js({"classification": "internal"})},
+    "time_2_63": {"created_at": {"N": str(2**63)}},
+    "status_unknown": {"status": {"S": "lost"}},
+    "counter_wrong_type": {"log_seq": {"S": "1"}},
+}
 
 
-def seed_team(o: Org) -> dict[str, Any]:
-    """A space where alice writes and bob accepts: entries ``good`` and ``victim``, both
-    accepted (so both are in retrieval)."""
-    from tests.team_support import Editor, b64
-    alice = mint(org=o.org, user_id="alice", permissions=[])
-    bob = mint(org=o.org, user_id="bob", permissions=[])
-    space = o.post("/api/v1/context/spaces", {"name": "Platform"}).body["id"]
-    for u in ("alice", "bob"):
-        r = o.call("PUT", f"/api/v1/context/spaces/{space}/members/{u}",
-                   {"permissions": ["context:space:read", "context:space:write"]})
-        assert r.status == 200, r.body
-    out = {"space": space, "alice": alice, "bob": bob}
-    for name, text in (("good", "Orders live in Postgres 16."), ("victim", "Invoices live in Postgres too.")):
-        eid = o.post(f"{MEM}/entries", {"spaceId": space, "kind": "decision", "title": f"{name} entry"},
-                     token=alice).body["id"]
-        ed = Editor()
-        ed.load(o.get(f"{MEM}/entries/{eid}", token=alice).body["snapshot"])
-        r = o.post(f"{MEM}/entries/{eid}/updates", {"updateId": f"{name}-update-1", "update": b64(ed.insert(0, text))},
-                   token=alice)
-        assert r.status == 200, r.body
-        sha = o.get(f"{MEM}/entries/{eid}", token=bob).body["documentSha256"]
-        assert o.post(f"{MEM}/entries/{eid}/accept", {"documentSha256": sha}, token=bob).status == 200
-        out[name] = eid
-    return out
+class Team:
+    """A space where alice writes and bob accepts, in org ``o``."""
+
+    def __init__(self, o: Org) -> None:
+        self.o = o
+        self.alice = mint(org=o.org, user_id="alice", permissions=[])
+        self.bob = mint(org=o.org, user_id="bob", permissions=[])
+        self.space = o.post("/api/v1/context/spaces", {"name": "Platform"}).body["id"]
+        for u in ("alice", "bob"):
+            r = o.call("PUT", f"/api/v1/context/spaces/{self.space}/members/{u}",
+                       {"permissions": ["context:space:read", "context:space:write"]})
+            assert r.status == 200, r.body
+
+    def entry(self, title: str, text: str | None = None, accept: bool = False) -> str:
+        from tests.team_support import Editor, b64
+        o = self.o
+        eid = o.post(f"{MEM}/entries", {"spaceId": self.space, "kind": "decision", "title": title},
+                     token=self.alice).body["id"]
+        if text is not None:
+            ed = Editor()
+            ed.load(o.get(f"{MEM}/entries/{eid}", token=self.alice).body["snapshot"])
+            r = o.post(f"{MEM}/entries/{eid}/updates", {"updateId": f"update-{eid}", "update": b64(ed.insert(0, text))},
+                       token=self.alice)
+            assert r.status == 200, r.body
+        if accept:
+            sha = o.get(f"{MEM}/entries/{eid}", token=self.bob).body["documentSha256"]
+            assert o.post(f"{MEM}/entries/{eid}/accept", {"documentSha256": sha}, token=self.bob).status == 200
+        return eid
+
+    def reads(self, eid: str, token: str) -> None:
+        """The read routes of one entry and of the space, as ``token`` and as the admin."""
+        o = self.o
+        for path in (f"{MEM}/entries/{eid}/history", f"{MEM}/entries/{eid}/updates?sinceSeq=0",
+                     f"{MEM}/entries/{eid}/updates?stateVector=AA"):
+            o.get(path, token=token)
+        for path in (f"{MEM}/attributions?spaceId={self.space}", f"/api/v1/context/spaces/{self.space}",
+                     "/api/v1/context/deny-rules"):
+            o.get(path)
+
+    def retrieves(self, eid: str, token: str) -> None:
+        got = self.o.post(f"{MEM}/retrieve", {"spaceIds": [self.space], "query": "where do orders live"}, token=token)
+        assert got.status == 200 and eid in [r["entryId"] for r in got.body["results"]], got.body
 
 
 def _entry_key(o: Org, eid: str) -> dict[str, Any]:
     return {"org_id": {"S": o.org}, "entry_id": {"S": eid}}
 
 
-def _projection_key(o: Org, t: dict[str, Any]) -> dict[str, Any]:
-    return {"bank_key": {"S": bank_inc(o.org, f"!space/{t['space']}")}, "sk": {"S": t["victim"]}}
-
-
-TEAM_POISONS = {
-    "entry_doc_invalid_json": lambda o, t: plant("team_entries", _entry_key(o, t["victim"]), {"doc": {"S": "{nope"}}),
-    "entry_doc_missing_title": lambda o, t: plant("team_entries", _entry_key(o, t["victim"]),
-                                                  {"doc": js({"classification": "internal"})}),
-    "entry_time_2_63": lambda o, t: plant("team_entries", _entry_key(o, t["victim"]), {"created_at": {"N": str(2**63)}}),
-    "entry_status_unknown": lambda o, t: plant("team_entries", _entry_key(o, t["victim"]), {"status": {"S": "lost"}}),
-    "entry_counter_wrong_type": lambda o, t: plant("team_entries", _entry_key(o, t["victim"]), {"log_seq": {"S": "1"}}),
-    "state_bin_corrupt": lambda o, t: (
-        s3().put_object(Bucket=bucket(), Key=f"{o.org}/entries/{t['victim']}/state.bin", Body=b"\xff" * 40),
-        plant("team_entries", _entry_key(o, t["victim"]), {"compacted_seq": {"N": "1"}})),
-    "update_payload_corrupt": lambda o, t: plant(
-        "team_updates", {"entry_key": {"S": f"{o.org}#{t['victim']}"}, "sk": {"S": "seq#000000000001"}},
-        {"payload": {"B": b"garbage"}, "at": {"S": "noon"}}),
-    "projection_lone_surrogate": lambda o, t: plant("memories", _projection_key(o, t), {
-        "record": js({**raw_record("memories", _projection_key(o, t)), "text": "Invoices \ud800"})}),
-    "projection_invalid_json": lambda o, t: plant("memories", _projection_key(o, t), {"record": {"S": "{"}}),
-    "membership_data": lambda o, t: plant("team_spaces", {"org_id": {"S": o.org}, "sk": {"S": f"member#{t['space']}#bob"}},
-                                          {"data": {"S": "[oops"}}),
-    "attribution_rows": lambda o, t: ddb().put_item(TableName=table("team_attributions"), Item={
-        "space_key": {"S": f"{o.org}#{t['space']}"}, "sk": {"S": "9999999999999#att_x"},
-        "attribution_id": {"S": "att_x"}, "actor": {"S": "x"}, "entries": {"S": "{"}, "at": {"N": str(2**63)}}),
-}
-
-
-@pytest.mark.parametrize("poison", list(TEAM_POISONS))
-def test_team_records_poisoned_at_rest(client, poison):
-    """Team entries, their edit log, their S3 ``state.bin``, retrieval projections, memberships
-    and attributions edited by hand: the damaged entry reads as 409 ``damaged`` (counted in
-    ``X-Cairn-Damaged`` by the list), the other entry and retrieval still work, nothing is a 5xx."""
+def test_team_entries_poisoned_at_rest(client):
+    """Team entry rows, their edit log and their S3 ``state.bin``, retrieval projections and
+    attribution rows edited by hand: a damaged entry reads as 409 ``damaged`` (the list leaves it
+    out and counts it in ``X-Cairn-Damaged``), archiving it works or is a 4xx, the good entry and
+    retrieval still work, nothing is a 5xx."""
     o = Org(client)
-    t = seed_team(o)
+    t = Team(o)
+    good = t.entry("Orders", "Orders live in Postgres 16.", accept=True)
+    rows = {name: t.entry(f"victim {name}") for name in ENTRY_POISONS}
+    state = t.entry("state victim", "Invoices live in Postgres.")
+    payload = t.entry("payload victim", "Refunds live in Postgres.")
+    projected = t.entry("projection victim", "Orders also live in Redis.", accept=True)
     drop_caches()
-    TEAM_POISONS[poison](o, t)
-    alice = t["alice"]
-    space = t["space"]
-    lst = o.get(f"{MEM}/entries?spaceId={space}", token=alice)
-    assert lst.status == 200 and t["good"] in {e["id"] for e in lst.body["entries"]}
-    good = o.get(f"{MEM}/entries/{t['good']}", token=alice)
-    assert good.status == 200 and good.body["text"] == "Orders live in Postgres 16."
-    victim = o.get(f"{MEM}/entries/{t['victim']}", token=alice)
-    if poison.startswith("entry_") or poison in ("state_bin_corrupt", "update_payload_corrupt"):
-        assert victim.status == 409 and victim.body["code"] == "damaged", victim.body
-        if poison.startswith("entry_"):
-            assert lst.headers["x-cairn-damaged"] == "1"
-    for path in (f"{MEM}/entries/{t['victim']}/history", f"{MEM}/entries/{t['victim']}/updates?sinceSeq=0",
-                 f"{MEM}/attributions?spaceId={space}", f"/api/v1/context/spaces/{space}",
-                 "/api/v1/context/deny-rules"):
-        o.get(path, token=o.token if "attributions" in path or "context/spaces" in path or "deny" in path else alice)
-    got = o.post(f"{MEM}/retrieve", {"spaceIds": [space], "query": "where do orders live"}, token=alice)
-    assert got.status == 200 and t["good"] in [r["entryId"] for r in got.body["results"]], got.body
-    assert o.post(f"{MEM}/entries/{t['victim']}/archive", token=t["bob"]).status < 500
-    assert o.get(f"{MEM}/entries/{t['victim']}", token=t["bob"]).status < 500
+    for name, attrs in ENTRY_POISONS.items():
+        plant("team_entries", _entry_key(o, rows[name]), attrs)
+    s3().put_object(Bucket=bucket(), Key=f"{o.org}/entries/{state}/state.bin", Body=b"\xff" * 40)
+    plant("team_entries", _entry_key(o, state), {"compacted_seq": {"N": "1"}})
+    plant("team_updates", {"entry_key": {"S": f"{o.org}#{payload}"}, "sk": {"S": "seq#000000000001"}},
+          {"payload": {"B": b"garbage"}, "at": {"S": "noon"}})
+    pkey = {"bank_key": {"S": bank_inc(o.org, f"!space/{t.space}")}, "sk": {"S": projected}}
+    plant("memories", pkey, {"record": js({**raw_record("memories", pkey), "text": "Orders \ud800"})})
+    ddb().put_item(TableName=table("team_attributions"), Item={
+        "space_key": {"S": f"{o.org}#{t.space}"}, "sk": {"S": "9999999999999#att_x"},
+        "attribution_id": {"S": "att_x"}, "actor": {"S": "x"}, "entries": {"S": "{"}, "at": {"N": str(2**63)}})
+
+    lst = o.get(f"{MEM}/entries?spaceId={t.space}", token=t.alice)
+    assert lst.status == 200 and lst.headers["x-cairn-damaged"] == str(len(ENTRY_POISONS))
+    assert {e["id"] for e in lst.body["entries"]} == {good, state, payload, projected}
+    assert o.get(f"{MEM}/entries/{good}", token=t.alice).body["text"] == "Orders live in Postgres 16."
+    for eid in [*rows.values(), state, payload]:
+        r = o.get(f"{MEM}/entries/{eid}", token=t.alice)
+        assert r.status == 409 and r.body["code"] == "damaged", r.body
+    for eid in (rows["doc_invalid_json"], state, payload):
+        t.reads(eid, t.alice)
+    t.retrieves(good, t.alice)
+    for eid in [*rows.values(), state, payload, projected]:
+        assert o.post(f"{MEM}/entries/{eid}/archive", token=t.bob).status in (200, 409)
+    assert o.get(f"{MEM}/entries/{projected}", token=t.alice).body["status"] == "archived"
+    t.retrieves(good, t.alice)
+
+
+def test_team_access_rows_poisoned_at_rest(client):
+    """A hand-edited membership grants nothing (the member reads 404 like any non-member); a
+    deny-rule row that cannot be read refuses every team read with 409 ``damaged`` rather than
+    ignore the rules; neither is a 5xx."""
+    o = Org(client)
+    t = Team(o)
+    good = t.entry("Orders", "Orders live in Postgres 16.", accept=True)
+    plant("team_spaces", {"org_id": {"S": o.org}, "sk": {"S": f"member#{t.space}#bob"}}, {"data": {"S": "[oops"}})
+    assert o.get(f"{MEM}/entries/{good}", token=t.bob).status == 404
+    assert o.get(f"{MEM}/entries/{good}", token=t.alice).status == 200
+    t.retrieves(good, t.alice)
+    o.call("PUT", "/api/v1/context/deny-rules", {"rules": [{"memberId": "carol"}]})
+    plant("team_spaces", {"org_id": {"S": o.org}, "sk": {"S": "deny"}}, {"data": js({"rules": ["carol"]})})
+    r = o.get(f"{MEM}/entries/{good}", token=t.alice)
+    assert r.status == 409 and r.body["code"] == "damaged"
+    assert o.get("/api/v1/context/deny-rules").status == 409
+    t.reads(good, t.alice)
 
 
 # --- S3 objects ---------------------------------------------------------------------------------
@@ -677,16 +721,21 @@ def test_s3_objects_poisoned_at_rest(client, poison):
     """A rule file with invalid UTF-8 is served with U+FFFD and the other rules still inject; a
     corrupt index snapshot (garbage, truncated gzip, a foreign or incomplete tarball, truncated
     segments) is skipped and the index rebuilt from DynamoDB; an uploaded import file with
-    invalid UTF-8 reports bad lines. Every read route answers without a 5xx."""
+    invalid UTF-8 reports bad lines. Recall, preview and the hook serve the bank throughout."""
     from chalicelib.search import index
     o = Org(client)
     seed_bank(o, [])
     S3_POISONS[poison](o)
     drop_caches()
     rebuilds = index.active_cache().counters["rebuilds"]
-    reads = read_bank(o)
+    reads = {"recall": o.post("/v1/banks/main/recall", {"query": QUERY}),
+             "recall_all": o.post("/v1/banks/main/recall", {"query": QUERY, "include_superseded": True}),
+             "recall_as_of": o.post("/v1/banks/main/recall", {"query": QUERY, "as_of": 4102444800000}),
+             "preview": o.post("/v1/banks/main/preview", {"query": QUERY}),
+             "hook": o.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": QUERY}],
+                                                      "metadata": {"memory_bank": "main"}}),
+             "rules": o.get("/v1/banks/main/rules")}
     served(reads)
-    assert all(r.status == 200 for r in reads.values()), {k: r.status for k, r in reads.items()}
     if poison.startswith("snapshot"):
         assert index.active_cache().counters["rebuilds"] == rebuilds + 1  # skipped, then rebuilt
     if poison == "rule_invalid_utf8":
