@@ -184,7 +184,7 @@ def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, Mem
     ``memory_not_found``."""
     row = require_bank(org_id, bank)
     item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.match(memory_id or "") else None
-    if item is None or item.sk.startswith(POINTER_PREFIX):
+    if item is None:
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
     return row, item
 

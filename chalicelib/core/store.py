@@ -110,7 +110,7 @@ def record_of(item: MemoryModel) -> Memory:
     ``Damaged`` (409 ``damaged``) when it cannot be decoded, rendered or indexed."""
     if "record" in item.damaged:
         raise Damaged("memory", item.sk, f"record: {item.damaged['record']}", hint=REPAIR_HINT)
-    return decode_memory(item.record, key=item.sk, hint=REPAIR_HINT)
+    return decode_memory(item.record, key=item.sk, hint=REPAIR_HINT, scrubbed=True)
 
 
 def decoded(item: MemoryModel) -> Memory | Damaged:
@@ -249,7 +249,7 @@ def revision_record(rev: RevisionModel) -> Memory | Damaged:
     if "record" in rev.damaged:
         return Damaged("revision", mid, f"record: {rev.damaged['record']}")
     try:
-        return decode_memory(rev.record, key=mid, kind="revision")
+        return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
     except Damaged as exc:
         return exc
 

@@ -77,41 +77,62 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
 
 
-def _sub(path: str, key: Any) -> str:
-    name = key if isinstance(key, str) and _FIELD.match(key) else "?"  # never quote a stored value
-    return f"{path}.{name}" if path else name
+def _name(key: Any) -> str:
+    return key if isinstance(key, str) and _FIELD.match(key) else "?"  # never quote a stored value
 
 
-def problem(value: Any, path: str = "", _depth: int = 0) -> str | None:
-    """The first problem of ``value`` (strings, numbers, dicts, lists, sets, nested) as
-    ``"<path>: <problem>"`` (``lone surrogate``, ``non-finite number``, ``integer out of range``,
-    ``number out of range``, ``nested too deeply``), or ``None`` when every client can take it."""
-    where = f"{path}: " if path else ""
-    if isinstance(value, str):
-        return f"{where}lone surrogate" if _bad_str(value) else None
-    if isinstance(value, bool) or value is None:
+def _find(value: Any, depth: int) -> tuple[list[str], str] | None:
+    """``(path, problem)`` of the first problem in ``value``; exact type checks first (this runs
+    on every attribute of every item read)."""
+    t = type(value)
+    if t is str:
+        return None if not _bad_str(value) else ([], "lone surrogate")
+    if t is int:
+        return None if -MAX_SAFE_INT <= value <= MAX_SAFE_INT else ([], "integer out of range")
+    if value is None or t is bool:
         return None
-    if isinstance(value, int):
-        return f"{where}integer out of range" if abs(value) > MAX_SAFE_INT else None
-    if isinstance(value, float):
+    if t is float:
         if not math.isfinite(value):
-            return f"{where}non-finite number"
-        return f"{where}number out of range" if abs(value) > MAX_SAFE_INT else None
-    if isinstance(value, (dict, list, tuple, set, frozenset)) and _depth >= MAX_DEPTH:
-        return f"{where}nested too deeply"
+            return [], "non-finite number"
+        return None if abs(value) <= MAX_SAFE_INT else ([], "number out of range")
     if isinstance(value, dict):
+        if depth >= MAX_DEPTH:
+            return [], "nested too deeply"
         for k, v in value.items():
-            sub = _sub(path, k)
-            p = f"{sub}: lone surrogate in a key" if isinstance(k, str) and _bad_str(k) else problem(v, sub, _depth + 1)
-            if p:
-                return p
+            if isinstance(k, str) and _bad_str(k):
+                return [_name(k)], "lone surrogate in a key"
+            found = _find(v, depth + 1)
+            if found is not None:
+                found[0].insert(0, _name(k))
+                return found
         return None
     if isinstance(value, (list, tuple, set, frozenset)):
+        if depth >= MAX_DEPTH:
+            return [], "nested too deeply"
         for v in value:
-            p = problem(v, path, _depth + 1)
-            if p:
-                return p
+            found = _find(v, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, str):
+        return _find(str(value), depth)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return _find(float(value) if isinstance(value, float) else int(value), depth)
     return None
+
+
+def problem(value: Any, path: str = "") -> str | None:
+    """The first problem of ``value`` (strings, numbers, dicts, lists, sets, nested) as
+    ``"<path>: <problem>"`` (``lone surrogate``, ``non-finite number``, ``integer out of range``,
+    ``number out of range``, ``nested too deeply``), or ``None`` when every client can take it.
+    The path names fields (``meta.x``), never a stored value."""
+    found = _find(value, 0)
+    if found is None:
+        return None
+    where = ".".join([p for p in (path, *found[0]) if p])
+    return f"{where}: {found[1]}" if where else found[1]
 
 
 def clean(value: Any, *, clamp: bool = False, _depth: int = 0) -> Any:

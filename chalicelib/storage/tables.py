@@ -85,6 +85,12 @@ class _Base(Model):
             damage.report_values(cls.LOGICAL_NAME, found)
         return item
 
+    def _container_deserialize(self, attribute_values: dict[str, Any]) -> None:
+        # what ``update()`` (ALL_NEW) and ``refresh()`` call: decoded as tolerantly as a read
+        item = type(self).from_raw_data(attribute_values)
+        self.attribute_values = item.attribute_values
+        self.damaged = item.damaged
+
     @classmethod
     def _decode_each(cls, data: dict[str, Any]) -> tuple[Any, dict[str, str]]:
         item = cls(_user_instantiated=False)

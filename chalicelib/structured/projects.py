@@ -112,7 +112,7 @@ def set_active(p: Principal, project_id: str, active: bool) -> dict[str, Any]:
 
     def attempt(tx):
         item = objects.get(p.org_id, "project", project_id)
-        d = dict(item.data)
+        d = objects.decode(item, "project")
         d["active"] = active
         tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
         return d

@@ -152,7 +152,7 @@ def patch_space(org_id: str, space_id: str, req: SpacePatch, actor: str) -> dict
             row = TeamSpaceModel.get(org_id, f"space#{space_id}", consistent_read=True)
         except DoesNotExist:
             raise NotFound("No such space.", code="not_found") from None
-        data = {**row.data, **changes, "updated_at": clock.now_ms()}
+        data = {**_data(row, "team space", {}), **changes, "updated_at": clock.now_ms()}
         tx.update(row, actions=[TeamSpaceModel.data.set(data), TeamSpaceModel.version.add(1),
                                 TeamSpaceModel.updated_at.set(data["updated_at"])],
                   condition=TeamSpaceModel.version == row.version)
