@@ -5,7 +5,9 @@ created_at, updated_at, invalid_at?, superseded_by?, revision}`` (times in ms si
 id is its content fingerprint. A structured memory (issue 4) is the same record with ``name``,
 ``description`` and ``type`` set and a UUID id; a team entry's projection (issue 5) carries its
 metadata in ``meta``. Stored whole (``MemoryModel.record``), replayed whole
-(``RevisionModel.record``).
+(``RevisionModel.record``). ``decode_memory`` is the one decoder of a stored record (a record it
+rejects is damaged: lists skip it, recall never indexes it); ``salvage_memory`` is what a write
+that replaces a damaged record starts from.
 """
 
 from __future__ import annotations
@@ -68,8 +70,6 @@ class Memory(BaseModel):
     def order_key(self) -> str:
         """The ``order-index`` sort key: newest ``updated_at`` first, then id ascending."""
         return f"{MAX_ORDER_MS - self.updated_at:015d}#{self.id}"
-
-
 
 
 def validation_reason(exc: ValidationError) -> str:

@@ -79,8 +79,8 @@ class RecallResult:
 
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
     """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same
-    BatchGetItem, the config version row: one consistent DynamoDB read. A moved config version drops this container's
-    index caches and tuning (another container ran ``POST /v1/reload``)."""
+    BatchGetItem, the config version row: one consistent DynamoDB read. A moved config version
+    drops this container's index caches and tuning (another container ran ``POST /v1/reload``)."""
     bind()
     keys = [(org_id, b) for b in dict.fromkeys(banks)] + [(CONFIG_ORG, CONFIG_NAME)]
     rows: dict[str, BankModel] = {}

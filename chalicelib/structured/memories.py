@@ -42,7 +42,7 @@ from ..core.store import (
     stage,
 )
 from ..errors import BadRequest, NotFound
-from ..storage.damage import Damaged, time_ms
+from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
 from ..storage.tables import MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
 from . import objects
@@ -94,7 +94,8 @@ def _repaired(rec: Memory, name: str, target: Target) -> Memory:
 
 def _count(value: object) -> int:
     """A stored counter as a non-negative int (0 for a damaged one)."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1 else 0
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INT
+    return int(value) if ok else 0
 
 
 def row(m: Memory, touch: StructuredModel | None = None, *, content: bool = True) -> dict[str, Any]:

@@ -555,6 +555,9 @@ def get_updates(principal: Principal, entry_id: str, *, since_seq: int | None, s
             row, ydoc = load_doc(org, row)
             return {"snapshot": merge.b64(ydoc.get_update()), "seq": int(row.log_seq)}
         items = list(_log_rows(org, entry_id, since, int(row.log_seq)))
+        bad = next((i for i in items if "payload" in i.damaged or "seq" in i.damaged), None)
+        if bad is not None:
+            raise Damaged("team entry", entry_id, f"update log {bad.sk}: not decodable", hint=DAMAGED_HINT)
         if all(i.payload is not None for i in items):
             return {"updates": [{"seq": int(i.seq), "updateId": i.update_id, "update": merge.b64(bytes(i.payload)),
                                  "author": i.author, "at": iso(i.at)} for i in items], "seq": int(row.log_seq)}
