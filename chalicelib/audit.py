@@ -38,4 +38,5 @@ def record(org_id: str, action: str, actor: str, target: str | None = None,
 def to_dict(ev: AuditModel) -> dict[str, Any]:
     """The event's public JSON shape: ``{id, action, actor, target, details, at}`` (``at`` in ms)."""
     return {"id": ev.sk, "action": ev.action, "actor": ev.actor, "target": ev.target,
-            "details": dict(ev.details.as_dict()) if ev.details is not None else {}, "at": int(ev.at)}
+            "details": dict(ev.details.as_dict()) if ev.details is not None else {},
+            "at": int(ev.at) if isinstance(ev.at, (int, float)) else None}

@@ -95,7 +95,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .banks.transfer import export_bank
 
     os.environ["CAIRN_EXPORT_INLINE_BYTES"] = UNLIMITED_INLINE  # main() restores the environment
-    data = export_bank(args.org, args.bank, history=args.history)["data"]
+    result = export_bank(args.org, args.bank, history=args.history)
+    data = result["data"]
     if args.output and args.output != "-":
         tmp = Path(args.output + ".tmp")
         tmp.write_bytes(data)
@@ -104,6 +105,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(data.decode("utf-8"))
         out.flush()
+    if result["damaged"]:
+        print(f"{result['damaged']} damaged records were written as {{id, damaged, reason}} lines", file=err)
     return 0
 
 

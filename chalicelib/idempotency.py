@@ -52,7 +52,8 @@ def make(token_id: str, route: str, client_key: str | None, body: bytes) -> Idem
 def lookup(idem: IdemKey | None) -> tuple[int, dict[str, Any]] | None:
     """The stored ``(status, body)`` for ``idem``, or ``None``.
 
-    Raises 409 ``conflict`` when the key was first used for a different request.
+    Raises 409 ``conflict`` when the key was first used for a different request, or when the
+    stored response cannot be read (a damaged record is never replayed, nor silently re-run).
     """
     if idem is None:
         return None
@@ -61,11 +62,14 @@ def lookup(idem: IdemKey | None) -> tuple[int, dict[str, Any]] | None:
         row = IdempotencyModel.get(idem.key, consistent_read=True)
     except DoesNotExist:
         return None
-    if row.expires_at < time.time():
+    if not isinstance(row.expires_at, (int, float)) or row.expires_at < time.time():
         return None
     if row.request_digest != idem.request_digest:
         raise Conflict("This Idempotency-Key was already used for a different request.",
                        details={"field": "Idempotency-Key"})
+    if row.damaged or not isinstance(row.body, dict) or not isinstance(row.status, (int, float)):
+        raise Conflict("The response stored for this Idempotency-Key is damaged and cannot be replayed; "
+                       "send the request with a new key.", details={"field": "Idempotency-Key"})
     return int(row.status), _resolve(row.body)
 
 
@@ -73,13 +77,17 @@ def _resolve(body: dict[str, Any]) -> dict[str, Any]:
     memory = body.get("memory")
     if not isinstance(memory, dict) or REF not in memory:
         return body
-    from .core.records import Memory  # the core imports this module's users, not the reverse
+    from .core.store import revision_record  # the core imports this module's users, not the reverse
     ref = memory[REF]
+    without = {k: v for k, v in body.items() if k != "memory"}
     try:
-        rev = RevisionModel.get(ref["bank_key"], int(ref["seq"]), consistent_read=True)
+        rev = RevisionModel.get(str(ref["bank_key"]), int(ref["seq"]), consistent_read=True)
     except DoesNotExist:  # the bank's records are gone: answer without the memory
-        return {k: v for k, v in body.items() if k != "memory"}
-    return {**body, "memory": Memory.model_validate(rev.record).public()}
+        return without
+    except (KeyError, TypeError, ValueError):  # a damaged reference
+        return without
+    rec = revision_record(rev)
+    return without if isinstance(rec, Exception) else {**body, "memory": rec.public()}
 
 
 def add_to(tx: TransactWrite, idem: IdemKey | None, status: int, body: dict[str, Any], *,

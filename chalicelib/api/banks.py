@@ -17,7 +17,7 @@ from ..banks.records import (
     UpdateRequest,
 )
 from ..names import check_name
-from .http import Ctx, Reply, endpoint, query_bool, query_int
+from .http import Ctx, Reply, damaged_header, endpoint, query_bool, query_int
 
 bp = Blueprint(__name__)
 
@@ -153,11 +153,13 @@ def list_tags(ctx: Ctx, bank: str):
 
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ)
 def export_bank(ctx: Ctx, bank: str):
-    """``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at}``."""
+    """``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
+    inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""
     result = transfer.export_bank(ctx.principal.org_id, _bank(ctx, bank), history=query_bool(ctx.query, "history"))
     if "data" in result:
         return Reply(200, raw=result["data"], content_type="application/x-ndjson",
-                     headers={"Content-Disposition": 'attachment; filename="memories.jsonl"'})
+                     headers={"Content-Disposition": 'attachment; filename="memories.jsonl"',
+                              **damaged_header(result["damaged"])})
     return result
 
 

@@ -57,6 +57,15 @@ class Reply:
     content_type: str = "application/json"
 
 
+DAMAGED_HEADER = "X-Cairn-Damaged"
+
+
+def damaged_header(count: int) -> dict[str, str]:
+    """``{"X-Cairn-Damaged": "<count>"}`` when a listing or export left ``count`` damaged stored
+    records out (or replaced them by markers), else ``{}``."""
+    return {DAMAGED_HEADER: str(count)} if count else {}
+
+
 @dataclass
 class Ctx:
     """What a view gets: the caller, the parsed body, query parameters, headers, raw body."""

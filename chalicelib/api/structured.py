@@ -12,7 +12,7 @@ from chalice import Blueprint
 from .. import validation
 from ..errors import BadRequest
 from ..structured import admin, context, memories, projects, scopes, sessions, tool, workstreams
-from .http import Ctx, Reply, endpoint
+from .http import Ctx, Reply, damaged_header, endpoint
 
 bp = Blueprint(__name__)
 
@@ -35,6 +35,13 @@ def _int(value: Any, lo: int, hi: int, default: int) -> int:
     if not lo <= n <= hi:
         raise BadRequest(f"limit must be between {lo} and {hi}", details={"field": "limit"})
     return n
+
+
+def _listing(body: dict[str, Any], status: int = 200) -> Reply:
+    """A list body with its count of damaged records left out moved to the ``X-Cairn-Damaged``
+    header: Turnstone's SDK validates the body, so it stays exactly Turnstone's shape."""
+    n = body.pop("damaged", 0) if isinstance(body, dict) else 0
+    return Reply(status, body, headers=damaged_header(n))
 
 
 def _obj(body: Any) -> dict[str, Any]:
@@ -60,7 +67,8 @@ def list_memories(ctx: Ctx):
     q = ctx.query
     type_ = scopes.check_type(q.get("type") or "", allow_empty=True) or None
     targets = scopes.rest_envelope(ctx.principal, q.get("scope"), q.get("scope_id"))
-    return memories.list_rows(ctx.principal.org_id, targets, type_=type_, limit=_int(q.get("limit"), 1, 200, 100))
+    return _listing(memories.list_rows(ctx.principal.org_id, targets, type_=type_,
+                                       limit=_int(q.get("limit"), 1, 200, 100)))
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE)
@@ -147,7 +155,7 @@ def delete_session(ctx: Ctx, session_id: str):
 def session_memory(ctx: Ctx, session_id: str):
     """The memory tool: the REST equivalent's body and status."""
     status, body = tool.run(ctx.principal, session_id, ctx.body)
-    return Reply(status, body)
+    return _listing(body, status)
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest)
@@ -161,7 +169,7 @@ def session_context(ctx: Ctx, session_id: str):
 @endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN)
 def admin_list(ctx: Ctx):
     """``{memories, total}`` across every scope."""
-    return admin.list_all(ctx.principal.org_id, ctx.query)
+    return _listing(admin.list_all(ctx.principal.org_id, ctx.query))
 
 
 @endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN)

@@ -10,7 +10,7 @@ from chalice import Blueprint
 from ..errors import BadRequest
 from ..team import accept, entries, retrieval, spaces
 from ..team.limits import get_limits
-from .http import Ctx, endpoint, query_int
+from .http import Ctx, Reply, damaged_header, endpoint, query_int
 
 bp = Blueprint(__name__)
 
@@ -74,10 +74,11 @@ def create_entry(ctx: Ctx):
 
 @endpoint(bp, f"{MEM}/entries", ["GET"])
 def list_entries(ctx: Ctx):
-    """``{entries, cursor?}``."""
-    return entries.list_entries(ctx.principal, ctx.query.get("spaceId"), status=ctx.query.get("status"),
+    """``{entries, cursor?}``; entries left out as damaged are counted in ``X-Cairn-Damaged``."""
+    body = entries.list_entries(ctx.principal, ctx.query.get("spaceId"), status=ctx.query.get("status"),
                                 kind=ctx.query.get("kind"), q=ctx.query.get("q"),
                                 limit=query_int(ctx.query, "limit", 50, 1, 200), cursor=ctx.query.get("cursor"))
+    return Reply(200, body, headers=damaged_header(body.pop("damaged", 0)))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["GET"])

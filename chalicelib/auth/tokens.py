@@ -65,14 +65,21 @@ def token_id_for(token: str) -> str:
     return "tok_" + digest(token)[:32]
 
 
+def _ms(value: object) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def public(row: TokenModel) -> dict[str, Any]:
-    """A token row as the API shows it: never the secret or its digest."""
-    return {"token_id": row.token_id, "kind": row.kind, "user_id": row.user_id,
-            "permissions": list(row.permissions or []), "label": row.label,
-            "expires_at": int(row.expires_at) if row.expires_at is not None else None,
-            "banks": list(row.banks) if row.banks is not None else None,
-            "created_at": int(row.created_at), "last_used_at": int(row.last_used_at) if row.last_used_at else None,
-            "revoked_at": int(row.revoked_at) if row.revoked_at else None}
+    """A token row as the API shows it: never the secret or its digest. A damaged row (which
+    never authenticates) lists with ``damaged: true`` and what could be read."""
+    out = {"token_id": row.token_id, "kind": row.kind, "user_id": row.user_id,
+           "permissions": list(row.permissions or []), "label": row.label,
+           "expires_at": _ms(row.expires_at), "banks": list(row.banks) if row.banks is not None else None,
+           "created_at": _ms(row.created_at), "last_used_at": _ms(row.last_used_at) or None,
+           "revoked_at": _ms(row.revoked_at) or None}
+    if row.damaged:
+        out["damaged"] = True
+    return out
 
 
 def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = None,
@@ -147,8 +154,10 @@ def authenticate(authorization: str | None) -> Principal:
         row = TokenModel.get(token_id_for(token), consistent_read=True)
     except DoesNotExist:
         raise Unauthorized("Unknown token.") from None
-    if not hmac.compare_digest(row.digest, digest(token)):
+    if not isinstance(row.digest, str) or not row.digest.isascii() or not hmac.compare_digest(row.digest, digest(token)):
         raise Unauthorized("Unknown token.")
+    if row.damaged:  # a half-read row could lose its expiry or revocation: fail closed
+        raise Unauthorized("This token's stored record is damaged; mint a new token.")
     now = now_ms()
     if row.revoked_at is not None:
         raise Unauthorized("This token was revoked.")

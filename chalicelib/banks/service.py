@@ -18,18 +18,21 @@ from pynamodb.transactions import TransactWrite
 
 from .. import audit, idempotency
 from ..clock import now_ms
-from ..core.records import Memory, Source
+from ..core.records import Memory, Source, salvage_memory
 from ..core.store import (
     POINTER_PREFIX,
     TRASH_PREFIX,
     Write,
+    current,
     decode_cursor,
+    decoded,
     encode_cursor,
     get_bank_row,
     get_item,
     new_bank,
     notify,
     record_of,
+    revision_record,
     stage,
 )
 from ..errors import BadRequest, Conflict, NotFound
@@ -37,6 +40,7 @@ from ..fingerprint import FINGERPRINT_RE, fingerprint, fnv1a64, normalize_text
 from ..idempotency import IdemKey
 from ..names import check_name
 from ..storage import blobs
+from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
 from .records import (
@@ -93,7 +97,7 @@ def list_trash(org_id: str) -> list[dict[str, Any]]:
     """Trash entries ``{name, trashed_to, trashed_at}`` (``trashed_at`` in ms), oldest first."""
     bind()
     rows = BankModel.query(org_id, BankModel.name.startswith(TRASH_PREFIX), consistent_read=True)
-    out = [{"name": r.bank_name, "trashed_to": r.trashed_to, "trashed_at": int(r.trashed_at)} for r in rows]
+    out = [{"name": r.bank_name, "trashed_to": r.trashed_to or "", "trashed_at": int(r.trashed_at or 0)} for r in rows]
     return sorted(out, key=lambda e: (e["trashed_at"], e["trashed_to"]))
 
 
@@ -175,12 +179,20 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> dict
 
 # --- records --------------------------------------------------------------------------------
 
-def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel, Memory]:
-    """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``."""
+def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel]:
+    """``(bank row, item)`` of a memory, its record not decoded; 404 ``bank_not_found`` /
+    ``memory_not_found``."""
     row = require_bank(org_id, bank)
     item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.fullmatch(memory_id or "") else None
     if item is None:
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
+    return row, item
+
+
+def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankModel, MemoryModel, Memory]:
+    """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``, 409
+    ``damaged`` when the stored record cannot be read."""
+    row, item = require_item(org_id, bank, memory_id)
     return row, item, record_of(item)
 
 
@@ -217,7 +229,8 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                 confidence: str = "stated", source: Source | None = None) -> tuple[int, dict[str, Any]]:
     """Save one memory (the bank worker's ``memory::save``); returns ``(status, body)``.
 
-    New text: 201 ``{created: true, memory}`` with revision 0, corroboration 0. Text whose
+    New text: 201 ``{created: true, memory}`` with revision 0, corroboration 0 (a damaged stored
+    record of that text is replaced the same way, keeping its id and history). Text whose
     fingerprint matches a live memory: 200 ``{created: false, memory}``, corroboration +1,
     revision +1, text and entities kept, pinned kept or set, confidence ``stated``, tags merged
     (the ones beyond 8 named in ``details.tags_dropped``). Text matching a retired memory
@@ -244,14 +257,14 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         pointer = get_item(inc, POINTER_PREFIX + fp) if row is not None else None
         target = pointer.memory_id if pointer is not None else fp
         item = get_item(inc, target) if row is not None else None
-        existing = record_of(item) if item is not None else None
+        existing, guard = current(item) if item is not None else (None, None)
         if pointer is None and existing is not None and existing.purged_at is None:
-            target, item, existing = _free_id(inc, text), None, None
+            target, item, existing, guard = _free_id(inc, text), None, None, None
         if pointer is not None and existing is None:
             raise Retry()  # a pointer without its record: a half-seen state, read again
         now = now_ms()
         dropped: list[str] = []
-        if existing is None or existing.purged_at is not None:
+        if existing is None or existing.purged_at is not None or guard is not None:  # new, purged or damaged
             rec = Memory(id=target, text=text, entities=entities, tags=tags, confidence=confidence,
                          corroboration=0, pinned=bool(req.pinned), source=src, created_at=now, updated_at=now,
                          revision=0 if existing is None else existing.revision + 1)
@@ -266,7 +279,7 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                 update.update(invalid_at=None, superseded_by=None)
                 created, op = True, "resurrect"
             rec = existing.model_copy(update=update)
-        writes = [Write(rec, existing, op, fp)]
+        writes = [Write(rec, existing, op, fp, guard)]
         new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
         if pointer is None:
             tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + fp, memory_id=rec.id),
@@ -286,18 +299,26 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
 
 
 def _change(org_id: str, bank: str, memory_id: str, actor: str,
-            decide: Callable[[BankModel, MemoryModel, Memory], tuple[list[Write], Callable[[TransactWrite], None] | None] | None]
-            ) -> Memory:
+            decide: Callable[[BankModel, MemoryModel, Memory], tuple[list[Write], Callable[[TransactWrite], None] | None] | None],
+            *, repair: str | None = None) -> Memory:
     """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
-    the current record is returned) or the writes plus an extra staging step."""
+    the current record is returned) or the writes plus an extra staging step (``writes[0]``
+    replaces the memory). A damaged stored record is 409 ``damaged``, unless ``repair`` names the
+    op that may replace it: ``decide`` then gets a salvaged record (``core.store.current``) and,
+    when it would write nothing, the salvaged record is written as revision +1 under that op."""
     committed: dict[str, Any] = {}
 
     def attempt(tx: TransactWrite):
-        row, item, rec = require_memory(org_id, bank, memory_id)
+        row, item = require_item(org_id, bank, memory_id)
+        rec, guard = current(item) if repair else (record_of(item), None)
         decision = decide(row, item, rec)
-        if decision is None:
+        if decision is None and guard is None:
             return rec
+        if decision is None:
+            fixed = rec.model_copy(update={"revision": rec.revision + 1, "updated_at": max(now_ms(), rec.updated_at)})
+            decision = [Write(fixed, rec, repair, item.fp)], None
         writes, extra = decision
+        writes[0].guard = guard
         new_row, changes = stage(tx, org_id, bank, row, writes, actor)
         if extra is not None:
             extra(tx)
@@ -380,7 +401,8 @@ def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: s
 
 
 def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[str, Any]:
-    """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged."""
+    """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged.
+    A damaged stored record is replaced by a tombstone of what can be salvaged of it."""
 
     def decide(row, item, rec: Memory):
         if not rec.live:
@@ -389,7 +411,7 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict
         new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
         return [Write(new, rec, "delete", item.fp)], None
 
-    return _change(org_id, bank, memory_id, actor, decide).public()
+    return _change(org_id, bank, memory_id, actor, decide, repair="delete").public()
 
 
 def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str, *, actor: str) -> dict[str, Any]:
@@ -430,12 +452,13 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
     the record, every revision, the bank's index snapshots and exports (idempotent replays hold
     no copy: they reference the revision). The recall index drops the text when it sees the
     ``purge`` revision. A content-free tombstone and an audit event (``memory.purge``) remain.
-    Safe to re-run: a re-run finishes scrubbing. Raises 404 ``bank_not_found`` /
+    Safe to re-run: a re-run finishes scrubbing. A damaged stored record or revision is purged
+    too (what can be salvaged of it is scrubbed). Raises 404 ``bank_not_found`` /
     ``memory_not_found``.
     """
 
     def decide(row: BankModel, item: MemoryModel, rec: Memory):
-        if rec.purged_at is not None:
+        if rec.purged_at is not None and not (rec.text or rec.entities or rec.tags):
             return None
         now = now_ms()
         new = rec.model_copy(update={"text": "", "entities": [], "tags": [], "purged_at": now,
@@ -454,14 +477,17 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
 
         return [Write(new, rec, "purge", None)], extra
 
-    rec = _change(org_id, bank, memory_id, actor, decide)
+    rec = _change(org_id, bank, memory_id, actor, decide, repair="purge")
     row = require_bank(org_id, bank)
     for rev in RevisionModel.by_memory.query(row.incarnation, RevisionModel.rev_key.startswith(f"{memory_id}#"),
                                              consistent_read=True):
-        r = Memory.model_validate(rev.record)
-        if r.text or r.entities or r.tags:
-            scrubbed = r.model_copy(update={"text": "", "entities": [], "tags": []}).model_dump(mode="json")
-            rev.update(actions=[RevisionModel.record.set(scrubbed)])
+        r = revision_record(rev)
+        if isinstance(r, Damaged):  # its content may still be in there: scrub what can be salvaged
+            r = salvage_memory(rev.record, key=memory_id, now=now_ms())
+        elif not (r.text or r.entities or r.tags):
+            continue
+        scrubbed = r.model_copy(update={"text": "", "entities": [], "tags": []}).model_dump(mode="json")
+        rev.update(actions=[RevisionModel.record.set(scrubbed)])
     blobs.delete_prefix(blobs.org_key(org_id, "exports", bank) + "/")
     blobs.delete_prefix(blobs.org_key(org_id, "indexes", bank) + "/")
     return rec.public()
@@ -472,7 +498,9 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> dict[
 def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: str | None = None,
                   tag: str | None = None, include_superseded: bool = False) -> dict[str, Any]:
     """A page of memories newest first (``updated_at`` desc, ``id`` asc):
-    ``{memories, total, next_cursor}``. ``total`` counts every match of the filter, not the page.
+    ``{memories, total, next_cursor, damaged?}``. ``total`` counts every match of the filter, not
+    the page. A page holds up to ``limit`` stored records; one that cannot be read is left out of
+    ``memories`` and listed in ``damaged`` as ``{id, reason}`` (the key is absent when none is).
     """
     if not 1 <= limit <= LIST_MAX:
         raise BadRequest(f"limit must be between 1 and {LIST_MAX}.", details={"field": "limit"})
@@ -490,33 +518,52 @@ def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: 
     if start is not None:
         last_key = {"bank_key": {"S": row.incarnation}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
     out: list[Memory] = []
+    damaged: list[dict[str, str]] = []
     items = MemoryModel.by_order.query(row.incarnation, filter_condition=cond, last_evaluated_key=last_key,
                                        consistent_read=True, page_size=min(limit + 1, LIST_MAX) if cond is None else None)
     more = False
+    last = None
+    n = 0
     for it in items:
-        if len(out) == limit:
+        if n == limit:
             more = True
             break
-        out.append(record_of(it))
-    last = out[-1] if more and out else None
-    next_cursor = encode_cursor("memories", owner, {"sk": last.id, "ord": last.order_key()}) if last else None
+        n += 1
+        last = it
+        rec = decoded(it)
+        if isinstance(rec, Damaged):
+            damaged.append(rec.entry())
+        else:
+            out.append(rec)
+    # the cursor is the last item's stored keys: a damaged record has no order_key() to offer
+    next_cursor = encode_cursor("memories", owner, {"sk": last.sk, "ord": last.ord}) if more and last is not None else None
     if tag:
         total = MemoryModel.by_order.count(row.incarnation, filter_condition=cond, consistent_read=True)
     else:
         total = int(row.records if include_superseded else row.memories)
-    return {"memories": [m.public() for m in out], "total": int(total), "next_cursor": next_cursor}
+    body: dict[str, Any] = {"memories": [m.public() for m in out], "total": int(total), "next_cursor": next_cursor}
+    if damaged:
+        body["damaged"] = damaged
+    return body
 
 
 def history(org_id: str, bank: str, memory_id: str) -> dict[str, Any]:
-    """Every revision of one memory, oldest first: ``{revisions: [record + {op, seq}]}``."""
-    row, _, _ = require_memory(org_id, bank, memory_id)
+    """Every revision of one memory, oldest first: ``{revisions: [record + {op, seq}], damaged?}``;
+    a revision that cannot be read is listed in ``damaged`` as ``{id, seq, reason}`` instead.
+    Answers even when the current record is damaged."""
+    row, _ = require_item(org_id, bank, memory_id)
     revs = []
+    damaged = []
     for rev in RevisionModel.by_memory.query(row.incarnation, RevisionModel.rev_key.startswith(f"{memory_id}#"),
                                              consistent_read=True):
-        rec = Memory.model_validate(rev.record).public()
+        r = revision_record(rev)
+        if isinstance(r, Damaged):
+            damaged.append({**r.entry(), "seq": int(rev.seq)})
+            continue
+        rec = r.public()
         rec.update(op=rev.op, seq=int(rev.seq))
         revs.append(rec)
-    return {"revisions": revs}
+    return {"revisions": revs, **({"damaged": damaged} if damaged else {})}
 
 
 def tags(org_id: str, bank: str) -> dict[str, Any]:

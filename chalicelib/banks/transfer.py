@@ -26,11 +26,12 @@ from ..core.store import (
     Write,
     get_bank_row,
     get_item,
+    current,
     get_items,
     iter_records,
     new_bank,
     notify,
-    record_of,
+    revision_record,
     stage,
 )
 from ..errors import BadRequest, PayloadTooLarge
@@ -38,6 +39,7 @@ from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
+from ..storage.damage import Damaged
 from ..storage.tables import MemoryModel, RevisionModel, bind
 from ..storage.txn import run_transaction
 from ..validation import Line, Millis
@@ -62,22 +64,32 @@ def _lines_json(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
         yield (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def _line(rec: Memory | Damaged, **extra: Any) -> dict[str, Any]:
+    if isinstance(rec, Damaged):
+        return {**rec.marker(), **extra}
+    return {**rec.public(), **extra}
+
+
 def export_bank(org_id: str, bank: str, *, history: bool = False) -> dict[str, Any]:
-    """``{data: bytes}`` when the file fits inline, else ``{url, expires_at}`` (ms)."""
+    """``{data: bytes, damaged: n}`` when the file fits inline, else ``{url, expires_at,
+    damaged?}`` (ms; ``damaged`` only when n > 0). A record that cannot be read is exported as
+    the line ``{id, damaged: true, reason}`` (an import reports that line as bad);
+    ``damaged`` counts them."""
     row = require_bank(org_id, bank)
     if history:
-        recs = (dict(Memory.model_validate(r.record).public(), op=r.op, seq=int(r.seq))
-                for r in RevisionModel.query(row.incarnation, consistent_read=True))
+        recs = [_line(revision_record(r), op=r.op, seq=int(r.seq))
+                for r in RevisionModel.query(row.incarnation, consistent_read=True)]
     else:
-        recs = (m.public() for m in iter_records(row.incarnation))
+        recs = [_line(m) for m in iter_records(row.incarnation)]
+    damaged = sum(1 for r in recs if r.get("damaged") is True)
     data = b"".join(_lines_json(recs))
     settings = get_settings()
     if len(data) <= settings.export_inline_bytes:
-        return {"data": data}
+        return {"data": data, "damaged": damaged}
     key = blobs.org_key(org_id, "exports", bank, f"{now_ms()}-{uuid.uuid4().hex[:8]}.jsonl")
     blobs.put_bytes(key, data, "application/x-ndjson")
     return {"url": blobs.presign_get(key, settings.presign_ttl_s),
-            "expires_at": now_ms() + settings.presign_ttl_s * 1000}
+            "expires_at": now_ms() + settings.presign_ttl_s * 1000, **({"damaged": damaged} if damaged else {})}
 
 
 class _Line(BaseModel):
@@ -194,8 +206,8 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
                                 for k in (rec.id, POINTER_PREFIX + fp)]) if row is not None else {}
         for (n, rec), fp in zip(batch, fps):
             item = known.get(rec.id)
-            prev = record_of(item) if item is not None else None
-            if prev is not None and (rec.revision < prev.revision or
+            prev, guard = current(item) if item is not None else (None, None)
+            if prev is not None and guard is None and (rec.revision < prev.revision or
                                      (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
                 stale += 1
                 continue
@@ -204,7 +216,9 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
                 errs.append({"line": n, "error": "duplicate_text: another memory has this text"})
                 continue
             claimed.add(fp)
-            writes.append(Write(rec, prev, "import", fp))
+            if guard is not None:  # a damaged stored record: the line replaces it, history kept
+                rec = rec.model_copy(update={"revision": max(rec.revision, prev.revision + 1)})
+            writes.append(Write(rec, prev, "import", fp, guard))
             old_fp = item.fp if item is not None and item.fp != fp else None
             if old_fp:  # release the old text's pointer only if it still points here
                 old_ptr = get_item(inc, POINTER_PREFIX + old_fp)

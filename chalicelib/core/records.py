@@ -5,14 +5,18 @@ created_at, updated_at, invalid_at?, superseded_by?, revision}`` (times in ms si
 id is its content fingerprint. A structured memory (issue 4) is the same record with ``name``,
 ``description`` and ``type`` set and a UUID id; a team entry's projection (issue 5) carries its
 metadata in ``meta``. Stored whole (``MemoryModel.record``), replayed whole
-(``RevisionModel.record``).
+(``RevisionModel.record``). ``decode_memory`` is the one decoder of a stored record (a record it
+rejects is damaged: lists skip it, recall never indexes it); ``salvage_memory`` is what a write
+that replaces a damaged record starts from.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from ..storage.damage import MAX_SAFE_INT, MAX_TIME_MS, Damaged, clean, problem
 
 MAX_ORDER_MS = 10**15 - 1  # ord = (MAX_ORDER_MS - updated_at): newest first when read ascending
 
@@ -37,15 +41,15 @@ class Memory(BaseModel):
     entities: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     confidence: Confidence = "stated"
-    corroboration: int = Field(0, ge=0)
+    corroboration: int = Field(0, ge=0, le=MAX_SAFE_INT)
     pinned: bool = False
     source: Source = Field(default_factory=Source)
-    created_at: int = Field(ge=0)
-    updated_at: int = Field(ge=0)
-    invalid_at: int | None = Field(None, ge=0)
+    created_at: int = Field(ge=0, le=MAX_TIME_MS)
+    updated_at: int = Field(ge=0, le=MAX_TIME_MS)
+    invalid_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     superseded_by: str | None = None
-    revision: int = Field(0, ge=0)
-    purged_at: int | None = Field(None, ge=0)
+    revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
+    purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     # structured memory (issue 4) and team projections (issue 5); None for bank memories
     name: str | None = None
     description: str | None = None
@@ -68,3 +72,60 @@ class Memory(BaseModel):
         return f"{MAX_ORDER_MS - self.updated_at:015d}#{self.id}"
 
 
+def validation_reason(exc: ValidationError) -> str:
+    """``"<field>: <error type>"`` of a validation error's first problem (never the value)."""
+    errs = exc.errors(include_input=False, include_url=False)
+    if not errs:
+        return "invalid"
+    loc = ".".join(str(p) for p in errs[0].get("loc", ())) or "record"
+    return f"{clean(loc)}: {errs[0].get('type', 'invalid')}"
+
+
+def decode_memory(raw: Any, *, key: str | None = None, kind: str = "memory", hint: str = "",
+                  scrubbed: bool = False) -> Memory:
+    """The one decoder of a stored memory record (current or revision, DynamoDB or an index's
+    stored field): ``raw`` (the parsed JSON) validated as a ``Memory`` that every client can take
+    and the index can hold. ``key``: the id the record is stored under (it must match).
+
+    Raises ``Damaged`` (409 ``damaged``; ``kind``, ``hint`` in its message) for anything else:
+    not an object, a value ``damage.problem`` rejects (lone surrogate, non-finite number, integer
+    beyond +-(2^53 - 1)), a missing or ill-typed field, a time beyond ``MAX_TIME_MS``, an id that is
+    not its key. ``scrubbed``: ``raw`` is an attribute the table layer already checked for those
+    values (and found none), so the walk is not repeated."""
+    label = key if key is not None else (raw.get("id") if isinstance(raw, dict) else None)
+    if not isinstance(raw, dict):
+        raise Damaged(kind, label, "record: not a JSON object", hint=hint)
+    reason = None if scrubbed else problem(raw)
+    if reason is not None:
+        raise Damaged(kind, label, reason, hint=hint)
+    try:
+        rec = Memory.model_validate(raw)
+    except ValidationError as exc:
+        raise Damaged(kind, label, validation_reason(exc), hint=hint) from None
+    if key is not None and rec.id != key:
+        raise Damaged(kind, label, "id: does not match its key", hint=hint)
+    return rec
+
+
+def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
+    """A valid record made from whatever of a damaged ``raw`` record still validates, for the
+    writes that repair one (tombstone, purge, a save or import of it): strings scrubbed
+    (``damage.clean``), each field that still fails (out of range included) dropped to its
+    default, ``meta`` clamped, ``id`` = ``key``, ``text`` ``""`` and both times ``now`` when
+    missing. Never raises."""
+    data = clean(raw) if isinstance(raw, dict) else {}
+    data = {k: v for k, v in data.items() if k in Memory.model_fields}
+    if "meta" in data:
+        data["meta"] = clean(data["meta"], clamp=True)
+    data["id"] = key
+    required = {"text": "", "created_at": now, "updated_at": now}
+    for _ in range(len(Memory.model_fields) + 1):
+        for k, v in required.items():
+            data.setdefault(k, v)
+        try:
+            return Memory.model_validate(data)
+        except ValidationError as exc:
+            for e in exc.errors(include_input=False, include_url=False):
+                if e.get("loc"):
+                    data.pop(e["loc"][0], None)
+    return Memory(id=key, text="", created_at=now, updated_at=now)

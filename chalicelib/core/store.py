@@ -23,9 +23,10 @@ from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
 from ..errors import BadRequest, CairnError
+from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..validation import loads
-from .records import Memory
+from .records import Memory, decode_memory, salvage_memory
 
 POINTER_PREFIX = "~fp/"
 NAME_POINTER_PREFIX = "~name/"
@@ -51,13 +52,29 @@ def notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memo
             pass
 
 
+def bank_problem(row: BankModel) -> str | None:
+    """Why a stored bank row cannot be used (its ``incarnation`` keys every record, its ``seq``
+    orders every change), or ``None``. Damaged counters read as their defaults."""
+    for name in ("incarnation", "seq"):
+        if name in row.damaged:
+            return f"{name}: {row.damaged[name]}"
+    if not isinstance(row.incarnation, str) or not row.incarnation:
+        return "incarnation: missing"
+    return None
+
+
 def get_bank_row(org_id: str, name: str) -> BankModel | None:
-    """The live bank row (consistent read), or ``None``."""
+    """The live bank row (consistent read), or ``None``; 409 ``damaged`` when the stored row
+    cannot be used (``bank_problem``)."""
     bind()
     try:
-        return BankModel.get(org_id, name, consistent_read=True)
+        row = BankModel.get(org_id, name, consistent_read=True)
     except DoesNotExist:
         return None
+    reason = bank_problem(row)
+    if reason is not None:
+        raise Damaged("bank", name, reason, hint="Restore the bank row, or restore the bank from the trash.")
+    return row
 
 
 
@@ -87,19 +104,56 @@ def get_items(inc: str, sks: Iterable[str]) -> dict[str, MemoryModel]:
     return {it.sk: it for it in MemoryModel.batch_get(keys, consistent_read=True)}
 
 
+REPAIR_HINT = "Delete or purge it, or save or import it again, to replace it."
+
+
 def record_of(item: MemoryModel) -> Memory:
-    return Memory.model_validate(item.record)
+    """The memory record of a ``memories`` item (``core.records.decode_memory``); raises
+    ``Damaged`` (409 ``damaged``) when it cannot be decoded, rendered or indexed."""
+    if "record" in item.damaged:
+        raise Damaged("memory", item.sk, f"record: {item.damaged['record']}", hint=REPAIR_HINT)
+    return decode_memory(item.record, key=item.sk, hint=REPAIR_HINT, scrubbed=True)
+
+
+def decoded(item: MemoryModel) -> Memory | Damaged:
+    """``record_of(item)``, or the ``Damaged`` it raised (for readers that skip with a marker)."""
+    try:
+        return record_of(item)
+    except Damaged as exc:
+        return exc
+
+
+def current(item: MemoryModel) -> tuple[Memory, Any]:
+    """``(record, guard)`` for a write that replaces ``item``'s record: the decoded record and
+    ``None`` (the default condition), or, when it is damaged, a salvaged record
+    (``core.records.salvage_memory``) and the condition to commit on (``guard_of``) to pass as
+    ``Write.guard``."""
+    try:
+        return record_of(item), None
+    except Damaged:
+        return salvage_memory(item.record, key=item.sk, now=now_ms()), guard_of(item)
+
+
+def guard_of(item: MemoryModel) -> Any:
+    """The condition a write that replaces ``item`` commits on: its stored ``revision`` (as read,
+    even a damaged value), or, when that does not decode, the item still being there."""
+    if "revision" not in item.damaged or isinstance(item.revision, (int, float)):
+        return MemoryModel.revision == item.revision
+    return MemoryModel.sk.exists()
 
 
 
 @dataclass
 class Write:
-    """One record change staged into a transaction."""
+    """One record change staged into a transaction. ``guard``: the condition on the stored item
+    (default: its revision equals ``prev.revision``); a repair of a damaged record passes
+    ``guard_of(item)``."""
 
     record: Memory
     prev: Memory | None
     op: str
     fp: str | None  # fingerprint of the record's current text (None once purged)
+    guard: Any = None
 
 
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
@@ -143,7 +197,8 @@ def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writ
         rec = w.record
         item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
                            fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
-        cond = MemoryModel.sk.does_not_exist() if w.prev is None else (MemoryModel.revision == w.prev.revision)
+        cond = (MemoryModel.sk.does_not_exist() if w.prev is None
+                else w.guard if w.guard is not None else (MemoryModel.revision == w.prev.revision))
         tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
@@ -185,25 +240,39 @@ def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, t
     return {name: data[name] for name in fields}
 
 
-def iter_records(inc: str) -> Iterable[Memory]:
-    """Every memory record of a bank incarnation, newest first (export)."""
+def iter_records(inc: str) -> Iterable[Memory | Damaged]:
+    """Every memory record of a bank incarnation, newest first (export); a damaged one as its
+    ``Damaged``."""
     bind()
     for it in MemoryModel.by_order.query(inc, consistent_read=True):
-        yield record_of(it)
+        yield decoded(it)
 
 
-def iter_records_any_order(inc: str) -> Iterable[Memory]:
-    """Every memory record of a bank incarnation in sort-key order (index rebuild): a query on
-    the base table's partition, cheaper than the ``by_order`` index when order does not matter.
-    Pointer items (``~fp/``, ``~name/``) hold no ``record`` and are filtered out server-side."""
+def iter_records_any_order(inc: str) -> Iterable[Memory | Damaged]:
+    """Every memory record of a bank incarnation in sort-key order (index rebuild), a damaged
+    one as its ``Damaged``: a query on the base table's partition, cheaper than the ``by_order``
+    index when order does not matter. Pointer items (``~fp/``, ``~name/``) hold no ``record``
+    and are filtered out server-side."""
     bind()
     for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True,
-                                attributes_to_get=["record"]):  # one attribute per item to decode
-        yield record_of(it)
+                                attributes_to_get=["sk", "record"]):  # the key and the one attribute to decode
+        yield decoded(it)
 
 
-def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory]]:
-    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order."""
+def revision_record(rev: RevisionModel) -> Memory | Damaged:
+    """The record a revision holds, or its ``Damaged`` (kind ``revision``, id = the memory's)."""
+    mid = rev.memory_id if isinstance(rev.memory_id, str) and rev.memory_id else str(rev.rev_key).split("#")[0]
+    if "record" in rev.damaged:
+        return Damaged("revision", mid, f"record: {rev.damaged['record']}")
+    try:
+        return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
+    except Damaged as exc:
+        return exc
+
+
+def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
+    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order; a
+    damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
     bind()
     for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
-        yield int(rev.seq), rev.op, Memory.model_validate(rev.record)
+        yield int(rev.seq), str(rev.op), revision_record(rev)

@@ -27,12 +27,13 @@ from ..banks import service as bank_service
 from ..banks.records import MAX_HANDLE_CHARS, MAX_HANDLES, SaveRequest
 from ..clock import now_ms
 from ..core.records import Source
-from ..core.store import POINTER_PREFIX, get_bank_row, get_item, record_of
+from ..core.store import POINTER_PREFIX, decoded, get_bank_row, get_item
 from ..errors import NotFound
 from ..fingerprint import fingerprint
 from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
+from ..storage.damage import Damaged
 from ..storage.tables import ExtractionModel, bind
 from ..validation import line_problem, text_problem
 from .models import Extractor, get_extractor
@@ -166,7 +167,9 @@ def _advance(job: TurnJob, cursor: ExtractionModel | None, end: int, last_id: st
         if cursor is None:
             row.save(condition=ExtractionModel.sk.does_not_exist())
         else:
-            row.save(condition=ExtractionModel.updated_at == cursor.updated_at)
+            read = cursor.updated_at
+            row.save(condition=(ExtractionModel.updated_at == read) if isinstance(read, (int, float))
+                     else ExtractionModel.sk.exists())  # a damaged cursor is overwritten
     except PutError:
         if attempts <= 1:
             raise
@@ -204,8 +207,8 @@ def _handles(values: list[str]) -> list[str]:
 
 
 def _left_alone(org_id: str, bank: str, text: str) -> bool:
-    """True when ``text`` is a pinned or retired memory of ``bank``: extraction never touches
-    those (a retired one would otherwise be resurrected by a save)."""
+    """True when ``text`` is a pinned, retired or damaged memory of ``bank``: extraction never
+    touches those (a retired one would otherwise be resurrected by a save)."""
     row = get_bank_row(org_id, bank)
     if row is None:
         return False
@@ -215,8 +218,8 @@ def _left_alone(org_id: str, bank: str, text: str) -> bool:
     item = get_item(row.incarnation, pointer.memory_id)
     if item is None:
         return False
-    rec = record_of(item)
-    return rec.pinned or not rec.live
+    rec = decoded(item)
+    return isinstance(rec, Damaged) or rec.pinned or not rec.live  # a damaged record waits for a person
 
 
 def _job_row(job: TurnJob) -> ExtractionModel:

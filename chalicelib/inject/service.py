@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import audit
 from ..auth.principal import Principal
+from ..core.store import get_bank_row
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
@@ -81,11 +82,13 @@ def newest_user_text(messages: list[dict[str, Any]]) -> str:
 def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, require: bool = False,
            tuning: MemoryTuning | None = None) -> tuple[Injection, str]:
     """Render the injection of ``bank`` for ``query``: ``(Injection, retrieval mode)``.
-    ``require``: 404 ``bank_not_found`` for a missing bank (preview); otherwise a missing bank
-    renders the bare section (the hook never denies a turn)."""
+    ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
+    cannot be used (preview); otherwise either renders the bare section (the hook never denies
+    a turn)."""
     row = read_rows(org_id, [bank]).get(bank)  # also applies a moved config version
     tuning = tuning or get_tuning()
     if row is None and require:
+        get_bank_row(org_id, bank)  # 409 damaged when the row is there but unusable
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     rules = rules_cache.get_rules(org_id, bank, row) if row is not None else []
     hits: list[Picked] = []

@@ -51,7 +51,9 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 
 from ..core import store
 from ..core.records import Memory
+from .. import metrics
 from ..storage import blobs
+from ..storage.damage import Damaged
 from ..storage.tables import BankModel
 from .schema import schema, to_document
 
@@ -233,14 +235,16 @@ class BankIndex:
         self.size_bytes = sum(e.stat().st_size for e in os.scandir(self.path) if e.is_file())
         return self.size_bytes
 
-    def apply(self, changes: Iterable[tuple[int, Memory]], *, strict: bool = True) -> int:
+    def apply(self, changes: Iterable[tuple[int, Memory | Damaged]], *, strict: bool = True) -> int:
         """Apply ``(seq, record)`` changes in ``seq`` order; returns how many were applied.
 
         Changes at or below the applied ``seq`` are skipped (already in); with ``strict`` the
         first new change must be ``seq + 1`` and the rest consecutive, else ``StaleHistory``.
-        Per id only the last record is written (its previous document deleted, one commit).
+        Per id only the last record is written (its previous document deleted, one commit); a
+        damaged record (``Damaged``, its ``key`` the memory id) only deletes the document, so
+        the memory leaves recall until a readable revision arrives.
         """
-        latest: dict[str, Memory] = {}
+        latest: dict[str, Memory | None] = {}
         expect = self.seq + 1
         last = self.seq
         purge = False
@@ -250,17 +254,19 @@ class BankIndex:
             if strict and seq != expect:
                 raise StaleHistory(f"{self.bank}: expected seq {expect}, got {seq}")
             expect, last = seq + 1, seq
-            latest.pop(rec.id, None)
-            latest[rec.id] = rec
-            purge = purge or rec.purged_at is not None
-        if not latest:
+            key = rec.key if isinstance(rec, Damaged) else rec.id
+            latest.pop(key, None)
+            latest[key] = None if isinstance(rec, Damaged) else rec
+            purge = purge or (isinstance(rec, Memory) and rec.purged_at is not None)
+        if last == self.seq:
             return 0
         writer = self.ix.writer()
         try:
             for dn in self._doomed(writer, latest):
                 writer.delete_document(dn)
             for rec in latest.values():
-                writer.add_document(**to_document(rec))
+                if rec is not None:
+                    writer.add_document(**to_document(rec))
         except BaseException:
             writer.cancel()
             raise
@@ -429,6 +435,8 @@ class IndexCache:
         writer = ix.writer(limitmb=128)
         try:
             for rec in store.iter_records_any_order(entry.inc):
+                if isinstance(rec, Damaged):
+                    continue  # reported where it was decoded; the rest of the bank still ranks
                 writer.add_document(**to_document(rec))
         except BaseException:
             writer.cancel()
@@ -479,16 +487,22 @@ class IndexCache:
                 if meta.get("inc") != row.incarnation or meta.get("org_id") != org_id:
                     shutil.rmtree(tmp, ignore_errors=True)
                     continue  # a previous incarnation's snapshot
+                snap_seq = int(meta["seq"])
+                if not 0 <= snap_seq <= int(row.seq):
+                    raise ValueError("snapshot seq beyond the bank's")
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 os.replace(tmp, path)
                 ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
-                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]),
-                                  snapshot_seq=int(meta["seq"]))
+                with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
+                    reader.doc_count_all()
+                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq, snapshot_seq=snap_seq)
                 entry.measure()
                 return entry
-            except Exception:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
+            except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
                 shutil.rmtree(tmp, ignore_errors=True)
                 shutil.rmtree(path, ignore_errors=True)
+                metrics.emit("damaged", {"DamagedRecords": 1},
+                             {"kind": "index_snapshot", "reason": type(exc).__name__, "seq": seq})
         return None
 
     def write_snapshot(self, entry: BankIndex) -> str:
@@ -522,7 +536,8 @@ def newest_snapshot_seq(org_id: str, bank: str) -> int:
 
 
 def transient_index(records: Iterable[Memory]):
-    """An in-memory index of ``records`` (``as_of`` recall ranks the past through one)."""
+    """An in-memory index of ``records`` (``as_of`` recall ranks the past through one; they come
+    decoded, so each can be indexed)."""
     ix = RamStorage().create_index(schema())
     writer = ix.writer()
     for rec in records:

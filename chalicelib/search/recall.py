@@ -30,10 +30,12 @@ from whoosh.query import Term
 from whoosh.searching import Searcher
 from whoosh.sorting import FieldFacet, MultiFacet
 
+from .. import metrics
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
 from ..errors import BadRequest, NotFound
+from ..storage.damage import Damaged
 from ..storage.tables import BankModel, bind
 from ..tuning import MemoryTuning, get_tuning, set_config_version, tuning_problem
 from . import index as index_mod
@@ -77,17 +79,17 @@ class RecallResult:
 # --- the one consistent read ---------------------------------------------------------------
 
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
-    """The bank rows of ``banks`` (absent ones left out) and, in the same BatchGetItem, the config
-    version row: one consistent DynamoDB read. A moved config version drops this container's
-    index caches and tuning (another container ran ``POST /v1/reload``)."""
+    """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same
+    BatchGetItem, the config version row: one consistent DynamoDB read. A moved config version
+    drops this container's index caches and tuning (another container ran ``POST /v1/reload``)."""
     bind()
     keys = [(org_id, b) for b in dict.fromkeys(banks)] + [(CONFIG_ORG, CONFIG_NAME)]
     rows: dict[str, BankModel] = {}
     version = 0
     for row in BankModel.batch_get(keys, consistent_read=True):
         if row.org_id == CONFIG_ORG and row.name == CONFIG_NAME:
-            version = int(row.seq or 0)
-        elif row.org_id == org_id:
+            version = int(row.seq) if isinstance(row.seq, (int, float)) else 0
+        elif row.org_id == org_id and store.bank_problem(row) is None:  # a damaged row reads as absent
             rows[row.name] = row
     if set_config_version(version):
         index_mod.active_cache().drop()
@@ -173,13 +175,13 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         i, d = key
         return -data[i].updated_at[d], data[i].ids[d]
 
-    decoded: dict[tuple[int, int], Memory] = {}
+    decoded: dict[tuple[int, int], Memory | None] = {}
 
-    def record(key: tuple[int, int]) -> Memory:
-        m = decoded.get(key)
-        if m is None:
-            m = decoded[key] = from_stored(leaves[key[0]][0].stored_fields(key[1]))
-        return m
+    def record(key: tuple[int, int]) -> Memory | None:
+        """The candidate's record, or ``None`` when its document does not decode (skipped)."""
+        if key not in decoded:
+            decoded[key] = _stored(leaves[key[0]][0], key[1])
+        return decoded[key]
 
     fetch = tuning.fetch_limit
 
@@ -189,7 +191,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
             return heapq.nsmallest(fetch, keys, key=sort_key)
         out = []
         for key in sorted(keys, key=sort_key):
-            if filter(record(key)):
+            rec = record(key)
+            if rec is not None and filter(rec):
                 out.append(key)
                 if len(out) >= fetch:
                     break
@@ -211,8 +214,26 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
                                     bool(sd.pinned[d]), sd.updated_at[d], now, tuning)
         scored.append((-total, -sd.updated_at[d], sd.ids[d], key, signals, total))
     scored.sort(key=lambda x: x[:3])
-    hits = [Hit(record(key), total, signals, leaves[key[0]][2]) for *_o, key, signals, total in scored[:limit]]
+    hits = []
+    for *_o, key, signals, total in scored:
+        if len(hits) == limit:
+            break
+        rec = record(key)
+        if rec is not None:
+            hits.append(Hit(rec, total, signals, leaves[key[0]][2]))
     return hits, len(scored)
+
+
+def _stored(reader: Any, docnum: int) -> Memory | None:
+    """The record stored in a document, or ``None`` when it does not decode (a damaged snapshot
+    or cache: the metric is emitted and recall serves the rest)."""
+    try:
+        return from_stored(reader.stored_fields(docnum))
+    except Damaged:
+        return None
+    except Exception as exc:  # noqa: BLE001 - an unreadable stored field is a damaged document too
+        metrics.emit("damaged", {"DamagedRecords": 1}, {"kind": "index_document", "reason": type(exc).__name__})
+        return None
 
 
 def _check(query: str, limit: int) -> None:
@@ -246,6 +267,7 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     if require:
         for b in banks:
             if b not in rows:
+                store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
                 raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
     tag = tag.strip().lower() if tag else None
     present = [b for b in dict.fromkeys(banks) if b in rows]
@@ -278,7 +300,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
     ``invalid_at`` is unset or later. Purged content never reappears (revisions are scrubbed)."""
     best: dict[str, tuple[int, int, Memory]] = {}
     for seq, _op, rec in store.iter_revisions(inc, 0):
-        if rec.updated_at > as_of:
+        if isinstance(rec, Damaged) or rec.updated_at > as_of:  # a damaged revision is left out
             continue
         cur = best.get(rec.id)
         if cur is None or (rec.updated_at, seq) >= (cur[0], cur[1]):
@@ -335,7 +357,7 @@ def top_memories(org_id: str, bank: str, n: int) -> list[Memory]:
         order = MultiFacet([FieldFacet("pinned", reverse=True), FieldFacet("corroboration", reverse=True),
                             FieldFacet("updated_at", reverse=True), FieldFacet("id")])
         res = searcher.search(Term("live", "1"), limit=n, sortedby=order)
-        return [from_stored(hit.fields()) for hit in res]
+        return [rec for hit in res if (rec := _stored(entry.reader(), hit.docnum)) is not None]
 
 
 def ensure_fresh(org_id: str, bank: str) -> None:

@@ -26,9 +26,11 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from pydantic import ValidationError
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 
-from ..core.records import Memory
+from ..core.records import Memory, decode_memory
+from ..storage.damage import Damaged
 from .analyzers import HANDLE_SEP, cjk_analyzer, handle_analyzer, has_cjk, memory_analyzer
 
 TEXT_FIELDS = ("text", "name", "description", "cjk")
@@ -80,5 +82,16 @@ def to_document(rec: Memory) -> dict[str, Any]:
 
 
 def from_stored(fields: dict[str, Any]) -> Memory:
-    """The record stored in a document."""
-    return Memory.model_validate_json(fields["record"])
+    """The record stored in a document. Raises ``Damaged`` when it does not decode (documents
+    are written from decoded records, so only a damaged snapshot or cache directory has one)."""
+    raw = fields.get("record")
+    try:
+        return Memory.model_validate_json(raw)
+    except (ValidationError, TypeError, ValueError):
+        pass
+    key = fields.get("id") if isinstance(fields.get("id"), str) else None
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):
+        raise Damaged("memory", key, "index document: not valid JSON") from None
+    return decode_memory(data, key=key)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import os
 import threading
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from pynamodb.attributes import (
     BinaryAttribute,
@@ -43,6 +45,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondary
 from pynamodb.models import Model
 
 from ..settings import Settings, get_settings
+from . import damage
 
 
 class _Base(Model):
@@ -53,6 +56,54 @@ class _Base(Model):
         billing_mode = "PAY_PER_REQUEST"
 
     LOGICAL_NAME = ""
+    # {attribute: problem} of an item read from DynamoDB (``damage``); empty when healthy
+    damaged: Mapping[str, str] = MappingProxyType({})
+
+    @classmethod
+    def from_raw_data(cls, data: dict[str, Any]) -> Any:
+        """Every item read (get, query, scan, batch get) comes through here: an attribute that
+        does not decode is left at its default and values no client can take are scrubbed
+        (``damage``), so one hand-edited attribute never fails a read of the item or of a page."""
+        try:
+            item = super().from_raw_data(data)
+            found: dict[str, str] = {}
+        except Exception:  # noqa: BLE001 - decode attribute by attribute below
+            item, found = cls._decode_each(data)
+        for name, attr in cls.get_attributes().items():
+            value = getattr(item, name, None)
+            if isinstance(value, MapAttribute):
+                value = value.as_dict()
+            reason = damage.problem(value)
+            if reason is None:
+                continue
+            found[name] = reason
+            if not (attr.is_hash_key or attr.is_range_key):  # a key must keep addressing its item
+                cleaned = damage.clean(value)
+                setattr(item, name, MapAttribute(**cleaned) if isinstance(attr, MapAttribute) else cleaned)
+        if found:
+            item.damaged = found
+            damage.report_values(cls.LOGICAL_NAME, found)
+        return item
+
+    def _container_deserialize(self, attribute_values: dict[str, Any]) -> None:
+        # what ``update()`` (ALL_NEW) and ``refresh()`` call: decoded as tolerantly as a read
+        item = type(self).from_raw_data(attribute_values)
+        self.attribute_values = item.attribute_values
+        self.damaged = item.damaged
+
+    @classmethod
+    def _decode_each(cls, data: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+        item = cls(_user_instantiated=False)
+        found: dict[str, str] = {}
+        for name, attr in cls.get_attributes().items():
+            raw = data.get(attr.attr_name)
+            if not raw or "NULL" in raw:
+                continue
+            try:
+                setattr(item, name, attr.deserialize(attr.get_value(raw)))
+            except Exception:  # noqa: BLE001 - wrong stored type, invalid JSON, too deep
+                found[name] = "not decodable" if attr.attr_type in raw else "wrong stored type"
+        return item, found
 
 
 # --- tokens ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from ..core.store import (
     get_bank_row,
     get_item,
     new_bank,
+    current,
     notify,
     record_of,
     stage,
@@ -277,12 +278,14 @@ def _import_batch(org_id: str, t: Target, batch: list[tuple[int, Memory, int, in
             ptr = get_item(inc, NAME_POINTER_PREFIX + (rec.name or "")) if brow is not None else None
             if ptr is not None:
                 item = get_item(inc, ptr.memory_id)
-                prev = record_of(item) if item is not None else None
-                if prev is None or rec.updated_at <= prev.updated_at:
-                    continue  # not newer than what is stored: skipped
+                prev, guard = current(item) if item is not None else (None, None)
+                if prev is None or (guard is None and rec.updated_at <= prev.updated_at):
+                    continue  # not newer than what is stored (a damaged record is always replaced): skipped
                 upd = prev.model_copy(update={"text": rec.text, "description": rec.description, "type": rec.type,
-                                              "updated_at": rec.updated_at, "revision": prev.revision + 1})
-                writes.append(Write(upd, prev, "import", None))
+                                              "name": rec.name, "meta": rec.meta,
+                                              "updated_at": max(rec.updated_at, prev.updated_at),
+                                              "revision": prev.revision + 1})
+                writes.append(Write(upd, prev, "import", None, guard))
                 continue
             if objects.get(org_id, "mem", rec.id) is not None:
                 errs.append({"line": line, "error": f"memory_id {rec.id} already exists", "apply": True})

@@ -29,21 +29,35 @@ from .. import audit
 from ..auth.principal import Principal
 from ..clock import now_ms
 from ..core.records import Memory
-from ..core.store import NAME_POINTER_PREFIX, Write, get_bank_row, get_item, new_bank, notify, record_of, stage
+from ..core.store import (
+    NAME_POINTER_PREFIX,
+    Write,
+    current,
+    decoded,
+    get_bank_row,
+    get_item,
+    new_bank,
+    notify,
+    record_of,
+    stage,
+)
 from ..errors import BadRequest, NotFound
+from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
 from ..storage.tables import MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
 from ..validation import MAX_TIME_MS, check_text
 from . import objects
 from .names import normalize_description, normalize_name
-from .scopes import Target, check_type, rest_target
+from .scopes import TYPES, Target, check_type, rest_target
 
 REST_MAX_CONTENT = 65536
 DEFAULT_TYPE = "general"
 
 
-def fmt_time(ms: int | None) -> str:
-    """UTC ``YYYY-MM-DDTHH:MM:SS`` of ``ms`` since the epoch; ``""`` for ``None``."""
+def fmt_time(ms: object) -> str:
+    """UTC ``YYYY-MM-DDTHH:MM:SS`` of ``ms`` since the epoch; ``""`` for ``None``, 0 or anything
+    that is not a time (a damaged stored value)."""
+    ms = time_ms(ms)
     if not ms:
         return ""
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
@@ -76,17 +90,30 @@ def check_content(content: object, limit: int) -> str:
 def target_of(m: Memory) -> Target:
     """The namespace a record lives in (from its ``meta``)."""
     meta = m.meta or {}
-    return Target(meta.get("scope", "global"), meta.get("scope_id", ""))
+    return Target(str(meta.get("scope", "global")), str(meta.get("scope_id", "")))
+
+
+def _repaired(rec: Memory, name: str, target: Target) -> Memory:
+    """A salvaged record (``core.store.current``) with the identity it is stored under."""
+    return rec.model_copy(update={"name": name, "meta": {"scope": target.scope, "scope_id": target.scope_id},
+                                  "type": rec.type if rec.type in TYPES else DEFAULT_TYPE})
+
+
+def _count(value: object) -> int:
+    """A stored counter as a non-negative int (0 for a damaged one)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INT
+    return int(value) if ok else 0
 
 
 def row(m: Memory, touch: StructuredModel | None = None, *, content: bool = True) -> dict[str, Any]:
-    """Turnstone's memory row for record ``m`` with its touch counters."""
+    """Turnstone's memory row for record ``m`` with its touch counters (a damaged counter reads
+    as never touched)."""
     t = target_of(m)
     out = {"memory_id": m.id, "name": m.name or "", "description": m.description or "", "type": m.type or DEFAULT_TYPE,
            "scope": t.scope, "scope_id": t.scope_id, "created": fmt_time(m.created_at),
            "updated": fmt_time(m.updated_at),
-           "last_accessed": fmt_time(int(touch.last_accessed)) if touch is not None and touch.last_accessed else "",
-           "access_count": int(touch.access_count or 0) if touch is not None else 0}
+           "last_accessed": fmt_time(touch.last_accessed) if touch is not None else "",
+           "access_count": _count(touch.access_count) if touch is not None else 0}
     if content:
         out["content"] = m.text
     return out
@@ -139,7 +166,8 @@ def save(org_id: str, target: Target, name: object, content: object, description
 
     Validates before any read or write (400 ``invalid_name``, ``validation_error`` with
     Turnstone's messages, ``invalid_type``). An update changes content, description and (when
-    given) type; memory_id and created stay.
+    given) type; memory_id and created stay. A damaged stored record of that identity is
+    replaced the same way (what can be salvaged of it kept).
     """
     name = normalize_name(name)
     description = normalize_description(description)
@@ -154,10 +182,12 @@ def save(org_id: str, target: Target, name: object, content: object, description
         fresh = None if brow is not None else new_bank(org_id, bank)
         inc = brow.incarnation if brow is not None else fresh.incarnation
         ptr = get_item(inc, NAME_POINTER_PREFIX + name) if brow is not None else None
-        prev = None
+        prev = guard = None
         if ptr is not None:
             item = get_item(inc, ptr.memory_id)
-            prev = record_of(item) if item is not None else None
+            prev, guard = current(item) if item is not None else (None, None)
+            if guard is not None:  # damaged: the upsert replaces it under its identity
+                prev = _repaired(prev, name, target)
         if prev is not None:
             rec = prev.model_copy(update={"text": content, "description": description,
                                           "type": type_ or prev.type, "updated_at": max(now, prev.updated_at),
@@ -168,7 +198,7 @@ def save(org_id: str, target: Target, name: object, content: object, description
                          type=type_ or DEFAULT_TYPE, meta={"scope": target.scope, "scope_id": target.scope_id},
                          created_at=now, updated_at=now)
             op, action = "save", "memory.save"
-        new_row, changes = stage(tx, org_id, bank, brow, [Write(rec, prev, op, None)], actor, fresh=fresh)
+        new_row, changes = stage(tx, org_id, bank, brow, [Write(rec, prev, op, None, guard)], actor, fresh=fresh)
         if prev is None:
             tx.save(MemoryModel(bank_key=inc, sk=NAME_POINTER_PREFIX + name, memory_id=rec.id),
                     condition=MemoryModel.sk.does_not_exist())
@@ -229,7 +259,9 @@ def _change(org_id: str, target: Target, *, name: str | None = None, memory_id: 
             change: Callable[[Memory, int], Memory], op: str, action: str, actor: str, surface: str,
             remove: bool) -> Memory | None:
     """One audited change of the live memory found by name or id in ``target``, atomically: the
-    record read is the record changed (``None`` when there is none, with nothing written)."""
+    record read is the record changed (``None`` when there is none, with nothing written). A
+    damaged stored record is 409 ``damaged``, except for a removal, which replaces it with a
+    tombstone of what can be salvaged (its name from the pointer or the location item)."""
     bank = target.bank
     committed: dict[str, Any] = {}
 
@@ -245,11 +277,18 @@ def _change(org_id: str, target: Target, *, name: str | None = None, memory_id: 
                 return
             mid = ptr.memory_id
         item = get_item(inc, mid)
-        prev = record_of(item) if item is not None else None
-        if prev is None or not prev.live:
+        if item is None:
+            return
+        prev, guard = current(item) if remove else (record_of(item), None)
+        if guard is not None:
+            loc = objects.data(org_id, "mem", item.sk, strict=False) or {}
+            known = name if name is not None else loc.get("name")
+            prev = _repaired(prev, known if isinstance(known, str) else (prev.name or ""), target)
+            prev = prev.model_copy(update={"invalid_at": None})  # a removal always writes
+        if not prev.live:
             return
         rec = change(prev, max(now_ms(), prev.updated_at))
-        new_row, changes = stage(tx, org_id, bank, brow, [Write(rec, prev, op, None)], actor)
+        new_row, changes = stage(tx, org_id, bank, brow, [Write(rec, prev, op, None, guard)], actor)
         if remove:
             tx.delete(MemoryModel(bank_key=inc, sk=NAME_POINTER_PREFIX + (prev.name or "")),
                       condition=MemoryModel.memory_id == prev.id)
@@ -292,10 +331,13 @@ def set_description(org_id: str, target: Target, memory_id: str, description: ob
                    actor=actor, surface=surface, remove=False)
 
 
-def list_records(org_id: str, targets: list[Target], *, type_: str | None, limit: int) -> list[Memory]:
+def list_records(org_id: str, targets: list[Target], *, type_: str | None, limit: int,
+                 damaged: list[Damaged] | None = None) -> list[Memory]:
     """Live memories of ``targets``, newest ``updated`` first (ties by id), at most ``limit``:
-    each namespace is read newest first through its order index and the streams merged."""
+    each namespace is read newest first through its order index and the streams merged. A
+    record that cannot be read is left out and, when given, appended to ``damaged``."""
     bind()
+    damaged = damaged if damaged is not None else []
 
     def stream(t: Target) -> Iterable[Memory]:
         brow = get_bank_row(org_id, t.bank)
@@ -303,9 +345,12 @@ def list_records(org_id: str, targets: list[Target], *, type_: str | None, limit
             return
         n = 0
         for it in MemoryModel.by_order.query(brow.incarnation, consistent_read=True, page_size=min(limit * 2, 200)):
-            if it.record is None or not it.live:
+            if it.live is not True:
                 continue
-            rec = Memory.model_validate(it.record)
+            rec = decoded(it)
+            if isinstance(rec, Damaged):
+                damaged.append(rec)
+                continue
             if type_ and rec.type != type_:
                 continue
             yield rec
@@ -323,9 +368,12 @@ def list_records(org_id: str, targets: list[Target], *, type_: str | None, limit
 
 
 def list_rows(org_id: str, targets: list[Target], *, type_: str | None, limit: int) -> dict[str, Any]:
-    """``{memories, total}`` of ``list_records``."""
-    found = rows(org_id, list_records(org_id, targets, type_=type_, limit=limit))
-    return {"memories": found, "total": len(found)}
+    """``{memories, total, damaged?}`` of ``list_records``: ``damaged`` counts the records left
+    out (present only when there were some; the routes move it to the ``X-Cairn-Damaged``
+    header, since Turnstone's SDK validates the body)."""
+    damaged: list[Damaged] = []
+    found = rows(org_id, list_records(org_id, targets, type_=type_, limit=limit, damaged=damaged))
+    return {"memories": found, "total": len(found), **({"damaged": len(damaged)} if damaged else {})}
 
 
 def count_live(org_id: str, targets: list[Target]) -> int:

@@ -70,13 +70,14 @@ def require(org_id: str, project_id: str) -> dict[str, Any]:
 
 def access(org_id: str, project: dict[str, Any] | None, user_id: str | None) -> str | None:
     """The live access of ``user_id`` to ``project``: ``"write"`` (owner), the member row's
-    ``"read"``/``"write"``, or ``None`` (no project, inactive project, anonymous or no row)."""
+    ``"read"``/``"write"``, or ``None`` (no project, inactive project, anonymous, no row or a
+    damaged one)."""
     if project is None or not project.get("active", True) or not user_id:
         return None
     if project.get("owner") == user_id:
         return "write"
-    m = objects.data(org_id, "member", project["project_id"], user_id)
-    return m.get("access") if m else None
+    m = objects.data(org_id, "member", project["project_id"], user_id, strict=False)  # damaged: no access
+    return m["access"] if m and m["access"] in ("read", "write") else None
 
 
 def _manage(p: Principal, project_id: str) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def set_active(p: Principal, project_id: str, active: bool) -> dict[str, Any]:
 
     def attempt(tx):
         item = objects.get(p.org_id, "project", project_id)
-        d = dict(item.data)
+        d = objects.decode(item, "project")
         d["active"] = active
         tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
         return d

@@ -27,8 +27,10 @@ Turnstone's messages.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from ..auth.principal import Principal
 from ..errors import BadRequest, Forbidden, NotFound
+from ..storage.damage import Damaged
 from . import projects, workstreams
 from .sessions import Session, is_service
 
@@ -85,7 +87,7 @@ def _project(org_id: str, s: Session) -> tuple[dict | None, str | None]:
         return None, None
     try:
         proj = projects.require(org_id, s.project_id)
-    except NotFound:
+    except (NotFound, Damaged):  # a damaged project grants nothing: the session works without it
         return None, None
     if not proj.get("active", True):
         return None, None

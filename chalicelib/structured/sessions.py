@@ -133,9 +133,9 @@ def create(p: Principal, req: SessionRequest) -> dict[str, Any]:
 
 
 def load(org_id: str, session_id: str) -> Session | None:
-    """The session, or ``None``."""
+    """The session, or ``None``; 409 ``damaged`` when its stored object cannot be read."""
     d = objects.data(org_id, "session", session_id)
-    return Session(**d) if d is not None else None
+    return Session(**{k: d[k] for k in objects.SCHEMAS["session"]}) if d is not None else None
 
 
 def require(p: Principal, session_id: str) -> Session:

@@ -65,12 +65,12 @@ def _tombstone(org_id: str, inc: str | None, entry_id: str, now: int, superseded
     item = store.get_item(inc, entry_id)
     if item is None:
         return None
-    prev = store.record_of(item)
-    if not prev.live:
+    prev, guard = store.current(item)  # a damaged projection is tombstoned all the same
+    if not prev.live and guard is None:
         return None
-    rec = prev.model_copy(update={"invalid_at": now, "updated_at": now, "superseded_by": superseded_by,
-                                  "revision": prev.revision + 1})
-    return store.Write(record=rec, prev=prev, op="supersede" if superseded_by else "tombstone", fp=None)
+    rec = prev.model_copy(update={"invalid_at": now, "updated_at": max(now, prev.updated_at),
+                                  "superseded_by": superseded_by, "revision": prev.revision + 1})
+    return store.Write(record=rec, prev=prev, op="supersede" if superseded_by else "tombstone", fp=None, guard=guard)
 
 
 def _commit(org_id: str, attempt) -> Any:
@@ -120,13 +120,13 @@ def accept(principal: Principal, entry_id: str, body: AcceptBody) -> dict[str, A
         bank_row = store.get_bank_row(org, bank)
         inc = bank_row.incarnation if bank_row is not None else None
         prev_item = store.get_item(inc, entry_id) if inc else None
-        prev = store.record_of(prev_item) if prev_item is not None else None
+        prev, guard = store.current(prev_item) if prev_item is not None else (None, None)  # a damaged one is replaced
         meta = {"entryId": entry_id, "revision": revision, "kind": row.kind, "title": doc["title"],
                 "acceptedAt": entries.iso(now)}
         rec = Memory(id=entry_id, text=canonical.indexed_text(doc), created_at=prev.created_at if prev else now,
                      updated_at=now, revision=(prev.revision + 1) if prev else 1, meta=meta,
                      source=Source(entry_id=entry_id), tags=[f"kind:{row.kind}"])
-        writes = [store.Write(record=rec, prev=prev, op="accept", fp=None)]
+        writes = [store.Write(record=rec, prev=prev, op="accept", fp=None, guard=guard)]
         target = None
         sup = row.doc.get("supersedes")
         if sup:

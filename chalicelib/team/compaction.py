@@ -23,6 +23,7 @@ from pynamodb.exceptions import UpdateError
 
 from .. import clock
 from ..storage import blobs
+from ..storage.damage import Damaged
 from ..storage.tables import TeamEntryModel, TeamUpdateModel, bind
 from ..storage.txn import Retry
 from . import entries
@@ -67,7 +68,11 @@ def _compact_leased(org_id: str, entry_id: str, lease: int) -> dict[str, Any]:
     upto, old = int(row.log_seq), int(row.compacted_seq)
     if upto > old:
         # parts already start with the S3 state when old > 0: the new object is a superset of it
-        blobs.put_bytes(entries.state_key(org_id, entry_id), merge_updates(*parts) if parts else b"\x00\x00")
+        try:
+            state = merge_updates(*parts) if parts else b"\x00\x00"
+        except ValueError:  # never overwrite a damaged state with a guess
+            raise Damaged("team entry", entry_id, "state: not a Yjs V1 update") from None
+        blobs.put_bytes(entries.state_key(org_id, entry_id), state)
         try:
             row.update(actions=[TeamEntryModel.compacted_seq.set(upto)],
                        condition=(TeamEntryModel.compacted_seq == old) & (TeamEntryModel.compacting_until == lease))
@@ -83,5 +88,13 @@ def _compact_leased(org_id: str, entry_id: str, lease: int) -> dict[str, Any]:
 
 
 def compact_due(org_id: str, entry_ids: list[str]) -> list[dict[str, Any]]:
-    """Compact each of ``entry_ids`` (the schedule's batch); returns each result."""
-    return [compact(org_id, e) for e in entry_ids]
+    """Compact each of ``entry_ids`` (the schedule's batch); returns each result. A damaged
+    entry (its row, or a stored state that does not decode) is left as it is and reported as
+    ``{entryId, damaged: reason}``; the others are compacted."""
+    out = []
+    for e in entry_ids:
+        try:
+            out.append(compact(org_id, e))
+        except Damaged as exc:
+            out.append({"entryId": e, "damaged": exc.reason})
+    return out

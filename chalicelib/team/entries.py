@@ -30,6 +30,7 @@ from ..auth.principal import Principal
 from ..core.store import decode_cursor, encode_cursor
 from ..errors import BadRequest, CairnError, Conflict, Forbidden, NotFound, PayloadTooLarge, RateLimited, Unprocessable
 from ..storage import blobs
+from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
 from ..storage.tables import TeamEntryModel, TeamEventModel, TeamRateModel, TeamSpaceModel, TeamUpdateModel, bind
 from ..storage.txn import Retry, run_transaction
 from ..validation import Line
@@ -109,8 +110,10 @@ def limit_error(cls: type[CairnError], code: str, message: str, variable: str, l
 
 # --- helpers ----------------------------------------------------------------------------------
 
-def iso(ms: int | None) -> str | None:
-    """ms since epoch -> ISO 8601 UTC with milliseconds (``2026-11-29T14:04:41.123Z``)."""
+def iso(ms: object) -> str | None:
+    """ms since epoch -> ISO 8601 UTC with milliseconds (``2026-11-29T14:04:41.123Z``); ``None``
+    for ``None`` or anything that is not a time (a damaged stored value)."""
+    ms = time_ms(ms)
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
@@ -133,17 +136,52 @@ def public(row: TeamEntryModel) -> dict[str, Any]:
             "status": row.status,
             "links": list(d.get("links", [])), "supersedes": d.get("supersedes"), "supersededBy": d.get("superseded_by"),
             "classification": d["classification"], "metaVersion": int(row.meta_version), "revision": int(row.revision),
-            "createdBy": d["created_by"], "createdAt": iso(int(row.created_at)), "updatedAt": iso(int(row.updated_at)),
+            "createdBy": d["created_by"], "createdAt": iso(row.created_at), "updatedAt": iso(row.updated_at),
             "acceptedAt": iso(d.get("accepted_at")), "acceptedBy": d.get("accepted_by")}
 
 
+_ROW_FIELDS = ("space_sk", "space_id", "status", "kind", "doc", "text", "units", "meta_version", "revision",
+               "log_seq", "compacted_seq", "created_at", "updated_at")
+_DOC_FIELDS = {"title": str, "classification": str, "created_by": str, "changed_by": list, "links": list}
+DAMAGED_HINT = "Archive it and continue in a new entry, or restore its stored row."
+
+
+def check_row(row: TeamEntryModel) -> TeamEntryModel:
+    """The one decoder of a stored entry row: ``row`` when every field its readers use is there
+    with its type (``doc`` with title, classification, authorship and links; a known status and
+    kind; counters and times in range), else ``Damaged`` (409 ``damaged``)."""
+    def bad(reason: str) -> Damaged:
+        return Damaged("team entry", row.entry_id, reason, hint=DAMAGED_HINT)
+
+    for name in _ROW_FIELDS:
+        if name in row.damaged:
+            raise bad(f"{name}: {row.damaged[name]}")
+    if row.status not in STATUSES or row.kind not in KINDS:
+        raise bad("status or kind: unknown value")
+    if not isinstance(row.doc, dict):
+        raise bad("doc: not a JSON object")
+    for name, typ in _DOC_FIELDS.items():
+        if not isinstance(row.doc.get(name), typ):
+            raise bad(f"doc.{name}: missing or wrong type")
+    for name in ("units", "meta_version", "revision", "log_seq", "compacted_seq"):
+        value = getattr(row, name)
+        if not isinstance(value, (int, float)) or not 0 <= value <= MAX_SAFE_INT:
+            raise bad(f"{name}: out of range")
+    if time_ms(row.created_at) is None or time_ms(row.updated_at) is None:
+        raise bad("created_at or updated_at: not a time")
+    if not isinstance(row.space_id, str) or not isinstance(row.text, str):
+        raise bad("space_id or text: wrong type")
+    return row
+
+
 def get_row(org_id: str, entry_id: str) -> TeamEntryModel | None:
-    """The entry row (consistent read) or ``None``."""
+    """The entry row (consistent read, ``check_row``ed) or ``None``; 409 ``damaged`` when the
+    stored row cannot be read."""
     bind()
     if not ENTRY_ID.fullmatch(entry_id):
         return None
     try:
-        return TeamEntryModel.get(org_id, entry_id, consistent_read=True)
+        return check_row(TeamEntryModel.get(org_id, entry_id, consistent_read=True))
     except DoesNotExist:
         return None
 
@@ -216,10 +254,10 @@ def load_doc(org_id: str, row: TeamEntryModel):
     """``(row, Doc)``: the merged document, re-reading the row if a compaction raced the read."""
     for _ in range(5):
         try:
-            return row, merge.load(state_parts(org_id, row))
+            return row, merge.load(state_parts(org_id, row), entry_id=row.entry_id)
         except Retry:
             row = get_row(org_id, row.entry_id) or row
-    return row, merge.load(state_parts(org_id, row))
+    return row, merge.load(state_parts(org_id, row), entry_id=row.entry_id)
 
 
 def document(row: TeamEntryModel, space: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -303,8 +341,10 @@ def get(principal: Principal, entry_id: str) -> dict[str, Any]:
 
 def list_entries(principal: Principal, space_id: str | None, *, status: str | None, kind: str | None,
                  q: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
-    """``{entries: [entry + snippet?], cursor?}`` of a readable space, oldest first; ``q`` matches
-    title or text case-insensitively and the ``snippet`` is cut from the DLP-gated text."""
+    """``{entries: [entry + snippet?], cursor?, damaged?}`` of a readable space, oldest first;
+    ``q`` matches title or text case-insensitively and the ``snippet`` is cut from the DLP-gated
+    text. An entry whose stored row cannot be read is left out; ``damaged`` counts those (only
+    when there were some; the route moves it to the ``X-Cairn-Damaged`` header)."""
     if not space_id:
         raise BadRequest("spaceId is required.", details={"field": "spaceId"})
     if status is not None and status not in STATUSES:
@@ -317,6 +357,7 @@ def list_entries(principal: Principal, space_id: str | None, *, status: str | No
     lo = pos["after"] if pos else f"{space_id}#"
     bind()
     out: list[dict[str, Any]] = []
+    damaged = 0
     needle = (q or "").casefold()
     last = None
     for row in TeamEntryModel.by_space.query(principal.org_id, TeamEntryModel.space_sk.between(lo, f"{space_id}#~"),
@@ -324,6 +365,11 @@ def list_entries(principal: Principal, space_id: str | None, *, status: str | No
         if row.space_sk == lo:
             continue
         last = row.space_sk
+        try:
+            check_row(row)
+        except Damaged:
+            damaged += 1
+            continue
         if (status and row.status != status) or (kind and row.kind != kind):
             continue
         item = public(row)
@@ -339,7 +385,8 @@ def list_entries(principal: Principal, space_id: str | None, *, status: str | No
         if len(out) >= limit:
             break
     more = len(out) >= limit and last is not None
-    return {"entries": out, **({"cursor": encode_cursor("entries", owner, {"after": last})} if more else {})}
+    return {"entries": out, **({"cursor": encode_cursor("entries", owner, {"after": last})} if more else {}),
+            **({"damaged": damaged} if damaged else {})}
 
 
 def patch(principal: Principal, entry_id: str, req: EntryPatch) -> dict[str, Any]:
@@ -422,7 +469,7 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> dict[st
             raise Conflict("This updateId was already used with other bytes.", code="update_id_reused",
                            details={"updateId": req.update_id})
         insp = merge.inspect(raw)
-        merged = merge.apply(state_parts(org, row), raw, insp)
+        merged = merge.apply(state_parts(org, row), raw, insp, entry_id=entry_id)
         advanced = sorted(c for c, clk in merged.sv.items() if clk > merged.before.get(c, 0))
         for client in advanced:
             try:
@@ -509,9 +556,12 @@ def get_updates(principal: Principal, entry_id: str, *, since_seq: int | None, s
             row, ydoc = load_doc(org, row)
             return {"snapshot": merge.b64(ydoc.get_update()), "seq": int(row.log_seq)}
         items = list(_log_rows(org, entry_id, since, int(row.log_seq)))
+        bad = next((i for i in items if "payload" in i.damaged or "seq" in i.damaged), None)
+        if bad is not None:
+            raise Damaged("team entry", entry_id, f"update log {bad.sk}: not decodable", hint=DAMAGED_HINT)
         if all(i.payload is not None for i in items):
             return {"updates": [{"seq": int(i.seq), "updateId": i.update_id, "update": merge.b64(bytes(i.payload)),
-                                 "author": i.author, "at": iso(int(i.at))} for i in items], "seq": int(row.log_seq)}
+                                 "author": i.author, "at": iso(i.at)} for i in items], "seq": int(row.log_seq)}
         row = get_row(org, entry_id) or row
     raise Conflict("The edit log is being compacted; retry.")
 
@@ -523,11 +573,11 @@ def history(principal: Principal, entry_id: str, limit: int = 1000) -> dict[str,
     key = entry_key(principal.org_id, entry_id)
     bind()
     events = [{"type": "status" if e.action in ("create", "accept", "supersede", "archive", "superseded") else "meta",
-               "action": e.action, "author": e.actor, "at": iso(int(e.at)), "ms": int(e.at),
-               "details": dict(e.details or {})}
+               "action": e.action, "author": e.actor, "at": iso(e.at), "ms": time_ms(e.at) or 0,
+               "details": dict(e.details) if isinstance(e.details, dict) else {}}
               for e in TeamEventModel.query(key, scan_index_forward=False, limit=limit, consistent_read=True)]
-    edits = [{"type": "edit", "action": "update", "seq": int(i.seq), "updateId": i.update_id, "author": i.author,
-              "bytes": int(i.size or 0), "at": iso(int(i.at)), "ms": int(i.at)}
+    edits = [{"type": "edit", "action": "update", "seq": int(i.seq or 0), "updateId": i.update_id, "author": i.author,
+              "bytes": int(i.size or 0), "at": iso(i.at), "ms": time_ms(i.at) or 0}
              for i in TeamUpdateModel.query(key, TeamUpdateModel.sk.startswith("seq#"), scan_index_forward=False,
                                             limit=limit, consistent_read=True,
                                             attributes_to_get=["sk", "seq", "update_id", "author", "size", "at"])]

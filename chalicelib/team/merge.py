@@ -29,6 +29,7 @@ from pycrdt import Doc, Text, get_update
 
 from ..errors import Conflict, Unprocessable
 from ..validation import InvalidInput, text_problem
+from ..storage.damage import Damaged
 
 ROOT = "content"
 
@@ -179,13 +180,19 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def load(state_parts: list[bytes]) -> Doc:
-    """A ``Doc`` with the root text ``content`` and every update of ``state_parts`` applied."""
+def load(state_parts: list[bytes], *, entry_id: str = "?") -> Doc:
+    """A ``Doc`` with the root text ``content`` and every update of ``state_parts`` applied.
+    Raises ``Damaged`` (409 ``damaged``) when a stored part does not decode (a corrupt S3
+    ``state.bin`` or log payload of entry ``entry_id``)."""
     doc = Doc()
     doc.get(ROOT, type=Text)
     for part in state_parts:
         if part:
-            doc.apply_update(part)
+            try:
+                doc.apply_update(part)
+            except ValueError:
+                raise Damaged("team entry", entry_id, "state: not a Yjs V1 update",
+                              hint="Its stored edit state is corrupt; continue in a new entry.") from None
     return doc
 
 
@@ -217,14 +224,15 @@ class Merged:
     before: dict[int, int] = field(default_factory=dict)
 
 
-def apply(state_parts: list[bytes], update: bytes, insp: Inspection | None = None) -> Merged:
+def apply(state_parts: list[bytes], update: bytes, insp: Inspection | None = None, *, entry_id: str = "?") -> Merged:
     """Merge ``update`` into the state made of ``state_parts`` on a scratch doc.
 
-    Raises ``UnsupportedUpdate`` (not plain text) or ``MissingDependency`` (structs that depend on
-    clocks the server lacks stay pending; or a deletion of clocks the merged state lacks).
+    Raises ``UnsupportedUpdate`` (not plain text), ``MissingDependency`` (structs that depend on
+    clocks the server lacks stay pending; or a deletion of clocks the merged state lacks) or
+    ``Damaged`` (the stored state of entry ``entry_id`` does not decode).
     """
     insp = insp or inspect(update)
-    doc = load(state_parts)
+    doc = load(state_parts, entry_id=entry_id)
     before = doc.get_state()
     before_sv = state_vector(doc)
     try:

@@ -75,5 +75,6 @@ def attributions(principal: Principal, space_id: str | None, limit: int = 100) -
     bind()
     rows = TeamAttributionModel.query(f"{principal.org_id}#{space_id}", scan_index_forward=False, limit=limit,
                                       consistent_read=True)
-    return {"attributions": [{"id": r.attribution_id, "actor": r.actor, "entries": list(r.entries),
-                              "at": iso(int(r.at))} for r in rows]}
+    return {"attributions": [{"id": r.attribution_id, "actor": r.actor,
+                              "entries": r.entries if isinstance(r.entries, list) else [],
+                              "at": iso(r.at)} for r in rows]}

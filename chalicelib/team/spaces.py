@@ -19,6 +19,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from .. import audit, clock
 from ..errors import BadRequest, NotFound
+from ..storage.damage import Damaged
 from ..storage.tables import TeamSpaceModel, bind
 from ..storage.txn import run_transaction
 from ..validation import Line, check_line
@@ -83,14 +84,30 @@ def rank(classification: str) -> int:
     return CLASSIFICATIONS.index(classification)
 
 
+def _data(row: TeamSpaceModel, kind: str, required: dict[str, Any]) -> dict[str, Any]:
+    """The one decoder of a stored space, membership or deny-rule row: its ``data`` dict with
+    each ``required`` field of its type, else ``Damaged`` (409 ``damaged``)."""
+    if "data" in row.damaged or not isinstance(row.data, dict):
+        raise Damaged(kind, row.sk, f"data: {row.damaged.get('data', 'not a JSON object')}")
+    for name, typ in required.items():
+        if not isinstance(row.data.get(name), typ):
+            raise Damaged(kind, row.sk, f"{name}: missing or wrong type")
+    return row.data
+
+
 def get_space(org_id: str, space_id: str) -> dict[str, Any] | None:
-    """The space dict (with ``entries_live``), or ``None``; consistent read."""
+    """The space dict (with ``entries_live``), or ``None``; consistent read. 409 ``damaged``
+    when the stored space lacks a field or has an unknown classification."""
     bind()
     try:
         row = TeamSpaceModel.get(org_id, f"space#{space_id}", consistent_read=True)
     except DoesNotExist:
         return None
-    return {**row.data, "entries_live": int(row.entries_live or 0)}
+    data = _data(row, "team space", {"id": str, "name": str, "kind": str, "classification": str})
+    if data["classification"] not in CLASSIFICATIONS:
+        raise Damaged("team space", row.sk, "classification: unknown value")
+    entries_live = row.entries_live if isinstance(row.entries_live, (int, float)) else 0
+    return {**data, "entries_live": int(entries_live)}
 
 
 def require_space(org_id: str, space_id: str) -> dict[str, Any]:
@@ -136,7 +153,7 @@ def patch_space(org_id: str, space_id: str, req: SpacePatch, actor: str) -> dict
             row = TeamSpaceModel.get(org_id, f"space#{space_id}", consistent_read=True)
         except DoesNotExist:
             raise NotFound("No such space.", code="not_found") from None
-        data = {**row.data, **changes, "updated_at": clock.now_ms()}
+        data = {**_data(row, "team space", {}), **changes, "updated_at": clock.now_ms()}
         tx.update(row, actions=[TeamSpaceModel.data.set(data), TeamSpaceModel.version.add(1),
                                 TeamSpaceModel.updated_at.set(data["updated_at"])],
                   condition=TeamSpaceModel.version == row.version)
@@ -183,23 +200,29 @@ def delete_member(org_id: str, space_id: str, member_id: str, actor: str) -> dic
 
 
 def grants(org_id: str, space_id: str, member_id: str) -> set[str]:
-    """The member's grants in the space (empty when not a member)."""
+    """The member's grants in the space (empty when not a member, and when the stored
+    membership cannot be read: a damaged grant grants nothing)."""
     bind()
     try:
         row = TeamSpaceModel.get(org_id, f"member#{space_id}#{member_id}", consistent_read=True)
-    except DoesNotExist:
+        perms = _data(row, "team membership", {"permissions": list})["permissions"]
+    except (DoesNotExist, Damaged):
         return set()
-    return set(row.data.get("permissions", []))
+    return {p for p in perms if p in GRANTS}
 
 
 def deny_rules(org_id: str) -> list[dict[str, Any]]:
-    """The org's deny rules as dicts ``{memberId, spaceId, permissions}``."""
+    """The org's deny rules as dicts ``{memberId, spaceId, permissions}``; 409 ``damaged`` when
+    the stored rules cannot be read (every team read then fails closed rather than ignore them)."""
     bind()
     try:
         row = TeamSpaceModel.get(org_id, "deny", consistent_read=True)
     except DoesNotExist:
         return []
-    return list(row.data.get("rules", []))
+    rules = _data(row, "team deny rules", {"rules": list})["rules"]
+    if not all(isinstance(r, dict) for r in rules):  # a deny rule never reads as absent: refuse instead
+        raise Damaged("team deny rules", row.sk, "rules: an element is not an object")
+    return list(rules)
 
 
 def put_deny_rules(org_id: str, req: DenyRules, actor: str) -> dict[str, Any]:
