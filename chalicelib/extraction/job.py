@@ -1,6 +1,11 @@
-"""One extraction job: a finished turn's transcript in, memories and rule lines out (issue 6,
-item 3). Domain code: no Chalice, no SQS handler shape (``chalicelib.events.extraction`` feeds
-this from the queue; ``chalicelib.api.hooks`` enqueues it).
+"""One extraction job: a finished turn's transcript in, memories and rule lines out. Domain
+code: no Chalice, no SQS handler shape (``chalicelib.events.extraction`` feeds this from the
+queue; ``chalicelib.api.hooks`` enqueues it).
+
+Whatever the extractor (a model or the offline rules), an item holding a credential (the team DLP
+scan's ``holds_secret``) or breaking the input rules is skipped, never saved. A rule item is saved
+as a memory (tagged ``learned``) first, and the bank's ``learned`` rule gets the stored text of
+that live memory: the rule is built from extracted memories, never from raw conversation text.
 
 ``run_job`` is idempotent: a turn id already applied is a no-op, the memories a failed attempt
 already applied are recorded on a ``job#<turn>`` row so its retry does not reinforce them twice,
@@ -26,7 +31,7 @@ from ..banks import rules as bank_rules
 from ..banks import service as bank_service
 from ..banks.records import MAX_HANDLE_CHARS, MAX_HANDLES, SaveRequest
 from ..clock import now_ms
-from ..core.records import Source
+from ..core.records import Memory, Source
 from ..core.store import POINTER_PREFIX, decoded, get_bank_row, get_item
 from ..errors import NotFound
 from ..fingerprint import fingerprint
@@ -35,6 +40,7 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import ExtractionModel, bind
+from ..team.dlp import holds_secret
 from ..validation import line_problem, text_problem
 from .models import Extractor, get_extractor
 from .parse import Candidate
@@ -206,20 +212,31 @@ def _handles(values: list[str]) -> list[str]:
     return out[:MAX_HANDLES]
 
 
+def _stored(org_id: str, bank: str, text: str) -> Memory | Damaged | None:
+    """The memory of ``bank`` that ``text`` fingerprints to (live or retired), or None."""
+    row = get_bank_row(org_id, bank)
+    if row is None:
+        return None
+    pointer = get_item(row.incarnation, POINTER_PREFIX + fingerprint(text))
+    if pointer is None:
+        return None
+    item = get_item(row.incarnation, pointer.memory_id)
+    return decoded(item) if item is not None else None
+
+
 def _left_alone(org_id: str, bank: str, text: str) -> bool:
     """True when ``text`` is a pinned, retired or damaged memory of ``bank``: extraction never
     touches those (a retired one would otherwise be resurrected by a save)."""
-    row = get_bank_row(org_id, bank)
-    if row is None:
+    rec = _stored(org_id, bank, text)
+    if rec is None:
         return False
-    pointer = get_item(row.incarnation, POINTER_PREFIX + fingerprint(text))
-    if pointer is None:
-        return False
-    item = get_item(row.incarnation, pointer.memory_id)
-    if item is None:
-        return False
-    rec = decoded(item)
     return isinstance(rec, Damaged) or rec.pinned or not rec.live  # a damaged record waits for a person
+
+
+def _usable(text: str) -> bool:
+    """An item may be saved: within bounds and holding no secret (the same scan as team DLP, so
+    no extractor, model or offline, can save a credential that would be injected every turn)."""
+    return _in_bounds(text) and not holds_secret(text)
 
 
 def _job_row(job: TurnJob) -> ExtractionModel:
@@ -316,10 +333,11 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
     out = Outcome("applied", model_called=extractor.name != "offline")
     memories = [c for c in candidates if c.kind == "memory"]
     rule_lines = [c for c in candidates if c.kind == "rule"] if tune.rule_learning_enabled else []
-    kept = [c for c in memories if _in_bounds(c.text)][: tune.max_memories_per_turn]
-    out.skipped += len(memories) - len(kept)
+    kept = [c for c in memories if _usable(c.text)][: tune.max_memories_per_turn]
+    rules = [c for c in rule_lines if _usable(c.text)][:MAX_RULE_LINES]
+    out.skipped += len(memories) - len(kept) + len(rule_lines) - len(rules)
     progress = _job_row(job)
-    for cand in kept:
+    for cand in kept + rules:
         fp = fingerprint(cand.text)
         if fp in (progress.applied or set()):
             continue
@@ -327,7 +345,8 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
             out.skipped += 1
             _mark_applied(progress, fp)
             continue
-        req = SaveRequest(text=cand.text.strip(), entities=_handles(cand.entities), tags=_handles(cand.tags),
+        tags = _handles(cand.tags) + ([LEARNED_RULE] if cand.kind == "rule" else [])
+        req = SaveRequest(text=cand.text.strip(), entities=_handles(cand.entities), tags=tags[:MAX_HANDLES],
                           session_id=job.session_id[:256])
         status, body = bank_service.save_memory(
             job.org_id, job.bank, req, actor=job.actor, confidence=cand.confidence,
@@ -341,8 +360,13 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
         if memory.get("source", {}).get("session_id") == job.session_id[:256]:
             _record_provenance(job, memory["id"])
         _mark_applied(progress, fp)
-    lines = [c.text.strip() for c in rule_lines if _in_bounds(c.text)][:MAX_RULE_LINES]
-    out.skipped += len(rule_lines) - len(lines)
+    # The learned rule is built from what was saved as memories, never from the model's or the
+    # conversation's raw text: a line is the stored text of a live memory.
+    lines = []
+    for cand in rules:
+        rec = _stored(job.org_id, job.bank, cand.text)
+        if isinstance(rec, Memory) and rec.live:
+            lines.append(rec.text)
     if lines:
         out.rule_lines = append_rule_lines(job.org_id, job.bank, lines)
     _advance(job, cursor, end, w.last_id)

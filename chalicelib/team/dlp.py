@@ -219,6 +219,14 @@ def _gated(text: str) -> tuple[str, tuple[str, ...]]:
     return redact(text, findings), tuple(sorted({f.kind for f in findings}))
 
 
+SECRET_KINDS = frozenset({"aws_key", "private_key", "token", "password"})  # credentials, not personal data
+
+
+def holds_secret(text: str) -> bool:
+    """True when ``text`` holds a credential (``SECRET_KINDS``): what extraction never saves."""
+    return any(kind in SECRET_KINDS for kind in _gated(text)[1])
+
+
 def enforce(policy: str, kinds: list[str]) -> None:
     """At accept: ``drop``/``block_source`` with findings -> ``DlpBlocked``; ``redact`` passes."""
     if kinds and policy in ("drop", "block_source"):
