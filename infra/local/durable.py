@@ -532,13 +532,15 @@ class Durable:
         """Run ``call`` (moto handling one request) as one journaled write: under ``lock``,
         noting what it touches; append the after-images; fsync them before returning."""
         touched: dict[tuple, tuple] = {}
+        lsn = 0
         with self.lock:
             _tls.touched = touched
             try:
                 result = call()
-            finally:
+            finally:  # even when moto failed half-way: journal what it did change
                 _tls.touched = None
-            lsn = self.append(*after_images(touched)) if touched else 0
+                if touched:
+                    lsn = self.append(*after_images(touched))
         if lsn:
             self.sync(lsn)
         return result
@@ -566,7 +568,7 @@ class Durable:
                     self._synced = self._lsn
                     self._open_journal(n)
             tmp = self.dir / f".{SNAPSHOT}.{os.getpid()}.tmp"
-            with open(tmp, "wb", buffering=1 << 20) as fh:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb", buffering=1 << 20) as fh:
                 fh.write(encode_record([{"format": FORMAT, "version": VERSION, "next_journal": n}]))
                 for ops, blobs in records:
                     fh.write(encode_record(ops, blobs))
