@@ -92,7 +92,7 @@ def test_unknown_methods_get_a_json_405(served, method):
     assert status == 405
     assert headers["Content-Type"] == "application/json"
     assert json.loads(body)["code"] == "method_not_allowed" and set(json.loads(body)) == {"error", "code"}
-    assert "GET" in headers["Allow"]
+    assert "GET" in headers["Allow"] and headers["X-Request-Id"]
     assert b"cairn_secret" not in body and b"<" not in body
 
 
@@ -102,7 +102,7 @@ def test_a_path_no_route_matches_gets_a_json_404_without_echoing_authorization(s
     assert status == 404
     assert headers["Content-Type"] == "application/json"
     data = json.loads(body)
-    assert data["code"] == "not_found" and set(data) == {"error", "code"}
+    assert data["code"] == "not_found" and set(data) == {"error", "code"} and headers["X-Request-Id"]
     assert "cairn_secret" not in body.decode() and "cairn_secret" not in json.dumps(headers)
 
 

@@ -11,7 +11,8 @@ It runs Chalice's CLI unchanged with its local server patched (``install()``):
 - the errors the server answers itself are Cairn's ``{error, code}`` JSON, never HTML or an
   echoed header: an unsupported method (TRACE, PROPFIND, ...) 405 ``method_not_allowed``; a path
   no route matches (deeper than the app's catch-all routes) 404 ``not_found``, where Chalice
-  answered 403 quoting the Authorization header; a malformed request its 4xx/5xx status;
+  answered 403 quoting the Authorization header; a malformed request its 4xx/5xx status; each
+  with an ``X-Request-Id`` as the app's own answers have;
 - the process dies with the launcher (``PR_SET_PDEATHSIG`` on Linux, a watchdog thread elsewhere)
   when ``CAIRN_LOCAL_PARENT_PID`` names it, and SIGTERM exits through ``sys.exit`` so atexit
   handlers run (the private index directory is removed).
@@ -28,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
@@ -73,7 +75,8 @@ class Gateway(local.LocalGateway):
             return super().handle_request(method, path, headers, body)
         except NoRoute:
             err = NotFound(f"No route for {method} {_path_only(path)[:200]}.", code="not_found")
-            return {"statusCode": err.status, "headers": {"Content-Type": "application/json"},
+            return {"statusCode": err.status,
+                    "headers": {"Content-Type": "application/json", "X-Request-Id": uuid.uuid4().hex},
                     "multiValueHeaders": {}, "body": json.dumps(err.body(), ensure_ascii=False, separators=(",", ":"))}
 
 
@@ -106,6 +109,7 @@ class RequestHandler(local.ChaliceRequestHandler):
         self.send_response(err.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Request-Id", uuid.uuid4().hex)
         for name, value in err.headers.items():
             self.send_header(name, value)
         self.send_header("Connection", "close")
