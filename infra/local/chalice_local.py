@@ -139,7 +139,9 @@ def create_local_server(app_obj: Any, config: Any, host: str, port: int) -> loca
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """End this process when ``parent_pid`` (the launcher) ends, even by SIGKILL."""
+    """End this process when ``parent_pid`` (the launcher) ends, even by SIGKILL. Linux sends
+    the signal when the *thread* that started this process ends: the launcher starts it from its
+    main thread."""
     libc_name = ctypes.util.find_library("c")
     prctl = getattr(ctypes.CDLL(libc_name, use_errno=True), "prctl", None) if libc_name else None
     if prctl is not None and prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:

@@ -38,9 +38,10 @@ import struct
 import sys
 import tarfile
 import threading
+import time
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from . import motolock
 
@@ -220,36 +221,36 @@ def after_images(touched: dict[tuple, tuple]) -> tuple[list[dict[str, Any]], lis
     return ops, blobs
 
 
-def snapshot_records() -> Iterator[tuple[list[dict[str, Any]], list[bytes]]]:
+def snapshot_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
     """Every bucket, object and item of moto's backends as ``(ops, blobs)`` records (call under
     the journal lock; the values are copies)."""
     from moto.dynamodb.models import dynamodb_backends
     from moto.s3.models import s3_backends
 
+    # Only writes change the backends and every write holds the journal lock: reads go on meanwhile.
     records = []
-    with motolock.lock():
-        for per_account in list(s3_backends.values()):
-            for be in list(per_account.values()):
-                for bucket in list(be.buckets.values()):
-                    records.append(([{"op": "bucket", "account": be.account_id, "partition": be.region_name,
-                                      "bucket": bucket.name, "region": bucket.region_name}], []))
-                    for name, fk in list(bucket.keys.items()):
-                        op, body = _object_op(be, bucket.name, name, fk)
-                        if "n" in op:
-                            records.append(([op], [body]))
-        for per_account in list(dynamodb_backends.values()):
-            for be in list(per_account.values()):
-                for table in list(be.tables.values()):
-                    chunk: list[dict[str, Any]] = []
-                    for item in table.all_items():
-                        chunk.append({"op": "item", "account": be.account_id, "region": be.region_name,
-                                      "table": table.name, "item": item.to_json()["Attributes"]})
-                        if len(chunk) == SNAPSHOT_CHUNK:
-                            records.append((chunk, []))
-                            chunk = []
-                    if chunk:
+    for per_account in list(s3_backends.values()):
+        for be in list(per_account.values()):
+            for bucket in list(be.buckets.values()):
+                records.append(([{"op": "bucket", "account": be.account_id, "partition": be.region_name,
+                                  "bucket": bucket.name, "region": bucket.region_name}], []))
+                for name, fk in list(bucket.keys.items()):
+                    op, body = _object_op(be, bucket.name, name, fk)
+                    if "n" in op:
+                        records.append(([op], [body]))
+    for per_account in list(dynamodb_backends.values()):
+        for be in list(per_account.values()):
+            for table in list(be.tables.values()):
+                chunk: list[dict[str, Any]] = []
+                for item in table.all_items():
+                    chunk.append({"op": "item", "account": be.account_id, "region": be.region_name,
+                                  "table": table.name, "item": item.to_json()["Attributes"]})
+                    if len(chunk) == SNAPSHOT_CHUNK:
                         records.append((chunk, []))
-    return iter(records)
+                        chunk = []
+                if chunk:
+                    records.append((chunk, []))
+    return records
 
 
 # --- replay ---------------------------------------------------------------------------------
@@ -559,7 +560,8 @@ class Durable:
         """Snapshot the backends and start a new journal; delete the journals it covers."""
         with self._compact_lock:
             with self.lock:
-                records = list(snapshot_records())
+                started = time.perf_counter()
+                records = snapshot_records()
                 n = self._n + 1
                 with self._sync_lock:
                     if self._fd is not None:
@@ -567,6 +569,7 @@ class Durable:
                         os.close(self._fd)
                     self._synced = self._lsn
                     self._open_journal(n)
+                held_ms = (time.perf_counter() - started) * 1000
             tmp = self.dir / f".{SNAPSHOT}.{os.getpid()}.tmp"
             with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb", buffering=1 << 20) as fh:
                 fh.write(encode_record([{"format": FORMAT, "version": VERSION, "next_journal": n}]))
@@ -580,7 +583,8 @@ class Durable:
             for m, path in self.journals():
                 if m < n:
                     path.unlink()
-            self.log(f"state compacted into {self.snapshot_path} ({self._snapshot_bytes / 1e6:.1f} MB)")
+            self.log(f"state compacted into {self.snapshot_path} ({self._snapshot_bytes / 1e6:.1f} MB; "
+                     f"writes waited {held_ms:.0f} ms)")
 
 
 # --- the server -----------------------------------------------------------------------------
