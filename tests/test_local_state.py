@@ -92,7 +92,9 @@ def test_every_kind_of_write_survives_a_crash_and_replays(server):
     ddb, s3 = _clients(server)
     bucket = names(STACK)["CAIRN_BUCKET"]
     binary = {"key": {"S": "bin"}, "b": {"B": b"\x00\xff"}, "bs": {"BS": [b"a", b"\x01"]},
-              "m": {"M": {"B": {"S": "an attribute named B"}, "inner": {"B": b"\x02"}}}}
+              "m": {"M": {"B": {"S": "an attribute named B"}, "inner": {"B": b"\x02"}}},
+              "l": {"L": [{"N": "1"}, {"M": {"x": {"BOOL": True}}}, {"NULL": True}, {"SS": ["a", "b"]}]},
+              "ns": {"NS": ["1", "2.5"]}, "ss": {"SS": ["x", "y"]}}
     ddb.put_item(TableName=TABLE, Item=binary)
     ddb.put_item(TableName=TABLE, Item={"key": {"S": "gone"}})
     ddb.delete_item(TableName=TABLE, Key={"key": {"S": "gone"}})

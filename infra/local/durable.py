@@ -180,6 +180,28 @@ def install_hooks() -> None:
     _installed = True
 
 
+def _attr(value: Any) -> dict[str, Any]:
+    """A moto ``DynamoType`` as DynamoDB JSON, values as moto holds them (a copy)."""
+    kind, inner = value.type, value.value
+    if kind == "M":
+        return {"M": {k: _attr(v) for k, v in inner.items()}}
+    if kind == "L":
+        return {"L": [_attr(v) for v in inner]}
+    return {kind: list(inner) if isinstance(inner, list) else inner}
+
+
+def _image(item: Any) -> dict[str, Any]:
+    """A moto ``Item``'s attributes as DynamoDB JSON (``Item.to_json`` without its deep copies)."""
+    return {name: _attr(v) for name, v in item.attrs.items()}
+
+
+def _items(table: Any) -> list[Any]:
+    """A table's items in storage order (``Table.all_items`` sorts them, slowly)."""
+    if table.range_key_attr is None:
+        return list(table.items.values())
+    return [item for by_range in list(table.items.values()) for item in list(by_range.values())]
+
+
 def _object_op(be: Any, bucket_name: str, key_name: str, fk: Any) -> tuple[dict[str, Any], bytes]:
     from moto.s3.models import FakeKey
 
@@ -205,7 +227,7 @@ def after_images(touched: dict[tuple, tuple]) -> tuple[list[dict[str, Any]], lis
                     continue
                 item = be.get_item(table_name, key)
                 ops.append({"op": "item", "account": be.account_id, "region": be.region_name, "table": table_name,
-                            "key": key, "item": item.to_json()["Attributes"] if item is not None else None})
+                            "key": key, "item": _image(item) if item is not None else None})
             elif kind == "object":
                 bucket_name, key_name = ident
                 bucket = be.buckets.get(bucket_name)
@@ -242,9 +264,9 @@ def snapshot_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
         for be in list(per_account.values()):
             for table in list(be.tables.values()):
                 chunk: list[dict[str, Any]] = []
-                for item in table.all_items():
+                for item in _items(table):
                     chunk.append({"op": "item", "account": be.account_id, "region": be.region_name,
-                                  "table": table.name, "item": item.to_json()["Attributes"]})
+                                  "table": table.name, "item": _image(item)})
                     if len(chunk) == SNAPSHOT_CHUNK:
                         records.append((chunk, []))
                         chunk = []
