@@ -10,8 +10,9 @@ keep-alive connection) and, beside it, on a new connection per request; (iii) re
 10k memories and the throughput of 8 clients (each its own session, recalls back to back for
 ``THROUGHPUT_S``, twice in opposite orders, pooled). Memories are the speed part's synthetic
 corpus (``bench.speed.corpus``), loaded through the bank import route in batches of
-``IMPORT_BATCH`` lines; queries are its selective queries. ``stack_root`` measures another
-checkout's launcher instead (for "before" figures), in its one default mode.
+``IMPORT_BATCH`` lines; queries are its selective queries. The schedule worker is off
+(``CAIRN_LOCAL_SCHEDULE_S``), so no stack snapshots its indexes meanwhile. ``stack_root``
+measures another checkout's launcher instead (for "before" figures), in its one default mode.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ class Launcher:
     def __enter__(self) -> "Launcher":
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL")) and k != "AWS_PROFILE"}
+        # no scheduled index snapshots: their bursts of CPU in one stack would land in the other's figures
         env.update(CAIRN_PORT=str(self.port), CAIRN_MOTO_PORT=str(self.moto_port), CAIRN_STATE_DIR=str(self.state),
-                   CAIRN_DEV_TOKEN=TOKEN, PYTHONUNBUFFERED="1")
+                   CAIRN_DEV_TOKEN=TOKEN, PYTHONUNBUFFERED="1", CAIRN_LOCAL_SCHEDULE_S="86400")
         self.log = open(self.state / "stack.log", "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *self.args], cwd=self.root, env=env,
                                      stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
