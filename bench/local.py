@@ -123,14 +123,22 @@ def _ok(r: requests.Response, status: int = 200) -> requests.Response:
     return r
 
 
-def _writes(base: str, bank: str, tag: str) -> dict[str, float]:
-    """p50/p95 of ``WRITES`` memory saves of new texts into ``bank`` on one session."""
+def _journal_bytes(state: Path) -> int:
+    return sum(p.stat().st_size for p in state.glob("journal-*.bin"))
+
+
+def _writes(st: Launcher, bank: str, tag: str) -> dict[str, float]:
+    """p50/p95 of ``WRITES`` memory saves of new texts into ``bank`` on one session, and the
+    bytes each appended to the journal (0 without persistence)."""
     s = _session()
-    url = f"{base}/v1/banks/{bank}/memories"
+    url = f"{st.base}/v1/banks/{bank}/memories"
     for i in range(3):  # warm-up: bank row, index, connections
         _ok(s.post(url, json={"text": f"warm-up write {tag} {i}"}), 201)
-    return _lat([_ms(lambda i=i: _ok(s.post(url, json={"text": f"Benchmark write {tag} number {i}"}), 201))
-                 for i in range(WRITES)])
+    before = _journal_bytes(st.state)
+    out = _lat([_ms(lambda i=i: _ok(s.post(url, json={"text": f"Benchmark write {tag} number {i:03d}"}), 201))
+                for i in range(WRITES)])
+    out["journal_bytes_per_write"] = max(0, _journal_bytes(st.state) - before) // WRITES
+    return out
 
 
 def _load(base: str, bank: str, texts: list[str], ents: list[str]) -> float:
@@ -208,12 +216,12 @@ def measure(stacks: dict[str, Launcher]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {name: {"args": st.args} for name, st in stacks.items()}
     steps = [
         ("write_empty", lambda st: (_ok(_session().post(f"{st.base}/v1/banks", json={"name": "writes"}), 201),
-                                    _writes(st.base, "writes", "empty"))[1]),
+                                    _writes(st, "writes", "empty"))[1]),
         ("load_1k_s", lambda st: _load(st.base, "k1", texts[:1000], ents[:1000])),
         ("recall_1k_keepalive", lambda st: _recalls(st.base, "k1", qs)),
         ("recall_1k_new_connection", lambda st: _recalls(st.base, "k1", qs, keep_alive=False)),
         ("load_10k_s", lambda st: _load(st.base, "k10", texts[1000:11000], ents[1000:11000])),
-        ("write_10k", lambda st: _writes(st.base, "k10", "full")),
+        ("write_10k", lambda st: _writes(st, "k10", "full")),
         ("recall_10k_keepalive", lambda st: _recalls(st.base, "k10", qs)),
         ("throughput_10k", lambda st: _throughput(st.base, "k10", qs)),
         ("throughput_10k_again", lambda st: _throughput(st.base, "k10", qs)),
@@ -256,11 +264,14 @@ def markdown(out: dict[str, Any]) -> list[str]:
     def lat(x: dict) -> str:
         return f"{x['p50_ms']} / {x['p95_ms']}"
 
+    def write(x: dict) -> str:
+        return lat(x) + (f" ({x['journal_bytes_per_write']:,} B journaled)" if x.get("journal_bytes_per_write") else "")
+
     for name, r in out["modes"].items():
         if "error" in r:
             md.append(f"| {name} | failed: {r['error']} |||||||")
             continue
-        md.append(f"| {name} | {lat(r['write_empty'])} | {lat(r['write_10k'])} | {lat(r['recall_1k_keepalive'])} | "
+        md.append(f"| {name} | {write(r['write_empty'])} | {write(r['write_10k'])} | {lat(r['recall_1k_keepalive'])} | "
                   f"{lat(r['recall_1k_new_connection'])} | {lat(r['recall_10k_keepalive'])} | "
                   f"{r['throughput_10k']['req_per_s']} | {r['load_1k_s']} / {r['load_10k_s']} |")
     d, n = out["modes"].get("durable"), out["modes"].get("no-persist")
