@@ -1,8 +1,9 @@
-"""``python -m bench`` (``make bench``): LoCoMo retrieval quality and recall speed (issue 3, item 6).
+"""``python -m bench`` (``make bench``): LoCoMo retrieval quality, recall speed and the local stack.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``), and ``latest-<part>.md``/``.json`` when that part produced figures.
-Options: ``--quality`` / ``--speed`` run one part only; ``--sizes 1000,10000,100000``;
+(``quality``, ``speed``, ``local``), and ``latest-<part>.md``/``.json`` when that part produced
+figures. Options: ``--quality`` / ``--speed`` / ``--local`` run those parts only (default: all);
+``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
 """
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quality", action="store_true", help="run the LoCoMo quality part only")
     ap.add_argument("--speed", action="store_true", help="run the speed part only")
+    ap.add_argument("--local", action="store_true", help="run the local-stack part only")
+    ap.add_argument("--stack-root", type=Path, default=None,
+                    help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
     ap.add_argument("--sizes", type=_sizes, default=[1000, 10000, 100000],
                     help="memory counts for the speed part (default 1000,10000,100000)")
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    both = not args.quality and not args.speed
+    every = not (args.quality or args.speed or args.local)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -74,18 +78,24 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed"):
-        if not (both or getattr(args, part)):
+    for part in ("quality", "speed", "local"):
+        if not (every or getattr(args, part)):
             continue
         if part == "quality":
             from . import quality
             data, md = quality.run(tune=args.tune)
             ok = not data.get("skipped")
-        else:
+        elif part == "speed":
             from . import speed
             data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
             ok = not any("error" in r for r in data["sizes"].values())
             failed = failed or not ok
+        else:
+            from . import local
+            data, md = local.run(args.stack_root.resolve() if args.stack_root else None)
+            ok = not any("error" in r for r in data["modes"].values())
+            failed = failed or not ok
+            ok = ok and args.stack_root is None  # another checkout's figures never become latest-local
         text = "\n".join(head + md) + "\n"
         blob = json.dumps({"started": started, "command": command, part: data}, indent=2, sort_keys=True)
         _write(f"bench-{stamp}-{part}", text, blob)
@@ -95,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     print("results: " + ", ".join(written) + " (and .json)")
     if failed:
-        print("bench: a speed size failed (see its row); latest-speed kept", file=sys.stderr)
+        print("bench: a speed size or local mode failed (see its row); its latest-* kept", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -2,7 +2,8 @@
 DESIGN.md "Index freshness across Lambda containers").
 
 An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
-directory (``CAIRN_INDEX_DIR``, default ``<tempdir>/cairn-index``), each with a ``cairn.json``
+directory (``CAIRN_INDEX_DIR``, default ``private_root()``: a directory of this process's own, as
+a Lambda container's ``/tmp`` is), each with a ``cairn.json``
 naming the org, bank, incarnation and the ``seq`` it has applied. Freshness, given the bank row
 from the recall's one consistent read:
 
@@ -28,6 +29,7 @@ any later snapshot; the bank service deletes older snapshots).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import hashlib
@@ -278,17 +280,39 @@ class BankIndex:
         return len(latest)
 
 
+_private: tuple[int, str] | None = None
+_private_lock = threading.Lock()
+
+
+def _remove_private(pid: int, path: str) -> None:
+    if os.getpid() == pid:  # a forked child inherits atexit handlers: only the owner removes it
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def private_root() -> str:
+    """This process's own index directory, ``<tempdir>/cairn-index-<pid>-<random>``: made on
+    first use (again in a forked child), removed at a normal exit. Two processes never share
+    one (two writers of a bank's directory break each other's files)."""
+    global _private
+    with _private_lock:
+        if _private is None or _private[0] != os.getpid():
+            path = tempfile.mkdtemp(prefix=f"cairn-index-{os.getpid()}-")
+            atexit.register(_remove_private, os.getpid(), path)
+            _private = (os.getpid(), path)
+        return _private[1]
+
+
 class IndexCache:
     """The recall index cache of one container (a process normally holds one; tests create two
     with separate roots to play two Lambda containers sharing only DynamoDB and S3).
 
-    ``root``: directory for the indexes (default ``$CAIRN_INDEX_DIR`` or
-    ``<tempdir>/cairn-index``); ``budget_mb``: size budget in MB before LRU eviction (default
+    ``root``: directory for the indexes (default ``$CAIRN_INDEX_DIR``, else ``private_root()``,
+    never shared with another process); ``budget_mb``: size budget in MB before LRU eviction (default
     ``$CAIRN_INDEX_CACHE_MB`` or 400).
     """
 
     def __init__(self, root: str | None = None, budget_mb: float | None = None) -> None:
-        self.root = root or os.environ.get("CAIRN_INDEX_DIR") or os.path.join(tempfile.gettempdir(), "cairn-index")
+        self.root = root or os.environ.get("CAIRN_INDEX_DIR") or private_root()
         budget = budget_mb if budget_mb is not None else float(os.environ.get("CAIRN_INDEX_CACHE_MB", DEFAULT_BUDGET_MB))
         self.budget_bytes = int(budget * 1024 * 1024)
         os.makedirs(self.root, exist_ok=True)

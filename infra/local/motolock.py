@@ -111,5 +111,6 @@ def install() -> None:
 
 
 def lock() -> threading.RLock:
-    """The lock itself, for code that must not interleave with a transaction (state dumps)."""
+    """The lock itself, for code that must not interleave with a transaction (the journal's
+    after-images, ``infra.local.durable``)."""
     return _LOCK

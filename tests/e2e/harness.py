@@ -41,16 +41,19 @@ class LocalStack:
     def moto_url(self) -> str:
         return f"http://127.0.0.1:{self.moto_port}"
 
-    def start(self, *extra: str) -> "LocalStack":
-        """Start and wait for the launcher's "ready" line (the API answered)."""
-        self.port, self.moto_port = free_port(), free_port()
+    def start(self, *extra: str, ports: tuple[int, int] | None = None,
+              timeout_s: float = START_TIMEOUT_S) -> "LocalStack":
+        """Start and wait for the launcher's "ready" line (the API answered) at most ``timeout_s``.
+        ``ports``: ``(api, moto)``, default two free ones. The launcher leads its own process
+        group (``kill_group``)."""
+        self.port, self.moto_port = ports or (free_port(), free_port())
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL")) and k != "AWS_PROFILE"}
         env.update(CAIRN_PORT=str(self.port), CAIRN_MOTO_PORT=str(self.moto_port),
                    CAIRN_STATE_DIR=str(self.state_dir), CAIRN_DEV_TOKEN=self.token, PYTHONUNBUFFERED="1")
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *extra], cwd=ROOT, env=env,
-                                     stdout=subprocess.PIPE, stderr=self._log)
+                                     stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
         lines: queue.Queue = queue.Queue()
 
         def pump() -> None:  # keep draining stdout so the child never blocks on a full pipe
@@ -60,7 +63,7 @@ class LocalStack:
 
         threading.Thread(target=pump, daemon=True).start()
         self.stdout: list[str] = []
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
                 line = lines.get(timeout=1)
@@ -89,6 +92,13 @@ class LocalStack:
         self._log.close()
         rc, self.proc = self.proc.returncode, None
         return rc
+
+    def kill_group(self) -> None:
+        """SIGKILL the launcher's whole process group, as ``kill -9 -<pgid>`` of ``make run``."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        self._log.close()
+        self.proc = None
 
     def dynamodb(self):
         """A boto3 DynamoDB client on the stack's moto endpoint (for checks the API does not expose)."""

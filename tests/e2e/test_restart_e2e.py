@@ -1,5 +1,5 @@
-"""Data survives a restart of the local stack (export on stop, import on start), and --fresh
-starts empty."""
+"""Data survives a clean restart of the local stack (compacted into one snapshot on stop,
+loaded on start), and --fresh starts empty."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def test_memory_and_token_survive_restart(tmp_path):
         minted = http.post("/v1/api/admin/tokens", json={"kind": "api_key", "permissions": ["memory:read"]}).json()
     finally:
         assert s.stop() == 0
-    assert (tmp_path / "state" / "state.tar.gz").exists()
+    assert (tmp_path / "state" / "snapshot.bin").exists()
+    assert not list((tmp_path / "state").glob("journal-*"))  # a clean stop leaves the snapshot only
 
     s.start()
     try:
