@@ -218,6 +218,12 @@ def test_reload_drops_only_the_callers_org(client):
     assert reload.read_last_good() is not None  # the last good tuning stays on the global row
     s, banks = b.get("/v1/banks")
     assert [x["name"] for x in banks["banks"]] == ["main"]  # the version row is no bank
+    from chalicelib.storage.tables import BankModel
+    global_row = BankModel.get("_system", "!config", consistent_read=True).attribute_values
+    assert a.post("/v1/reload")[1] == {"config_version": 1, "banks": 1}
+    assert reload.read_version() == 0 and reload.read_version("b") == 1
+    # another org's reload leaves the global row alone while the tuning is the same
+    assert BankModel.get("_system", "!config", consistent_read=True).attribute_values == global_row
 
 
 def test_another_containers_org_reload_reaches_only_that_org(client, monkeypatch):

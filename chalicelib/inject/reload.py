@@ -63,10 +63,11 @@ def _update_row(org_id: str, *, bump: bool, tuning_json: str | None) -> int:
 def bump_version(tuning_json: str | None = None, *, org_id: str = CONFIG_ORG) -> int:
     """Atomically add 1 to the config version of ``org_id`` (default: the global one), creating
     its row on first use, and return the new version. ``tuning_json``, when given, is kept as the
-    last good tuning on the global row (in the same write for a global bump)."""
+    last good tuning on the global row (in the same write for a global bump; for an org's bump
+    only when it differs from the one kept)."""
     if org_id == CONFIG_ORG:
         return _update_row(CONFIG_ORG, bump=True, tuning_json=tuning_json)
-    if tuning_json is not None:
+    if tuning_json is not None and tuning_json != read_last_good():  # the global row moves only on a change
         _update_row(CONFIG_ORG, bump=False, tuning_json=tuning_json)
     return _update_row(org_id, bump=True, tuning_json=None)
 
