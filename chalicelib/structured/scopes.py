@@ -114,7 +114,7 @@ def _project_target(s: Session, access: str | None, action: str) -> Target:
 
 def session_target(org_id: str, s: Session, action: str, scope: str | None) -> Target:
     """The one namespace a save, get or delete (``action``) addresses; ``scope`` ``None`` or
-    ``""`` means the inherited target. Raises the 400/403 errors of the module docstring."""
+    ``""`` means the inherited target. Raises the 400/403/409 errors of the module docstring."""
     if scope:
         check_scope(scope, SCOPES)
     if not scope:
