@@ -169,7 +169,8 @@ def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
         return
     rows = BankModel.query(org, consistent_read=True) if org else BankModel.scan()
     for row in rows:
-        if not row.name.startswith(TRASH_PREFIX):
+        # trash entries and the config version rows (name "!config") hold no memories
+        if not row.name.startswith(TRASH_PREFIX) and row.name != "!config":
             yield row
 
 

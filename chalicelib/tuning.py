@@ -74,6 +74,7 @@ _problem: dict[tuple, ConfigError] = {}  # per cache key: why the configured tun
 _last_good: MemoryTuning | None = None
 _ENV_NAMES = (CONFIG_FILE_ENV, *(ENV_PREFIX + k.upper() for k in MemoryTuning.model_fields))
 _config_version = 0
+_org_versions: dict[str, int] = {}  # org_id -> the org's config version this container last saw
 
 
 def set_config_version(version: int) -> bool:
@@ -92,6 +93,21 @@ def set_config_version(version: int) -> bool:
 def config_version() -> int:
     """The config version this container last saw."""
     return _config_version
+
+
+def set_org_config_version(org_id: str, version: int) -> bool:
+    """Record ``org_id``'s config version last read from DynamoDB (its ``POST /v1/reload``);
+    True when it moved since the previous call (the caller drops that org's caches). The tuning
+    is global, so its cache stays."""
+    with _lock:
+        moved = int(version) != _org_versions.get(org_id, 0)
+        _org_versions[org_id] = int(version)
+    return moved
+
+
+def org_config_version(org_id: str) -> int:
+    """``org_id``'s config version this container last saw (0 before any)."""
+    return _org_versions.get(org_id, 0)
 
 
 def _env_key() -> tuple:

@@ -184,7 +184,7 @@ def test_reload_requires_admin_and_bumps_config_version(api, aws):
     api.post("/v1/banks/main/preview", {"query": "tea"})  # one bank index cached
     assert api.post("/v1/reload")[1] == {"config_version": 2, "banks": 1}
     from chalicelib.inject import reload
-    assert reload.read_version() == 2
+    assert reload.read_version("default") == 2 and reload.read_version() == 0  # the org's, not the global
 
 
 def test_reload_reaches_other_containers(api, monkeypatch):

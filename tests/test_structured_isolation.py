@@ -260,4 +260,7 @@ def test_deactivated_project_leaves_the_envelope(backend):
     s, b = alice.post(f"/v1/api/sessions/{sid}/memory", {"action": "list"})
     assert ("project", "prj") not in {(m["scope"], m["scope_id"]) for m in b["memories"]}
     s, b = alice.post(f"/v1/api/sessions/{sid}/memory", {"action": "get", "name": "probe"})
-    assert s == 200 and b["scope"] == "global"  # no attached active project: the interactive default
+    # the inherited target stays the project: no fall-back to global while it is inactive
+    assert (s, b["code"]) == (409, "project_inactive"), b
+    s, b = alice.post(f"/v1/api/sessions/{sid}/memory", {"action": "get", "name": "probe", "scope": "global"})
+    assert s == 200 and b["scope"] == "global"

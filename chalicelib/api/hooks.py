@@ -1,8 +1,9 @@
 """Extraction hooks, forget-session and the doctor over HTTP (issue 6, items 3 and 5).
 
-``POST /v1/hooks/turn-completed`` (``memory:write``) answers 202 once the job is queued (or ran
-inline without a queue); ``POST /v1/hooks/session-deleted`` (``memory:write``) drops the
-session's cursor; ``POST /v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need
+``POST /v1/hooks/turn-completed`` (``memory:write``, the named bank in the token's allow-list)
+answers 202 once the job is queued (or ran inline without a queue); ``POST
+/v1/hooks/session-deleted`` (``memory:write``) drops the session's cursor, which spans every bank
+the session's turns named, so a token with a bank allow-list is refused it; ``POST /v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need
 ``admin.memories``.
 """
 
@@ -19,7 +20,8 @@ bp = Blueprint(__name__)
 WRITE, ADMIN = "memory:write", "admin.memories"
 
 
-@endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest)
+@endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest,
+          bank_scoped=True)
 def turn_completed(ctx: Ctx):
     """202 ``{accepted, bank, session_id, turn_id, queued, outcome?}``."""
     return service.submit_turn(ctx.principal, ctx.body)
@@ -31,7 +33,8 @@ def session_deleted(ctx: Ctx):
     return service.session_deleted(ctx.principal, ctx.body)
 
 
-@endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest)
+@endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest,
+          bank_scoped=True)
 def forget_session(ctx: Ctx, bank: str):
     """``{session_id, retired, purged, memory_ids}``."""
     return service.forget_session(ctx.principal, bank, ctx.body)

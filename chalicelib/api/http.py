@@ -2,9 +2,11 @@
 ``{"error", "code", "details"?}`` bodies (issue 2, item 5).
 
 ``endpoint(bp, path, methods, permission=..., body=Model)`` wraps a view: it authenticates the
-bearer token, checks the permission, enforces the body size and media type, parses JSON into
-``Model`` (400 ``invalid_json`` / ``validation_error`` naming the field), calls the view with a
-``Ctx`` and renders what it returns (a dict -> 200, ``(status, dict)``, or ``Reply``).
+bearer token, checks the permission and the bank allow-list (a route is open to a token with a
+bank allow-list only when it is declared ``bank_scoped``, i.e. its view checks the banks it
+touches: so a new route is closed to bank-confined tokens until it does), enforces the body size
+and media type, parses JSON into ``Model`` (400 ``invalid_json`` / ``validation_error`` naming the
+field), calls the view with a ``Ctx`` and renders what it returns (a dict -> 200, ``(status, dict)``, or ``Reply``).
 ``finalize(app)`` adds 405 answers for the methods a path lacks and 404 catch-alls for unknown
 paths, so no Chalice-shaped error body ever reaches a client.
 """
@@ -183,8 +185,12 @@ def _with_request_id(request: Any, response: Response) -> Response:
 
 def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
              permission: str | None = None, body: type[BaseModel] | None = None,
-             body_types: tuple[str, ...] = ("application/json",)) -> Callable:
-    """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline."""
+             body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False) -> Callable:
+    """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
+
+    ``bank_scoped``: the view applies the token's bank allow-list itself (``Principal.require_bank``
+    on every bank it names, or the token grant rules); otherwise a token with an allow-list gets
+    403 ``forbidden`` before the view runs (``Principal.require_org_wide``)."""
     methods = methods or ["GET"]
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -205,6 +211,8 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
                 principal = authenticate(headers.get("authorization"))
                 if permission:
                     principal.require(permission)
+                if not bank_scoped:
+                    principal.require_org_wide()
                 # path segments and query values are client text too: no lone surrogate, no NUL
                 for k, v in params.items():
                     validation.check_scalar(v, k)

@@ -11,13 +11,13 @@ from .http import Ctx, endpoint
 bp = Blueprint(__name__)
 
 
-@endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest)
+@endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True)
 def preview(ctx: Ctx, bank: str):
     """``{system_prompt_section, rules, rules_truncated, memories, message?, retrieval}``."""
     return service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query)
 
 
-@endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest)
+@endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True)
 def pre_generate(ctx: Ctx):
     """``{mutations: {system_prompt_append, append_messages}, retrieval}`` for the session's
     bank; never denies (``service.hook``)."""
@@ -26,6 +26,7 @@ def pre_generate(ctx: Ctx):
 
 @endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN)
 def reload_caches(ctx: Ctx):
-    """Validate the tuning, drop this container's indexes and rules and bump the config version:
+    """Validate the tuning, drop the caller's org's indexes and rules here and bump the org's
+    config version, so every container drops that org's caches and no other org's:
     ``{config_version, banks}``; 400 ``invalid_config`` naming what is wrong."""
-    return reload.reload()
+    return reload.reload_org(ctx.principal.org_id)

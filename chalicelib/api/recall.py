@@ -1,6 +1,7 @@
 """``POST /v1/banks/{bank}/recall``: ranked recall over one bank (issue 3, item 3). Needs
 ``memory:read`` and the bank in the token's allow-list (the bank routes' ``_bank`` check, which
-also rejects every name an internal namespace could take)."""
+also rejects every name an internal namespace could take); an ``as_of`` recall is an audit tool
+that reads the bank's whole history, so it needs ``admin.memories`` as well."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, recall_bank
 from ..validation import Line, Millis
-from .banks import READ, _bank
+from .banks import ADMIN, READ, _bank
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
@@ -26,10 +27,12 @@ class RecallRequest(BaseModel):
     as_of: Millis | None = None
 
 
-@endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest)
+@endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest, bank_scoped=True)
 def recall(ctx: Ctx, bank: str):
     """``{memories: [{memory, score, signals: {bm25, entity, corroboration, pinned, recency}}],
-    retrieval}``; 404 ``bank_not_found``."""
+    retrieval}``; 404 ``bank_not_found``; 403 ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
+    if b.as_of is not None:
+        ctx.principal.require(ADMIN)
     return recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
                        include_superseded=b.include_superseded, as_of=b.as_of)

@@ -1,7 +1,9 @@
 """Structured memory over HTTP (issue 4): the Turnstone-compatible REST API
 (``/v1/api/memories``), workstreams, projects, sessions with their memory tool and per-turn
 context, and the admin API (``/v1/api/admin/memories``, ``/v1/api/admin/audit``). Routes parse,
-call one service function in ``chalicelib.structured`` and render; every 2xx body is a JSON object."""
+call one service function in ``chalicelib.structured`` and render; every 2xx body is a JSON object.
+None of these routes is ``bank_scoped``: structured memory lives outside every bank, so a token with
+a bank allow-list gets 403 ``forbidden`` on all of them."""
 
 from __future__ import annotations
 

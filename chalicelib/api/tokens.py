@@ -1,4 +1,8 @@
-"""``/v1/api/admin/tokens``: the token admin API (issue 2, item 4; ``admin.tokens``)."""
+"""``/v1/api/admin/tokens``: the token admin API (issue 2, item 4; ``admin.tokens``).
+
+An org-wide administrator mints for any user of its org (never a permission it lacks) and
+revokes any token of its org; a bank-confined one mints, lists and revokes only ``api_key``
+tokens within its own permissions and banks (``tokens.check_grant``)."""
 
 from __future__ import annotations
 
@@ -10,20 +14,22 @@ from .http import Ctx, endpoint
 bp = Blueprint(__name__)
 
 
-@endpoint(bp, "/v1/api/admin/tokens", ["POST"], permission="admin.tokens", body=tokens.MintRequest)
+@endpoint(bp, "/v1/api/admin/tokens", ["POST"], permission="admin.tokens", body=tokens.MintRequest, bank_scoped=True)
 def mint_token(ctx: Ctx):
     """201 ``{token, token_id, kind, user_id, permissions, label, expires_at, banks}``: the
     secret is shown this once."""
     return 201, tokens.mint(ctx.principal.org_id, ctx.body, created_by=ctx.principal.actor, grantor=ctx.principal)
 
 
-@endpoint(bp, "/v1/api/admin/tokens", ["GET"], permission="admin.tokens")
+@endpoint(bp, "/v1/api/admin/tokens", ["GET"], permission="admin.tokens", bank_scoped=True)
 def list_tokens(ctx: Ctx):
-    """``{tokens: [...]}`` of the caller's org with ``last_used_at``; never a secret."""
-    return {"tokens": tokens.list_tokens(ctx.principal.org_id)}
+    """``{tokens: [...]}`` of the caller's org with ``last_used_at``; never a secret (a
+    bank-confined caller sees its own token and those it could have minted)."""
+    return {"tokens": tokens.list_tokens(ctx.principal.org_id, viewer=ctx.principal)}
 
 
-@endpoint(bp, "/v1/api/admin/tokens/{token_id}", ["DELETE"], permission="admin.tokens")
+@endpoint(bp, "/v1/api/admin/tokens/{token_id}", ["DELETE"], permission="admin.tokens", bank_scoped=True)
 def revoke_token(ctx: Ctx, token_id: str):
     """Revoke: ``{token}`` (revoked_at set); it fails on every container from now on."""
-    return {"token": tokens.revoke(ctx.principal.org_id, token_id, actor=ctx.principal.actor)}
+    return {"token": tokens.revoke(ctx.principal.org_id, token_id, actor=ctx.principal.actor,
+                                   grantor=ctx.principal)}

@@ -22,7 +22,12 @@ PERMISSIONS = (
 @dataclass(frozen=True)
 class Principal:
     """Who is calling: ``token_id``, ``org_id``, ``kind`` (person | api_key | service), ``user_id``
-    (None for api_key), ``permissions`` and an optional bank allow-list (None = every bank)."""
+    (None for api_key), ``permissions``, an optional bank allow-list (None = every bank) and the
+    token's ``expires_at`` (ms since epoch, None = never).
+
+    A token with a bank allow-list is *bank-confined*: it reaches only those banks, through the
+    routes that name a bank; everything else (structured memory, sessions, admin memories and
+    audit, team memory, reload, doctor) is refused (``require_org_wide``)."""
 
     token_id: str
     org_id: str
@@ -30,6 +35,7 @@ class Principal:
     user_id: str | None
     permissions: frozenset[str] = field(default_factory=frozenset)
     banks: tuple[str, ...] | None = None
+    expires_at: int | None = None
 
     def has(self, permission: str) -> bool:
         """True when the principal holds ``permission``."""
@@ -45,6 +51,18 @@ class Principal:
         """Raise 403 ``forbidden`` when the token's bank allow-list excludes ``bank``."""
         if self.banks is not None and bank not in self.banks:
             raise Forbidden(f"This token may not use bank '{bank}'.", details={"bank": bank})
+
+    @property
+    def bank_confined(self) -> bool:
+        """True when the token carries a bank allow-list."""
+        return self.banks is not None
+
+    def require_org_wide(self) -> None:
+        """Raise 403 ``forbidden`` when the token has a bank allow-list: the data of a route that
+        names no bank (structured memory, sessions, admin, team memory) is outside every bank."""
+        if self.banks is not None:
+            raise Forbidden("This token has a bank allow-list, so it can use only the routes of those "
+                            "banks; this route needs a token without one.", details={"banks": list(self.banks)})
 
     @property
     def actor(self) -> str:

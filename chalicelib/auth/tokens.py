@@ -55,6 +55,30 @@ class MintRequest(BaseModel):
         return sorted(set(v))
 
 
+def check_grant(grantor: Principal, kind: str, permissions: list[str] | frozenset[str],
+                banks: list[str] | None) -> None:
+    """The token administrator's rule, in one place: ``grantor`` may hold (mint, list, revoke) a
+    token of ``kind`` with ``permissions`` and bank allow-list ``banks`` (None = every bank) only
+    when it holds every one of those permissions; a bank-confined grantor, moreover, only an
+    ``api_key`` whose non-empty allow-list is within its own (never a person or service token,
+    never an unscoped one). Raises 403 ``forbidden`` saying which part exceeds the grant."""
+    missing = sorted(set(permissions) - grantor.permissions)
+    if missing:
+        raise Forbidden(f"You cannot grant permissions you do not hold: {missing}.",
+                        details={"permissions": missing})
+    if grantor.banks is None:
+        return
+    if kind != "api_key":
+        raise Forbidden(f"A token with a bank allow-list administers only api_key tokens, not {kind} tokens.",
+                        details={"kind": kind})
+    if not banks:
+        raise Forbidden("A token with a bank allow-list administers only tokens confined to some of its "
+                        "banks; give a non-empty banks list.", details={"banks": list(grantor.banks)})
+    outside = sorted(set(banks) - set(grantor.banks))
+    if outside:
+        raise Forbidden("You cannot grant banks outside your own allow-list.", details={"banks": outside})
+
+
 def digest(token: str) -> str:
     """SHA-256 hex digest of a token's UTF-8 bytes."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -87,8 +111,8 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     """Create a token for ``org_id``; returns ``{token, token_id, kind, user_id, permissions,
     label, expires_at, banks}`` (the only time the secret is shown).
 
-    ``grantor``, when given, must hold every permission it grants, and a grantor with a bank
-    allow-list may only grant a subset of it (403 ``forbidden``).
+    ``grantor``, when given, must be able to grant the token (``check_grant``: 403 ``forbidden``),
+    and an expiring grantor cannot mint a token that outlives it (403 ``forbidden``).
     ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
     is a no-op that returns it (409 ``conflict`` when it was revoked). Raises 400 ``validation_error`` for a person without user_id, an
     api_key with one, or an expiry in the past. Audited as ``token.mint``.
@@ -101,15 +125,11 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
         raise BadRequest("expires_at must be in the future (ms since epoch).", details={"field": "expires_at"})
     banks = [check_name(b) for b in req.banks] if req.banks is not None else None
     if grantor is not None:
-        missing = sorted(set(req.permissions) - grantor.permissions)
-        if missing:
-            raise Forbidden(f"You cannot grant permissions you do not hold: {missing}.",
-                            details={"permissions": missing})
-        if grantor.banks is not None:  # a bank-scoped grantor cannot mint a wider token
-            outside = sorted(set(banks) - set(grantor.banks)) if banks is not None else None
-            if outside is None or outside:
-                raise Forbidden("You cannot grant banks outside your own allow-list.",
-                                details={"banks": outside if outside else list(grantor.banks)})
+        check_grant(grantor, req.kind, req.permissions, banks)
+        if grantor.expires_at is not None and (req.expires_at is None or req.expires_at > grantor.expires_at):
+            raise Forbidden("A token that expires cannot mint one that outlives it: set expires_at at or "
+                            f"before {grantor.expires_at} (ms since epoch).",
+                            details={"field": "expires_at", "limit": grantor.expires_at})
     bind()
     secret = token or "cairn_" + secrets.token_urlsafe(32)
     row = TokenModel(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
@@ -172,21 +192,37 @@ def authenticate(authorization: str | None) -> Principal:
             pass
     return Principal(token_id=row.token_id, org_id=row.org_id, kind=row.kind, user_id=row.user_id,
                      permissions=frozenset(row.permissions or []),
-                     banks=tuple(row.banks) if row.banks is not None else None)
+                     banks=tuple(row.banks) if row.banks is not None else None,
+                     expires_at=int(row.expires_at) if row.expires_at is not None else None)
 
 
-def list_tokens(org_id: str) -> list[dict[str, Any]]:
-    """Every token of ``org_id``, oldest first, without secrets (``public`` shape)."""
+def may_manage(grantor: Principal, row: TokenModel) -> bool:
+    """True when ``grantor`` could have minted ``row`` (``check_grant``)."""
+    try:
+        check_grant(grantor, row.kind, list(row.permissions or []),
+                    list(row.banks) if row.banks is not None else None)
+    except Forbidden:
+        return False
+    return True
+
+
+def list_tokens(org_id: str, viewer: Principal | None = None) -> list[dict[str, Any]]:
+    """Every token of ``org_id``, oldest first, without secrets (``public`` shape). A
+    bank-confined ``viewer`` sees only its own token and those it could have minted."""
     bind()
-    return [public(r) for r in TokenModel.by_org.query(org_id)]
+    rows = TokenModel.by_org.query(org_id)
+    if viewer is not None and viewer.bank_confined:
+        rows = (r for r in rows if r.token_id == viewer.token_id or may_manage(viewer, r))
+    return [public(r) for r in rows]
 
 
-def revoke(org_id: str, token_id: str, *, actor: str) -> dict[str, Any]:
+def revoke(org_id: str, token_id: str, *, actor: str, grantor: Principal | None = None) -> dict[str, Any]:
     """Revoke one token of ``org_id``; it fails authentication from the next request on.
 
     Idempotent: revoking a revoked token returns it unchanged (no second audit event).
-    Raises 404 ``not_found`` for an unknown or other org's token. Audited as ``token.revoke``.
-    Returns the token's ``public`` shape.
+    Raises 404 ``not_found`` for an unknown or other org's token, and 403 ``forbidden`` when a
+    bank-confined ``grantor`` could not have minted it (``check_grant``; an org-wide one revokes
+    any token of its org). Audited as ``token.revoke``. Returns the token's ``public`` shape.
     """
     bind()
 
@@ -197,6 +233,9 @@ def revoke(org_id: str, token_id: str, *, actor: str) -> dict[str, Any]:
             row = None
         if row is None or row.org_id != org_id:
             raise NotFound(f"Token '{token_id}' not found.")
+        if grantor is not None and grantor.bank_confined:
+            check_grant(grantor, row.kind, list(row.permissions or []),
+                        list(row.banks) if row.banks is not None else None)
         if row.revoked_at is not None:
             return row
         now = now_ms()

@@ -21,7 +21,7 @@ from urllib.parse import unquote_plus
 from ..errors import CairnError
 from ..names import NAME_RE
 from ..settings import get_settings
-from ..inject.reload import reload  # drops this container's caches, bumps the shared version
+from ..inject.reload import reload  # drops every cache of this container, bumps the global version
 from ..tuning import CONFIG_KEY
 
 log = logging.getLogger("cairn.events")

@@ -1,16 +1,21 @@
-"""``POST /v1/reload`` and the cross-container config version.
+"""Reloads and the cross-container config versions.
 
-The config version is the ``seq`` of one internal ``BankModel`` row, org ``_system``, name
-``!config`` (a key no bank name can take). ``reload()`` drops this container's cached indexes,
-tuning (``chalicelib.search.recall.drop_caches``) and rules (``rules_cache.drop``), then bumps the
-version atomically (UpdateItem ``ADD``). Other containers see the new version in the recall core's
-one consistent read (``chalicelib.search.recall.read_rows``, a BatchGetItem of the bank rows and
-this row), which drops their indexes and tuning; their rules are keyed by the config version too,
-so they reload on the same turn. No extra read is needed on a warm turn.
+Two versions, each the ``seq`` of an internal ``BankModel`` row named ``!config`` (a key no bank
+name can take):
 
-The same row keeps the last good memory tuning (``tuning``, JSON, written by every successful
-reload), so a cold container whose configured tuning is invalid runs what the last reload
-validated (``chalicelib.tuning.get_tuning``).
+- the global one, org ``_system``: bumped by an operator-level reload (``reload()``, run when
+  ``config/memory.toml`` changes in S3), it makes every container drop every cached index, its
+  tuning and its rules;
+- one per org, org ``<org_id>``: bumped by that org's ``POST /v1/reload`` (``reload_org``), it
+  makes every container drop that org's cached indexes and rules only.
+
+Other containers see both in the recall core's one consistent read
+(``chalicelib.search.recall.read_rows``, a BatchGetItem of the bank rows and these two rows); the
+rules cache is keyed by both, so rules reload on the same turn. No extra read on a warm turn.
+
+The global row also keeps the last good memory tuning (``tuning``, JSON, written by every
+successful reload of either kind: the tuning is global), so a cold container whose configured
+tuning is invalid runs what the last reload validated (``chalicelib.tuning.get_tuning``).
 """
 
 from __future__ import annotations
@@ -28,34 +33,47 @@ CONFIG_ORG = "_system"
 CONFIG_NAME = "!config"
 
 
-def read_version() -> int:
-    """The stored config version (0 before the first reload); one consistent GetItem."""
+def read_version(org_id: str = CONFIG_ORG) -> int:
+    """The stored config version of ``org_id`` (default: the global one; 0 before the first
+    reload); one consistent GetItem."""
     bind()
     try:
-        return int(BankModel.get(CONFIG_ORG, CONFIG_NAME, consistent_read=True).seq or 0)
+        return int(BankModel.get(org_id, CONFIG_NAME, consistent_read=True).seq or 0)
     except DoesNotExist:
         return 0
 
 
-def bump_version(tuning_json: str | None = None) -> int:
-    """Atomically add 1 to the config version (creating its row on first use), keeping
-    ``tuning_json`` as the last good tuning when given; returns the new version."""
+def _update_row(org_id: str, *, bump: bool, tuning_json: str | None) -> int:
+    """Update (creating on first use) the ``!config`` row of ``org_id``: add 1 to its ``seq``
+    when ``bump``, keep ``tuning_json`` when given; returns the row's ``seq``."""
     bind()
     now = now_ms()
-    row = BankModel(CONFIG_ORG, CONFIG_NAME)
+    row = BankModel(org_id, CONFIG_NAME)
     row.update(actions=[
         *([BankModel.tuning.set(tuning_json)] if tuning_json is not None else []),
-        BankModel.seq.add(1),
+        BankModel.seq.add(1 if bump else 0),
         BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
         BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
         BankModel.created_at.set(BankModel.created_at | now),
         BankModel.updated_at.set(now),
     ])
-    return int(row.seq)
+    return int(row.seq or 0)
+
+
+def bump_version(tuning_json: str | None = None, *, org_id: str = CONFIG_ORG) -> int:
+    """Atomically add 1 to the config version of ``org_id`` (default: the global one), creating
+    its row on first use, and return the new version. ``tuning_json``, when given, is kept as the
+    last good tuning on the global row (in the same write for a global bump; for an org's bump
+    only when it differs from the one kept)."""
+    if org_id == CONFIG_ORG:
+        return _update_row(CONFIG_ORG, bump=True, tuning_json=tuning_json)
+    if tuning_json is not None and tuning_json != read_last_good():  # the global row moves only on a change
+        _update_row(CONFIG_ORG, bump=False, tuning_json=tuning_json)
+    return _update_row(org_id, bump=True, tuning_json=None)
 
 
 def read_last_good() -> str | None:
-    """The last good tuning's JSON kept in the config row, or None."""
+    """The last good tuning's JSON kept in the global config row, or None."""
     bind()
     try:
         return BankModel.get(CONFIG_ORG, CONFIG_NAME, consistent_read=True).tuning
@@ -63,24 +81,49 @@ def read_last_good() -> str | None:
         return None
 
 
-def reload() -> dict[str, int]:
-    """Validate the configured tuning, drop this container's caches and bump the config version,
-    keeping the validated tuning as the last good one:
-    ``{config_version, banks}`` (``banks``: how many cached bank indexes were dropped).
-
-    Raises ``BadRequest`` ``invalid_config`` naming the file or variable, the key and the problem
-    (``details.problems``: ``[{source, key, problem}]``) when the tuning is invalid; nothing is
-    dropped or bumped then."""
-    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
-    from ..tuning import current_tuning, set_config_version
+def _validated_tuning():
+    """The configured tuning, read now; 400 ``invalid_config`` naming the file or variable, the
+    key and the problem (``details.problems``: ``[{source, key, problem}]``) when invalid."""
+    from ..tuning import current_tuning
 
     try:
-        tuning = current_tuning()
+        return current_tuning()
     except ConfigError as exc:
         raise BadRequest(f"Nothing was reloaded: {exc}", code="invalid_config",
                          details={"problems": exc.problems}) from None
+
+
+def reload() -> dict[str, int]:
+    """The operator-level reload (``config/memory.toml`` changed): validate the configured
+    tuning, drop this container's caches of every org and bump the global config version, keeping
+    the validated tuning as the last good one: ``{config_version, banks}`` (``banks``: how many
+    cached bank indexes were dropped). Raises ``BadRequest`` ``invalid_config``
+    (``_validated_tuning``); nothing is dropped or bumped then."""
+    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
+    from ..tuning import set_config_version
+
+    tuning = _validated_tuning()
     banks = drop_caches()
     rules_cache.drop()
     version = bump_version(tuning.model_dump_json())
     set_config_version(version)  # this container's caches are now those of the new version
+    return {"config_version": version, "banks": banks}
+
+
+def reload_org(org_id: str) -> dict[str, int]:
+    """``POST /v1/reload`` for ``org_id``: validate the configured tuning, drop this container's
+    cached indexes and rules of ``org_id`` (and its tuning, so a fixed configuration runs here at
+    once), keep the validated tuning as the last good one, and bump the org's config version so
+    every other container drops that org's indexes and rules on its next read, and no other
+    org's: ``{config_version, banks}`` (the org's version; ``banks``: how many of its cached bank
+    indexes were dropped here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or
+    bumped then."""
+    from ..search.recall import drop_caches
+    from ..tuning import set_org_config_version
+
+    tuning = _validated_tuning()
+    banks = drop_caches(org_id)
+    rules_cache.drop(org_id)
+    version = bump_version(tuning.model_dump_json(), org_id=org_id)
+    set_org_config_version(org_id, version)
     return {"config_version": version, "banks": banks}

@@ -356,9 +356,10 @@ class IndexCache:
             entry._reopen()
             shutil.rmtree(entry.path, ignore_errors=True)
 
-    def drop(self) -> int:
-        """Drop every cached index of this container (``POST /v1/reload``); returns how many."""
-        keys = list(self.entries)
+    def drop(self, org_id: str | None = None) -> int:
+        """Drop every cached index of this container, or only those of ``org_id`` (a reload);
+        returns how many."""
+        keys = [k for k in self.entries if org_id is None or k[0] == org_id]
         for key in keys:
             with self.lock(*key):
                 self._forget(key)

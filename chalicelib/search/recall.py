@@ -2,7 +2,8 @@
 (issue 3, item 3; the recall interface in DESIGN.md "Recall and injection").
 
 One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the bank rows and the config
-version row, org ``_system`` name ``!config``; see ``chalicelib.inject.reload``), the index
+version rows: the global one, org ``_system`` name ``!config``, and the org's own, name
+``!config``; see ``chalicelib.inject.reload``), the index
 caught up if behind (``index.IndexCache.fresh``), then Whoosh only: no record is read from
 DynamoDB and nothing from S3.
 
@@ -37,7 +38,7 @@ from ..core.records import Memory
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, bind
-from ..tuning import MemoryTuning, get_tuning, set_config_version, tuning_problem
+from ..tuning import MemoryTuning, get_tuning, set_config_version, set_org_config_version, tuning_problem
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
@@ -46,7 +47,7 @@ from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, p
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
 LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
-CONFIG_ORG, CONFIG_NAME = "_system", "!config"  # the config version row (chalicelib.inject.reload)
+CONFIG_ORG, CONFIG_NAME = "_system", "!config"  # the config version rows (chalicelib.inject.reload)
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
 _TEXT_FIELDS = ("text", "name", "description")
@@ -79,20 +80,29 @@ class RecallResult:
 # --- the one consistent read ---------------------------------------------------------------
 
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
-    """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same
-    BatchGetItem, the config version row: one consistent DynamoDB read. A moved config version
-    drops this container's index caches and tuning (another container ran ``POST /v1/reload``)."""
+    """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same BatchGetItem,
+    the global and the org's config version rows: one consistent DynamoDB read. A moved global
+    version drops this container's index caches and tuning (an operator-level reload); a moved org
+    version drops the org's indexes only (the org's ``POST /v1/reload`` in another container)."""
     bind()
-    keys = [(org_id, b) for b in dict.fromkeys(banks)] + [(CONFIG_ORG, CONFIG_NAME)]
+    config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
+    keys = [(org_id, b) for b in dict.fromkeys(banks) if b != CONFIG_NAME] + config_keys
     rows: dict[str, BankModel] = {}
-    version = 0
+    version = org_version = 0
     for row in BankModel.batch_get(keys, consistent_read=True):
-        if row.org_id == CONFIG_ORG and row.name == CONFIG_NAME:
-            version = int(row.seq) if isinstance(row.seq, (int, float)) else 0
-        elif row.org_id == org_id and store.bank_problem(row) is None:  # a damaged row reads as absent
-            rows[row.name] = row
+        if row.name != CONFIG_NAME:
+            if row.org_id == org_id and store.bank_problem(row) is None:  # a damaged row reads as absent
+                rows[row.name] = row
+            continue
+        seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
+        if row.org_id == CONFIG_ORG:
+            version = seq
+        if row.org_id == org_id:
+            org_version = seq
     if set_config_version(version):
         index_mod.active_cache().drop()
+    if set_org_config_version(org_id, org_version):
+        index_mod.active_cache().drop(org_id)
     return rows
 
 
@@ -404,7 +414,8 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     written = []
     cache = index_mod.active_cache()
     for row in rows:
-        if row.org_id == CONFIG_ORG or row.name.startswith(store.TRASH_PREFIX) or int(row.seq or 0) == 0:
+        if (row.org_id == CONFIG_ORG or row.name == CONFIG_NAME or row.name.startswith(store.TRASH_PREFIX)
+                or int(row.seq or 0) == 0):
             continue
         newest = index_mod.newest_snapshot_seq(row.org_id, row.name)
         if int(row.seq) - max(newest, 0) < min_seq_delta or int(row.seq) <= newest:
@@ -415,10 +426,10 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     return written
 
 
-def drop_caches() -> int:
-    """Drop every cached index of this container and the cached tuning (``POST /v1/reload``);
-    returns how many bank indexes were dropped."""
-    dropped = index_mod.active_cache().drop()
+def drop_caches(org_id: str | None = None) -> int:
+    """Drop this container's cached indexes (every org's, or only ``org_id``'s) and its cached
+    tuning (a reload); returns how many bank indexes were dropped."""
+    dropped = index_mod.active_cache().drop(org_id)
     get_tuning.cache_clear()  # type: ignore[attr-defined]
     return dropped
 

@@ -12,12 +12,15 @@ key no bank name can take. Isolation is enforced by session kind, never by secre
 
 - Save, get and delete without a scope use the *inherited target*: an attached active project's
   ``project`` scope (read access permits get; save and delete are 403 ``project_read_only``, no
-  fall-back to a broader scope; no access is 403 ``project_access_denied``); without one,
-  ``global`` for interactive sessions and ``coordinator`` for coordinator sessions.
+  fall-back to a broader scope; no access is 403 ``project_access_denied``; a project deactivated
+  (or gone) since the session started is 409 ``project_inactive``, never a fall-back to
+  ``global``); without a project, ``global`` for interactive sessions and ``coordinator`` for
+  coordinator sessions.
 - An explicit valid scope selects exactly that scope. Interactive sessions are 403
   ``coordinator_only`` on the coordinator scope; coordinator sessions are 403 ``scope_forbidden``
   on global, workstream and user; a scope the session has no id for (no workstream, anonymous
-  user, no active project) is 400 ``scope_unavailable``.
+  user, no project) is 400 ``scope_unavailable``; the ``project`` scope of a deactivated project is
+  409 ``project_inactive``.
 - Project access is resolved live on every call (``projects.access``).
 
 The REST API (``rest_target``, ``rest_envelope``) accepts only global, user and workstream, with
@@ -29,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..auth.principal import Principal
-from ..errors import BadRequest, Forbidden, NotFound
+from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..storage.damage import Damaged
 from . import projects, workstreams
 from .sessions import Session, is_service
@@ -94,6 +97,13 @@ def _project(org_id: str, s: Session) -> tuple[dict | None, str | None]:
     return proj, projects.access(org_id, proj, s.user_id)
 
 
+def _inactive(s: Session) -> Conflict:
+    """409 ``project_inactive``: the session's project was deactivated (or is gone)."""
+    return Conflict(f"This session's project '{s.project_id}' is inactive, so nothing is addressed in its "
+                    "place: name a scope explicitly or reactivate the project.", code="project_inactive",
+                    details={"project_id": s.project_id})
+
+
 def _project_target(s: Session, access: str | None, action: str) -> Target:
     if access is None:
         raise Forbidden(f"This session's user has no access to project '{s.project_id}'.",
@@ -106,13 +116,15 @@ def _project_target(s: Session, access: str | None, action: str) -> Target:
 
 def session_target(org_id: str, s: Session, action: str, scope: str | None) -> Target:
     """The one namespace a save, get or delete (``action``) addresses; ``scope`` ``None`` or
-    ``""`` means the inherited target. Raises the 400/403 errors of the module docstring."""
+    ``""`` means the inherited target. Raises the 400/403/409 errors of the module docstring."""
     if scope:
         check_scope(scope, SCOPES)
     if not scope:
         proj, access = _project(org_id, s)
         if proj is not None:
             return _project_target(s, access, action)
+        if s.project_id is not None:  # attached but inactive: never a broader scope in its place
+            raise _inactive(s)
         scope = "coordinator" if s.kind == "coordinator" else "global"
     if scope == "coordinator":
         if s.kind != "coordinator":
@@ -121,8 +133,10 @@ def session_target(org_id: str, s: Session, action: str, scope: str | None) -> T
         return Target("coordinator", s.user_id or "")
     if scope == "project":
         proj, access = _project(org_id, s)
+        if proj is None and s.project_id is not None:
+            raise _inactive(s)
         if proj is None:
-            raise BadRequest("This session has no active project.", code="scope_unavailable",
+            raise BadRequest("This session has no project.", code="scope_unavailable",
                              details={"field": "scope"})
         return _project_target(s, access, action)
     if s.kind == "coordinator":
