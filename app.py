@@ -1,4 +1,4 @@
-"""Cairn's Chalice app: registers blueprints and event handlers, nothing else (DESIGN.md)."""
+"""Cairn's Chalice app: registers blueprints and event handlers, nothing else."""
 
 from chalice import Chalice
 

@@ -101,7 +101,7 @@ def median(values: list[float]) -> float:
 
 def fast_moto_transactions() -> None:
     """Bench only: stop moto from deep-copying whole tables for every item of a transaction
-    (its rollback backup, O(table size) per item; STACK-NOTES.md). Safe here because the
+    (its rollback backup, O(table size) per item). Safe here because the
     benchmark writes from one thread and no transaction may fail: a cancelled transaction
     raises ``RuntimeError`` and ends the run, since nothing could roll it back."""
     import copy as _copy

@@ -1,4 +1,4 @@
-"""LoCoMo retrieval quality (issue 3, item 6): Cairn's recall beside plain and stemmed BM25.
+"""LoCoMo retrieval quality: Cairn's recall beside plain and stemmed BM25.
 
 One memory per turn, ``"<speaker>: <text>"`` (+ `` [shared image: <blip_caption>]``), imported
 through ``chalicelib.banks.transfer.import_lines`` into one bank per conversation with the

@@ -1,4 +1,4 @@
-"""Recall speed (issue 3, item 6): warm recall beside bm25s, the index cost of one write,
+"""Recall speed: warm recall beside bm25s, the index cost of one write,
 catch-up after writes by another container, cold start from a snapshot versus a rebuild, and
 the DynamoDB/S3 calls of one warm recall.
 

@@ -1,6 +1,6 @@
 """Cairn: a serverless memory service for AI agents and their teams.
 
-Packages, one per concern (see DESIGN.md, "Layout"):
+Packages, one per concern:
 
 - ``settings``: validated configuration, read lazily from the environment.
 - ``errors``: the error taxonomy every surface renders as ``{error, code, details?}``.

@@ -1,4 +1,4 @@
-"""Audit events (issue 2, item 4; issue 4, item 6). Events name the actor, action and target,
+"""Audit events. Events name the actor, action and target,
 never memory text or secrets. Writers add the event to the same transaction as the change it
 records (``add_to``), so an audited change and its event commit or fail together."""
 

@@ -181,7 +181,7 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     try:
         from .search.recall import rebuild
     except ImportError:
-        print("rebuild-indexes: the recall index arrives with issue 3 (chalicelib/search); nothing to do.",
+        print("rebuild-indexes: the recall index (chalicelib/search) is not installed; nothing to do.",
               file=err)
         return 0
     rows = list(_bank_rows(args.org, args.bank))

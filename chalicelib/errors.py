@@ -1,7 +1,7 @@
 """The error taxonomy shared by every surface.
 
 Every error reaches the client as ``{"error": <message>, "code": <stable snake_case code>,
-"details": {...}?}`` with the status below (issue 2, item 5). Domain code raises these; only
+"details": {...}?}`` with the status below. Domain code raises these; only
 ``chalicelib.api.http`` renders them. Raising one before any write is the rule that keeps
 "no error leaves anything written" true.
 """

@@ -1,4 +1,4 @@
-"""Content fingerprints of memory texts (issue 2, item 7; the bank worker's ``fp`` ids).
+"""Content fingerprints of memory texts (the bank worker's ``fp`` ids).
 
 ``fingerprint(text)`` = ``"fp"`` + 16 lowercase hex digits of 64-bit FNV-1a over the UTF-8 bytes
 of ``normalize_text(text)``: runs of Unicode White_Space collapsed to one space, trimmed, then

@@ -1,10 +1,10 @@
-"""Idempotency keys (issue 2, item 6): a retried request carrying the same ``Idempotency-Key``
+"""Idempotency keys: a retried request carrying the same ``Idempotency-Key``
 gets the first response back without being applied again.
 
 The record is written in the same transaction as the change it answers, so a change and its
 replayable response commit together. Keys are scoped to the token that sent them. A memory in
 the response is stored as a reference to the revision that holds it, never as a copy, so a purge
-(which scrubs revisions) leaves no trace of the text here either (issue 2, item 6, purge).
+(which scrubs revisions) leaves no trace of the text here either.
 """
 
 from __future__ import annotations

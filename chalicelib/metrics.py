@@ -1,4 +1,4 @@
-"""Metrics as CloudWatch Embedded Metric Format log lines (issue 6, item 8).
+"""Metrics as CloudWatch Embedded Metric Format log lines.
 
 One JSON object per line on stdout; CloudWatch Logs turns each into metrics in namespace
 ``Cairn`` with dimensions ``[Stage, Event]``. Others call one function::

@@ -1,4 +1,4 @@
-"""Names that become storage keys: banks and rules (issue 2, item 6; the bank worker's
+"""Names that become storage keys: banks and rules (the bank worker's
 ``[a-z0-9][a-z0-9_-]{0,63}``). A name that fails is 400 ``invalid_name`` before anything is read
 or written, so ``../evil`` can never reach an S3 key."""
 

@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     write_retries: int = Field(60, ge=1, le=500, description="Attempts for a write that loses an optimistic-concurrency race.")
     token_touch_interval_s: int = Field(60, ge=0, description="Minimum seconds between last_used_at updates of a token.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    # extraction (issue 6, item 4): "auto" = Bedrock inside Lambda, the offline extractor elsewhere
+    # extraction: "auto" = Bedrock inside Lambda, the offline extractor elsewhere
     extractor: Literal["auto", "bedrock", "openai", "offline"] = Field("auto", description="Extraction model backend.")
     bedrock_model_id: str = Field("anthropic.claude-3-haiku-20240307-v1:0", description="Bedrock Converse model id.")
     openai_base_url: str = Field("", description="Base URL of an OpenAI-compatible endpoint (…/v1).")

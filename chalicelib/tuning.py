@@ -36,11 +36,11 @@ log = logging.getLogger("cairn.tuning")
 
 ENV_PREFIX = "CAIRN_MEMORY_"
 CONFIG_FILE_ENV = "CAIRN_CONFIG_FILE"
-CONFIG_KEY = "config/memory.toml"  # the bucket's tuning object (issue 6 item 1), above the file
+CONFIG_KEY = "config/memory.toml"  # the bucket's tuning object, above the file
 
 
 class MemoryTuning(BaseModel):
-    """The ``[memory]`` settings (issue 3 item 5; the recall interface). Units: counts, UTF-8
+    """The ``[memory]`` settings (the recall interface). Units: counts, UTF-8
     bytes (``max_content``, ``max_rule_chars``), seconds (``nudge_cooldown``), tokens
     (``recall_budget_tokens``, 4 bytes each), days (``decay_half_life_days``)."""
 

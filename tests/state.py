@@ -1,4 +1,4 @@
-"""Whole-backend dumps for "nothing was written" assertions (issue 2, item 5).
+"""Whole-backend dumps for "nothing was written" assertions.
 
 ``dump()`` reads every DynamoDB table (a scan: test code only, never a request path) and every
 S3 object of the in-process moto backend into plain, comparable data. ``assert_unchanged(before)``

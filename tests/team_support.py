@@ -1,4 +1,4 @@
-"""Helpers for the team-memory tests (issue 5): a space with members, Yjs editors built with
+"""Helpers for the team-memory tests: a space with members, Yjs editors built with
 pycrdt, and short HTTP calls."""
 
 from __future__ import annotations

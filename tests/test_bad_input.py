@@ -1,4 +1,4 @@
-"""Bad input on every bank route and the token routes (issue 2, item 5 and "Must show"): each
+"""Bad input on every bank route and the token routes: each
 case gets its exact status and code, and a dump of every DynamoDB table and S3 object taken
 before the call equals one taken after it (tests/state.py)."""
 

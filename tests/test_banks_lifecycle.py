@@ -1,4 +1,4 @@
-"""Bank lifecycle and purge (issue 2, item 6 and "Must show"): create/ensure, list, trash,
+"""Bank lifecycle and purge: create/ensure, list, trash,
 restore whole with history, name reuse, and purge leaving no trace of the text."""
 
 import boto3

@@ -1,4 +1,4 @@
-"""Concurrent saves through the service (issue 2, item 8 and "Must show"), in-process moto with
+"""Concurrent saves through the service, in-process moto with
 motolock serialising moto's transactions (tests/conftest.py): optimistic retries resolve every
 conflict, so no write is lost and ``seq`` advances once per commit."""
 

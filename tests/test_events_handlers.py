@@ -1,4 +1,4 @@
-"""The non-HTTP handlers through chalice.test.Client's event generators (issue 6, items 1-3):
+"""The non-HTTP handlers through chalice.test.Client's event generators:
 an SQS batch with one bad message, S3 rule and config changes, schedules run twice."""
 
 from __future__ import annotations

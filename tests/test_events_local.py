@@ -1,4 +1,4 @@
-"""The local stack's event loops (issue 6, item 6) feed app.py's own handlers: the SQS poller,
+"""The local stack's event loops feed app.py's own handlers: the SQS poller,
 the schedule timer and the rule-ETag watcher, over the in-process moto backend."""
 
 from __future__ import annotations

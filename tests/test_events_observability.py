@@ -1,4 +1,4 @@
-"""Observability (issue 6, item 8): one JSON request line per request with request id, principal
+"""Observability: one JSON request line per request with request id, principal
 id, route, status and latency; EMF metric lines; never memory text or tokens in either."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The deployable wiring of the event handlers in infra/template.json (issue 6, item 7): every
+"""The deployable wiring of the event handlers in infra/template.json: every
 event function gets the API's environment, the SQS source is this stack's queue with partial
 batch responses, the S3 rule is scoped to the data bucket, the stage is throttled by parameters,
 and the role stays least-privilege."""

@@ -1,4 +1,4 @@
-"""Extraction's pure parts (issue 6, items 3-4): the transcript window, the tolerant parser and
+"""Extraction's pure parts: the transcript window, the tolerant parser and
 the offline extractor. No backend."""
 
 from __future__ import annotations

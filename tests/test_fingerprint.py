@@ -1,4 +1,4 @@
-"""Fingerprint ids (issue 2, item 7): FNV-1a 64 over the whitespace-collapsed, lower-cased text."""
+"""Fingerprint ids: FNV-1a 64 over the whitespace-collapsed, lower-cased text."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Idempotency-Key replays (issue 2, item 6): a retry returns the first response without
+"""Idempotency-Key replays: a retry returns the first response without
 reinforcing; the same key with a different body is 409 ``conflict``."""
 
 import threading

@@ -1,4 +1,4 @@
-"""No drift between the pynamodb models and the CloudFormation template (issue 2, item 3).
+"""No drift between the pynamodb models and the CloudFormation template.
 
 Each model in ``chalicelib.storage.tables.ALL_MODELS`` and the template table named
 ``${AWS::StackName}-<LOGICAL_NAME>`` must declare the same hash/range keys, the same attribute

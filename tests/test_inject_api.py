@@ -1,4 +1,4 @@
-"""Preview, the pre-generate hook and reload over HTTP (issue 3, items 4-5)."""
+"""Preview, the pre-generate hook and reload over HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The injection renderer's rules (issue 3, item 4), on hand-made rules and memories."""
+"""The injection renderer's rules, on hand-made rules and memories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory semantics through the HTTP API (issue 2, items 6-7): save, reinforce, resurrect,
+"""Memory semantics through the HTTP API: save, reinforce, resurrect,
 update, delete, supersede, pin, history, tags, list; and the bank's live counts through it all."""
 
 import pytest

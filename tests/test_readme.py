@@ -1,4 +1,4 @@
-"""README.md's Configuration table names every setting of chalicelib/settings.py (issue 2, item 1)."""
+"""README.md's Configuration table names every setting of chalicelib/settings.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Index freshness across containers (issue 3, item 2; DESIGN.md "Index freshness").
+"""Index freshness across containers.
 
 Two "containers" in one test process share only the moto backend: each has its own
 ``IndexCache`` in its own /tmp directory, and a request runs with its container's cache active

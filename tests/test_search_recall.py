@@ -1,4 +1,4 @@
-"""Recall through ``POST /v1/banks/{bank}/recall`` (issue 3, item 3): CJK, accent and identifier
+"""Recall through ``POST /v1/banks/{bank}/recall``: CJK, accent and identifier
 recall, first-person expansion, deterministic ties, the empty result, tag filter, as_of, limits,
 signals, errors, and the bank allow-list."""
 

@@ -1,4 +1,4 @@
-"""Memory tuning (issue 3, item 5) and the analyzers (issue 3, item 1) as units."""
+"""Memory tuning and the analyzers as units."""
 
 from __future__ import annotations
 

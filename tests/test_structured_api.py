@@ -1,4 +1,4 @@
-"""Structured memory over REST: Turnstone's wire shapes, upsert, messages, audit (issue 4)."""
+"""Structured memory over REST: Turnstone's wire shapes, upsert, messages, audit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-turn injection and nudges (issue 4, "Surfaces" 2 and 3): exact rendering, the hint, persona
+"""Per-turn injection and nudges: exact rendering, the hint, persona
 off, touch counts, nudges and their cooldown, and a relevant memory found among 5,000 later ones
 loaded through the admin import (a recent-window candidate pool would miss it)."""
 

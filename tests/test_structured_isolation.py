@@ -1,4 +1,4 @@
-"""The isolation matrix (issue 4, "Must show"): every session kind (interactive, coordinator, a
+"""The isolation matrix: every session kind (interactive, coordinator, a
 coordinator's child) x every scope (inherited, global, workstream, user, coordinator, project) x
 every action x project access (none, read, write, removed mid-session); plus REST callers of other
 users and other orgs. Each cell asserts the call is allowed (and touched only what it may see) or

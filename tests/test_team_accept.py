@@ -1,5 +1,4 @@
-"""Review, accept, DLP, supersede and retrieval of team memory (issue 5, "Review, accept and
-retrieval"): separation of duties, the document hash, DLP policies, supersede-on-accept in one
+"""Review, accept, DLP, supersede and retrieval of team memory: separation of duties, the document hash, DLP policies, supersede-on-accept in one
 transaction, pending changes never reaching retrieval, attribution."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Team memory over HTTP (issue 5): entries, Yjs updates and their error codes, the permission
+"""Team memory over HTTP: entries, Yjs updates and their error codes, the permission
 matrix, history and audit. Every refused request is shown to write nothing."""
 
 from __future__ import annotations

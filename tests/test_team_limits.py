@@ -1,4 +1,4 @@
-"""Team-memory caps at their boundaries (issue 5, "Limits"), compaction and catch-up, and
+"""Team-memory caps at their boundaries, compaction and catch-up, and
 configuration errors naming the variable."""
 
 from __future__ import annotations

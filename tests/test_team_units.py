@@ -1,4 +1,4 @@
-"""Unit tests of team memory's pure parts (issue 5): the V1 struct inspection, causal
+"""Unit tests of team memory's pure parts: the V1 struct inspection, causal
 completeness, the canonical document, DLP findings and the Luhn check."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The token admin API (issue 2, item 4): mint, list, revoke; secrets shown once and stored
+"""The token admin API: mint, list, revoke; secrets shown once and stored
 only as SHA-256 digests; grants bounded by the grantor; audited."""
 
 import hashlib

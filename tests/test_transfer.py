@@ -1,4 +1,4 @@
-"""Export and import of ``memories.jsonl`` (issue 2, item 9)."""
+"""Export and import of ``memories.jsonl``."""
 
 import json
 

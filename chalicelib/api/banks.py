@@ -1,4 +1,4 @@
-"""``/v1/banks``: memory banks over HTTP (issue 2, item 6). Reads need ``memory:read``, changes
+"""``/v1/banks``: memory banks over HTTP. Reads need ``memory:read``, changes
 ``memory:write`` (purge ``admin.memories``), always within the token's bank allow-list."""
 
 from __future__ import annotations

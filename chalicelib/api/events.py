@@ -1,4 +1,4 @@
-"""The non-HTTP Lambda handlers (issue 6, items 1-3), as a Blueprint app.py registers.
+"""The non-HTTP Lambda handlers, as a Blueprint app.py registers.
 
 Each is a thin shell over a plain function in ``chalicelib.events``. Names matter: they are the
 Lambda function names (``cairn-<stage>-<name>``), the CloudFormation resources the template

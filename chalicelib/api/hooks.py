@@ -1,4 +1,4 @@
-"""Extraction hooks, forget-session and the doctor over HTTP (issue 6, items 3 and 5).
+"""Extraction hooks, forget-session and the doctor over HTTP.
 
 ``POST /v1/hooks/turn-completed`` (``memory:write``, the named bank in the token's allow-list)
 answers 202 once the job is queued (or ran inline without a queue); ``POST

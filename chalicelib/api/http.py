@@ -1,5 +1,5 @@
 """The one place requests are authenticated, parsed, and rendered, and errors become
-``{"error", "code", "details"?}`` bodies (issue 2, item 5).
+``{"error", "code", "details"?}`` bodies.
 
 ``endpoint(bp, path, methods, permission=..., body=Model)`` wraps a view: it authenticates the
 bearer token, checks the permission and the bank allow-list (a route is open to a token with a

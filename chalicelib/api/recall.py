@@ -1,4 +1,4 @@
-"""``POST /v1/banks/{bank}/recall``: ranked recall over one bank (issue 3, item 3). Needs
+"""``POST /v1/banks/{bank}/recall``: ranked recall over one bank. Needs
 ``memory:read`` and the bank in the token's allow-list (the bank routes' ``_bank`` check, which
 also rejects every name an internal namespace could take); an ``as_of`` recall is an audit tool
 that reads the bank's whole history, so it needs ``admin.memories`` as well."""

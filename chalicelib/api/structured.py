@@ -1,4 +1,4 @@
-"""Structured memory over HTTP (issue 4): the Turnstone-compatible REST API
+"""Structured memory over HTTP: the Turnstone-compatible REST API
 (``/v1/api/memories``), workstreams, projects, sessions with their memory tool and per-turn
 context, and the admin API (``/v1/api/admin/memories``, ``/v1/api/admin/audit``). Routes parse,
 call one service function in ``chalicelib.structured`` and render; every 2xx body is a JSON object.

@@ -1,4 +1,4 @@
-"""Team memory over HTTP (issue 5; keystone-team-memory.md "Routes"): spaces and members
+"""Team memory over HTTP (keystone-team-memory.md "Routes"): spaces and members
 (``context:admin``) under ``/api/v1/context``, entries under ``/api/v1/context/memory``. Per-space
 access (member grants, deny rules) is checked by ``chalicelib.team.permissions``; a route parses,
 calls one service function and renders."""

@@ -1,4 +1,4 @@
-"""``/v1/api/admin/tokens``: the token admin API (issue 2, item 4; ``admin.tokens``).
+"""``/v1/api/admin/tokens``: the token admin API (``admin.tokens``).
 
 An org-wide administrator mints for any user of its org (never a permission it lacks) and
 revokes any token of its org; a bank-confined one mints, lists and revokes only ``api_key``

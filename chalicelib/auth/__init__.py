@@ -1,1 +1,1 @@
-"""Principals, bearer tokens and permissions (issue 2, item 4)."""
+"""Principals, bearer tokens and permissions."""

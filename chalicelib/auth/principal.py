@@ -1,4 +1,4 @@
-"""The authenticated caller and the permission vocabulary (issue 2, item 4)."""
+"""The authenticated caller and the permission vocabulary."""
 
 from __future__ import annotations
 

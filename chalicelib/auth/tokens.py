@@ -1,4 +1,4 @@
-"""Bearer tokens: minting, authentication, listing and revocation (issue 2, item 4).
+"""Bearer tokens: minting, authentication, listing and revocation.
 
 A token is ``cairn_`` + 43 URL-safe random characters, shown once. Only its SHA-256 is stored;
 the row's key is ``tok_`` + the digest's first 32 hex digits, so authenticating is one consistent

@@ -1,4 +1,4 @@
-"""Request bodies of the bank routes and the rules that shape a memory's fields (issue 2, item 7).
+"""Request bodies of the bank routes and the rules that shape a memory's fields.
 
 A record is ``{id, text, entities[], tags[], confidence, corroboration, pinned, source,
 created_at, updated_at, invalid_at?, superseded_by?, revision}``; times are ms since epoch.

@@ -1,9 +1,9 @@
-"""Bank and memory operations: the bank worker's functions over DynamoDB and S3 (issue 2,
-items 6-8). Domain code: no Chalice here.
+"""Bank and memory operations: the bank worker's functions over DynamoDB and S3.
+Domain code: no Chalice here.
 
 Every change of a bank's documents is one transaction that writes the current record, appends
 its revision and advances the bank's ``seq`` conditioned on the value it read, so ``seq`` order
-is commit order (DESIGN.md, "Index freshness"). A bank is created on first use inside that same
+is commit order. A bank is created on first use inside that same
 transaction. Records are keyed by the bank's incarnation id, so a trashed bank never mixes with a
 new bank of the same name.
 """

@@ -1,4 +1,4 @@
-"""Export and import of a bank's memories as ``memories.jsonl`` (issue 2, item 9).
+"""Export and import of a bank's memories as ``memories.jsonl``.
 
 Export: current records (tombstoned included), or every revision with ``history=True``, inline up
 to ``export_inline_bytes`` (API Gateway caps a response at 6 MB) else a presigned S3 URL under

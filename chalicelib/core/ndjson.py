@@ -1,5 +1,5 @@
-"""One line of an ndjson import file, parsed and validated (the bank import of issue 2 item 9
-and the Turnstone row import of issue 4 share it). Errors are ``ValueError`` whose message is
+"""One line of an ndjson import file, parsed and validated (the bank import and the
+Turnstone row import share it). Errors are ``ValueError`` whose message is
 reported against the line number by the caller."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The memory record: one type for every surface (DESIGN.md; issue 2, item 7).
+"""The memory record: one type for every surface.
 
 A bank memory is ``{id, text, entities[], tags[], confidence, corroboration, pinned, source,
 created_at, updated_at, invalid_at?, superseded_by?, revision}`` (times in ms since epoch) whose
-id is its content fingerprint. A structured memory (issue 4) is the same record with ``name``,
-``description`` and ``type`` set and a UUID id; a team entry's projection (issue 5) carries its
+id is its content fingerprint. A structured memory is the same record with ``name``,
+``description`` and ``type`` set and a UUID id; a team entry's projection carries its
 metadata in ``meta``. Stored whole (``MemoryModel.record``), replayed whole
 (``RevisionModel.record``). ``decode_memory`` is the one decoder of a stored record (a record it
 rejects is damaged: lists skip it, recall never indexes it); ``salvage_memory`` is what a write
@@ -50,7 +50,7 @@ class Memory(BaseModel):
     superseded_by: str | None = None
     revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
     purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
-    # structured memory (issue 4) and team projections (issue 5); None for bank memories
+    # structured memory and team projections; None for bank memories
     name: str | None = None
     description: str | None = None
     type: str | None = None

@@ -1,4 +1,4 @@
-"""The one core every surface writes through (DESIGN.md, "The three surfaces, one core").
+"""The one core every surface writes through.
 
 A *bank* is the unit of isolation and indexing: a named bank, a structured-memory scope's
 namespace or a team space's retrieval projection, each a ``BankModel`` row whose ``incarnation``

@@ -1,4 +1,4 @@
-"""The SQS handler's logic: run a batch of extraction jobs (issue 6, item 3).
+"""The SQS handler's logic: run a batch of extraction jobs.
 
 Each record is processed on its own; one that fails (bad JSON, an unparseable model reply, a
 backend error) is reported in ``batchItemFailures`` (the Lambda partial batch response, enabled by

@@ -1,4 +1,4 @@
-"""Scheduled jobs (issue 6, item 2). Each is idempotent and safe to run twice at once:
+"""Scheduled jobs. Each is idempotent and safe to run twice at once:
 
 - ``compact_team_logs``: compact team-entry update logs past ``COMPACT_AFTER`` into their S3
   state (the team module's own compaction, which conditions every write; skipped, and reported

@@ -1,4 +1,4 @@
-"""The extraction model behind one small interface (issue 6, item 4).
+"""The extraction model behind one small interface.
 
 ``Extractor.extract(window) -> list[Candidate]`` makes exactly one model call (or none, offline).
 Three implementations, chosen by ``Settings.extractor``:

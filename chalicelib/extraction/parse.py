@@ -1,4 +1,4 @@
-"""Parsing the extraction model's reply (issue 6, item 3).
+"""Parsing the extraction model's reply.
 
 The model is asked for a JSON array of ``{text, entities, tags, confidence, kind}``. Models wrap
 it in prose or code fences, so the parser takes the first decodable JSON array in the reply

@@ -1,4 +1,4 @@
-"""The hook surface of extraction (issue 6, item 3): request bodies and the one service call
+"""The hook surface of extraction: request bodies and the one service call
 each route makes. Domain code: no Chalice."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The transcript one extraction job sends to the model (issue 6, item 3).
+"""The transcript one extraction job sends to the model.
 
 A turn-completed hook carries the session's messages. The window is the messages after the
 session's extraction cursor (or, with no cursor, the last ``extraction_window``), capped to the

@@ -1,4 +1,4 @@
-"""Per-container cache of each bank's rules (issue 3, items 4-5).
+"""Per-container cache of each bank's rules.
 
 Rules live in S3 (``chalicelib.banks.rules``); every API write and every S3 event bumps the bank
 row's ``rules_version``. The cache keys a bank's rules by ``(incarnation, rules_version)`` taken

@@ -1,4 +1,4 @@
-"""Whoosh analyzers fit for memories, not only English prose (issue 3, item 1).
+"""Whoosh analyzers fit for memories, not only English prose.
 
 * ``memory_analyzer()`` (fields ``text``, ``name``, ``description``): Unicode alphanumeric runs
   (identifiers keep their inner ``.``, ``_``, ``-``), each identifier kept whole AND split into its

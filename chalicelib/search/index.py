@@ -1,5 +1,5 @@
-"""Per-bank Whoosh indexes cached in ``/tmp`` and kept fresh by ``seq`` (issue 3, items 1-2;
-DESIGN.md "Index freshness across Lambda containers").
+"""Per-bank Whoosh indexes cached in ``/tmp`` and kept fresh by ``seq``: two
+containers that share only DynamoDB and S3 never serve a stale or a lost memory.
 
 An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
 directory (``CAIRN_INDEX_DIR``, default ``private_root()``: a directory of this process's own, as

@@ -1,5 +1,5 @@
 """Recall: rank a bank's memories (or several banks' as one corpus) against a query, no LLM
-(issue 3, item 3; the recall interface in DESIGN.md "Recall and injection").
+(the memory worker's recall interface).
 
 One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the bank rows and the config
 version rows: the global one, org ``_system`` name ``!config``, and the org's own, name

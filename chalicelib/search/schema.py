@@ -1,4 +1,4 @@
-"""The Whoosh schema of a bank's recall index and the record <-> document mapping (issue 3, item 1).
+"""The Whoosh schema of a bank's recall index and the record <-> document mapping.
 
 Every memory record of a bank incarnation is one document, live or not (``live`` is ``"1"`` or
 ``"0"``), so recall can rank with ``include_superseded`` and a purge replaces the document with a

@@ -1,4 +1,4 @@
-"""Scoring: BM25F over the logical corpus, and the full recall score (issue 3, item 3).
+"""Scoring: BM25F over the logical corpus, and the full recall score.
 
 **BM25F statistics that every container agrees on.** Whoosh's own BM25F takes document
 frequencies and field lengths from its segment files, which still count documents that an update

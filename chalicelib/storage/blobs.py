@@ -1,4 +1,4 @@
-"""S3 access (DESIGN.md, "Storage"). One bucket; every key starts with the org id, so inside an
+"""S3 access. One bucket; every key starts with the org id, so inside an
 org the layout is the design's: ``banks/<bank>/rules/<name>.md``, ``.trash/<id>/...``,
 ``indexes/<bank>/<seq>.tar.gz``, ``exports/...``.
 

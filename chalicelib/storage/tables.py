@@ -1,4 +1,4 @@
-"""The DynamoDB tables, as pynamodb models (DESIGN.md, "Storage").
+"""The DynamoDB tables, as pynamodb models.
 
 One table per purpose; ``infra/template.json`` declares the same keys and indexes and
 ``tests/test_infra_drift.py`` proves they agree. Physical names are ``<table_prefix><logical>``
@@ -286,7 +286,7 @@ class AuditModel(_Base):
     by_action = AuditByAction()
 
 
-# --- structured memory (issue 4) --------------------------------------------------------------
+# --- structured memory --------------------------------------------------------------
 
 class StructuredModel(_Base):
     """Structured memory's own records, keyed per org by a typed ``sk``: ``session#<id>``,
@@ -308,7 +308,7 @@ class StructuredModel(_Base):
     created_at = NumberAttribute()
 
 
-# --- extraction (issue 6) -------------------------------------------------------------------
+# --- extraction -------------------------------------------------------------------
 
 class ExtractionModel(_Base):
     """Extraction state of one session, ``session_key`` = ``<org_id>#<session_id>``, typed ``sk``:
@@ -336,7 +336,7 @@ class ExtractionModel(_Base):
     expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute (job# rows)
 
 
-# --- team memory (issue 5) ------------------------------------------------------------------
+# --- team memory ------------------------------------------------------------------
 
 class TeamSpaceModel(_Base):
     """Team-memory spaces and their access control, per org, typed ``sk``: ``space#<id>`` (the

@@ -1,4 +1,4 @@
-"""Optimistic-concurrency transactions with jittered retry (issue 2, item 8).
+"""Optimistic-concurrency transactions with jittered retry.
 
 Every document write is one DynamoDB transaction conditioned on what it read (the bank's ``seq``,
 a record's ``revision``). When a concurrent writer wins, ``run_transaction`` re-runs the whole

@@ -1,4 +1,4 @@
-"""Structured memory (issue 4): typed, scoped, named memories, sessions and per-turn relevance
+"""Structured memory: typed, scoped, named memories, sessions and per-turn relevance
 injection, wire-compatible with the Turnstone memory API (../shared/seeds/turnstone-structured-memory.md).
 
 One module per concept: ``names`` (the name normalizer), ``scopes`` (scope rules and the

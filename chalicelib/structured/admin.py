@@ -1,4 +1,4 @@
-"""The admin API over structured memory (issue 4, "Surfaces" 5 and 6), for ``admin.memories``
+"""The admin API over structured memory, for ``admin.memories``
 principals: list and search across every scope of the org (no automatic scope resolution; limits
 clamped, not rejected), get, description patch and delete by ``memory_id`` (a miss is 404
 ``Memory not found`` with nothing written or audited), the import of Turnstone ndjson rows, and

@@ -1,4 +1,4 @@
-"""Per-turn relevance injection and nudges (issue 4, "Surfaces" 2 and 3; the seed's "BM25
+"""Per-turn relevance injection and nudges (the seed's "BM25
 relevance injection" and "Nudges").
 
 ``POST /v1/api/sessions/{id}/context {messages}`` -> ``{system_message, injected, candidates,

@@ -1,4 +1,4 @@
-"""Structured memories: upsert, get, delete, list, search and touch (issue 4, "Model").
+"""Structured memories: upsert, get, delete, list, search and touch.
 
 A memory is a ``chalicelib.core.records.Memory`` with ``id`` = its ``memory_id`` (UUID), ``text`` =
 its content, ``name``, ``description``, ``type`` set and ``meta = {scope, scope_id}``, stored in

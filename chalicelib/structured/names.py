@@ -1,4 +1,4 @@
-"""Turnstone's memory-name and description normalizers (issue 4, "Model"; a port of
+"""Turnstone's memory-name and description normalizers (a port of
 ``turnstone.core.memory.normalize_memory_name`` and ``memory_index.normalize_memory_description``
 from turnstone 1.8.7, so a name means the same key here as there).
 

@@ -1,6 +1,6 @@
 """Storage of structured memory's own objects (sessions, workstreams, projects, members, memory
 locations) in the ``structured`` table: one item per object, ``(org_id, "<kind>#<id>")``, fields in
-``data`` (issue 4, "Model"). Every read is a consistent GetItem or a key query; never a scan."""
+``data``. Every read is a consistent GetItem or a key query; never a scan."""
 
 from __future__ import annotations
 

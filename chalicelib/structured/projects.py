@@ -1,4 +1,4 @@
-"""Projects and their members (issue 4, "Model"): ``POST /v1/api/projects {project_id?, name,
+"""Projects and their members: ``POST /v1/api/projects {project_id?, name,
 active}`` (the caller owns it), ``PUT/DELETE /v1/api/projects/{id}/members/{user_id}`` by the owner
 or an ``admin.memories`` principal. A project's memories live in the ``project`` scope; a user's
 access (``write`` for the owner, else the member row's ``read``/``write``, else none) is resolved

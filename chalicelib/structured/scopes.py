@@ -1,4 +1,4 @@
-"""The scope rules and the visibility envelope, in one place (issue 4, "Scope rules"; the
+"""The scope rules and the visibility envelope, in one place (the
 seed's "Inherited target and coordinator scope").
 
 A memory's identity is ``(name, scope, scope_id)`` within an org; each ``(scope, scope_id)`` is an

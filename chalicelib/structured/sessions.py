@@ -1,4 +1,4 @@
-"""Sessions (issue 4, "Model"): ``POST /v1/api/sessions {kind, workstream_id?, project_id?,
+"""Sessions: ``POST /v1/api/sessions {kind, workstream_id?, project_id?,
 parent_session_id?, memory_enabled?, user_id?}`` -> ``{session_id, kind, user_id, workstream_id,
 project_id}``.
 

@@ -1,4 +1,4 @@
-"""The session memory tool (issue 4, "Surfaces" 1): ``POST /v1/api/sessions/{id}/memory {action:
+"""The session memory tool: ``POST /v1/api/sessions/{id}/memory {action:
 save|get|search|delete|list, name?, content?, description?, type?, scope?, query?, limit?}``.
 
 Parameters and defaults are the Turnstone memory tool's: ``type`` defaults to ``general`` on

@@ -1,4 +1,4 @@
-"""Workstreams (issue 4, "Model"): ``POST /v1/api/workstreams {workstream_id?, title}``; the caller
+"""Workstreams: ``POST /v1/api/workstreams {workstream_id?, title}``; the caller
 owns it. A workstream's memories live in the ``workstream`` scope keyed by its id; only its owner
 or a ``service`` principal may use them over REST (``Cannot access another user's workstream
 memories``). The item's ``access_count`` counts the sessions attached so far: a new session on a workstream that

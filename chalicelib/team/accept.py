@@ -1,5 +1,4 @@
-"""Review and accept, supersede, archive, and the retrieval projection (issue 5, "Review, accept
-and retrieval"; keystone-team-memory.md, "Review and accept", "Retrieval").
+"""Review and accept, supersede, archive, and the retrieval projection (keystone-team-memory.md, "Review and accept", "Retrieval").
 
 Accept pins the exact document: ``documentSha256`` must equal the SHA-256 of the canonical
 document (``canonical``) of the entry as it stands, else 409 ``document_changed`` with the

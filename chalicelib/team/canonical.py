@@ -1,4 +1,4 @@
-"""The canonical document of an entry and its SHA-256 (issue 5, "Review, accept and retrieval").
+"""The canonical document of an entry and its SHA-256.
 
 The document is what retrieval would index for the entry, so the hash a reviewer sends with
 ``accept`` pins exactly the text they reviewed. Canonical form (version 1):

@@ -1,4 +1,4 @@
-"""Compaction of an entry's edit log (issue 5, "Collaborative text"; DESIGN.md "Events").
+"""Compaction of an entry's edit log.
 
 After ``KEYSTONE_CONTEXT_MEMORY_COMPACT_AFTER`` retained payloads, the merged Yjs state up to
 ``log_seq`` = S is written to S3 ``<org>/entries/<id>/state.bin``, then the entry's

@@ -1,5 +1,5 @@
-"""Team-memory entries: create, read, list, patch, edit through Yjs updates, history (issue 5,
-"Entries" and "Collaborative text"; keystone-team-memory.md, "Routes").
+"""Team-memory entries: create, read, list, patch, edit through Yjs updates, history
+(keystone-team-memory.md, "Entries", "How editing works" and "Routes").
 
 Wire shape of an entry (``public()``): ``{id, spaceId, kind, title, status, links, supersedes,
 supersededBy, classification, metaVersion, revision, createdBy, createdAt, updatedAt,

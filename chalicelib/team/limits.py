@@ -1,4 +1,4 @@
-"""Team-memory caps (issue 5, "Limits"; keystone-team-memory.md, "Limits").
+"""Team-memory caps (keystone-team-memory.md, "Limits").
 
 Each cap is an environment variable ``KEYSTONE_CONTEXT_MEMORY_<NAME>`` with the contract's
 default. Values are validated by pydantic-settings the first time a team request (or the local

@@ -1,8 +1,8 @@
-"""The server-side Yjs merge (issue 5, "Collaborative text"; keystone-team-memory.md, "How editing
+"""The server-side Yjs merge (keystone-team-memory.md, "How editing
 works"). The server is the only author of an entry's plain text: it decodes each client update,
 refuses what is not plain text, checks causal completeness on a scratch copy, and derives the text.
 
-pycrdt merges but does not say what an update contains (STACK-NOTES.md, "pycrdt and Yjs"): an
+pycrdt merges but does not say what an update contains: an
 update with missing dependencies is silently kept pending, a V2 update is silently empty, and
 format items set and cleared in one update only show at the struct level. So ``inspect()`` reads
 the V1 encoding itself (lib0 varints; Yjs ``UpdateDecoderV1``) just far enough to classify it:

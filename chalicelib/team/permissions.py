@@ -1,4 +1,4 @@
-"""Who may read and change a space's entries (issue 5, "Spaces and permissions").
+"""Who may read and change a space's entries.
 
 Member grants are per space (``context:space:read``, ``context:space:write``); persons and
 service principals are members by ``user_id``, API keys by ``token_id``. Org deny rules override

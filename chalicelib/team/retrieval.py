@@ -1,4 +1,4 @@
-"""Retrieval of accepted team memory and its attribution (issue 5, "Review, accept and retrieval").
+"""Retrieval of accepted team memory and its attribution.
 
 ``retrieve`` ranks the accepted revisions of the readable spaces asked for with the recall core
 (``chalicelib.search.recall.recall`` over the namespaces ``!space/<id>`` as ONE corpus), so
@@ -36,7 +36,7 @@ class RetrieveBody(BaseModel):
 def retrieve(principal: Principal, body: RetrieveBody) -> dict[str, Any]:
     """``{results: [{entryId, revision, kind, title, text, score, metadata: {memory, spaceId}}],
     attributionId, retrieval}``; 404 ``not_found`` when a space is not readable."""
-    from ..search.recall import recall  # the recall core (issue 3); imported lazily, it loads Whoosh
+    from ..search.recall import recall  # the recall core; imported lazily, it loads Whoosh
 
     org = principal.org_id
     space_ids = list(dict.fromkeys(body.space_ids))

@@ -1,4 +1,4 @@
-"""Team spaces, memberships and org deny rules (issue 5, "Spaces and permissions").
+"""Team spaces, memberships and org deny rules.
 
 A space ``{id, name, kind, classification, dlp_policy, team_memory_enabled, created_at,
 updated_at, created_by}`` belongs to one org (times in ms since epoch). ``kind`` is ``team`` or

@@ -1,4 +1,4 @@
-"""The local stack's runtime for the non-HTTP handlers (issue 6, item 6).
+"""The local stack's runtime for the non-HTTP handlers.
 
 ``chalice local`` serves HTTP only, so the launcher (``infra/local/stack.py``) runs these loops as
 ``Worker`` threads in its own process, which imports ``app.py`` with the same ``CAIRN_*`` and

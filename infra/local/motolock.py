@@ -2,7 +2,7 @@
 
 moto's ``transact_write_items`` keeps a rollback backup by deep-copying every table it touches,
 once per item of the transaction and without a lock, so concurrent transactions lose committed
-writes (STACK-NOTES.md) and each one costs items x table size. ``install()`` wraps the backend:
+writes and each one costs items x table size. ``install()`` wraps the backend:
 
 - one process-wide lock serializes transactions and the plain operations that could run while
   one is applying (``dictionary changed size during iteration`` otherwise);

@@ -1,4 +1,4 @@
-"""Every bank route of issue 2 (items 6 and 9) and the token admin API, over real HTTP against
+"""Every bank route and the token admin API, over real HTTP against
 the local stack that ``make run`` starts (chalice local + moto server)."""
 
 from __future__ import annotations

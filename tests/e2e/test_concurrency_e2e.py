@@ -1,4 +1,4 @@
-"""The concurrency Must-shows of issue 2 on the local stack (chalice local's threads + moto's
+"""Concurrent writers on the local stack (chalice local's threads + moto's
 server, serialized only by motolock in the launcher)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End-to-end extraction on the local stack (issue 6, "Must show"): a finished turn with
+"""End-to-end extraction on the local stack: a finished turn with
 "remember that I deploy on Fridays" goes through the hook, the SQS FIFO queue and the launcher's
 poller into the offline extractor; recall finds the memory on the next turn; delivering the same
 turn again adds nothing; the stack's logs hold neither the memory's text nor the token."""

@@ -1,4 +1,4 @@
-"""The Node.js Yjs interop test (issue 5, "Must show") against the local stack: ``npm ci`` in
+"""The Node.js Yjs interop test against the local stack: ``npm ci`` in
 tests/node, then ``node --test tests/node`` with CAIRN_BASE_URL and CAIRN_TOKEN pointing at the
 stack started by the e2e ``stack`` fixture. Fails (never skips) when Node.js or npm is missing."""
 

@@ -1,5 +1,5 @@
-"""The Turnstone SDK (1.8.7, its client without its server) against the local stack over real HTTP
-(issue 4, "Must show"): ``TurnstoneServer`` save, upsert, list, search, get, delete and
+"""The Turnstone SDK (1.8.7, its client without its server) against the local stack over real HTTP:
+``TurnstoneServer`` save, upsert, list, search, get, delete and
 ``TurnstoneConsole`` admin list, search, get, description patch, delete. The SDK validates every
 response with its pydantic models (``turnstone.api.server_schemas`` / ``console_schemas``); the
 driver also validates each memory row against ``server_schemas.MemoryInfo`` (content included).
