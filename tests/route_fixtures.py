@@ -9,9 +9,10 @@ with full rights in the world's org uses successfully (``Call.expect`` marks a p
 answer is a refusal). A builder for a route that consumes its target (a delete, an accept, a
 restore) makes a fresh target each time it is called, so every caller meets an intact one.
 
-``Call.touches`` names the units (relative to the caller's org) a successful call may change
-besides the side units every call may touch (audit, its own idempotency and rate rows, access
-counters and attributions of what it may read); ``None`` means any unit the caller may write.
+``Call.touches`` names the units (relative to the caller's org; one starting with ``_system`` is
+the system's own) a successful call may change besides the side units every call may touch (audit,
+its own idempotency and rate rows, access counters and attributions of what it may read); ``None``
+means any unit the caller may write.
 
 tests/test_edge_validation.py sends poison to the JSON bodies; tests/test_isolation_matrix.py sends
 every variant with every kind of token. Both fail when a route has no fixture here.
@@ -485,7 +486,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "metadata": {"memory_bank": "main"}}, touches=(B,))},
     ("POST", "/v1/hooks/session-deleted"): {"drop": lambda w: Call(
         "/v1/hooks/session-deleted", {"session_id": w.fresh_hook_session()}, touches=(B,))},
-    ("POST", "/v1/reload"): {"reload": lambda w: Call("/v1/reload", {}, touches=(("config",),))},
+    ("POST", "/v1/reload"): {"reload": lambda w: Call("/v1/reload", {}, touches=(("config",), ("_system", "tuning")))},
     ("GET", "/v1/doctor"): {"doctor": lambda w: Call("/v1/doctor")},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {

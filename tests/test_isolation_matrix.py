@@ -268,9 +268,8 @@ class Placement:
 
     @staticmethod
     def bank_unit(org: str, name: str, bank_name: str | None = None) -> tuple[str, ...]:
-        if name.startswith("!config"):  # the config version row; "!config<sep><org>" in the system org
-            suffix = name[len("!config") + 1:]
-            return (suffix if org == "_system" and suffix else org, "config")
+        if name == "!config":  # the config version row (of an org, or the global one in "_system")
+            return (org, "config")
         if name.startswith("!scope/"):
             scope, _, sid = name[len("!scope/"):].partition("/")
             return (org, "scope", scope, sid)
@@ -289,6 +288,11 @@ class Placement:
         if table == "tokens":
             return [((a["org_id"], "token", a["token_id"]), a)]
         if table == "banks":
+            if a["org_id"] == "_system" and a["name"] == "!config":
+                # the global row: its version (seq; a row not yet bumped counts as 0) is every
+                # org's; the last good tuning it keeps is the operator's configuration
+                version = [(("_system", "config"), {"seq": a.get("seq")})] if int(a.get("seq") or 0) else []
+                return version + [(("_system", "tuning"), {k: v for k, v in a.items() if k != "seq"})]
             return [(self.bank_unit(a["org_id"], a["name"], a.get("bank_name")), a)]
         if table in ("memories", "revisions"):
             return [(self.incarnations.get(a["bank_key"], ("?", "incarnation", a["bank_key"])), a)]
@@ -425,8 +429,9 @@ def writable(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
     """May ``c`` change data of ``unit``?"""
     if not c.live:
         return False
-    if unit[0] == "_system":
-        return unit[1:] in (("bank", "doctor-probe"), ("audit",)) and c.has("admin.memories")
+    if unit[0] == "_system":  # the doctor's probe bank; the last good tuning a reload validated
+        return c.has("admin.memories") and (unit[1:] in (("bank", "doctor-probe"), ("audit",))
+                                            or unit[1:] == ("tuning",) and c.org_wide)
     if unit[0] == "idem":
         return unit[1] == c.token_id
     if unit[0] != c.org:
