@@ -294,11 +294,12 @@ class World:
         return e["id"], sha
 
     def _seed_team(self) -> None:
+        # a space's entries hold the canary of ("space", id), its name that of ("spacemeta", id):
+        # space administrators see names and members, only members see entries
         self.sid = self.post(SPACES, {"name": "Platform"})["id"]
         p = self.plant("space", self.sid)
-        self.call("PATCH", f"{SPACES}/{self.sid}", {"name": f"Platform {p}"})
+        self.call("PATCH", f"{SPACES}/{self.sid}", {"name": f"Platform {self.plant('spacemeta', self.sid)}"})
         self.carl = self.mint("carl", permissions=[])  # drafts entries the world's user accepts
-        self.dave_member = "dave"
         for member in (self.user, "carl", "dave"):
             self.put(f"{SPACES}/{self.sid}/members/{member}", {"permissions": RW})
         self.deny = [{"memberId": "dave", "spaceId": self.sid}]
@@ -310,7 +311,7 @@ class World:
         self.edited, _ = self.entry("Use Kafka")
         self.ops = self.post(SPACES, {"name": "Ops"})["id"]
         o = self.plant("space", self.ops)
-        self.call("PATCH", f"{SPACES}/{self.ops}", {"name": f"Ops {o}"})
+        self.call("PATCH", f"{SPACES}/{self.ops}", {"name": f"Ops {self.plant('spacemeta', self.ops)}"})
         dave = self.mint("dave-seed", user_id="dave", permissions=[])
         for member in ("carl", "dave"):
             self.put(f"{SPACES}/{self.ops}/members/{member}", {"permissions": RW})
@@ -559,7 +560,8 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {
         "name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
         "teamMemoryEnabled": True}, touches=(("space", "*"),))},
-    ("GET", f"{SPACES}/{{space_id}}"): {"get": lambda w: Call(f"{SPACES}/{w.sid}")},
+    ("GET", f"{SPACES}/{{space_id}}"): {"get": lambda w: Call(f"{SPACES}/{w.sid}"),
+                                       "ops": lambda w: Call(f"{SPACES}/{w.ops}")},
     ("PATCH", f"{SPACES}/{{space_id}}"): {"patch": lambda w: Call(f"{SPACES}/{w.sid}", {
         "classification": "internal", "dlpPolicy": "redact"}, touches=_space(w))},
     ("PUT", f"{SPACES}/{{space_id}}/members/{{member_id}}"): {"put": lambda w: Call(

@@ -416,7 +416,9 @@ def visible(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
         return c.has("admin.memories") or _scope_owner(c, aux, unit[0], unit[2], unit[3], write=False)
     if kind == "owner":
         return unit[2] in c.owner_ids or (c.org_wide and c.has("service"))
-    if kind in ("space", "spaceattr"):
+    if kind == "space":  # entries: members only (a space administrator adds itself first)
+        return unit[2] in c.spaces_read
+    if kind in ("spacemeta", "spaceattr"):  # names, members, attributions
         return (c.org_wide and c.has("context:admin")) or unit[2] in c.spaces_read
     if kind == "token":
         return unit[2] == c.token_id or c.mintable(aux.tokens.get(unit[2]))
