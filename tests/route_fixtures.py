@@ -579,7 +579,8 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "classification": "internal"}, touches=_space(w))},
     ("GET", f"{MEM}/entries"): {"space": lambda w: Call(f"{MEM}/entries", query={"spaceId": w.sid}),
                                 "search": lambda w: Call(f"{MEM}/entries", query={"spaceId": w.sid, "q": "use"}),
-                                "ops": lambda w: Call(f"{MEM}/entries", query={"spaceId": w.ops})},
+                                # the world's user is not a member of ops: only its members read it
+                                "ops": lambda w: Call(f"{MEM}/entries", query={"spaceId": w.ops}, expect=404)},
     ("GET", f"{MEM}/entries/{{entry_id}}"): {"accepted": lambda w: Call(f"{MEM}/entries/{w.new_entry}"),
                                              "draft": lambda w: Call(f"{MEM}/entries/{w.draft}")},
     ("PATCH", f"{MEM}/entries/{{entry_id}}"): {"patch": lambda w: Call(f"{MEM}/entries/{w.edited}", {

@@ -677,6 +677,23 @@ def test_cell(matrix, request, grant, kind, route, variant):
     assert not problems, "\n".join(problems)
 
 
+def test_every_fixture_serves_the_org_admin(matrix):
+    """Every variant that is not a probe of a refusal succeeds for the world's own admin (a person
+    token with every permission): a fixture that misses its target would test nothing. Runs after
+    the cells, on fresh targets where a route consumes them."""
+    failed = []
+    for route, variants in sorted(ROUTES.items()):
+        for name, build in variants.items():
+            call = build(matrix.acme)
+            if call.expect is not None:
+                continue
+            headers = {"Content-Type": "application/json"} if call.body is not None else None
+            s, b = matrix.acme.api.call(route[0], call.url, call.body, headers=headers)
+            if not 200 <= s < 300:
+                failed.append(f"{route} #{name}: {s} {b}")
+    assert failed == [], "\n".join(failed)
+
+
 def test_matrix_has_no_leak_and_no_unexpected_write(matrix):
     """The whole module's count: zero leaks, unexpected writes and wrong statuses outside the known
     defects (run after every cell). When every cell ran, the canary of every unit the world seeded
