@@ -19,12 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import mint
+from tests.route_fixtures import IMPORT_LINES, World, app_routes, missing_fixtures
 from tests.state import assert_unchanged, clients, dump
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 MID = "fp37dab55090b26303"  # "User prefers short names"
 SURROGATE = '"\\ud800"'  # a JSON string holding one lone surrogate
 DEEP = "[" * 200_000  # about 200 KB of brackets
+JSON_METHODS = ("POST", "PUT", "PATCH")
 
 
 def _raw(api, method, path, text, headers=None):
@@ -182,7 +184,7 @@ def test_regression_structured_import_refuses_numbers_and_times_out_of_range(api
 
 
 def test_regression_deep_nesting_is_invalid_json_on_every_json_route(api, app):
-    routes = json_routes(app)
+    routes = app_routes(app, JSON_METHODS)
     assert len(routes) > 30
     with Unchanged():
         for method, path in routes:
@@ -448,181 +450,17 @@ def test_field_rules():
 
 # --- poison on every JSON route (seeded hypothesis) -----------------------------------------
 
-def json_routes(app) -> list[tuple[str, str]]:
-    """Every POST/PUT/PATCH route of the app's route table, without the 404/405 answers
-    ``finalize`` adds."""
-    out = []
-    for path, entries in app.routes.items():
-        for method, entry in entries.items():
-            name = entry.view_function.__name__
-            if method in ("POST", "PUT", "PATCH") and not name.startswith(("not_found", "method_not_allowed")):
-                out.append((method, path))
-    return sorted(out)
-
-
-# ndjson import routes: a good line, and a line whose leaves get poisoned
-IMPORT_LINES = {
-    ("POST", "/v1/banks/{bank}/import"): (
-        {"text": "a good line"},
-        {"text": "an imported memory", "entities": ["user"], "tags": ["t"], "confidence": "stated",
-         "corroboration": 2, "pinned": False, "source": {"agent": "cli"}, "created_at": 1700000000000,
-         "updated_at": 1700000000001, "revision": 1}),
-    ("POST", "/v1/api/admin/memories/import"): (
-        {"name": "good", "description": "d", "content": "c"},
-        {"name": "imported", "description": "d", "content": "c", "scope": "user", "scope_id": "alice",
-         "type": "user", "created": "2026-03-10T10:00:00", "updated": "2026-03-11T10:00:00", "access_count": 2}),
-}
-
-
-class World:
-    """A backend with something behind every path parameter: bank ``main`` (memories, a rule, a
-    trashed bank), a session, a project, a workstream, a structured memory, a team space with two
-    entries. ``routes`` maps each JSON route to ``(concrete path, [valid-looking bodies])``."""
-
-    def __init__(self, api):
-        self.api = api
-        post = api.post
-        mids = []
-        for text in ("User prefers short names", "User prefers tabs", "User likes tea", "User drinks coffee"):
-            s, b = post("/v1/banks/main/memories", {"text": text, "tags": ["style"], "entities": ["user"]})
-            assert s == 201, b
-            mids.append(b["memory"]["id"])
-        assert api.put("/v1/banks/main/rules/style", {"content": "# brief"})[0] == 200
-        assert post("/v1/banks/old/memories", {"text": "old bank memory"})[0] == 201
-        trashed_to = api.delete("/v1/banks/old")[1]["trashed_to"]
-        ws = post("/v1/api/workstreams", {"title": "Migration"})[1]["workstream_id"]
-        project = post("/v1/api/projects", {"name": "Apollo"})[1]["project_id"]
-        session = post("/v1/api/sessions", {"workstream_id": ws})[1]["session_id"]
-        smem = post("/v1/api/memories", {"name": "deploy", "description": "How we deploy",
-                                         "content": "Deploys go through CI."})[1]["memory_id"]
-        s, space = post("/api/v1/context/spaces", {"name": "Platform"})
-        assert s == 201, space
-        sid = space["id"]
-        mem = "/api/v1/context/memory"
-        bob = mint(user_id="bob", permissions=[])  # entries bob drafts, the admin may accept
-        for member in ("admin", "bob"):
-            assert api.put(f"/api/v1/context/spaces/{sid}/members/{member}",
-                           {"permissions": ["context:space:read", "context:space:write"]})[0] == 200
-
-        def entry(title, token=None, accept=False):
-            s, e = api.post(f"{mem}/entries", {"spaceId": sid, "kind": "decision", "title": title}, token=token)
-            assert s == 201, e
-            sha = api.get(f"{mem}/entries/{e['id']}")[1]["documentSha256"]
-            if accept:
-                assert api.post(f"{mem}/entries/{e['id']}/accept", {"documentSha256": sha})[0] == 200
-            return e["id"], sha
-
-        old_entry, _ = entry("Use MySQL", bob, accept=True)
-        new_entry, _ = entry("Use Postgres", bob, accept=True)
-        draft, draft_sha = entry("Use Redis", bob)
-        edited, _ = entry("Use Kafka")
-        spare, _ = entry("Spare")
-        upload = api.post("/v1/banks/main/import-uploads")[1]["s3_key"]
-        from chalicelib.storage import blobs
-        blobs.put_bytes(blobs.org_key("default", upload), b'{"text": "an uploaded memory"}\n', "application/x-ndjson")
-        bank_mem = "/v1/banks/main/memories"
-        hook_messages = [{"role": "user", "content": "Remember that I like tea.", "id": "m1"},
-                         {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}]
-        self.routes = {
-            ("POST", "/v1/banks"): ("/v1/banks", [{"name": "fresh", "description": "A fresh bank"}]),
-            ("POST", "/v1/banks/{bank}/restore"): ("/v1/banks/old/restore", [{"trashed_to": trashed_to}]),
-            ("PUT", "/v1/banks/{bank}/rules/{name}"): ("/v1/banks/main/rules/style",
-                                                       [{"content": "# Answer briefly.\n\nAlways."}]),
-            ("POST", "/v1/banks/{bank}/memories"): (bank_mem, [
-                {"text": "User likes green tea", "entities": ["user", "tea"], "tags": ["drinks"], "pinned": False,
-                 "session_id": "s1"}]),
-            ("PATCH", "/v1/banks/{bank}/memories/{memory_id}"): (f"{bank_mem}/{mids[0]}", [
-                {"text": "User prefers short names", "entities": ["user"], "tags": ["style"], "pinned": True}]),
-            ("POST", "/v1/banks/{bank}/memories/{memory_id}/pin"): (f"{bank_mem}/{mids[0]}/pin", [{"pinned": True}]),
-            ("POST", "/v1/banks/{bank}/memories/{memory_id}/supersede"): (f"{bank_mem}/{mids[1]}/supersede",
-                                                                          [{"superseded_by": mids[0]}]),
-            ("POST", "/v1/banks/{bank}/memories/{memory_id}/purge"): (f"{bank_mem}/{mids[3]}/purge", [{}]),
-            ("POST", "/v1/banks/{bank}/import"): ("/v1/banks/main/import", [{"s3_key": upload}]),
-            ("POST", "/v1/banks/{bank}/import-uploads"): ("/v1/banks/main/import-uploads", [{}]),
-            ("POST", "/v1/banks/{bank}/recall"): ("/v1/banks/main/recall", [
-                {"query": "short names", "limit": 5, "tag": "style", "include_superseded": False,
-                 "as_of": 4102444800000}]),
-            ("POST", "/v1/banks/{bank}/preview"): ("/v1/banks/main/preview", [{"query": "what names?"}]),
-            ("POST", "/v1/banks/{bank}/forget-session"): ("/v1/banks/main/forget-session",
-                                                          [{"session_id": "s1", "purge": False}]),
-            ("POST", "/v1/hooks/pre-generate"): ("/v1/hooks/pre-generate", [
-                {"messages": hook_messages, "metadata": {"memory_bank": "main", "harness": "x"}, "session_id": "s1",
-                 "step": 1}]),
-            ("POST", "/v1/hooks/turn-completed"): ("/v1/hooks/turn-completed", [
-                {"session_id": "s1", "turn_id": "t1", "status": "ok", "messages": hook_messages,
-                 "metadata": {"memory_bank": "main"}}]),
-            ("POST", "/v1/hooks/session-deleted"): ("/v1/hooks/session-deleted", [{"session_id": "s1"}]),
-            ("POST", "/v1/reload"): ("/v1/reload", [{}]),
-            ("POST", "/v1/api/admin/tokens"): ("/v1/api/admin/tokens", [
-                {"kind": "api_key", "permissions": ["memory:read"], "label": "ci", "banks": ["main"],
-                 "expires_at": 4102444800000},
-                {"kind": "person", "user_id": "carol", "permissions": []}]),
-            ("POST", "/v1/api/memories"): ("/v1/api/memories", [
-                {"name": "deploy notes", "description": "How we deploy", "content": "Deploys go through CI.",
-                 "type": "reference", "scope": "global"},
-                {"name": "mine", "description": "d", "content": "c", "scope": "user", "scope_id": "admin"}]),
-            ("POST", "/v1/api/memories/search"): ("/v1/api/memories/search", [
-                {"query": "deploy", "type": "reference", "limit": 5, "scope": "global"}]),
-            ("POST", "/v1/api/workstreams"): ("/v1/api/workstreams", [{"workstream_id": "ws-2", "title": "Next"}]),
-            ("POST", "/v1/api/projects"): ("/v1/api/projects", [{"project_id": "p-2", "name": "Gemini",
-                                                                 "active": True}]),
-            ("PATCH", "/v1/api/projects/{project_id}"): (f"/v1/api/projects/{project}", [{"active": True}]),
-            ("PUT", "/v1/api/projects/{project_id}/members/{user_id}"): (f"/v1/api/projects/{project}/members/bob",
-                                                                         [{"access": "read"}]),
-            ("POST", "/v1/api/sessions"): ("/v1/api/sessions", [
-                {"kind": "interactive", "workstream_id": ws, "project_id": project, "memory_enabled": True,
-                 "user_id": "admin"},
-                {"parent_session_id": session}]),
-            ("POST", "/v1/api/sessions/{session_id}/memory"): (f"/v1/api/sessions/{session}/memory", [
-                {"action": "save", "name": "tea", "content": "User likes tea", "description": "drinks",
-                 "type": "user", "scope": "user"},
-                {"action": "search", "query": "tea", "limit": 5, "type": "user"},
-                {"action": "get", "name": "tea", "scope": "user"}]),
-            ("POST", "/v1/api/sessions/{session_id}/context"): (f"/v1/api/sessions/{session}/context", [
-                {"messages": [{"role": "user", "content": "how do we deploy?"},
-                              {"role": "user", "content": [{"type": "text", "text": "no, actually"}]}]}]),
-            ("PATCH", "/v1/api/admin/memories/{memory_id}"): (f"/v1/api/admin/memories/{smem}",
-                                                              [{"description": "New description"}]),
-            ("POST", "/v1/api/admin/memories/import"): ("/v1/api/admin/memories/import", [
-                {"name": "imported", "description": "d", "content": "c", "scope": "global", "type": "reference",
-                 "created": "2026-03-10T10:00:00", "access_count": 2}]),
-            ("POST", "/api/v1/context/spaces"): ("/api/v1/context/spaces", [
-                {"name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
-                 "teamMemoryEnabled": True}]),
-            ("PATCH", "/api/v1/context/spaces/{space_id}"): (f"/api/v1/context/spaces/{sid}", [
-                {"name": "Platform", "classification": "internal"}]),
-            ("PUT", "/api/v1/context/spaces/{space_id}/members/{member_id}"): (
-                f"/api/v1/context/spaces/{sid}/members/dave", [{"permissions": ["context:space:read"]}]),
-            ("PUT", "/api/v1/context/deny-rules"): ("/api/v1/context/deny-rules", [
-                {"rules": [{"memberId": "mallory", "spaceId": sid, "permissions": ["context:space:write"]}]}]),
-            ("POST", f"{mem}/entries"): (f"{mem}/entries", [
-                {"spaceId": sid, "kind": "decision", "title": "Use Redis", "links": ["https://example.com/adr/2",
-                                                                                      "source:adr-2"],
-                 "classification": "internal"}]),
-            ("PATCH", f"{mem}/entries/{{entry_id}}"): (f"{mem}/entries/{edited}", [
-                {"title": "Use Kafka 4", "links": ["source:adr-1"], "ifMetaVersion": 1}]),
-            ("POST", f"{mem}/entries/{{entry_id}}/updates"): (f"{mem}/entries/{edited}/updates", [
-                {"updateId": "upd-00000001", "update": base64.b64encode(b"\x00\x00").decode()}]),
-            ("POST", f"{mem}/entries/{{entry_id}}/accept"): (f"{mem}/entries/{draft}/accept",
-                                                             [{"documentSha256": draft_sha}]),
-            ("POST", f"{mem}/entries/{{entry_id}}/supersede"): (f"{mem}/entries/{old_entry}/supersede",
-                                                                [{"supersededBy": new_entry}]),
-            ("POST", f"{mem}/entries/{{entry_id}}/archive"): (f"{mem}/entries/{spare}/archive", [{}]),
-            ("POST", f"{mem}/retrieve"): (f"{mem}/retrieve", [{"spaceIds": [sid], "query": "postgres",
-                                                               "limit": 5}]),
-        }
-
-
 @pytest.fixture
 def world(api):
     return World(api)
 
 
 def test_every_json_route_has_a_fixture_body(world, app):
-    """A new POST/PUT/PATCH route must get a body in ``World.routes`` (and so the poison tests)."""
-    routes = set(json_routes(app))
-    assert routes - set(world.routes) == set(), "JSON routes without a fixture body"
-    assert set(world.routes) - routes == set(), "fixture bodies of routes that no longer exist"
+    """A new POST/PUT/PATCH route must get a fixture in tests/route_fixtures.py (and so the poison
+    tests); every fixture body that should succeed does."""
+    missing, stale = missing_fixtures(app, JSON_METHODS)
+    assert missing == set(), "JSON routes without a fixture body"
+    assert stale == set(), "fixture bodies of routes that no longer exist"
     refused = []
     for route in sorted(world.routes):
         path, bodies = world.routes[route]
