@@ -74,60 +74,13 @@ GRANTS = (
     Grant("admin"),
 )
 
-# Cells that fail on main for known reasons, xfailed (not strict): empty this set as the fixes land.
-KNOWN_DEFECTS: set[str] = {
-    # a bank-confined admin.tokens token mints a person token and revokes an unscoped one
-    "bank_confined/service:POST /v1/api/admin/tokens#person",
-    "bank_confined/service:DELETE /v1/api/admin/tokens/{token_id}#person",
-    # the bank allow-list is not applied to structured-memory, session and admin-memory routes
-    "bank_confined/api_key:DELETE /v1/api/admin/memories/{memory_id}#delete",
-    "bank_confined/api_key:DELETE /v1/api/memories/{name}#delete",
-    "bank_confined/service:DELETE /v1/api/projects/{project_id}/members/{user_id}#delete",
-    "bank_confined/api_key:DELETE /v1/api/sessions/{session_id}#delete",
-    "bank_confined/service:GET /v1/api/admin/audit#all",
-    "bank_confined/api_key:GET /v1/api/admin/memories#all",
-    "bank_confined/service:GET /v1/api/admin/memories/search#search",
-    "bank_confined/api_key:GET /v1/api/admin/memories/{memory_id}#user",
-    "bank_confined/api_key:GET /v1/api/memories#default",
-    "bank_confined/person:GET /v1/api/memories#user",
-    "bank_confined/person:GET /v1/api/memories/{name}#global",
-    "bank_confined/person:GET /v1/api/memories/{name}#user",
-    "bank_confined/person:PATCH /v1/api/admin/memories/{memory_id}#describe",
-    "bank_confined/service:PATCH /v1/api/projects/{project_id}#activate",
-    "bank_confined/service:POST /v1/api/admin/memories/import#import",
-    "bank_confined/service:POST /v1/api/memories#global",
-    "bank_confined/person:POST /v1/api/memories/search#search",
-    "bank_confined/person:POST /v1/api/projects#create",
-    "bank_confined/service:POST /v1/api/sessions#child",
-    "bank_confined/person:POST /v1/api/sessions/{session_id}/context#turn",
-    "bank_confined/service:POST /v1/api/sessions/{session_id}/memory#get",
-    "bank_confined/api_key:POST /v1/api/sessions/{session_id}/memory#list",
-    "bank_confined/service:POST /v1/api/sessions/{session_id}/memory#save",
-    "bank_confined/service:POST /v1/api/sessions/{session_id}/memory#save-dormant",
-    "bank_confined/person:POST /v1/api/sessions/{session_id}/memory#search",
-    "bank_confined/api_key:POST /v1/api/workstreams#create",
-    "bank_confined/api_key:PUT /v1/api/projects/{project_id}/members/{user_id}#put",
-    # ... nor to /v1/hooks/session-deleted (it drops the cursor of a session that taught bank main)
-    "bank_confined/person:POST /v1/hooks/session-deleted#drop",
-    # POST /v1/reload bumps one counter shared by every org
-    "admin/person:POST /v1/reload#reload",
-    "bank_confined/service:POST /v1/reload#reload",
-    "other_org/service:POST /v1/reload#reload",
-    # a session whose project is deactivated saves into global
-    "admin/person:POST /v1/api/sessions/{session_id}/memory#save-dormant",
-    # as_of recall needs only memory:read
-    "read_only/person:POST /v1/banks/{bank}/recall#as-of",
-    "other_user/service:POST /v1/banks/{bank}/recall#as-of",
-    "denied_space/person:POST /v1/banks/{bank}/recall#as-of",
-}
+# Cells that fail for a known reason, xfailed (not strict) until the fix lands; keep each with a
+# comment naming the defect. Empty: every defect found so far is fixed.
+KNOWN_DEFECTS: set[str] = set()
 
-# Cells that fail on main for reasons no issue names yet: xfailed like the known ones so the branch
-# stays green, and listed with what leaks so that they are tracked, not hidden.
-FOUND_DEFECTS: dict[str, str] = {
-    "bank_confined/service:GET /v1/api/admin/tokens#list":
-        "a bank-confined admin.tokens token lists every token of its org (labels, user ids, permissions, "
-        "banks of the root admin's and every person's token), not only the tokens it could mint or revoke",
-}
+# Cells that fail for a reason no fix is planned for yet: listed with what leaks, so that they are
+# tracked, not hidden. Empty: a bank-confined admin lists only the tokens it could mint.
+FOUND_DEFECTS: dict[str, str] = {}
 
 
 # --- cells ----------------------------------------------------------------------------------
