@@ -45,7 +45,6 @@ STACK = "cairn-local"
 REGION = "us-east-1"
 DEFAULT_PORT = 8000
 DEFAULT_MOTO_PORT = 5005
-DEFAULT_STATE_DIR = ".cairn-local"
 TOKEN_FILE = "dev-token"
 COMPACT_CHECK_S = 1.0
 READY_TIMEOUT_S = 90.0
@@ -267,7 +266,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="API port (CAIRN_PORT, default 8000)")
     p.add_argument("--moto-port", type=int, default=int(os.environ.get("CAIRN_MOTO_PORT", DEFAULT_MOTO_PORT)),
                    help="moto server port (CAIRN_MOTO_PORT, default 5005)")
-    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get("CAIRN_STATE_DIR", DEFAULT_STATE_DIR)),
+    p.add_argument("--state-dir", type=Path, default=runfile.state_dir(),  # where the CLI looks for the stack
                    help="where the state is saved (CAIRN_STATE_DIR, default .cairn-local/)")
     p.add_argument("--fresh", action="store_true", help="start empty, deleting the saved state")
     p.add_argument("--no-persist", action="store_true",
