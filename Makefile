@@ -42,8 +42,10 @@ package: venv
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package --merge-template infra/template.json --stage $(STAGE) build/
 	$(BIN)/cfn-lint build/sam.json
 
+# ruff (ruff.toml) and mypy with the pydantic plugin (mypy.ini); CI runs it before the tests.
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf build .pytest_cache

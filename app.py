@@ -2,11 +2,10 @@
 
 from chalice import Chalice
 
-from chalicelib.api import banks, recall, structured, tokens
-from chalicelib.api import inject
-from chalicelib.api.http import finalize
-from chalicelib.api import events as event_handlers, hooks
+from chalicelib.api import banks, hooks, inject, recall, structured, tokens
+from chalicelib.api import events as event_handlers
 from chalicelib.api import team as team_api
+from chalicelib.api.http import finalize
 from chalicelib.logs import configure_logging
 
 app = Chalice(app_name="cairn")

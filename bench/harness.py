@@ -6,7 +6,7 @@ import contextlib
 import os
 import statistics
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 STACK = "cairn-bench"
 

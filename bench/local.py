@@ -64,7 +64,7 @@ class Launcher:
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Launcher":
+    def __enter__(self) -> Launcher:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL")) and k != "AWS_PROFILE"}
         # no scheduled index snapshots: their bursts of CPU in one stack would land in the other's figures
@@ -148,7 +148,7 @@ def _load(base: str, bank: str, texts: list[str], ents: list[str]) -> float:
     t0 = 1_700_000_000_000
     for i in range(0, len(texts), IMPORT_BATCH):
         body = "".join(json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}) + "\n"
-                       for k, (t, e) in enumerate(zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH]), start=i))
+                       for k, (t, e) in enumerate(zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH], strict=False), start=i))
         res = _ok(s.post(f"{base}/v1/banks/{bank}/import", data=body.encode(),
                          headers={"Content-Type": "application/x-ndjson"}, timeout=600)).json()
         if res.get("errors"):

@@ -21,10 +21,10 @@ import os
 import re
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 TUNE = ("conv-26", "conv-30", "conv-41")
 DEPTH = 50
@@ -61,7 +61,7 @@ class Conversation:
 
 def parse_date(raw: str) -> int:
     """``1:56 pm on 8 May, 2023`` -> ms since epoch (UTC)."""
-    dt = datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    dt = datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -88,7 +88,7 @@ def load(path: Path | None = None, *, now_ms: int | None = None) -> list[Convers
     for s in samples:
         conv = Conversation(sample_id=s["sample_id"])
         c = s["conversation"]
-        sessions = sorted((int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k)))
+        sessions = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k))
         dates = {n: parse_date(c[f"session_{n}_date_time"]) for n in sessions}
         shift = now - max(dates.values())
         by_fp: dict[str, int] = {}
@@ -189,7 +189,7 @@ def stemmed_bm25(conv: Conversation) -> Ranker:
         if not qt.vocab:
             return []
         docs, scores = retriever.retrieve(qt, k=k, show_progress=False)
-        return [int(d) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return [int(d) for d, s in zip(docs[0], scores[0], strict=False) if s > 0]
     return rank
 
 
@@ -200,7 +200,7 @@ def import_conversation(org: str, bank: str, conv: Conversation) -> dict[str, in
     from chalicelib.fingerprint import fingerprint
 
     lines = [json.dumps({"text": t, "entities": [s], "created_at": ts, "updated_at": ts}).encode()
-             for t, s, ts in zip(conv.docs, conv.speakers, conv.times)]
+             for t, s, ts in zip(conv.docs, conv.speakers, conv.times, strict=False)]
     result = import_lines(org, bank, lines, actor="bench")
     if result["errors"]:
         raise RuntimeError(f"{conv.sample_id}: import errors {result['errors'][:3]}")

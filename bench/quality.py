@@ -67,7 +67,7 @@ def run(*, tune: bool = False) -> tuple[dict, list[str]]:
     def cairn(t) -> dict[str, locomo.Ranker]:
         rankers = {}
         for c in convs:
-            by_q = {q.text: cs for q, cs in zip(c.questions, cands[c.sample_id])}
+            by_q = {q.text: cs for q, cs in zip(c.questions, cands[c.sample_id], strict=False)}
             rankers[c.sample_id] = (lambda b: lambda q: locomo.rerank(b[q], t, now))(by_q)
         return rankers
 
@@ -95,7 +95,7 @@ def grid(convs, cairn, defaults) -> list[dict[str, Any]]:
     rows = []
     keys = list(GRID)
     for values in itertools.product(*(GRID[k] for k in keys)):
-        upd = dict(zip(keys, values))
+        upd = dict(zip(keys, values, strict=False))
         r = locomo.evaluate(tune_convs, {"x": cairn(defaults.model_copy(update=upd))})["x"]["all7"]
         rows.append({**upd, "R@10": r["1-4"]["R@10"], "MRR": r["1-4"]["MRR"], "cat5 R@10": r["5"]["R@10"]})
     rows.sort(key=lambda x: -(x["R@10"] + x["MRR"]))

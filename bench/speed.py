@@ -17,7 +17,8 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .harness import CallCounter, backend, fast_moto_transactions, median, pct
 
@@ -72,9 +73,9 @@ def load(bank: str, texts: list[str], ents: list[str], t0: int, batch: int = 300
     started = time.perf_counter()
     bounds = [0, 30] if warm is not None else [0]
     bounds += list(range(bounds[-1] + batch, len(texts), batch)) + [len(texts)]
-    for n, (i, j) in enumerate(zip(bounds, bounds[1:])):
+    for n, (i, j) in enumerate(zip(bounds, bounds[1:], strict=False)):
         lines = [json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}).encode()
-                 for k, (t, e) in enumerate(zip(texts[i:j], ents[i:j]), start=i)]
+                 for k, (t, e) in enumerate(zip(texts[i:j], ents[i:j], strict=False), start=i)]
         res = import_lines(ORG, bank, lines, actor="bench")
         if res["errors"]:
             raise RuntimeError(f"import errors: {res['errors'][:3]}")

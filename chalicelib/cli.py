@@ -30,8 +30,9 @@ import getpass
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, TextIO
 
 LOCAL_STACK = "cairn-local"
 STAGES = ("local", "dev", "prod")

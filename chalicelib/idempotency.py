@@ -77,7 +77,9 @@ def _resolve(body: dict[str, Any]) -> dict[str, Any]:
     memory = body.get("memory")
     if not isinstance(memory, dict) or REF not in memory:
         return body
-    from .core.store import revision_record  # the core imports this module's users, not the reverse
+    from .core.store import (
+        revision_record,  # the core imports this module's users, not the reverse
+    )
     ref = memory[REF]
     without = {k: v for k, v in body.items() if k != "memory"}
     try:

@@ -16,7 +16,8 @@ import json
 import os
 import sys
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .clock import now_ms
 

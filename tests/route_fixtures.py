@@ -27,8 +27,9 @@ import itertools
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 
 FINALIZE_VIEWS = ("not_found", "method_not_allowed")  # the 404/405 answers finalize() adds

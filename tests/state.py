@@ -33,7 +33,7 @@ def _table_items(ddb, name: str) -> list[str]:
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def clients(region: str = "us-east-1") -> tuple:
     """``(dynamodb, s3)`` boto3 clients for ``dump``, built once per process (creating them is
     most of a dump's cost; moto intercepts clients built before ``mock_aws`` starts too)."""

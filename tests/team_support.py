@@ -73,7 +73,7 @@ class World:
         return self.call(who, "POST", f"{MEM}/entries/{eid}/updates",
                          {"updateId": uid or uuid.uuid4().hex, "update": b64(update)})
 
-    def write_text(self, who: str, eid: str, text: str, client_id: int | None = None) -> "Editor":
+    def write_text(self, who: str, eid: str, text: str, client_id: int | None = None) -> Editor:
         ed = Editor(client_id)
         ed.load(self.entry(who, eid)["snapshot"])
         st, body = self.post_update(who, eid, ed.insert(len(ed.text), text))

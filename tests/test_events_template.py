@@ -6,7 +6,6 @@ and the role stays least-privilege."""
 from __future__ import annotations
 
 from app import app
-
 from infra.local.resources import load_template
 
 EVENT_FUNCTIONS = {"run_extraction": "RunExtraction", "s3_object_changed": "S3ObjectChanged",

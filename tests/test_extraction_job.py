@@ -224,7 +224,7 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
     replies: list[str] = []
     seen: list[dict] = []
 
-    def do_POST(self):  # noqa: N802 - http.server's name
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append({"path": self.path, "body": body})
         content = type(self).replies.pop(0)

@@ -386,7 +386,7 @@ def writable(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
         return False
     if unit[0] == "_system":  # the doctor's probe bank; the last good tuning a reload validated
         return c.has("admin.memories") and (unit[1:] in (("bank", "doctor-probe"), ("audit",))
-                                            or unit[1:] == ("tuning",) and c.org_wide)
+                                            or (unit[1:] == ("tuning",) and c.org_wide))
     if unit[0] == "idem":
         return unit[1] == c.token_id
     if unit[0] != c.org:
@@ -427,7 +427,7 @@ def _declared(c: Caller, unit: tuple[str, ...], call: Call) -> bool:
         return True
     rel = unit[1:] if unit[0] == c.org else unit
     for t in call.touches:
-        if len(t) == len(rel) and all(x == "*" or x == y for x, y in zip(t, rel)):
+        if len(t) == len(rel) and all(x == "*" or x == y for x, y in zip(t, rel, strict=False)):
             return True
     return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from .. import idempotency
+from ..auth.principal import Permission
 from ..banks import rules, service, transfer
 from ..banks.records import (
     BankRequest,
@@ -21,7 +22,7 @@ from .http import Ctx, Reply, damaged_header, endpoint, query_bool, query_int
 
 bp = Blueprint(__name__)
 
-READ, WRITE, ADMIN = "memory:read", "memory:write", "admin.memories"
+READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
 def _bank(ctx: Ctx, bank: str) -> str:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from .. import doctor
+from ..auth.principal import Permission
 from ..extraction import service
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
 
-WRITE, ADMIN = "memory:write", "admin.memories"
+WRITE, ADMIN = Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
 @endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest,

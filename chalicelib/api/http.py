@@ -19,8 +19,9 @@ import re
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response

@@ -12,13 +12,23 @@ from typing import Any
 from chalice import Blueprint
 
 from .. import validation
+from ..auth.principal import Permission
 from ..errors import BadRequest
-from ..structured import admin, context, memories, projects, scopes, sessions, tool, workstreams
+from ..structured import (
+    admin,
+    context,
+    memories,
+    projects,
+    scopes,
+    sessions,
+    tool,
+    workstreams,
+)
 from .http import Ctx, Reply, damaged_header, endpoint
 
 bp = Blueprint(__name__)
 
-READ, WRITE, ADMIN = "memory:read", "memory:write", "admin.memories"
+READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
 def _int(value: Any, lo: int, hi: int, default: int) -> int:

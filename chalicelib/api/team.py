@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..team import accept, entries, retrieval, spaces
 from ..team.limits import get_limits
@@ -14,7 +15,7 @@ from .http import Ctx, Reply, damaged_header, endpoint, query_int
 
 bp = Blueprint(__name__)
 
-ADMIN = "context:admin"
+ADMIN = Permission.CONTEXT_ADMIN
 BASE = "/api/v1/context"
 MEM = f"{BASE}/memory"
 

@@ -9,26 +9,27 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from ..auth import tokens
+from ..auth.principal import Permission
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
 
 
-@endpoint(bp, "/v1/api/admin/tokens", ["POST"], permission="admin.tokens", body=tokens.MintRequest, bank_scoped=True)
+@endpoint(bp, "/v1/api/admin/tokens", ["POST"], permission=Permission.ADMIN_TOKENS, body=tokens.MintRequest, bank_scoped=True)
 def mint_token(ctx: Ctx):
     """201 ``{token, token_id, kind, user_id, permissions, label, expires_at, banks}``: the
     secret is shown this once."""
     return 201, tokens.mint(ctx.principal.org_id, ctx.body, created_by=ctx.principal.actor, grantor=ctx.principal)
 
 
-@endpoint(bp, "/v1/api/admin/tokens", ["GET"], permission="admin.tokens", bank_scoped=True)
+@endpoint(bp, "/v1/api/admin/tokens", ["GET"], permission=Permission.ADMIN_TOKENS, bank_scoped=True)
 def list_tokens(ctx: Ctx):
     """``{tokens: [...]}`` of the caller's org with ``last_used_at``; never a secret (a
     bank-confined caller sees its own token and those it could have minted)."""
     return {"tokens": tokens.list_tokens(ctx.principal.org_id, viewer=ctx.principal)}
 
 
-@endpoint(bp, "/v1/api/admin/tokens/{token_id}", ["DELETE"], permission="admin.tokens", bank_scoped=True)
+@endpoint(bp, "/v1/api/admin/tokens/{token_id}", ["DELETE"], permission=Permission.ADMIN_TOKENS, bank_scoped=True)
 def revoke_token(ctx: Ctx, token_id: str):
     """Revoke: ``{token}`` (revoked_at set); it fails on every container from now on."""
     return {"token": tokens.revoke(ctx.principal.org_id, token_id, actor=ctx.principal.actor,

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from ..errors import Forbidden
 
 KINDS = ("person", "api_key", "service")
 
-# The permission vocabulary; later surfaces add theirs here, in one place.
-PERMISSIONS = (
-    "memory:read",
-    "memory:write",
-    "admin.memories",
-    "admin.tokens",
-    "service",
-    "context:admin",
-)
+
+
+class Permission(StrEnum):
+    """The permission vocabulary, in one place: a token holds a set of these (stored and sent as
+    their string values)."""
+
+    MEMORY_READ = "memory:read"
+    MEMORY_WRITE = "memory:write"
+    ADMIN_MEMORIES = "admin.memories"
+    ADMIN_TOKENS = "admin.tokens"
+    SERVICE = "service"
+    CONTEXT_ADMIN = "context:admin"
+
+
+PERMISSIONS = tuple(p.value for p in Permission)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from .. import validation
 from ..core.records import (  # noqa: F401 - re-exported
     MAX_ORDER_MS,
     Confidence,
     Memory,
     Source,
 )
-from .. import validation
 from ..errors import BadRequest
 from ..validation import Line, Text
 
@@ -115,6 +115,17 @@ class RuleRequest(BaseModel):
     content: Text = Field(max_length=65536)
 
 
-__all__ = ["Memory", "Source", "SaveRequest", "UpdateRequest", "PinRequest", "SupersedeRequest",
-           "BankRequest", "RestoreRequest", "RuleRequest", "check_text", "normalize_handles",
-           "StrictInt"]
+__all__ = [
+    "BankRequest",
+    "Memory",
+    "PinRequest",
+    "RestoreRequest",
+    "RuleRequest",
+    "SaveRequest",
+    "Source",
+    "StrictInt",
+    "SupersedeRequest",
+    "UpdateRequest",
+    "check_text",
+    "normalize_handles",
+]

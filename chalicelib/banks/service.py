@@ -11,7 +11,8 @@ new bank of the same name.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite

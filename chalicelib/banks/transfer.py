@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,9 +25,9 @@ from ..core.records import Memory
 from ..core.store import (
     POINTER_PREFIX,
     Write,
+    current,
     get_bank_row,
     get_item,
-    current,
     get_items,
     iter_records,
     new_bank,
@@ -202,9 +203,9 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
         claimed: set[str] = set()
         fps = [fingerprint(rec.text) for _n, rec in batch]
         # the batch's records and their text's pointers in one read (empty for a new bank)
-        known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps)
+        known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps, strict=False)
                                 for k in (rec.id, POINTER_PREFIX + fp)]) if row is not None else {}
-        for (n, rec), fp in zip(batch, fps):
+        for (n, rec), fp in zip(batch, fps, strict=False):
             item = known.get(rec.id)
             prev, guard = current(item) if item is not None else (None, None)
             if prev is not None and guard is None and (rec.revision < prev.revision or
@@ -227,7 +228,7 @@ def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
         if not writes:
             return 0, stale, errs
         new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
-        for w, (old_fp, new_fp) in zip(writes, moves):
+        for w, (old_fp, new_fp) in zip(writes, moves, strict=False):
             if old_fp:
                 tx.delete(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + old_fp),
                           condition=MemoryModel.memory_id == w.record.id)

@@ -15,8 +15,9 @@ import binascii
 import hashlib
 import json
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
@@ -25,6 +26,7 @@ from ..clock import now_ms
 from ..errors import BadRequest, CairnError
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
+from ..storage.txn import run_transaction
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -205,6 +207,64 @@ def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writ
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
     return row, out
+
+
+T = TypeVar("T")
+
+
+class BankTx:
+    """One attempt of a bank-scoped write (``write``): the open transaction plus what the attempt
+    staged, so the index cache hears of it after the commit and never of an attempt that lost."""
+
+    def __init__(self, tx: TransactWrite, org_id: str) -> None:
+        self.tx = tx
+        self.org_id = org_id
+        self.staged: list[tuple[str, BankModel, list[tuple[int, Memory]]]] = []
+
+    def row(self, bank: str) -> BankModel | None:
+        """The live bank row as this attempt reads it (consistent), or ``None``; 409 ``damaged``
+        for an unusable row (``get_bank_row``)."""
+        return get_bank_row(self.org_id, bank)
+
+    def row_or_new(self, bank: str, description: str = "") -> tuple[BankModel | None, BankModel]:
+        """``(row, fresh)``: the live row (``None`` when the bank does not exist yet) and the row a
+        ``stage`` creates in that case: the one get-or-create of a bank row."""
+        row = self.row(bank)
+        return row, row if row is not None else new_bank(self.org_id, bank, description)
+
+    def create(self, bank: str, description: str = "") -> tuple[BankModel, bool]:
+        """Get or create bank ``bank`` with no record change: ``(row, created)``."""
+        row, fresh = self.row_or_new(bank, description)
+        if row is None:
+            self.tx.save(fresh, condition=BankModel.name.does_not_exist())
+        return fresh, row is None
+
+    def stage(self, bank: str, row: BankModel | None, writes: list[Write], actor: str,
+              *, fresh: BankModel | None = None) -> list[tuple[int, Memory]]:
+        """Stage ``writes`` and the ``seq`` advance of ``bank`` (or its creation from ``fresh``
+        when ``row`` is ``None``); returns the ``(seq, record)`` pairs."""
+        after, changes = stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
+        self.staged.append((bank, after, changes))
+        return changes
+
+
+def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = None) -> T:
+    """The one write path of bank-scoped records: run ``attempt(BankTx)`` in a transaction
+    conditioned on each staged bank's ``seq`` (``stage``), retried from a fresh read on a lost race
+    (``storage.txn.run_transaction``: 409 ``conflict`` after ``Settings.write_retries``), then tell
+    the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
+    a ``CairnError`` it raises writes nothing."""
+    last: list[BankTx] = []
+
+    def run(tx: TransactWrite) -> T:
+        btx = BankTx(tx, org_id)
+        last[:] = [btx]
+        return attempt(btx)
+
+    result = run_transaction(run, retries=retries)
+    for bank, row, changes in last[0].staged if last else []:
+        notify(org_id, bank, row, changes)
+    return result
 
 
 def _owner_tag(owner: str) -> str:

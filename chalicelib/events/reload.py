@@ -19,9 +19,11 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from ..errors import CairnError
+from ..inject.reload import (
+    reload,  # drops every cache of this container, bumps the global version
+)
 from ..names import NAME_RE
 from ..settings import get_settings
-from ..inject.reload import reload  # drops every cache of this container, bumps the global version
 from ..tuning import CONFIG_KEY
 
 log = logging.getLogger("cairn.events")

@@ -18,7 +18,8 @@ import importlib
 import json
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..storage.tables import ALL_MODELS, bind
 

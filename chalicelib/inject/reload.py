@@ -99,7 +99,9 @@ def reload() -> dict[str, int]:
     the validated tuning as the last good one: ``{config_version, banks}`` (``banks``: how many
     cached bank indexes were dropped). Raises ``BadRequest`` ``invalid_config``
     (``_validated_tuning``); nothing is dropped or bumped then."""
-    from ..search.recall import drop_caches  # the recall core owns the index cache and tuning
+    from ..search.recall import (
+        drop_caches,  # the recall core owns the index cache and tuning
+    )
     from ..tuning import set_config_version
 
     tuning = _validated_tuning()

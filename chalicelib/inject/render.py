@@ -27,8 +27,9 @@ the ambient floor); then taken in order while the cumulative UTF-8 bytes of thei
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.records import Memory
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from whoosh.analysis import STOP_WORDS as _WHOOSH_STOP
 from whoosh.analysis import (
     CharsetFilter,
     Filter,
@@ -31,9 +32,8 @@ from whoosh.analysis import (
     StopFilter,
     Tokenizer,
 )
-from whoosh.analysis.analyzers import Analyzer
-from whoosh.analysis import STOP_WORDS as _WHOOSH_STOP
 from whoosh.analysis.acore import Token
+from whoosh.analysis.analyzers import Analyzer
 from whoosh.support.charset import accent_map
 
 # CJK Unified Ideographs (+ext A, compatibility), Hiragana, Katakana, Hangul syllables and jamo.
@@ -50,9 +50,7 @@ MAX_ENTITY_NGRAM = 4
 # Whoosh's short English list plus pronouns, auxiliaries and question words: words a memory or a
 # question is full of that say nothing about which memory is meant.
 STOP_WORDS = frozenset(_WHOOSH_STOP) | FIRST_PERSON | frozenset(
-    "am was were been being do does did done has had having he him his she her hers they them their "
-    "theirs it its our ours you yours what which who whom whose where why how than then there these "
-    "those so such too very just about into over also would should could shall".split())
+    ["am", "was", "were", "been", "being", "do", "does", "did", "done", "has", "had", "having", "he", "him", "his", "she", "her", "hers", "they", "them", "their", "theirs", "it", "its", "our", "ours", "you", "yours", "what", "which", "who", "whom", "whose", "where", "why", "how", "than", "then", "there", "these", "those", "so", "such", "too", "very", "just", "about", "into", "over", "also", "would", "should", "could", "shall"])
 
 
 class KeepWholeIntraWordFilter(Filter):

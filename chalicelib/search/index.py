@@ -43,17 +43,18 @@ import tempfile
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.codec import whoosh3
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 
+from .. import metrics
 from ..core import store
 from ..core.records import Memory
-from .. import metrics
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel
@@ -81,7 +82,7 @@ def _rewrite(writer, segments) -> None:
         reader.close()
 
 
-def MERGE_TIERED(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
+def MERGE_TIERED(writer, segments):
     """Whoosh merge policy for one-document commits: segments are grouped in tiers by size
     (powers of ten); a tier holding ``TIER_FANOUT`` segments is merged into one, and a segment
     whose replaced documents reach ``REWRITE_DELETED_SHARE`` is rewritten. Each document is
@@ -102,7 +103,7 @@ def MERGE_TIERED(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
     return [s for s in segments if s not in merge]
 
 
-def MERGE_DELETIONS(writer, segments):  # noqa: N802 - Whoosh's merge-policy naming
+def MERGE_DELETIONS(writer, segments):
     """Whoosh merge policy for purges: rewrite every segment holding deleted documents (their
     stored fields and postings vanish from disk), then merge tiers as usual."""
     dirty = [s for s in segments if s.has_deletions()]
@@ -621,5 +622,17 @@ def reset_default(root: str | None = None, budget_mb: float | None = None) -> In
     return default_cache()
 
 
-__all__ = ["IndexCache", "BankIndex", "StaleHistory", "active_cache", "default_cache", "using",
-           "transient_index", "newest_snapshot_seq", "snapshot_prefix", "reset_default", "MERGE_DELETIONS", "MERGE_TIERED"]
+__all__ = [
+    "MERGE_DELETIONS",
+    "MERGE_TIERED",
+    "BankIndex",
+    "IndexCache",
+    "StaleHistory",
+    "active_cache",
+    "default_cache",
+    "newest_snapshot_seq",
+    "reset_default",
+    "snapshot_prefix",
+    "transient_index",
+    "using",
+]

@@ -24,8 +24,9 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from whoosh.query import Term
 from whoosh.searching import Searcher
@@ -38,7 +39,13 @@ from ..core.records import Memory
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, bind
-from ..tuning import MemoryTuning, get_tuning, set_config_version, set_org_config_version, tuning_problem
+from ..tuning import (
+    MemoryTuning,
+    get_tuning,
+    set_config_version,
+    set_org_config_version,
+    tuning_problem,
+)
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
@@ -145,7 +152,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     # per leaf: the documents that may not count (deleted, retired) and the tag's documents
     skip: list[frozenset[int] | set[int]] = []
     allow: list[set[int] | None] = []
-    for (reader, _c, _b), seg in zip(leaves, stats.segments):
+    for (reader, _c, _b), seg in zip(leaves, stats.segments, strict=False):
         deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
         skip.append(seg.excluded | deleted if deleted else seg.excluded)
         allow.append({d for d, _w in postings(reader, "tags", tag)} if tag else None)
@@ -168,7 +175,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
                     norm = length_norms(stats.avgfl(f) or 1.0)  # cached per average length
                 if lens is None:
                     lens = data[i].lengths.get(f) or bytes(reader.doc_count_all())
-                for d, w in zip(ids, weights):
+                for d, w in zip(ids, weights, strict=False):
                     if d in sk or (al is not None and d not in al):
                         continue
                     a[d] = a.get(d, 0.0) + idf * ((w * k1p) / (w + norm[lens[d]]))
@@ -434,5 +441,19 @@ def drop_caches(org_id: str | None = None) -> int:
     return dropped
 
 
-__all__ = ["Hit", "RecallResult", "QueryTerms", "analyse", "recall", "recall_bank", "top_memories", "ensure_fresh", "rebuild",
-           "snapshot_banks", "drop_caches", "state_as_of", "read_rows", "RETRIEVAL"]
+__all__ = [
+    "RETRIEVAL",
+    "Hit",
+    "QueryTerms",
+    "RecallResult",
+    "analyse",
+    "drop_caches",
+    "ensure_fresh",
+    "read_rows",
+    "rebuild",
+    "recall",
+    "recall_bank",
+    "snapshot_banks",
+    "state_as_of",
+    "top_memories",
+]

@@ -31,7 +31,13 @@ from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 
 from ..core.records import Memory, decode_memory
 from ..storage.damage import Damaged
-from .analyzers import HANDLE_SEP, cjk_analyzer, handle_analyzer, has_cjk, memory_analyzer
+from .analyzers import (
+    HANDLE_SEP,
+    cjk_analyzer,
+    handle_analyzer,
+    has_cjk,
+    memory_analyzer,
+)
 
 TEXT_FIELDS = ("text", "name", "description", "cjk")
 

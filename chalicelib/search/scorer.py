@@ -18,8 +18,9 @@ taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from whoosh.codec import whoosh3
 from whoosh.matching.wrappers import FilterMatcher
@@ -55,7 +56,7 @@ class SegmentData:
     apart from their deletion set, so this is cached by segment id alone and recall ranks without
     reading a stored record per candidate."""
 
-    __slots__ = ("updated_at", "pinned", "corroboration", "ids", "lengths", "fields")
+    __slots__ = ("corroboration", "fields", "ids", "lengths", "pinned", "updated_at")
 
     def __init__(self, reader: Any) -> None:
         # text fields holding any token here (a bank's memories have no name or description)
@@ -110,7 +111,7 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, float]]:
     """``(docnum, weight)`` of every posting of a term in one segment (see ``posting_blocks``)."""
     for ids, weights in posting_blocks(reader, fieldname, text):
-        yield from zip(ids, weights)
+        yield from zip(ids, weights, strict=False)
 
 
 @lru_cache(maxsize=64)
@@ -124,7 +125,7 @@ def length_norms(avgfl: float) -> list[float]:
 class _SegmentStats:
     """One segment's share of the corpus statistics."""
 
-    __slots__ = ("excluded", "n", "lengths")
+    __slots__ = ("excluded", "lengths", "n")
 
     def __init__(self, reader: Any, include_dead: bool) -> None:
         dead = frozenset() if include_dead else _dead_docs(reader)
@@ -173,7 +174,7 @@ class CorpusStats:
         return d
 
     @property
-    def segments(self) -> list["_SegmentStats"]:
+    def segments(self) -> list[_SegmentStats]:
         """Per leaf, in order: its statistics (``excluded`` = the retired documents left out)."""
         return [seg for _r, _c, _k, seg in self.leaves]
 
@@ -250,5 +251,15 @@ def full_score(bm25_score: float, entity_hits: int, corroboration: int, pinned: 
                         "corroboration": float(corroboration), "pinned": pin, "recency": rec}
 
 
-__all__ = ["CorpusStats", "CorpusBM25F", "SegmentData", "full_score", "recency", "postings", "posting_blocks",
-           "length_norms", "K1", "B"]
+__all__ = [
+    "K1",
+    "B",
+    "CorpusBM25F",
+    "CorpusStats",
+    "SegmentData",
+    "full_score",
+    "length_norms",
+    "posting_blocks",
+    "postings",
+    "recency",
+]

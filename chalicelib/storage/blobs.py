@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import boto3
 from botocore.config import Config

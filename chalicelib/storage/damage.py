@@ -27,7 +27,10 @@ from typing import Any
 
 from .. import metrics
 from ..errors import CairnError
-from ..validation import MAX_SAFE_INT, MAX_TIME_MS  # the bounds the edge enforces on input
+from ..validation import (  # the bounds the edge enforces on input
+    MAX_SAFE_INT,
+    MAX_TIME_MS,
+)
 
 REPLACEMENT = "\ufffd"
 

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from pynamodb.attributes import (
     BinaryAttribute,

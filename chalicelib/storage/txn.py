@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from pynamodb.connection import Connection
@@ -94,7 +95,7 @@ def _is_throttle(exc: BaseException) -> bool:
 def as_backend_error(exc: BaseException) -> BackendUnavailable | None:
     """Map a throttled or unreachable backend error (boto or pynamodb) to 503, else ``None``."""
     if isinstance(exc, (PynamoDBException, BotoCoreError, ClientError)) and (
-        _is_throttle(exc) or isinstance(exc, BotoCoreError) and not isinstance(exc, ClientError)
+        _is_throttle(exc) or (isinstance(exc, BotoCoreError) and not isinstance(exc, ClientError))
     ):
         return BackendUnavailable()
     return None

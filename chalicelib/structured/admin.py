@@ -15,7 +15,8 @@ row (``updated`` later), otherwise the row is skipped; bad lines are reported by
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,12 +27,12 @@ from ..core.records import Memory
 from ..core.store import (
     NAME_POINTER_PREFIX,
     Write,
+    current,
     decode_cursor,
     encode_cursor,
     get_bank_row,
     get_item,
     new_bank,
-    current,
     notify,
     record_of,
     stage,

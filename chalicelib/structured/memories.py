@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from .. import audit
 from ..auth.principal import Principal
@@ -60,7 +61,7 @@ def fmt_time(ms: object) -> str:
     ms = time_ms(ms)
     if not ms:
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def parse_time(value: str) -> int:
@@ -68,7 +69,7 @@ def parse_time(value: str) -> int:
     Raises ``ValueError`` when unparsable or outside ``[0, validation.MAX_TIME_MS]``."""
     dt = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     ms = int(dt.timestamp() * 1000)
     if not 0 <= ms <= MAX_TIME_MS:
         raise ValueError("times must be between 1970-01-01 and 9999-12-31 (UTC)")

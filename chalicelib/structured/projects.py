@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..auth.principal import Principal
+from ..auth.principal import Permission, Principal
 from ..errors import Conflict, Forbidden, NotFound
 from ..storage.tables import StructuredModel
-from ..validation import Line
 from ..storage.txn import run_transaction
+from ..validation import Line
 from . import objects
 from .workstreams import check_id
 
@@ -82,7 +82,7 @@ def access(org_id: str, project: dict[str, Any] | None, user_id: str | None) -> 
 
 def _manage(p: Principal, project_id: str) -> dict[str, Any]:
     proj = require(p.org_id, project_id)
-    if proj.get("owner") != p.user_id and not p.has("admin.memories"):
+    if proj.get("owner") != p.user_id and not p.has(Permission.ADMIN_MEMORIES):
         raise Forbidden("Only the project's owner or an admin.memories principal manages its members.")
     return proj
 

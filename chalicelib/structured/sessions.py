@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..auth.principal import Principal
+from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Forbidden, NotFound
 from ..storage.tables import StructuredModel
 from ..storage.txn import run_transaction
@@ -68,7 +68,7 @@ class Session:
 
 def is_service(p: Principal) -> bool:
     """True when ``p`` may act for any user of its org (the ``service`` permission)."""
-    return p.has("service")
+    return p.has(Permission.SERVICE)
 
 
 def _acting_user(p: Principal, requested: str | None) -> str | None:

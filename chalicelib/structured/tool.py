@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..auth.principal import Principal
+from ..auth.principal import Permission, Principal
 from ..errors import BadRequest
 from . import memories, scopes, sessions
 
@@ -56,7 +56,7 @@ def run(p: Principal, session_id: str, call: ToolCall) -> tuple[int, dict[str, A
     s = sessions.require(p, session_id)
     org = p.org_id
     if call.action in ("save", "delete"):
-        p.require("memory:write")
+        p.require(Permission.MEMORY_WRITE)
     if call.action in ("search", "list"):
         type_ = scopes.check_type(call.type or "", allow_empty=True) or None
         limit = _limit(call.limit)

@@ -59,10 +59,7 @@ PROSE_PASSWORD = re.compile(
     r"\b(?:pass(?:word|wd|phrase)|pwd)s?\b(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.@/:-]+){0,2}"
     r"\s*(?:\b(?:is|was|are|=)\b|[:=])\s*[\"'`]?(?P<value>[^\s\"'`]+)", re.I)
 # words that follow "the password is" in ordinary sentences, never a password themselves
-_PROSE_WORDS = frozenset("""a an the in on at of to for by with from not now still also never always
-stored kept saved held set reset changed rotated managed shared expired required needed missing
-empty blank wrong correct same different unknown secret private written listed located available
-being been rotating changing under per our your their its this that""".split())
+_PROSE_WORDS = frozenset(["a", "an", "the", "in", "on", "at", "of", "to", "for", "by", "with", "from", "not", "now", "still", "also", "never", "always", "stored", "kept", "saved", "held", "set", "reset", "changed", "rotated", "managed", "shared", "expired", "required", "needed", "missing", "empty", "blank", "wrong", "correct", "same", "different", "unknown", "secret", "private", "written", "listed", "located", "available", "being", "been", "rotating", "changing", "under", "per", "our", "your", "their", "its", "this", "that"])
 # the KeywordDetector plugin reads assignments only in config-file syntax
 _KEYWORD_FILENAME = "entry.yaml"
 

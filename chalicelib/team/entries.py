@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -28,10 +28,26 @@ from pynamodb.exceptions import DoesNotExist
 from .. import audit, clock
 from ..auth.principal import Principal
 from ..core.store import decode_cursor, encode_cursor
-from ..errors import BadRequest, CairnError, Conflict, Forbidden, NotFound, PayloadTooLarge, RateLimited, Unprocessable
+from ..errors import (
+    BadRequest,
+    CairnError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unprocessable,
+)
 from ..storage import blobs
 from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
-from ..storage.tables import TeamEntryModel, TeamEventModel, TeamRateModel, TeamSpaceModel, TeamUpdateModel, bind
+from ..storage.tables import (
+    TeamEntryModel,
+    TeamEventModel,
+    TeamRateModel,
+    TeamSpaceModel,
+    TeamUpdateModel,
+    bind,
+)
 from ..storage.txn import Retry, run_transaction
 from ..validation import Line
 from . import canonical, dlp, merge, permissions, spaces
@@ -116,7 +132,7 @@ def iso(ms: object) -> str | None:
     ms = time_ms(ms)
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def entry_key(org_id: str, entry_id: str) -> str:

@@ -10,7 +10,6 @@ Chalice applies stage variables per request).
 
 from __future__ import annotations
 
-
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pycrdt import Doc, Text, get_update
 
 from ..errors import Conflict, Unprocessable
-from ..validation import InvalidInput, text_problem
 from ..storage.damage import Damaged
+from ..validation import InvalidInput, text_problem
 
 ROOT = "content"
 

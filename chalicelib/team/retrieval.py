@@ -36,7 +36,9 @@ class RetrieveBody(BaseModel):
 def retrieve(principal: Principal, body: RetrieveBody) -> dict[str, Any]:
     """``{results: [{entryId, revision, kind, title, text, score, metadata: {memory, spaceId}}],
     attributionId, retrieval}``; 404 ``not_found`` when a space is not readable."""
-    from ..search.recall import recall  # the recall core; imported lazily, it loads Whoosh
+    from ..search.recall import (
+        recall,  # the recall core; imported lazily, it loads Whoosh
+    )
 
     org = principal.org_id
     space_ids = list(dict.fromkeys(body.space_ids))

@@ -40,8 +40,9 @@ import tarfile
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import motolock
 

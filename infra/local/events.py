@@ -23,8 +23,9 @@ import json
 import os
 import threading
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 from chalice.app import CloudWatchEventConfig, ScheduledEventConfig, SQSEventConfig
@@ -177,7 +178,7 @@ class LocalEvents:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def describe(events: LocalEvents) -> str:

@@ -29,9 +29,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import requests
 
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                   dev_token=os.environ.get("CAIRN_DEV_TOKEN") or None, persist=not args.no_persist)
     stopping = threading.Event()
 
-    def on_signal(signum, frame):  # noqa: ARG001
+    def on_signal(signum, frame):
         stopping.set()
         stack.stop_event.set()
 

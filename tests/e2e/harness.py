@@ -42,7 +42,7 @@ class LocalStack:
         return f"http://127.0.0.1:{self.moto_port}"
 
     def start(self, *extra: str, ports: tuple[int, int] | None = None,
-              timeout_s: float = START_TIMEOUT_S) -> "LocalStack":
+              timeout_s: float = START_TIMEOUT_S) -> LocalStack:
         """Start and wait for the launcher's "ready" line (the API answered) at most ``timeout_s``.
         ``ports``: ``(api, moto)``, default two free ones. The launcher leads its own process
         group (``kill_group``)."""
