@@ -21,7 +21,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response
@@ -110,6 +110,9 @@ def misconfigured(err: ConfigError) -> CairnError:
                       details={"problems": err.problems} if err.problems else None)
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 def _validation_error(exc: ValidationError) -> BadRequest:
     errs = exc.errors()
     first = errs[0] if errs else {"loc": (), "msg": "invalid"}
@@ -130,6 +133,16 @@ def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
         raise BadRequest("The request body must be a JSON object.", details={"field": "body"})
     try:
         return model.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+
+
+def parse_query(query: dict[str, str], model: type[M]) -> M:
+    """Validate a route's query parameters (already edge-checked strings) into ``model``;
+    400 ``validation_error`` naming the first bad parameter. Parameters the model does not
+    declare are ignored, as on every route."""
+    try:
+        return model.model_validate(query)
     except ValidationError as exc:
         raise _validation_error(exc) from None
 
