@@ -1,6 +1,7 @@
 // Two Yjs editors (npm `yjs`, V1 updates) typing into one team-memory entry through Cairn's HTTP
 // API; both converge on one text through the server. Needs a running stack: CAIRN_BASE_URL and
-// CAIRN_TOKEN (a token with context:admin); tests/e2e/test_team_node.py starts the local stack and runs this file.
+// CAIRN_TOKEN (a token with context:admin); tests/e2e/test_team_node.py starts the local stack
+// and runs this file.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as Y from 'yjs'
