@@ -63,7 +63,8 @@ def matches(text: str) -> list[tuple[int, str]]:
 
 
 def test_no_reference_to_planning_items_or_outside_documents():
-    found, searched = [], 0
+    found: list[str] = []
+    searched = 0
     for path in _files():
         data = path.read_bytes()
         if _is_binary(data):
