@@ -30,7 +30,7 @@ from ..core.records import Memory, Source
 from ..errors import BadRequest, Conflict, Forbidden
 from ..validation import Line
 from . import canonical, dlp, entries, permissions, store
-from .store import Entry, Space
+from .store import Entry, EntryDoc, Space
 
 
 class AcceptBody(BaseModel):
@@ -167,7 +167,8 @@ def accept(principal: Principal, entry_id: str, body: AcceptBody) -> Entry:
         if tomb is not None:
             writes.append(tomb)
         btx.stage(bank, bank_row, writes, principal.actor)
-        doc = {**row.doc, "changed_by": [], "accepted_at": now, "accepted_by": me, "projection_sha256": reviewed.sha256}
+        doc: EntryDoc = {**row.doc, "changed_by": [], "accepted_at": now, "accepted_by": me,
+                         "projection_sha256": reviewed.sha256}
         after = store.stage_accepted(btx.tx, row, revision, doc, now)
         store.add_event(btx.tx, org, entry_id, "accept", me, {"revision": revision, "documentSha256": reviewed.sha256,
                                                               "dlpRedacted": reviewed.kinds}, at=now)
@@ -238,5 +239,7 @@ def _retire(btx: core_store.BankTx, principal: Principal, row: Entry, space: Spa
     tomb = _tombstone(bank_row.incarnation if bank_row else None, row.entry_id, now, superseded_by)
     if tomb is not None:
         btx.stage(bank, bank_row, [tomb], principal.actor)
-    doc = {**row.doc, "superseded_by": superseded_by} if superseded_by else dict(row.doc)
+    doc = row.doc.copy()
+    if superseded_by:
+        doc["superseded_by"] = superseded_by
     return store.stage_status(btx.tx, row, status, doc, now)

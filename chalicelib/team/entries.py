@@ -20,7 +20,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
 from pycrdt import Doc
@@ -44,7 +44,7 @@ from ..storage.txn import Retry
 from ..validation import Line
 from . import canonical, dlp, merge, permissions, spaces, store
 from .limits import Limits, get_limits
-from .store import KINDS, STATUSES, Entry, LogRow, Space, Tx
+from .store import KINDS, STATUSES, Entry, EntryDoc, LogRow, Space, Tx
 
 EDITABLE = ("draft", "accepted")
 UPDATE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
@@ -167,9 +167,9 @@ def require_editable(row: Entry) -> None:
         raise EntryReadOnly(f"The entry is {row.status} and read-only.", details={"status": row.status})
 
 
-def with_author(doc: dict[str, Any], author: str) -> dict[str, Any]:
+def with_author(doc: EntryDoc, author: str) -> EntryDoc:
     """A copy of the entry's ``doc`` with ``author`` among ``changed_by``."""
-    doc = dict(doc)
+    doc = doc.copy()
     if author not in doc["changed_by"]:
         doc["changed_by"] = [*doc["changed_by"], author]
     return doc
@@ -202,7 +202,7 @@ def load_doc(org_id: str, row: Entry) -> tuple[Entry, Doc]:
     return row, merge.load(state_parts(org_id, row), entry_id=row.entry_id)
 
 
-def document(row: Entry, space: Space) -> tuple[dict[str, Any], list[str]]:
+def document(row: Entry, space: Space) -> tuple[canonical.CanonicalDocument, list[str]]:
     """``(canonical document, DLP kinds found)`` of the entry as it would be indexed now."""
     title, k1 = dlp.gated(row.doc["title"])
     text, k2 = dlp.gated(row.text or "")
@@ -257,9 +257,10 @@ def create(principal: Principal, req: EntryCreate) -> Entry:
                               "The space has reached its number of entries; archive some.",
                               "KEYSTONE_CONTEXT_MEMORY_ENTRIES_PER_SPACE", limits.entries_per_space, live)
         now = clock.now_ms()
-        doc = {"title": req.title, "links": list(req.links), "supersedes": req.supersedes, "superseded_by": None,
-               "classification": req.classification or space.classification, "created_by": author,
-               "changed_by": [], "accepted_at": None, "accepted_by": None, "projection_sha256": None}
+        doc: EntryDoc = {"title": req.title, "links": list(req.links), "supersedes": req.supersedes,
+                         "superseded_by": None, "classification": req.classification or space.classification,
+                         "created_by": author, "changed_by": [], "accepted_at": None, "accepted_by": None,
+                         "projection_sha256": None}
         row = Entry(org_id=org, entry_id=entry_id, space_id=space.id, status="draft", kind=req.kind, doc=doc, text="",
                     units=0, meta_version=1, revision=0, log_seq=0, compacted_seq=0, created_at=now, updated_at=now)
         store.stage_entry_created(tx, row, live)
@@ -385,8 +386,8 @@ def patch(principal: Principal, entry_id: str, req: EntryPatch) -> Entry:
                            details={"metaVersion": row.meta_version})
         _check_refs(org, space, entry_id, changes.get("links"), changes.get("supersedes"),
                     changes.get("classification"))
-        doc = with_author({**row.doc, **{k: changes[k] for k in ("title", "links", "supersedes", "classification")
-                                         if k in changes}}, author)
+        changed = {k: changes[k] for k in ("title", "links", "supersedes", "classification") if k in changes}
+        doc = with_author(cast(EntryDoc, {**row.doc, **changed}), author)
         now = clock.now_ms()
         after = store.stage_meta_change(tx, row, doc, changes.get("kind", row.kind), now)
         store.add_event(tx, org, entry_id, "patch", author, {"fields": sorted(changes)}, at=now)

@@ -101,14 +101,15 @@ def require_space(org_id: str, space_id: str) -> Space:
 def create_space(org_id: str, req: SpaceCreate, actor: str) -> Space:
     """Create a space; returns it. Audited ``context.space.create``."""
     now = clock.now_ms()
-    data = {"id": "spc_" + uuid.uuid4().hex[:20], "name": req.name, "kind": req.kind,
+    space_id = "spc_" + uuid.uuid4().hex[:20]
+    data: dict[str, Any] = {"id": space_id, "name": req.name, "kind": req.kind,
             "classification": req.classification, "dlp_policy": req.dlp_policy,
             "team_memory_enabled": req.team_memory_enabled, "created_at": now, "updated_at": now,
             "created_by": actor}
 
     def attempt(tx: Tx) -> None:
         store.stage_new_space(tx, org_id, data, now)
-        audit.add_to(tx, org_id, "context.space.create", actor, data["id"], {"kind": req.kind})
+        audit.add_to(tx, org_id, "context.space.create", actor, space_id, {"kind": req.kind})
 
     store.write(attempt)
     return Space(data=data, entries_live=0)
@@ -143,7 +144,7 @@ def put_member(org_id: str, space_id: str, member_id: str, req: MemberPut, actor
     if len(check_line(member_id, "member_id")) > 256:
         raise BadRequest("member_id must be at most 256 characters.", details={"field": "member_id"})
     require_space(org_id, space_id)
-    perms = sorted(set(req.permissions))
+    perms: list[str] = sorted(set(req.permissions))
     now = clock.now_ms()
 
     def attempt(tx: Tx) -> None:

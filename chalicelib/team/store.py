@@ -27,7 +27,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
 from pynamodb.transactions import TransactWrite
@@ -130,15 +130,14 @@ class Space:
         return self.data.get("team_memory_enabled", True)  # as stored
 
 
-def _data(row: TeamSpaceModel, kind: str, required: dict[str, type]) -> dict[str, Any]:
-    """The one decoder of a stored space, membership or deny-rule row: its ``data`` dict with
-    each ``required`` field of its type, else ``Damaged`` (409 ``damaged``)."""
+def _check_data(row: TeamSpaceModel, kind: str, required: dict[str, type]) -> None:
+    """The one check of a stored space, membership or deny-rule row: its ``data`` is a JSON
+    object with each ``required`` field of its type, else ``Damaged`` (409 ``damaged``)."""
     if "data" in row.damaged or not isinstance(row.data, dict):
         raise Damaged(kind, row.sk, f"data: {row.damaged.get('data', 'not a JSON object')}")
     for name, typ in required.items():
         if not isinstance(row.data.get(name), typ):
             raise Damaged(kind, row.sk, f"{name}: missing or wrong type")
-    return row.data
 
 
 def _get_space_row(org_id: str, space_id: str) -> TeamSpaceModel | None:
@@ -155,7 +154,8 @@ def get_space(org_id: str, space_id: str, classifications: tuple[str, ...]) -> S
     row = _get_space_row(org_id, space_id)
     if row is None:
         return None
-    data = _data(row, "team space", {"id": str, "name": str, "kind": str, "classification": str})
+    _check_data(row, "team space", {"id": str, "name": str, "kind": str, "classification": str})
+    data = row.data
     if data["classification"] not in classifications:
         raise Damaged("team space", row.sk, "classification: unknown value")
     entries_live = row.entries_live if isinstance(row.entries_live, (int, float)) else 0
@@ -175,7 +175,8 @@ def stage_space_change(tx: TransactWrite, org_id: str, space_id: str, changes: d
     row = _get_space_row(org_id, space_id)
     if row is None:
         return None
-    data = {**_data(row, "team space", {}), **changes, "updated_at": now}
+    _check_data(row, "team space", {})
+    data = {**row.data, **changes, "updated_at": now}
     tx.update(row, actions=[TeamSpaceModel.data.set(data), TeamSpaceModel.version.add(1),
                             TeamSpaceModel.updated_at.set(now)],
               condition=TeamSpaceModel.version == row.version)
@@ -203,7 +204,8 @@ def member_grants(org_id: str, space_id: str, member_id: str) -> list[Any]:
         row = TeamSpaceModel.get(org_id, _member_sk(space_id, member_id), consistent_read=True)
     except DoesNotExist:
         return []
-    return list(_data(row, "team membership", {"permissions": list})["permissions"])
+    _check_data(row, "team membership", {"permissions": list})
+    return list(row.data["permissions"])
 
 
 def stage_member(tx: TransactWrite, org_id: str, space_id: str, member_id: str, perms: list[str], now: int) -> None:
@@ -230,7 +232,8 @@ def deny_rules(org_id: str) -> list[dict[str, Any]]:
         row = TeamSpaceModel.get(org_id, _DENY_SK, consistent_read=True)
     except DoesNotExist:
         return []
-    rules = _data(row, "team deny rules", {"rules": list})["rules"]
+    _check_data(row, "team deny rules", {"rules": list})
+    rules = row.data["rules"]
     if not all(isinstance(r, dict) for r in rules):
         raise Damaged("team deny rules", row.sk, "rules: an element is not an object")
     return list(rules)
@@ -242,6 +245,21 @@ def stage_deny_rules(tx: TransactWrite, org_id: str, rules: list[dict[str, Any]]
 
 
 # --- entries ----------------------------------------------------------------------------------
+
+class EntryDoc(TypedDict, total=False):
+    """An entry's stored metadata (``doc``); authors are member ids, ``accepted_at`` ms."""
+
+    title: str
+    links: list[str]
+    supersedes: str | None
+    superseded_by: str | None
+    classification: str
+    created_by: str
+    changed_by: list[str]
+    accepted_at: int | None
+    accepted_by: str | None
+    projection_sha256: str | None
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -255,7 +273,7 @@ class Entry:
     space_id: str
     status: str
     kind: str
-    doc: dict[str, Any]
+    doc: EntryDoc
     text: str
     units: int
     meta_version: int
@@ -303,7 +321,8 @@ def _entry(row: TeamEntryModel) -> Entry:
     if problem is not None:
         raise Damaged("team entry", row.entry_id, problem, hint=ENTRY_DAMAGED_HINT)
     return Entry(org_id=row.org_id, entry_id=row.entry_id, space_id=row.space_id, status=row.status, kind=row.kind,
-                 doc=dict(row.doc), text=row.text, units=int(row.units), meta_version=int(row.meta_version),
+                 doc=cast(EntryDoc, dict(row.doc)), text=row.text, units=int(row.units),
+                 meta_version=int(row.meta_version),
                  revision=int(row.revision), log_seq=int(row.log_seq), compacted_seq=int(row.compacted_seq),
                  created_at=time_ms(row.created_at) or 0, updated_at=time_ms(row.updated_at) or 0,
                  stored={"meta_version": row.meta_version, "log_seq": row.log_seq,
@@ -352,7 +371,7 @@ def _key(entry: Entry) -> TeamEntryModel:
     return TeamEntryModel(org_id=entry.org_id, entry_id=entry.entry_id)
 
 
-def stage_meta_change(tx: TransactWrite, entry: Entry, doc: dict[str, Any], kind: str, now: int) -> Entry:
+def stage_meta_change(tx: TransactWrite, entry: Entry, doc: EntryDoc, kind: str, now: int) -> Entry:
     """Replace the entry's metadata (``doc``, ``kind``), advancing ``meta_version``; conditioned
     on the ``meta_version`` and status read. Returns the entry as it will be."""
     tx.update(_key(entry), actions=[TeamEntryModel.doc.set(doc), TeamEntryModel.kind.set(kind),
@@ -362,7 +381,7 @@ def stage_meta_change(tx: TransactWrite, entry: Entry, doc: dict[str, Any], kind
     return replace(entry, doc=doc, kind=kind, updated_at=now, meta_version=entry.meta_version + 1)
 
 
-def stage_text_change(tx: TransactWrite, entry: Entry, seq: int, text: str, units: int, doc: dict[str, Any],
+def stage_text_change(tx: TransactWrite, entry: Entry, seq: int, text: str, units: int, doc: EntryDoc,
                       now: int) -> None:
     """Record edit ``seq``'s derived text, units and authorship on the entry; conditioned on the
     ``log_seq`` and status read."""
@@ -372,7 +391,7 @@ def stage_text_change(tx: TransactWrite, entry: Entry, seq: int, text: str, unit
               condition=(TeamEntryModel.log_seq == entry.stored["log_seq"]) & (TeamEntryModel.status == entry.status))
 
 
-def stage_accepted(tx: TransactWrite, entry: Entry, revision: int, doc: dict[str, Any], now: int) -> Entry:
+def stage_accepted(tx: TransactWrite, entry: Entry, revision: int, doc: EntryDoc, now: int) -> Entry:
     """Move the entry to ``accepted`` at ``revision``; conditioned on the ``log_seq``,
     ``meta_version`` and status the accepted document was computed from."""
     tx.update(_key(entry), actions=[TeamEntryModel.status.set("accepted"), TeamEntryModel.revision.set(revision),
@@ -382,7 +401,7 @@ def stage_accepted(tx: TransactWrite, entry: Entry, revision: int, doc: dict[str
     return replace(entry, status="accepted", revision=revision, doc=doc, updated_at=now)
 
 
-def stage_status(tx: TransactWrite, entry: Entry, status: str, doc: dict[str, Any], now: int) -> Entry:
+def stage_status(tx: TransactWrite, entry: Entry, status: str, doc: EntryDoc, now: int) -> Entry:
     """Move the entry to ``status`` with ``doc``; conditioned on the status read."""
     tx.update(_key(entry), actions=[TeamEntryModel.status.set(status), TeamEntryModel.doc.set(doc),
                                     TeamEntryModel.updated_at.set(now)],
