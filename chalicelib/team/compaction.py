@@ -1,7 +1,7 @@
 """Compaction of an entry's edit log.
 
 After ``KEYSTONE_CONTEXT_MEMORY_COMPACT_AFTER`` retained payloads, the merged Yjs state up to
-``log_seq`` = S is written to S3 ``<org>/entries/<id>/state.bin``, then the entry's
+``log_seq`` = S is written to S3 (``store.write_state``), then the entry's
 ``compacted_seq`` moves to S (conditioned on the value read and on holding the lease), then the
 payloads of rows <= S are removed. The log rows themselves (seq, updateId, author, time, SHA-256)
 stay: the log is append-only.

@@ -7,9 +7,9 @@ status, links, supersedes, supersededBy, classification, metaVersion, revision, 
 createdAt, updatedAt, acceptedAt, acceptedBy}``, times as ISO 8601 UTC with milliseconds).
 
 Edits: ``post_update`` merges one client V1 update (``merge``), checks caps, client-id ownership
-and the rate, then commits in ONE transaction the log row (``seq#``), the updateId row (``uid#``),
-new client-id owners (``client#``), the entry's derived text and counters (conditioned on the
-``log_seq`` read), the rate counters and the audit event. Anything refused writes nothing.
+and the rate, then commits in ONE transaction (``store.write``) the log row, the updateId row and
+new client-id owners (``store.append_log``), the entry's derived text and counters (conditioned on
+the ``log_seq`` read), the rate counters and the audit event. Anything refused writes nothing.
 """
 
 from __future__ import annotations
