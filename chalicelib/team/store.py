@@ -32,6 +32,7 @@ from typing import Any, TypedDict, TypeVar, cast
 from pynamodb.exceptions import DoesNotExist, UpdateError
 from pynamodb.transactions import TransactWrite
 
+from ..clock import now_ms
 from ..storage import blobs
 from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
 from ..storage.tables import (
@@ -65,8 +66,9 @@ def write(attempt: Callable[[TransactWrite], T]) -> T:
 
 # --- keys -------------------------------------------------------------------------------------
 
-def _log_key(org_id: str, entry_id: str) -> str:
-    return f"{org_id}#{entry_id}"
+def _scoped_key(org_id: str, object_id: str) -> str:
+    """The hash key of an entry's log and events, or of a space's attributions."""
+    return f"{org_id}#{object_id}"
 
 
 def _seq_sk(seq: int) -> str:
@@ -96,6 +98,10 @@ def state_key(org_id: str, entry_id: str) -> str:
 def listing_prefix(space_id: str) -> str:
     """What every listing position (``EntryPage.cursor``'s ``after``) of a space starts with."""
     return f"{space_id}#"
+
+
+def _listing_position(space_id: str, created_at: int, entry_id: str) -> str:
+    return f"{listing_prefix(space_id)}{created_at:013d}#{entry_id}"
 
 
 # --- spaces -----------------------------------------------------------------------------------
@@ -343,8 +349,8 @@ def space_entries(org_id: str, space_id: str, after: str | None) -> Iterator[tup
     position ``after`` (``None``: from the start)."""
     bind()
     lo = after or listing_prefix(space_id)
-    for row in TeamEntryModel.by_space.query(org_id, TeamEntryModel.space_sk.between(lo, f"{space_id}#~"),
-                                             consistent_read=True):
+    hi = listing_prefix(space_id) + "~"  # above every position of the space
+    for row in TeamEntryModel.by_space.query(org_id, TeamEntryModel.space_sk.between(lo, hi), consistent_read=True):
         if row.space_sk == lo:
             continue
         try:
@@ -357,7 +363,7 @@ def stage_entry_created(tx: TransactWrite, entry: Entry, live: int) -> None:
     """Create ``entry`` and count it live in its space, conditioned on the space's count being
     ``live`` (the value the per-space cap was checked against)."""
     tx.save(TeamEntryModel(org_id=entry.org_id, entry_id=entry.entry_id,
-                           space_sk=f"{entry.space_id}#{entry.created_at:013d}#{entry.entry_id}",
+                           space_sk=_listing_position(entry.space_id, entry.created_at, entry.entry_id),
                            space_id=entry.space_id, status=entry.status, kind=entry.kind, doc=entry.doc,
                            text=entry.text, units=entry.units, meta_version=entry.meta_version,
                            revision=entry.revision, log_seq=entry.log_seq, compacted_seq=entry.compacted_seq,
@@ -480,7 +486,7 @@ def log_rows(org_id: str, entry_id: str, after: int, upto: int) -> list[LogRow]:
     if upto <= after:
         return []
     bind()
-    return [_log_row(i) for i in TeamUpdateModel.query(_log_key(org_id, entry_id),
+    return [_log_row(i) for i in TeamUpdateModel.query(_scoped_key(org_id, entry_id),
                                                         TeamUpdateModel.sk.between(_seq_sk(after + 1), _seq_sk(upto)),
                                                         consistent_read=True)]
 
@@ -488,7 +494,7 @@ def log_rows(org_id: str, entry_id: str, after: int, upto: int) -> list[LogRow]:
 def last_edits(org_id: str, entry_id: str, limit: int) -> list[LogRow]:
     """The last ``limit`` edits, newest first, without payloads."""
     bind()
-    items = TeamUpdateModel.query(_log_key(org_id, entry_id), TeamUpdateModel.sk.startswith("seq#"),
+    items = TeamUpdateModel.query(_scoped_key(org_id, entry_id), TeamUpdateModel.sk.startswith("seq#"),
                                   scan_index_forward=False, limit=limit, consistent_read=True,
                                   attributes_to_get=["sk", "seq", "update_id", "author", "size", "at"])
     return [LogRow(ref=i.sk, seq=int(i.seq or 0), update_id=i.update_id, payload=None, author=i.author,
@@ -506,7 +512,7 @@ class UsedUpdateId:
 def used_update_id(org_id: str, entry_id: str, update_id: str) -> UsedUpdateId | None:
     """Where ``update_id`` was already used in the entry, or ``None``."""
     try:
-        used = TeamUpdateModel.get(_log_key(org_id, entry_id), f"uid#{update_id}", consistent_read=True)
+        used = TeamUpdateModel.get(_scoped_key(org_id, entry_id), f"uid#{update_id}", consistent_read=True)
     except DoesNotExist:
         return None
     return UsedUpdateId(seq=int(used.seq), sha256=used.sha256)
@@ -515,7 +521,7 @@ def used_update_id(org_id: str, entry_id: str, update_id: str) -> UsedUpdateId |
 def client_owner(org_id: str, entry_id: str, client: int) -> str | None:
     """The author owning Yjs client id ``client`` in the entry, or ``None``."""
     try:
-        return TeamUpdateModel.get(_log_key(org_id, entry_id), f"client#{client}", consistent_read=True).author
+        return TeamUpdateModel.get(_scoped_key(org_id, entry_id), f"client#{client}", consistent_read=True).author
     except DoesNotExist:
         return None
 
@@ -525,7 +531,7 @@ def append_log(tx: TransactWrite, entry: Entry, seq: int, *, update_id: str, sha
     """Append edit ``seq`` (its row, its ``updateId`` row) and the author's ownership of the Yjs
     ``clients`` it advanced; each conditioned on not being there yet (a client row may already be
     the same author's)."""
-    key = _log_key(entry.org_id, entry.entry_id)
+    key = _scoped_key(entry.org_id, entry.entry_id)
     tx.save(TeamUpdateModel(entry_key=key, sk=_seq_sk(seq), seq=seq, update_id=update_id, sha256=sha256,
                             payload=payload, size=len(payload), author=author, at=now),
             condition=TeamUpdateModel.sk.does_not_exist())
@@ -540,7 +546,7 @@ def strip_payloads(org_id: str, entry_id: str, upto: int) -> int:
     """Remove the payloads of edits <= ``upto`` (folded into the S3 state); the rows stay.
     Returns how many were stripped."""
     stripped = 0
-    for item in TeamUpdateModel.query(_log_key(org_id, entry_id), TeamUpdateModel.sk.between("seq#", _seq_sk(upto)),
+    for item in TeamUpdateModel.query(_scoped_key(org_id, entry_id), TeamUpdateModel.sk.between("seq#", _seq_sk(upto)),
                                       filter_condition=TeamUpdateModel.payload.exists(), consistent_read=True):
         item.update(actions=[TeamUpdateModel.payload.remove()])
         stripped += 1
@@ -585,9 +591,8 @@ class Event:
 def add_event(tx: TransactWrite, org_id: str, entry_id: str, action: str, actor: str,
               details: dict[str, Any] | None = None, at: int | None = None) -> None:
     """Stage one history event (``at``: ms, default now)."""
-    from ..clock import now_ms
     at = at or now_ms()
-    tx.save(TeamEventModel(entry_key=_log_key(org_id, entry_id), sk=_time_sk(at, uuid.uuid4().hex), action=action,
+    tx.save(TeamEventModel(entry_key=_scoped_key(org_id, entry_id), sk=_time_sk(at, uuid.uuid4().hex), action=action,
                            actor=actor, details=details or None, at=at), condition=TeamEventModel.sk.does_not_exist())
 
 
@@ -596,7 +601,7 @@ def last_events(org_id: str, entry_id: str, limit: int) -> list[Event]:
     bind()
     return [Event(action=e.action, actor=e.actor, details=dict(e.details) if isinstance(e.details, dict) else {},
                   at=e.at)
-            for e in TeamEventModel.query(_log_key(org_id, entry_id), scan_index_forward=False, limit=limit,
+            for e in TeamEventModel.query(_scoped_key(org_id, entry_id), scan_index_forward=False, limit=limit,
                                           consistent_read=True)]
 
 
@@ -614,7 +619,7 @@ class Attribution:
 
 def stage_attribution(tx: TransactWrite, org_id: str, space_id: str, attribution: Attribution, now: int) -> None:
     """Record what a retrieval served from one space."""
-    tx.save(TeamAttributionModel(space_key=_log_key(org_id, space_id), sk=_time_sk(now, attribution.id),
+    tx.save(TeamAttributionModel(space_key=_scoped_key(org_id, space_id), sk=_time_sk(now, attribution.id),
                                  attribution_id=attribution.id, actor=attribution.actor, entries=attribution.entries,
                                  at=now))
 
@@ -622,7 +627,7 @@ def stage_attribution(tx: TransactWrite, org_id: str, space_id: str, attribution
 def attributions(org_id: str, space_id: str, limit: int) -> list[Attribution]:
     """The last ``limit`` attributions of a space, newest first."""
     bind()
-    rows = TeamAttributionModel.query(_log_key(org_id, space_id), scan_index_forward=False, limit=limit,
+    rows = TeamAttributionModel.query(_scoped_key(org_id, space_id), scan_index_forward=False, limit=limit,
                                       consistent_read=True)
     return [Attribution(id=r.attribution_id, actor=r.actor, entries=r.entries if isinstance(r.entries, list) else [],
                         at=r.at) for r in rows]
