@@ -143,11 +143,11 @@ def test_supersede_on_accept_fails_whole(world, monkeypatch):
     new = world.create(title="Use Postgres", supersedes=old["id"])
     world.write_text("alice", new["id"], "Postgres for orders.")
     sha = world.entry("bob", new["id"])["documentSha256"]
-    from chalicelib.team import entries
+    from chalicelib.team import store
 
     # The last write staged for the superseded entry (its history event) joins a condition that
     # fails on every attempt: the whole transaction must be cancelled.
-    real_event = entries.event
+    real_event = store.add_event
 
     def sabotage(tx, org, eid, action, actor, details=None, at=None):
         if action == "superseded":
@@ -156,7 +156,7 @@ def test_supersede_on_accept_fails_whole(world, monkeypatch):
                                condition=TeamSpaceModel.version == -1)
         return real_event(tx, org, eid, action, actor, details, at)
 
-    monkeypatch.setattr(entries, "event", sabotage)
+    monkeypatch.setattr(store, "add_event", sabotage)
     from chalicelib.storage import txn
     few_retries = txn.get_settings().model_copy(update={"write_retries": 2})
     monkeypatch.setattr(txn, "get_settings", lambda: few_retries)

@@ -132,7 +132,7 @@ def test_entries_per_space_boundary_counts_non_archived(world, monkeypatch):
 
 def _state_key(eid):
     from chalicelib.storage.blobs import get_bytes
-    from chalicelib.team.entries import state_key
+    from chalicelib.team.store import state_key
     return get_bytes(state_key("default", eid))
 
 
@@ -188,9 +188,9 @@ def test_compaction_takes_a_lease_and_a_held_lease_skips(world, monkeypatch):
         assert world.post_update("alice", e["id"], ed.insert(i, "ab"))[0] == 200
     row = TeamEntryModel.get("default", e["id"])
     row.update(actions=[TeamEntryModel.compacting_until.set(10**13)])  # another compactor's live lease
-    assert compaction.compact("default", e["id"])["skipped"] == "leased"
+    assert compaction.compact("default", e["id"]).as_dict()["skipped"] == "leased"
     assert _state_key(e["id"]) is None
     row.update(actions=[TeamEntryModel.compacting_until.set(1)])  # an expired lease is taken over
-    assert compaction.compact("default", e["id"]) == {"compactedSeq": 2, "stripped": 2}
+    assert compaction.compact("default", e["id"]).as_dict() == {"compactedSeq": 2, "stripped": 2}
     assert TeamEntryModel.get("default", e["id"]).compacting_until is None
     assert world.entry("reader", e["id"])["text"] == ed.text

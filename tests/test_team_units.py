@@ -81,3 +81,18 @@ def test_dlp_policy_enforcement_names_kinds_never_values():
 
 def test_luhn():
     assert dlp.luhn_ok("4111111111111111") and not dlp.luhn_ok("4111111111111112")
+
+
+def test_update_post_accepts_exactly_the_update_ids_update_id_matches():
+    from pydantic import ValidationError
+
+    from chalicelib.team.entries import UPDATE_ID, UpdatePost
+    ids = ("upd-0001", "A_b-" * 16, "short", "x" * 65, "upd 0001", "upd-0001\n", "\u00fcnic0de-1", "12345678")
+    assert {bool(UPDATE_ID.fullmatch(u)) for u in ids} == {True, False}
+    for uid in ids:
+        try:
+            UpdatePost.model_validate({"updateId": uid, "update": "AA=="})
+            accepted = True
+        except ValidationError:
+            accepted = False
+        assert accepted == bool(UPDATE_ID.fullmatch(uid)), uid

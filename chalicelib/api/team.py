@@ -1,16 +1,20 @@
 """Team memory over HTTP (keystone-team-memory.md "Routes"): spaces and members
 (``context:admin``) under ``/api/v1/context``, entries under ``/api/v1/context/memory``. Per-space
 access (member grants, deny rules) is checked by ``chalicelib.team.permissions``; a route parses,
-calls one service function and renders."""
+calls one service function and renders its domain value here (the wire shapes below)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from chalice import Blueprint
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
-from ..team import accept, entries, retrieval, spaces
+from ..team import accept, dlp, entries, retrieval, spaces
 from ..team.limits import get_limits
+from ..team.merge import b64
+from ..team.store import Attribution, Entry, LogRow, Space
 from .http import Ctx, Reply, damaged_header, endpoint, query_int
 
 bp = Blueprint(__name__)
@@ -20,6 +24,91 @@ BASE = "/api/v1/context"
 MEM = f"{BASE}/memory"
 
 
+# --- wire shapes ------------------------------------------------------------------------------
+
+_SPACE_FIELDS = ("id", "name", "kind", "classification", "dlp_policy", "team_memory_enabled", "created_at",
+                 "updated_at", "created_by")
+
+
+def render_space(space: Space) -> dict[str, Any]:
+    """``{id, name, kind, classification, dlp_policy, team_memory_enabled, created_at, updated_at,
+    created_by, entries}`` (the stored fields there are; times in ms)."""
+    return {k: space.data[k] for k in _SPACE_FIELDS if k in space.data} | {"entries": int(space.entries_live)}
+
+
+def render_entry(e: Entry) -> dict[str, Any]:
+    """``{id, spaceId, kind, title, status, links, supersedes, supersededBy, classification,
+    metaVersion, revision, createdBy, createdAt, updatedAt, acceptedAt, acceptedBy}``; the title is
+    DLP-gated like the text, times ISO 8601 UTC with milliseconds."""
+    d = e.doc
+    return {"id": e.entry_id, "spaceId": e.space_id, "kind": e.kind, "title": dlp.gated(d["title"])[0],
+            "status": e.status, "links": list(d.get("links", [])), "supersedes": d.get("supersedes"),
+            "supersededBy": d.get("superseded_by"), "classification": d["classification"],
+            "metaVersion": e.meta_version, "revision": e.revision, "createdBy": d["created_by"],
+            "createdAt": entries.iso(e.created_at), "updatedAt": entries.iso(e.updated_at),
+            "acceptedAt": entries.iso(d.get("accepted_at")), "acceptedBy": d.get("accepted_by")}
+
+
+def render_detail(got: entries.EntryDetail) -> dict[str, Any]:
+    """The entry plus ``text``, ``dlpFindings``, ``documentSha256``, ``projectionSha256``,
+    ``stateVector``, ``snapshot`` (base64), ``seq`` and ``limits``."""
+    return {**render_entry(got.entry), "text": got.text, "dlpFindings": got.dlp_findings,
+            "documentSha256": got.document_sha256, "projectionSha256": got.entry.doc.get("projection_sha256"),
+            "stateVector": b64(got.state_vector), "snapshot": b64(got.snapshot), "seq": got.entry.log_seq,
+            "limits": got.limits.public()}
+
+
+def render_page(page: entries.EntryPage) -> dict[str, Any]:
+    """``{entries: [entry + snippet?], cursor?}``."""
+    listed = [render_entry(it.entry) | ({"snippet": it.snippet} if it.snippet is not None else {})
+              for it in page.entries]
+    return {"entries": listed, **({"cursor": page.cursor} if page.cursor is not None else {})}
+
+
+def render_update(res: entries.UpdateResult) -> dict[str, Any]:
+    """``{duplicate: false, seq, stateVector}`` or ``{duplicate: true, seq}``."""
+    if res.duplicate or res.state_vector is None:
+        return {"duplicate": res.duplicate, "seq": res.seq}
+    return {"duplicate": False, "seq": res.seq, "stateVector": b64(res.state_vector)}
+
+
+def _render_edit(row: LogRow) -> dict[str, Any]:
+    return {"seq": row.seq, "updateId": row.update_id, "update": b64(row.payload or b""), "author": row.author,
+            "at": entries.iso(row.at)}
+
+
+def render_catch_up(got: entries.CatchUp) -> dict[str, Any]:
+    """``{update, seq}``, ``{snapshot, seq}`` or ``{updates: [{seq, updateId, update, author, at}], seq}``."""
+    if got.update is not None:
+        return {"update": b64(got.update), "seq": got.seq}
+    if got.snapshot is not None:
+        return {"snapshot": b64(got.snapshot), "seq": got.seq}
+    return {"updates": [_render_edit(r) for r in got.updates or []], "seq": got.seq}
+
+
+def render_history_item(e: entries.HistoryItem) -> dict[str, Any]:
+    """``{type, action, author, at, details}`` (status and meta) or ``{type, action, seq,
+    updateId, author, bytes, at}`` (edits)."""
+    if e.type == "edit":
+        return {"type": e.type, "action": e.action, "seq": e.seq, "updateId": e.update_id, "author": e.author,
+                "bytes": e.size, "at": entries.iso(e.at)}
+    return {"type": e.type, "action": e.action, "author": e.author, "at": entries.iso(e.at), "details": e.details}
+
+
+def render_retrieval(res: retrieval.Retrieval) -> dict[str, Any]:
+    """``{results: [{entryId, revision, kind, title, text, score, metadata: {memory, spaceId}}],
+    attributionId, retrieval}``."""
+    return {"results": [{"entryId": r.entry_id, "revision": r.revision, "kind": r.kind, "title": r.title,
+                         "text": r.text, "score": r.score, "metadata": {"memory": r.meta, "spaceId": r.space_id}}
+                        for r in res.results],
+            "attributionId": res.attribution_id, "retrieval": res.retrieval}
+
+
+def render_attribution(a: Attribution) -> dict[str, Any]:
+    """``{id, actor, entries: [{entryId, revision}], at}``."""
+    return {"id": a.id, "actor": a.actor, "entries": a.entries, "at": entries.iso(a.at)}
+
+
 def _limits(ctx: Ctx) -> None:
     get_limits()  # an invalid KEYSTONE_CONTEXT_MEMORY_* value fails here as a configuration error
 
@@ -27,37 +116,38 @@ def _limits(ctx: Ctx) -> None:
 @endpoint(bp, f"{BASE}/spaces", ["POST"], permission=ADMIN, body=spaces.SpaceCreate)
 def create_space(ctx: Ctx):
     """201 the space."""
-    return 201, spaces.create_space(ctx.principal.org_id, ctx.body, ctx.principal.actor)
+    return 201, render_space(spaces.create_space(ctx.principal.org_id, ctx.body, ctx.principal.actor))
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["PATCH"], permission=ADMIN, body=spaces.SpacePatch)
 def patch_space(ctx: Ctx, space_id: str):
     """The changed space."""
-    return spaces.patch_space(ctx.principal.org_id, space_id, ctx.body, ctx.principal.actor)
+    return render_space(spaces.patch_space(ctx.principal.org_id, space_id, ctx.body, ctx.principal.actor))
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["GET"], permission=ADMIN)
 def get_space(ctx: Ctx, space_id: str):
     """The space."""
-    return spaces.public(spaces.require_space(ctx.principal.org_id, space_id))
+    return render_space(spaces.require_space(ctx.principal.org_id, space_id))
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["PUT"], permission=ADMIN, body=spaces.MemberPut)
 def put_member(ctx: Ctx, space_id: str, member_id: str):
     """``{spaceId, memberId, permissions}``."""
-    return spaces.put_member(ctx.principal.org_id, space_id, member_id, ctx.body, ctx.principal.actor)
+    m = spaces.put_member(ctx.principal.org_id, space_id, member_id, ctx.body, ctx.principal.actor)
+    return {"spaceId": m.space_id, "memberId": m.member_id, "permissions": m.permissions}
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["DELETE"], permission=ADMIN)
 def delete_member(ctx: Ctx, space_id: str, member_id: str):
     """``{removed}``."""
-    return spaces.delete_member(ctx.principal.org_id, space_id, member_id, ctx.principal.actor)
+    return {"removed": spaces.delete_member(ctx.principal.org_id, space_id, member_id, ctx.principal.actor)}
 
 
 @endpoint(bp, f"{BASE}/deny-rules", ["PUT"], permission=ADMIN, body=spaces.DenyRules)
 def put_deny_rules(ctx: Ctx):
     """``{rules}`` (the whole list, replaced)."""
-    return spaces.put_deny_rules(ctx.principal.org_id, ctx.body, ctx.principal.actor)
+    return {"rules": spaces.put_deny_rules(ctx.principal.org_id, ctx.body, ctx.principal.actor)}
 
 
 @endpoint(bp, f"{BASE}/deny-rules", ["GET"], permission=ADMIN)
@@ -70,36 +160,36 @@ def get_deny_rules(ctx: Ctx):
 def create_entry(ctx: Ctx):
     """201 the new draft."""
     _limits(ctx)
-    return 201, entries.create(ctx.principal, ctx.body)
+    return 201, render_entry(entries.create(ctx.principal, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries", ["GET"])
 def list_entries(ctx: Ctx):
     """``{entries, cursor?}``; entries left out as damaged are counted in ``X-Cairn-Damaged``."""
-    body = entries.list_entries(ctx.principal, ctx.query.get("spaceId"), status=ctx.query.get("status"),
+    page = entries.list_entries(ctx.principal, ctx.query.get("spaceId"), status=ctx.query.get("status"),
                                 kind=ctx.query.get("kind"), q=ctx.query.get("q"),
                                 limit=query_int(ctx.query, "limit", 50, 1, 200), cursor=ctx.query.get("cursor"))
-    return Reply(200, body, headers=damaged_header(body.pop("damaged", 0)))
+    return Reply(200, render_page(page), headers=damaged_header(page.damaged))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["GET"])
 def get_entry(ctx: Ctx, entry_id: str):
     """The entry with text, hashes, state vector, snapshot and limits."""
     _limits(ctx)
-    return entries.get(ctx.principal, entry_id)
+    return render_detail(entries.get(ctx.principal, entry_id))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["PATCH"], body=entries.EntryPatch)
 def patch_entry(ctx: Ctx, entry_id: str):
     """The entry."""
-    return entries.patch(ctx.principal, entry_id, ctx.body)
+    return render_entry(entries.patch(ctx.principal, entry_id, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["POST"], body=entries.UpdatePost)
 def post_update(ctx: Ctx, entry_id: str):
     """``{duplicate, seq, stateVector?}``."""
     _limits(ctx)
-    return entries.post_update(ctx.principal, entry_id, ctx.body)
+    return render_update(entries.post_update(ctx.principal, entry_id, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["GET"])
@@ -108,42 +198,43 @@ def get_updates(ctx: Ctx, entry_id: str):
     sv = ctx.query.get("stateVector")
     if sv is not None and "sinceSeq" in ctx.query:
         raise BadRequest("Give sinceSeq or stateVector, not both.", details={"field": "stateVector"})
-    return entries.get_updates(ctx.principal, entry_id, since_seq=query_int(ctx.query, "sinceSeq", 0, 0, 10**12),
-                               state_vector=sv)
+    return render_catch_up(entries.get_updates(ctx.principal, entry_id, state_vector=sv,
+                                               since_seq=query_int(ctx.query, "sinceSeq", 0, 0, 10**12)))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/accept", ["POST"], body=accept.AcceptBody)
 def accept_entry(ctx: Ctx, entry_id: str):
     """The accepted entry."""
-    return accept.accept(ctx.principal, entry_id, ctx.body)
+    return render_entry(accept.accept(ctx.principal, entry_id, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/supersede", ["POST"], body=accept.SupersedeBody)
 def supersede_entry(ctx: Ctx, entry_id: str):
     """The superseded entry."""
-    return accept.supersede(ctx.principal, entry_id, ctx.body)
+    return render_entry(accept.supersede(ctx.principal, entry_id, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/archive", ["POST"])
 def archive_entry(ctx: Ctx, entry_id: str):
     """The archived entry."""
-    return accept.archive(ctx.principal, entry_id)
+    return render_entry(accept.archive(ctx.principal, entry_id))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/history", ["GET"])
 def entry_history(ctx: Ctx, entry_id: str):
     """``{events}``."""
-    return entries.history(ctx.principal, entry_id)
+    return {"events": [render_history_item(e) for e in entries.history(ctx.principal, entry_id)]}
 
 
 @endpoint(bp, f"{MEM}/retrieve", ["POST"], body=retrieval.RetrieveBody)
 def retrieve(ctx: Ctx):
     """``{results, attributionId, retrieval}``."""
-    return retrieval.retrieve(ctx.principal, ctx.body)
+    return render_retrieval(retrieval.retrieve(ctx.principal, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/attributions", ["GET"], permission=ADMIN)
 def list_attributions(ctx: Ctx):
     """``{attributions}``."""
-    return retrieval.attributions(ctx.principal, ctx.query.get("spaceId"),
+    rows = retrieval.attributions(ctx.principal, ctx.query.get("spaceId"),
                                   limit=query_int(ctx.query, "limit", 100, 1, 1000))
+    return {"attributions": [render_attribution(a) for a in rows]}

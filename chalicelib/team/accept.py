@@ -1,4 +1,5 @@
-"""Review and accept, supersede, archive, and the retrieval projection (keystone-team-memory.md, "Review and accept", "Retrieval").
+"""Review and accept, supersede, archive, and the retrieval projection (keystone-team-memory.md,
+"Review and accept", "Retrieval").
 
 Accept pins the exact document: ``documentSha256`` must equal the SHA-256 of the canonical
 document (``canonical``) of the entry as it stands, else 409 ``document_changed`` with the
@@ -8,8 +9,8 @@ accept (403 ``context.person_required``). DLP runs at the space's policy (``dlp`
 
 In ONE transaction accept then: writes the accepted revision as a memory record (id = entry id,
 text = the DLP-processed indexed document, ``meta`` = {entryId, revision, kind, title,
-acceptedAt}) into the space's internal namespace ``!space/<space_id>`` through
-``core.store.stage`` (the namespace's ``seq`` advance conditioned on the value read), moves the
+acceptedAt}) into the space's internal namespace ``!space/<space_id>`` through the bank write path
+``core.store.write`` (the namespace's ``seq`` advance conditioned on the value read), moves the
 entry to ``accepted`` (conditioned on the ``log_seq`` and ``meta_version`` the hash was computed
 from), and, when ``supersedes`` names an accepted entry, supersedes it and tombstones its
 projection. Supersede and archive tombstone the projection in their own transaction, so a retired
@@ -18,19 +19,18 @@ entry leaves retrieval when it is retired. Pending edits never touch the project
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from .. import audit, clock
 from ..auth.principal import Principal
-from ..core import store
+from ..core import store as core_store
 from ..core.records import Memory, Source
 from ..errors import BadRequest, Conflict, Forbidden
-from ..storage.tables import TeamEntryModel, TeamSpaceModel, bind
-from ..storage.txn import run_transaction
 from ..validation import Line
-from . import canonical, dlp, entries, permissions
+from . import canonical, dlp, entries, permissions, store
+from .store import Entry, EntryDoc, Space
 
 
 class AcceptBody(BaseModel):
@@ -55,37 +55,92 @@ class InvalidTransition(Conflict):
 
 def namespace(space_id: str) -> str:
     """The space's retrieval namespace: ``!space/<space_id>`` (a key no bank name can take)."""
-    return f"{store.NAMESPACE_PREFIX}space/{space_id}"
+    return f"{core_store.NAMESPACE_PREFIX}space/{space_id}"
 
 
-def _tombstone(org_id: str, inc: str | None, entry_id: str, now: int, superseded_by: str | None) -> store.Write | None:
+def _tombstone(inc: str | None, entry_id: str, now: int, superseded_by: str | None) -> core_store.Write | None:
+    """The write that retires entry ``entry_id``'s live projection in bank incarnation ``inc``, or
+    ``None`` when there is nothing live to retire."""
     if inc is None:
         return None
-    item = store.get_item(inc, entry_id)
+    item = core_store.get_item(inc, entry_id)
     if item is None:
         return None
-    prev, guard = store.current(item)  # a damaged projection is tombstoned all the same
+    prev, guard = core_store.current(item)  # a damaged projection is tombstoned all the same
     if not prev.live and guard is None:
         return None
     rec = prev.model_copy(update={"invalid_at": now, "updated_at": max(now, prev.updated_at),
                                   "superseded_by": superseded_by, "revision": prev.revision + 1})
-    return store.Write(record=rec, prev=prev, op="supersede" if superseded_by else "tombstone", fp=None, guard=guard)
+    return core_store.Write(record=rec, prev=prev, op="supersede" if superseded_by else "tombstone", fp=None,
+                            guard=guard)
 
 
-def _commit(org_id: str, attempt) -> Any:
-    committed: dict[str, Any] = {}
+def _check_acceptable(principal: Principal, row: Entry, space: Space, me: str) -> None:
+    """403 ``context.collab_policy.capability_disabled`` / ``context.person_required`` /
+    ``context.memory.self_accept``, 409 ``invalid_transition``."""
+    permissions.require_collab(space)
+    if principal.kind != "person":
+        raise Forbidden("Only a signed-in person can accept an entry.", code="context.person_required")
+    if row.status not in ("draft", "accepted"):
+        raise InvalidTransition(f"A {row.status} entry cannot be accepted.", details={"status": row.status})
+    if me == row.doc["created_by"] or me in row.doc.get("changed_by", []):
+        raise Forbidden("You created or changed this entry since its last accepted revision; another member "
+                        "must accept it.", code="context.memory.self_accept")
 
-    def wrapped(tx):
-        committed.clear()
-        return attempt(tx, committed)
 
-    result = run_transaction(wrapped)
-    if committed.get("row") is not None:
-        store.notify(org_id, committed["bank"], committed["row"], committed["changes"])
-    return result
+@dataclass(frozen=True)
+class _Reviewed:
+    """The accepted document: its SHA-256 (hex), the DLP kinds redacted, the projection's text."""
+
+    sha256: str
+    kinds: list[str]
+    title: str
+    text: str
 
 
-def accept(principal: Principal, entry_id: str, body: AcceptBody) -> dict[str, Any]:
+def _review(row: Entry, space: Space, body: AcceptBody) -> _Reviewed:
+    """The document as it stands, pinned by the reviewer's hash (409 ``document_changed``) and
+    passed through the space's DLP policy (422 ``dlp_blocked``)."""
+    doc, kinds = entries.document(row, space)
+    sha = canonical.sha256_hex(doc)
+    if body.document_sha256 != sha:
+        raise Conflict("The entry changed since you reviewed it.", code="document_changed",
+                       details={"documentSha256": sha})
+    dlp.enforce(space.dlp_policy, kinds)
+    return _Reviewed(sha256=sha, kinds=kinds, title=doc["title"], text=canonical.indexed_text(doc))
+
+
+def _projection(inc: str | None, row: Entry, revision: int, reviewed: _Reviewed, now: int) -> core_store.Write:
+    """The write of the accepted revision as the entry's memory record (replacing a damaged one)."""
+    prev_item = core_store.get_item(inc, row.entry_id) if inc else None
+    prev, guard = core_store.current(prev_item) if prev_item is not None else (None, None)
+    meta = {"entryId": row.entry_id, "revision": revision, "kind": row.kind, "title": reviewed.title,
+            "acceptedAt": entries.iso(now)}
+    rec = Memory(id=row.entry_id, text=reviewed.text, created_at=prev.created_at if prev else now, updated_at=now,
+                 revision=(prev.revision + 1) if prev else 1, meta=meta, source=Source(entry_id=row.entry_id),
+                 tags=[f"kind:{row.kind}"])
+    return core_store.Write(record=rec, prev=prev, op="accept", fp=None, guard=guard)
+
+
+def _superseded_target(org: str, row: Entry) -> Entry | None:
+    """The accepted entry of the same space that ``row`` supersedes, if any."""
+    sup = row.doc.get("supersedes")
+    if not sup:
+        return None
+    target = entries.get_row(org, sup)
+    if target is not None and target.status == "accepted" and target.space_id == row.space_id:
+        return target
+    return None
+
+
+def _stage_supersede_target(tx: store.Tx, principal: Principal, target: Entry, by: str, me: str, now: int) -> None:
+    store.stage_status(tx, target, "superseded", {**target.doc, "superseded_by": by}, now)
+    store.add_event(tx, principal.org_id, target.entry_id, "superseded", me, {"supersededBy": by}, at=now)
+    audit.add_to(tx, principal.org_id, "context.memory.supersede", principal.actor, target.entry_id,
+                 {"superseded_by": by, "via": "accept"})
+
+
+def accept(principal: Principal, entry_id: str, body: AcceptBody) -> Entry:
     """Accept the entry's current document as a new revision; returns the entry.
 
     Errors (nothing written): 404 ``not_found``, 403 ``forbidden``, 403
@@ -97,73 +152,36 @@ def accept(principal: Principal, entry_id: str, body: AcceptBody) -> dict[str, A
     org = principal.org_id
     me = permissions.member_id(principal)
 
-    def attempt(tx, committed):
+    def attempt(btx: core_store.BankTx) -> Entry:
         row, space = entries.for_write(principal, entry_id)
-        permissions.require_collab(space)
-        if principal.kind != "person":
-            raise Forbidden("Only a signed-in person can accept an entry.", code="context.person_required")
-        if row.status not in ("draft", "accepted"):
-            raise InvalidTransition(f"A {row.status} entry cannot be accepted.", details={"status": row.status})
-        if me == row.doc["created_by"] or me in row.doc.get("changed_by", []):
-            raise Forbidden("You created or changed this entry since its last accepted revision; another member "
-                            "must accept it.", code="context.memory.self_accept")
-        doc, kinds = entries.document(row, space)
-        sha = canonical.sha256_hex(doc)
-        if body.document_sha256 != sha:
-            raise Conflict("The entry changed since you reviewed it.", code="document_changed",
-                           details={"documentSha256": sha})
-        dlp.enforce(space.get("dlp_policy", "redact"), kinds)
+        _check_acceptable(principal, row, space, me)
+        reviewed = _review(row, space, body)
         now = clock.now_ms()
-        revision = int(row.revision) + 1
-        bank = namespace(space["id"])
-        bank_row = store.get_bank_row(org, bank)
+        revision = row.revision + 1
+        bank = namespace(space.id)
+        bank_row = btx.row(bank)
         inc = bank_row.incarnation if bank_row is not None else None
-        prev_item = store.get_item(inc, entry_id) if inc else None
-        prev, guard = store.current(prev_item) if prev_item is not None else (None, None)  # a damaged one is replaced
-        meta = {"entryId": entry_id, "revision": revision, "kind": row.kind, "title": doc["title"],
-                "acceptedAt": entries.iso(now)}
-        rec = Memory(id=entry_id, text=canonical.indexed_text(doc), created_at=prev.created_at if prev else now,
-                     updated_at=now, revision=(prev.revision + 1) if prev else 1, meta=meta,
-                     source=Source(entry_id=entry_id), tags=[f"kind:{row.kind}"])
-        writes = [store.Write(record=rec, prev=prev, op="accept", fp=None, guard=guard)]
-        target = None
-        sup = row.doc.get("supersedes")
-        if sup:
-            target = entries.get_row(org, sup)
-            if target is not None and target.status == "accepted" and target.space_id == row.space_id:
-                tomb = _tombstone(org, inc, sup, now, entry_id)
-                if tomb is not None:
-                    writes.append(tomb)
-            else:
-                target = None
-        new_bank, changes = store.stage(tx, org, bank, bank_row, writes, principal.actor)
-        committed.update(row=new_bank, bank=bank, changes=changes)
-        d = dict(row.doc)
-        d.update(changed_by=[], accepted_at=now, accepted_by=me, projection_sha256=sha)
-        tx.update(row, actions=[TeamEntryModel.status.set("accepted"), TeamEntryModel.revision.set(revision),
-                                TeamEntryModel.doc.set(d), TeamEntryModel.updated_at.set(now)],
-                  condition=(TeamEntryModel.log_seq == row.log_seq) & (TeamEntryModel.meta_version == row.meta_version)
-                  & (TeamEntryModel.status == row.status))
-        entries.event(tx, org, entry_id, "accept", me, {"revision": revision, "documentSha256": sha,
-                                                        "dlpRedacted": kinds}, at=now)
-        audit.add_to(tx, org, "context.memory.accept", principal.actor, entry_id,
-                     {"revision": revision, "document_sha256": sha, "dlp_kinds": kinds})
+        writes = [_projection(inc, row, revision, reviewed, now)]
+        target = _superseded_target(org, row)
+        tomb = _tombstone(inc, target.entry_id, now, entry_id) if target is not None else None
+        if tomb is not None:
+            writes.append(tomb)
+        btx.stage(bank, bank_row, writes, principal.actor)
+        doc: EntryDoc = {**row.doc, "changed_by": [], "accepted_at": now, "accepted_by": me,
+                         "projection_sha256": reviewed.sha256}
+        after = store.stage_accepted(btx.tx, row, revision, doc, now)
+        store.add_event(btx.tx, org, entry_id, "accept", me, {"revision": revision, "documentSha256": reviewed.sha256,
+                                                              "dlpRedacted": reviewed.kinds}, at=now)
+        audit.add_to(btx.tx, org, "context.memory.accept", principal.actor, entry_id,
+                     {"revision": revision, "document_sha256": reviewed.sha256, "dlp_kinds": reviewed.kinds})
         if target is not None:
-            td = dict(target.doc)
-            td["superseded_by"] = entry_id
-            tx.update(target, actions=[TeamEntryModel.status.set("superseded"), TeamEntryModel.doc.set(td),
-                                       TeamEntryModel.updated_at.set(now)],
-                      condition=TeamEntryModel.status == "accepted")
-            entries.event(tx, org, target.entry_id, "superseded", me, {"supersededBy": entry_id}, at=now)
-            audit.add_to(tx, org, "context.memory.supersede", principal.actor, target.entry_id,
-                         {"superseded_by": entry_id, "via": "accept"})
-        row.status, row.revision, row.doc, row.updated_at = "accepted", revision, d, now
-        return row
+            _stage_supersede_target(btx.tx, principal, target, entry_id, me, now)
+        return after
 
-    return entries.public(_commit(org, attempt))
+    return core_store.write(org, attempt)
 
 
-def supersede(principal: Principal, entry_id: str, body: SupersedeBody) -> dict[str, Any]:
+def supersede(principal: Principal, entry_id: str, body: SupersedeBody) -> Entry:
     """Supersede an accepted entry by another accepted entry of the same space; its projection is
     tombstoned in the same transaction. Allowed while team memory is switched off. Errors: 404,
     403 ``forbidden``, 409 ``invalid_transition``, 400 ``validation_error``. Audited
@@ -171,60 +189,57 @@ def supersede(principal: Principal, entry_id: str, body: SupersedeBody) -> dict[
     org = principal.org_id
     me = permissions.member_id(principal)
 
-    def attempt(tx, committed):
+    def attempt(btx: core_store.BankTx) -> Entry:
         row, space = entries.for_write(principal, entry_id)
         if row.status != "accepted":
             raise InvalidTransition(f"Only an accepted entry can be superseded; this one is {row.status}.",
                                     details={"status": row.status})
         other = entries.get_row(org, body.superseded_by)
         if other is None or other.space_id != row.space_id or other.entry_id == entry_id:
-            raise BadRequest("supersededBy must name another entry of the same space.", details={"field": "supersededBy"})
+            raise BadRequest("supersededBy must name another entry of the same space.",
+                             details={"field": "supersededBy"})
         if other.status != "accepted":
             raise InvalidTransition("supersededBy must be an accepted entry.", details={"status": other.status})
         now = clock.now_ms()
-        _retire(tx, committed, principal, org, row, space, "superseded", now, superseded_by=other.entry_id)
-        entries.event(tx, org, entry_id, "supersede", me, {"supersededBy": other.entry_id}, at=now)
-        audit.add_to(tx, org, "context.memory.supersede", principal.actor, entry_id, {"superseded_by": other.entry_id})
-        return row
+        after = _retire(btx, principal, row, space, "superseded", now, superseded_by=other.entry_id)
+        store.add_event(btx.tx, org, entry_id, "supersede", me, {"supersededBy": other.entry_id}, at=now)
+        audit.add_to(btx.tx, org, "context.memory.supersede", principal.actor, entry_id,
+                     {"superseded_by": other.entry_id})
+        return after
 
-    return entries.public(_commit(org, attempt))
+    return core_store.write(org, attempt)
 
 
-def archive(principal: Principal, entry_id: str) -> dict[str, Any]:
+def archive(principal: Principal, entry_id: str) -> Entry:
     """Archive a draft, accepted or superseded entry (its projection, if live, is tombstoned in the
     same transaction; the space's live-entry count drops). Allowed while team memory is switched
     off. Errors: 404, 403 ``forbidden``, 409 ``invalid_transition``. Audited ``context.memory.archive``."""
     org = principal.org_id
     me = permissions.member_id(principal)
 
-    def attempt(tx, committed):
+    def attempt(btx: core_store.BankTx) -> Entry:
         row, space = entries.for_write(principal, entry_id)
         if row.status == "archived":
             raise InvalidTransition("The entry is already archived.", details={"status": row.status})
         now = clock.now_ms()
-        _retire(tx, committed, principal, org, row, space, "archived", now)
-        tx.update(TeamSpaceModel(org_id=org, sk=f"space#{space['id']}"), actions=[TeamSpaceModel.entries_live.add(-1)],
-                  condition=TeamSpaceModel.sk.exists())
-        entries.event(tx, org, entry_id, "archive", me, {}, at=now)
-        audit.add_to(tx, org, "context.memory.archive", principal.actor, entry_id, {})
-        return row
+        after = _retire(btx, principal, row, space, "archived", now)
+        store.stage_entry_removed(btx.tx, org, space.id)
+        store.add_event(btx.tx, org, entry_id, "archive", me, {}, at=now)
+        audit.add_to(btx.tx, org, "context.memory.archive", principal.actor, entry_id, {})
+        return after
 
-    return entries.public(_commit(org, attempt))
+    return core_store.write(org, attempt)
 
 
-def _retire(tx, committed, principal: Principal, org: str, row: TeamEntryModel, space: dict[str, Any], status: str,
-            now: int, superseded_by: str | None = None) -> None:
-    bind()
-    bank = namespace(space["id"])
-    bank_row = store.get_bank_row(org, bank)
-    tomb = _tombstone(org, bank_row.incarnation if bank_row else None, row.entry_id, now, superseded_by)
+def _retire(btx: core_store.BankTx, principal: Principal, row: Entry, space: Space, status: str, now: int,
+            superseded_by: str | None = None) -> Entry:
+    """Stage the entry's move to ``status`` and the tombstone of its live projection."""
+    bank = namespace(space.id)
+    bank_row = btx.row(bank)
+    tomb = _tombstone(bank_row.incarnation if bank_row else None, row.entry_id, now, superseded_by)
     if tomb is not None:
-        new_bank, changes = store.stage(tx, org, bank, bank_row, [tomb], principal.actor)
-        committed.update(row=new_bank, bank=bank, changes=changes)
-    d = dict(row.doc)
+        btx.stage(bank, bank_row, [tomb], principal.actor)
+    doc = row.doc.copy()
     if superseded_by:
-        d["superseded_by"] = superseded_by
-    tx.update(row, actions=[TeamEntryModel.status.set(status), TeamEntryModel.doc.set(d),
-                            TeamEntryModel.updated_at.set(now)],
-              condition=TeamEntryModel.status == row.status)
-    row.status, row.doc, row.updated_at = status, d, now
+        doc["superseded_by"] = superseded_by
+    return store.stage_status(btx.tx, row, status, doc, now)

@@ -19,26 +19,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TypedDict
 
 VERSION = 1
 
 
-def document(*, kind: str, title: str, supersedes: str | None, links: list[str], text: str) -> dict[str, Any]:
-    """The canonical document as a dict (before serialisation)."""
+class CanonicalDocument(TypedDict):
+    """The canonical document before serialisation (see the module docstring)."""
+
+    v: int
+    kind: str
+    title: str
+    supersedes: str | None
+    links: list[str]
+    text: str
+
+
+def document(*, kind: str, title: str, supersedes: str | None, links: list[str], text: str) -> CanonicalDocument:
+    """The canonical document of an entry."""
     return {"v": VERSION, "kind": kind, "title": title, "supersedes": supersedes, "links": list(links), "text": text}
 
 
-def serialize(doc: dict[str, Any]) -> bytes:
+def serialize(doc: CanonicalDocument) -> bytes:
     """The canonical bytes of ``doc`` (see the module docstring)."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def sha256_hex(doc: dict[str, Any]) -> str:
+def sha256_hex(doc: CanonicalDocument) -> str:
     """SHA-256 (lower-case hex) of ``serialize(doc)``."""
     return hashlib.sha256(serialize(doc)).hexdigest()
 
 
-def indexed_text(doc: dict[str, Any]) -> str:
+def indexed_text(doc: CanonicalDocument) -> str:
     """The text the retrieval projection indexes: title, then a blank line, then the text."""
     return f"{doc['title']}\n\n{doc['text']}" if doc["text"] else doc["title"]

@@ -51,15 +51,21 @@ EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-
 PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w])"
                    r"|(?<![\w+])\+\d{7,15}\b")
 CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
-PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-                 re.S)
+PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+                 r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
 _WORD_TRIM = ".,;:!?)]}>\"'"
 # "the password is X" / "db passwd for staging was X" / "passphrase: X"
 PROSE_PASSWORD = re.compile(
     r"\b(?:pass(?:word|wd|phrase)|pwd)s?\b(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.@/:-]+){0,2}"
     r"\s*(?:\b(?:is|was|are|=)\b|[:=])\s*[\"'`]?(?P<value>[^\s\"'`]+)", re.I)
 # words that follow "the password is" in ordinary sentences, never a password themselves
-_PROSE_WORDS = frozenset(["a", "an", "the", "in", "on", "at", "of", "to", "for", "by", "with", "from", "not", "now", "still", "also", "never", "always", "stored", "kept", "saved", "held", "set", "reset", "changed", "rotated", "managed", "shared", "expired", "required", "needed", "missing", "empty", "blank", "wrong", "correct", "same", "different", "unknown", "secret", "private", "written", "listed", "located", "available", "being", "been", "rotating", "changing", "under", "per", "our", "your", "their", "its", "this", "that"])
+_PROSE_WORDS = frozenset([
+    "a", "an", "the", "in", "on", "at", "of", "to", "for", "by", "with", "from", "not", "now", "still",
+    "also", "never", "always", "stored", "kept", "saved", "held", "set", "reset", "changed", "rotated",
+    "managed", "shared", "expired", "required", "needed", "missing", "empty", "blank", "wrong", "correct",
+    "same", "different", "unknown", "secret", "private", "written", "listed", "located", "available",
+    "being", "been", "rotating", "changing", "under", "per", "our", "your", "their", "its", "this", "that"
+])
 # the KeywordDetector plugin reads assignments only in config-file syntax
 _KEYWORD_FILENAME = "entry.yaml"
 
@@ -109,7 +115,8 @@ def _secret_findings(text: str) -> list[Finding]:
             if isinstance(plugin, HighEntropyStringsPlugin):
                 with plugin.non_quoted_string_regex(is_exact_match=False):
                     found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
-                found = {s for s in found if plugin.calculate_shannon_entropy(str(s.secret_value)) > plugin.entropy_limit}
+                found = {s for s in found
+                         if plugin.calculate_shannon_entropy(str(s.secret_value)) > plugin.entropy_limit}
             else:
                 filename = _KEYWORD_FILENAME if type(plugin).__name__ == "KeywordDetector" else "entry.txt"
                 found = plugin.analyze_line(filename=filename, line=line, line_number=1)

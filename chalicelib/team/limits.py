@@ -27,7 +27,8 @@ class Limits(BaseSettings):
     max_text_bytes: int = Field(65536, ge=1, description="Largest merged entry text, UTF-8 bytes.")
     max_units: int = Field(262144, ge=1, description="UTF-16 units of a document, live and deleted.")
     max_updates_per_entry: int = Field(50000, ge=1, description="Rows of one entry's edit log.")
-    updates_per_minute: int = Field(240, ge=1, description="Updates per author per entry per minute (x5 across entries).")
+    updates_per_minute: int = Field(240, ge=1,
+                                    description="Updates per author per entry per minute (x5 across entries).")
     entries_per_space: int = Field(5000, ge=1, description="Entries of a space that are not archived.")
     compact_after: int = Field(256, ge=1, description="Retained update payloads that trigger compaction.")
 

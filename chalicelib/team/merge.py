@@ -96,6 +96,72 @@ def _utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
+def _check_parent(r: _Reader, info: int) -> None:
+    """Read an item's explicit parent (no origin, no right neighbour): it must be the root text
+    ``content`` itself, not another root, a nested type or a Map entry."""
+    if r.uint() == 1:
+        root = r.string()
+        if root != ROOT:
+            raise UnsupportedUpdate(f"Only the root text '{ROOT}' may be edited; this update writes "
+                                    f"'{root[:64]}'.", details={"reason": "other_root"})
+    else:
+        raise UnsupportedUpdate("Nested types are not supported.", details={"reason": "nested_type"})
+    if info & 0x20:
+        raise UnsupportedUpdate("Map entries are not supported (plain text only).", details={"reason": "map"})
+
+
+def _item_length(r: _Reader, info: int) -> int:
+    """Read one item struct after its info byte; its length in clocks (UTF-16 units for text)."""
+    has_origin, has_right = info & 0x80, info & 0x40
+    if has_origin:
+        r.uint(), r.uint()
+    if has_right:
+        r.uint(), r.uint()
+    if not (has_origin or has_right):
+        _check_parent(r, info)
+    ref = info & 0x1F
+    if ref == STRING:
+        inserted = r.string()
+        problem = text_problem(inserted)  # the entry's text is body text like any other
+        if problem:
+            raise InvalidInput("update", f"inserted text {problem}")
+        return _utf16_len(inserted)
+    if ref == DELETED:
+        return r.uint()
+    if ref in _NAMES:
+        raise UnsupportedUpdate(f"Only plain text is supported; this update carries {_NAMES[ref]}.",
+                                details={"reason": _NAMES[ref]})
+    raise ValueError(f"unknown content ref {ref}")
+
+
+def _read_client_structs(r: _Reader, out: Inspection) -> None:
+    """Read one client's run of structs into ``out`` (its clock range, its item count)."""
+    n_structs, client, clock = r.uint(), r.uint(), r.uint()
+    first, end = clock, clock
+    for _ in range(n_structs):
+        info = r.byte()
+        ref = info & 0x1F
+        if ref in (GC, SKIP):
+            length = r.uint()
+            if ref == GC:
+                end = clock + length
+            clock += length
+            continue
+        clock += _item_length(r, info)
+        out.items += 1
+        end = clock
+    if end > first:
+        lo, hi = out.clients.get(client, (first, end))
+        out.clients[client] = (min(lo, first), max(hi, end))
+
+
+def _read_delete_set(r: _Reader, out: Inspection) -> None:
+    for _ in range(r.uint()):
+        client = r.uint()
+        for _ in range(r.uint()):
+            out.deletes.append((client, r.uint(), r.uint()))
+
+
 def inspect(update: bytes) -> Inspection:
     """Decode a V1 update's structs and delete set; ``UnsupportedUpdate`` unless plain text, 400
     ``validation_error`` (field ``update``) when inserted text breaks the body-text rule
@@ -104,58 +170,11 @@ def inspect(update: bytes) -> Inspection:
     out = Inspection()
     try:
         for _ in range(r.uint()):
-            n_structs, client, clock = r.uint(), r.uint(), r.uint()
-            first, end = clock, clock
-            for _ in range(n_structs):
-                info = r.byte()
-                ref = info & 0x1F
-                if ref in (GC, SKIP):
-                    length = r.uint()
-                    if ref == GC:
-                        end = clock + length
-                    clock += length
-                    continue
-                has_origin, has_right = info & 0x80, info & 0x40
-                if has_origin:
-                    r.uint(), r.uint()
-                if has_right:
-                    r.uint(), r.uint()
-                if not (has_origin or has_right):
-                    if r.uint() == 1:
-                        root = r.string()
-                        if root != ROOT:
-                            raise UnsupportedUpdate(f"Only the root text '{ROOT}' may be edited; this update writes '{root[:64]}'.",
-                                                    details={"reason": "other_root"})
-                    else:
-                        raise UnsupportedUpdate("Nested types are not supported.", details={"reason": "nested_type"})
-                    if info & 0x20:
-                        raise UnsupportedUpdate("Map entries are not supported (plain text only).",
-                                                details={"reason": "map"})
-                if ref == STRING:
-                    inserted = r.string()
-                    problem = text_problem(inserted)  # the entry's text is body text like any other
-                    if problem:
-                        raise InvalidInput("update", f"inserted text {problem}")
-                    length = _utf16_len(inserted)
-                elif ref == DELETED:
-                    length = r.uint()
-                elif ref in _NAMES:
-                    raise UnsupportedUpdate(f"Only plain text is supported; this update carries {_NAMES[ref]}.",
-                                            details={"reason": _NAMES[ref]})
-                else:
-                    raise ValueError(f"unknown content ref {ref}")
-                out.items += 1
-                clock += length
-                end = clock
-            if end > first:
-                lo, hi = out.clients.get(client, (first, end))
-                out.clients[client] = (min(lo, first), max(hi, end))
-        for _ in range(r.uint()):
-            client = r.uint()
-            for _ in range(r.uint()):
-                out.deletes.append((client, r.uint(), r.uint()))
+            _read_client_structs(r, out)
+        _read_delete_set(r, out)
     except UnicodeDecodeError:
-        raise UnsupportedUpdate("The update does not decode as a Yjs V1 update.", details={"reason": "undecodable"}) from None
+        raise UnsupportedUpdate("The update does not decode as a Yjs V1 update.",
+                                details={"reason": "undecodable"}) from None
     except ValueError as exc:
         raise UnsupportedUpdate(f"The update does not decode as a Yjs V1 update ({exc}).",
                                 details={"reason": "undecodable"}) from None
@@ -184,7 +203,7 @@ def load(state_parts: list[bytes], *, entry_id: str = "?") -> Doc:
     """A ``Doc`` with the root text ``content`` and every update of ``state_parts`` applied.
     Raises ``Damaged`` (409 ``damaged``) when a stored part does not decode (a corrupt S3
     ``state.bin`` or log payload of entry ``entry_id``)."""
-    doc = Doc()
+    doc: Doc = Doc()
     doc.get(ROOT, type=Text)
     for part in state_parts:
         if part:
@@ -238,7 +257,8 @@ def apply(state_parts: list[bytes], update: bytes, insp: Inspection | None = Non
     try:
         doc.apply_update(update)
     except ValueError:
-        raise UnsupportedUpdate("The update does not decode as a Yjs update.", details={"reason": "undecodable"}) from None
+        raise UnsupportedUpdate("The update does not decode as a Yjs update.",
+                                details={"reason": "undecodable"}) from None
     after = doc.get_state()
     sv = state_vector(doc)
     # Structs the merged doc still lacks after applying: they wait for a missing dependency.

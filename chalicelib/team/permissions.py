@@ -10,11 +10,11 @@ cannot read. An unreadable space, and another org's, answer exactly like a missi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..auth.principal import Principal
 from ..errors import Forbidden, NotFound
 from . import spaces
+from .store import Space
 
 
 def member_id(principal: Principal) -> str:
@@ -26,7 +26,7 @@ def member_id(principal: Principal) -> str:
 class Access:
     """The caller's effective access to one space."""
 
-    space: dict[str, Any]
+    space: Space
     read: bool
     write: bool
 
@@ -45,7 +45,7 @@ def access(principal: Principal, space_id: str) -> Access | None:
     return Access(space=space, read=read, write=read and spaces.WRITE in have)
 
 
-def readable(principal: Principal, space_id: str) -> dict[str, Any]:
+def readable(principal: Principal, space_id: str) -> Space:
     """The space if the caller may read it, else 404 ``not_found``."""
     acc = access(principal, space_id)
     if acc is None or not acc.read:
@@ -53,7 +53,7 @@ def readable(principal: Principal, space_id: str) -> dict[str, Any]:
     return acc.space
 
 
-def writable(principal: Principal, space_id: str, *, not_found: str = "No such space.") -> dict[str, Any]:
+def writable(principal: Principal, space_id: str, *, not_found: str = "No such space.") -> Space:
     """The space if the caller may change it: 404 ``not_found`` when unreadable, 403 ``forbidden``
     when readable without a write grant."""
     acc = access(principal, space_id)
@@ -64,8 +64,8 @@ def writable(principal: Principal, space_id: str, *, not_found: str = "No such s
     return acc.space
 
 
-def require_collab(space: dict[str, Any]) -> None:
+def require_collab(space: Space) -> None:
     """403 ``context.collab_policy.capability_disabled`` when the space's team-memory switch is off."""
-    if not space.get("team_memory_enabled", True):
+    if not space.team_memory_enabled:
         raise Forbidden("Team memory is disabled for this space (collaboration policy).",
                         code="context.collab_policy.capability_disabled", details={"capability": "team_memory"})

@@ -9,6 +9,7 @@ drafts and pending changes can never be served, and writes one attribution recor
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -16,12 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from .. import clock
 from ..auth.principal import Principal
 from ..errors import BadRequest
-from ..storage.tables import TeamAttributionModel, bind
-from ..storage.txn import run_transaction
 from ..validation import Line
-from . import permissions
+from . import permissions, store
 from .accept import namespace
-from .entries import iso
+from .store import Attribution, Tx
 
 
 class RetrieveBody(BaseModel):
@@ -33,9 +32,33 @@ class RetrieveBody(BaseModel):
     limit: int = Field(10, ge=1, le=50)
 
 
-def retrieve(principal: Principal, body: RetrieveBody) -> dict[str, Any]:
-    """``{results: [{entryId, revision, kind, title, text, score, metadata: {memory, spaceId}}],
-    attributionId, retrieval}``; 404 ``not_found`` when a space is not readable."""
+@dataclass(frozen=True)
+class Retrieved:
+    """One accepted revision served: from its projection's ``meta`` (entryId, revision, kind,
+    title, acceptedAt), its indexed text, its score and the space it came from."""
+
+    entry_id: str
+    revision: Any
+    kind: Any
+    title: Any
+    text: str
+    score: float
+    meta: dict[str, Any]
+    space_id: str | None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The ranked ``results``, the attribution id recorded for them and the retrieval mode that ran."""
+
+    results: list[Retrieved]
+    attribution_id: str
+    retrieval: str
+
+
+def retrieve(principal: Principal, body: RetrieveBody) -> Retrieval:
+    """Rank the accepted revisions of the spaces asked for; 404 ``not_found`` when a space is not
+    readable. Records one attribution per space."""
     from ..search.recall import (
         recall,  # the recall core; imported lazily, it loads Whoosh
     )
@@ -49,34 +72,27 @@ def retrieve(principal: Principal, body: RetrieveBody) -> dict[str, Any]:
     results = []
     for hit in res.hits:
         meta = hit.memory.meta or {}
-        results.append({"entryId": meta.get("entryId", hit.memory.id), "revision": meta.get("revision"),
-                        "kind": meta.get("kind"), "title": meta.get("title"), "text": hit.memory.text,
-                        "score": hit.score, "metadata": {"memory": meta, "spaceId": banks.get(hit.bank)}})
+        results.append(Retrieved(entry_id=meta.get("entryId", hit.memory.id), revision=meta.get("revision"),
+                                 kind=meta.get("kind"), title=meta.get("title"), text=hit.memory.text,
+                                 score=hit.score, meta=meta, space_id=banks.get(hit.bank)))
     attribution_id = "att_" + uuid.uuid4().hex[:20]
     now = clock.now_ms()
-    bind()
 
-    def attempt(tx):
-        for bank, sid in banks.items():
-            served = [{"entryId": r["entryId"], "revision": r["revision"]} for r in results
-                      if r["metadata"]["spaceId"] == sid]
-            tx.save(TeamAttributionModel(space_key=f"{org}#{sid}", sk=f"{now:013d}#{attribution_id}",
-                                         attribution_id=attribution_id, actor=principal.actor, entries=served, at=now))
+    def attempt(tx: Tx) -> None:
+        for sid in banks.values():
+            served = [{"entryId": r.entry_id, "revision": r.revision} for r in results if r.space_id == sid]
+            store.stage_attribution(tx, org, sid, Attribution(id=attribution_id, actor=principal.actor,
+                                                              entries=served, at=now), now)
 
-    run_transaction(attempt)
-    return {"results": results, "attributionId": attribution_id, "retrieval": res.retrieval}
+    store.write(attempt)
+    return Retrieval(results=results, attribution_id=attribution_id, retrieval=res.retrieval)
 
 
-def attributions(principal: Principal, space_id: str | None, limit: int = 100) -> dict[str, Any]:
-    """``{attributions: [{id, actor, entries: [{entryId, revision}], at}]}`` of a space, newest
-    first (``context:admin``; 404 ``not_found`` for an unknown space)."""
+def attributions(principal: Principal, space_id: str | None, limit: int = 100) -> list[Attribution]:
+    """A space's attributions, newest first (``context:admin``); 400 ``validation_error``
+    without ``space_id``, 404 ``not_found`` for an unknown space."""
     from . import spaces
     if not space_id:
         raise BadRequest("spaceId is required.", details={"field": "spaceId"})
     spaces.require_space(principal.org_id, space_id)
-    bind()
-    rows = TeamAttributionModel.query(f"{principal.org_id}#{space_id}", scan_index_forward=False, limit=limit,
-                                      consistent_read=True)
-    return {"attributions": [{"id": r.attribution_id, "actor": r.actor,
-                              "entries": r.entries if isinstance(r.entries, list) else [],
-                              "at": iso(r.at)} for r in rows]}
+    return store.attributions(principal.org_id, space_id, limit)

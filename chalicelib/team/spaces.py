@@ -5,28 +5,29 @@ updated_at, created_by}`` belongs to one org (times in ms since epoch). ``kind``
 ``personal`` (no entries in personal spaces); ``classification`` one of ``CLASSIFICATIONS``
 (ordered, loosest first); ``dlp_policy`` one of ``redact`` (default), ``drop``, ``block_source``;
 ``team_memory_enabled`` gates create, patch, update and accept. Admin routes (``context:admin``)
-create and change spaces, put and delete members, and replace the org's deny rules. Storage:
-``TeamSpaceModel`` rows ``space#<id>``, ``member#<space>#<member>``, ``deny``.
+create and change spaces, put and delete members, and replace the org's deny rules (stored by
+``team.store``).
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from pynamodb.exceptions import DoesNotExist
 
 from .. import audit, clock
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
-from ..storage.tables import TeamSpaceModel, bind
-from ..storage.txn import run_transaction
 from ..validation import Line, check_line
+from . import store
 from .dlp import POLICIES
+from .store import Space, Tx
 
 CLASSIFICATIONS = ("public", "internal", "confidential", "restricted")
-GRANTS = ("context:space:read", "context:space:write")
+Grant = Literal["context:space:read", "context:space:write"]
+GRANTS: tuple[Grant, ...] = ("context:space:read", "context:space:write")
 READ, WRITE = GRANTS
 
 Classification = Literal["public", "internal", "confidential", "restricted"]
@@ -60,7 +61,7 @@ class SpacePatch(_In):
 class MemberPut(_In):
     """Body of ``PUT /spaces/{id}/members/{member_id}``: the member's grants in this space."""
 
-    permissions: list[Literal["context:space:read", "context:space:write"]] = Field(max_length=2)
+    permissions: list[Grant] = Field(max_length=2)
 
 
 class DenyRule(_In):
@@ -69,8 +70,7 @@ class DenyRule(_In):
 
     member_id: Line = Field(min_length=1, max_length=256, alias="memberId")
     space_id: Line | None = Field(None, max_length=64, alias="spaceId")
-    permissions: list[Literal["context:space:read", "context:space:write"]] = Field(
-        default_factory=lambda: list(GRANTS), max_length=2)
+    permissions: list[Grant] = Field(default_factory=lambda: list(GRANTS), max_length=2)
 
 
 class DenyRules(_In):
@@ -84,33 +84,13 @@ def rank(classification: str) -> int:
     return CLASSIFICATIONS.index(classification)
 
 
-def _data(row: TeamSpaceModel, kind: str, required: dict[str, Any]) -> dict[str, Any]:
-    """The one decoder of a stored space, membership or deny-rule row: its ``data`` dict with
-    each ``required`` field of its type, else ``Damaged`` (409 ``damaged``)."""
-    if "data" in row.damaged or not isinstance(row.data, dict):
-        raise Damaged(kind, row.sk, f"data: {row.damaged.get('data', 'not a JSON object')}")
-    for name, typ in required.items():
-        if not isinstance(row.data.get(name), typ):
-            raise Damaged(kind, row.sk, f"{name}: missing or wrong type")
-    return row.data
+def get_space(org_id: str, space_id: str) -> Space | None:
+    """The space (with ``entries_live``), or ``None``; consistent read. 409 ``damaged`` when the
+    stored space lacks a field or has an unknown classification."""
+    return store.get_space(org_id, space_id, CLASSIFICATIONS)
 
 
-def get_space(org_id: str, space_id: str) -> dict[str, Any] | None:
-    """The space dict (with ``entries_live``), or ``None``; consistent read. 409 ``damaged``
-    when the stored space lacks a field or has an unknown classification."""
-    bind()
-    try:
-        row = TeamSpaceModel.get(org_id, f"space#{space_id}", consistent_read=True)
-    except DoesNotExist:
-        return None
-    data = _data(row, "team space", {"id": str, "name": str, "kind": str, "classification": str})
-    if data["classification"] not in CLASSIFICATIONS:
-        raise Damaged("team space", row.sk, "classification: unknown value")
-    entries_live = row.entries_live if isinstance(row.entries_live, (int, float)) else 0
-    return {**data, "entries_live": int(entries_live)}
-
-
-def require_space(org_id: str, space_id: str) -> dict[str, Any]:
+def require_space(org_id: str, space_id: str) -> Space:
     """The space, or 404 ``not_found`` (another org's space answers the same)."""
     space = get_space(org_id, space_id)
     if space is None:
@@ -118,95 +98,83 @@ def require_space(org_id: str, space_id: str) -> dict[str, Any]:
     return space
 
 
-def public(space: dict[str, Any]) -> dict[str, Any]:
-    """The space as the API shows it."""
-    return {k: space[k] for k in ("id", "name", "kind", "classification", "dlp_policy", "team_memory_enabled",
-                                  "created_at", "updated_at", "created_by") if k in space} | \
-        {"entries": int(space.get("entries_live", 0))}
-
-
-def create_space(org_id: str, req: SpaceCreate, actor: str) -> dict[str, Any]:
+def create_space(org_id: str, req: SpaceCreate, actor: str) -> Space:
     """Create a space; returns it. Audited ``context.space.create``."""
-    bind()
     now = clock.now_ms()
-    space = {"id": "spc_" + uuid.uuid4().hex[:20], "name": req.name, "kind": req.kind,
-             "classification": req.classification, "dlp_policy": req.dlp_policy,
-             "team_memory_enabled": req.team_memory_enabled, "created_at": now, "updated_at": now,
-             "created_by": actor}
+    space_id = "spc_" + uuid.uuid4().hex[:20]
+    data: dict[str, Any] = {"id": space_id, "name": req.name, "kind": req.kind,
+            "classification": req.classification, "dlp_policy": req.dlp_policy,
+            "team_memory_enabled": req.team_memory_enabled, "created_at": now, "updated_at": now,
+            "created_by": actor}
 
-    def attempt(tx):
-        tx.save(TeamSpaceModel(org_id=org_id, sk=f"space#{space['id']}", data=space, entries_live=0, version=1,
-                               updated_at=now), condition=TeamSpaceModel.sk.does_not_exist())
-        audit.add_to(tx, org_id, "context.space.create", actor, space["id"], {"kind": req.kind})
+    def attempt(tx: Tx) -> None:
+        store.stage_new_space(tx, org_id, data, now)
+        audit.add_to(tx, org_id, "context.space.create", actor, space_id, {"kind": req.kind})
 
-    run_transaction(attempt)
-    return public({**space, "entries_live": 0})
+    store.write(attempt)
+    return Space(data=data, entries_live=0)
 
 
-def patch_space(org_id: str, space_id: str, req: SpacePatch, actor: str) -> dict[str, Any]:
+def patch_space(org_id: str, space_id: str, req: SpacePatch, actor: str) -> Space:
     """Change name, classification, DLP policy or the collaboration switch; 404 ``not_found``."""
-    bind()
     changes = req.model_dump(exclude_none=True)
 
-    def attempt(tx):
-        try:
-            row = TeamSpaceModel.get(org_id, f"space#{space_id}", consistent_read=True)
-        except DoesNotExist:
-            raise NotFound("No such space.", code="not_found") from None
-        data = {**_data(row, "team space", {}), **changes, "updated_at": clock.now_ms()}
-        tx.update(row, actions=[TeamSpaceModel.data.set(data), TeamSpaceModel.version.add(1),
-                                TeamSpaceModel.updated_at.set(data["updated_at"])],
-                  condition=TeamSpaceModel.version == row.version)
+    def attempt(tx: Tx) -> Space:
+        space = store.stage_space_change(tx, org_id, space_id, changes, clock.now_ms())
+        if space is None:
+            raise NotFound("No such space.", code="not_found")
         audit.add_to(tx, org_id, "context.space.patch", actor, space_id, {"fields": sorted(changes)})
-        return {**data, "entries_live": int(row.entries_live or 0)}
+        return space
 
-    return public(run_transaction(attempt))
+    return store.write(attempt)
 
 
-def put_member(org_id: str, space_id: str, member_id: str, req: MemberPut, actor: str) -> dict[str, Any]:
-    """Set a member's grants in a space (replacing earlier ones): ``{spaceId, memberId, permissions}``;
-    400 ``validation_error`` when ``member_id`` is not one line of at most 256 characters."""
+@dataclass(frozen=True)
+class Membership:
+    """A member's grants in a space."""
+
+    space_id: str
+    member_id: str
+    permissions: list[str]
+
+
+def put_member(org_id: str, space_id: str, member_id: str, req: MemberPut, actor: str) -> Membership:
+    """Set a member's grants in a space (replacing earlier ones); 400 ``validation_error`` when
+    ``member_id`` is not one line of at most 256 characters, 404 ``not_found``."""
     if len(check_line(member_id, "member_id")) > 256:
         raise BadRequest("member_id must be at most 256 characters.", details={"field": "member_id"})
     require_space(org_id, space_id)
-    perms = sorted(set(req.permissions))
+    perms: list[str] = sorted(set(req.permissions))
     now = clock.now_ms()
 
-    def attempt(tx):
-        tx.save(TeamSpaceModel(org_id=org_id, sk=f"member#{space_id}#{member_id}",
-                               data={"space_id": space_id, "member_id": member_id, "permissions": perms},
-                               updated_at=now))
-        audit.add_to(tx, org_id, "context.space.member", actor, space_id, {"member_id": member_id, "permissions": perms})
+    def attempt(tx: Tx) -> None:
+        store.stage_member(tx, org_id, space_id, member_id, perms, now)
+        audit.add_to(tx, org_id, "context.space.member", actor, space_id,
+                     {"member_id": member_id, "permissions": perms})
 
-    run_transaction(attempt)
-    return {"spaceId": space_id, "memberId": member_id, "permissions": perms}
+    store.write(attempt)
+    return Membership(space_id=space_id, member_id=member_id, permissions=perms)
 
 
-def delete_member(org_id: str, space_id: str, member_id: str, actor: str) -> dict[str, Any]:
-    """Remove a member from a space: ``{removed: bool}``."""
+def delete_member(org_id: str, space_id: str, member_id: str, actor: str) -> bool:
+    """Remove a member from a space: whether there was one to remove; 404 ``not_found``."""
     require_space(org_id, space_id)
-    bind()
 
-    def attempt(tx):
-        try:
-            row = TeamSpaceModel.get(org_id, f"member#{space_id}#{member_id}", consistent_read=True)
-        except DoesNotExist:
+    def attempt(tx: Tx) -> bool:
+        if not store.stage_member_removed(tx, org_id, space_id, member_id):
             return False
-        tx.delete(row)
         audit.add_to(tx, org_id, "context.space.member_remove", actor, space_id, {"member_id": member_id})
         return True
 
-    return {"removed": run_transaction(attempt)}
+    return store.write(attempt)
 
 
 def grants(org_id: str, space_id: str, member_id: str) -> set[str]:
     """The member's grants in the space (empty when not a member, and when the stored
     membership cannot be read: a damaged grant grants nothing)."""
-    bind()
     try:
-        row = TeamSpaceModel.get(org_id, f"member#{space_id}#{member_id}", consistent_read=True)
-        perms = _data(row, "team membership", {"permissions": list})["permissions"]
-    except (DoesNotExist, Damaged):
+        perms = store.member_grants(org_id, space_id, member_id)
+    except Damaged:
         return set()
     return {p for p in perms if p in GRANTS}
 
@@ -214,26 +182,17 @@ def grants(org_id: str, space_id: str, member_id: str) -> set[str]:
 def deny_rules(org_id: str) -> list[dict[str, Any]]:
     """The org's deny rules as dicts ``{memberId, spaceId, permissions}``; 409 ``damaged`` when
     the stored rules cannot be read (every team read then fails closed rather than ignore them)."""
-    bind()
-    try:
-        row = TeamSpaceModel.get(org_id, "deny", consistent_read=True)
-    except DoesNotExist:
-        return []
-    rules = _data(row, "team deny rules", {"rules": list})["rules"]
-    if not all(isinstance(r, dict) for r in rules):  # a deny rule never reads as absent: refuse instead
-        raise Damaged("team deny rules", row.sk, "rules: an element is not an object")
-    return list(rules)
+    return store.deny_rules(org_id)
 
 
-def put_deny_rules(org_id: str, req: DenyRules, actor: str) -> dict[str, Any]:
-    """Replace the org's deny rules: ``{rules}``. Audited ``context.deny_rules``."""
-    bind()
+def put_deny_rules(org_id: str, req: DenyRules, actor: str) -> list[dict[str, Any]]:
+    """Replace the org's deny rules; returns them. Audited ``context.deny_rules``."""
     rules = [r.model_dump(by_alias=True) for r in req.rules]
     now = clock.now_ms()
 
-    def attempt(tx):
-        tx.save(TeamSpaceModel(org_id=org_id, sk="deny", data={"rules": rules}, updated_at=now))
+    def attempt(tx: Tx) -> None:
+        store.stage_deny_rules(tx, org_id, rules, now)
         audit.add_to(tx, org_id, "context.deny_rules", actor, None, {"count": len(rules)})
 
-    run_transaction(attempt)
-    return {"rules": rules}
+    store.write(attempt)
+    return rules
