@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whoosh import index as whoosh_index
-from whoosh.codec import whoosh3
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 
@@ -59,6 +58,7 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel
 from .schema import schema, to_document
+from .whoosh_private import move_deletions, read_toc
 
 META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
@@ -118,23 +118,6 @@ def _same_deletions(a, b) -> bool:
     return not a.has_deletions() or set(a.deleted_docs()) == set(b.deleted_docs())
 
 
-def _move_deletions(reader, seg) -> bool:
-    """Point an open segment reader at ``seg``, the same segment with more documents deleted
-    (Whoosh's W3 codec reads deletions from the ``Segment`` object alone; the segment's files
-    never change), instead of reopening it; False when the reader is not of that shape."""
-    perdoc = getattr(reader, "_perdoc", None)
-    old = reader.segment()
-    if (type(reader) is not SegmentReader or not isinstance(perdoc, whoosh3.W3PerDocReader)
-            or getattr(perdoc, "_segment", None) is not old or old.doc_count_all() != seg.doc_count_all()
-            or not set(old.deleted_docs()) <= set(seg.deleted_docs())):
-        return False
-    reader._segment = perdoc._segment = seg
-    # SegmentReader.deleted_docs_set is a cached_property (kept in the instance dict): drop it,
-    # or postings() and recall keep filtering with the old deletion set
-    reader.__dict__.pop("deleted_docs_set", None)
-    return True
-
-
 def snapshot_prefix(org_id: str, bank: str) -> str:
     """``<org>/indexes/<bank>/``: where a bank's index snapshots live."""
     return blobs.org_key(org_id, "indexes", bank) + "/"
@@ -167,7 +150,7 @@ class BankIndex:
             self._reader_gen = self._reader.generation()
         return self._reader
 
-    def _reopen(self) -> None:
+    def close_reader(self) -> None:
         """Drop the reader; the next ``reader()`` opens the latest commit."""
         old, self._reader = self._reader, None
         self._reader_gen = -1
@@ -188,10 +171,10 @@ class BankIndex:
                   if r.segment() is not None}
         readers = []
         try:
-            toc = self.ix._read_toc()
+            toc = read_toc(self.ix)
             for seg in toc.segments:
                 r = leaves.get(seg.segment_id())
-                if r is not None and (_same_deletions(r.segment(), seg) or _move_deletions(r, seg)):
+                if r is not None and (_same_deletions(r.segment(), seg) or move_deletions(r, seg)):
                     del leaves[seg.segment_id()]
                 else:
                     r = SegmentReader(self.ix.storage, toc.schema, seg, generation=toc.generation)
@@ -354,7 +337,7 @@ class IndexCache:
         with self._mu:
             entry = self.entries.pop(key, None)
         if entry is not None:
-            entry._reopen()
+            entry.close_reader()
             shutil.rmtree(entry.path, ignore_errors=True)
 
     def drop(self, org_id: str | None = None) -> int:
@@ -419,7 +402,7 @@ class IndexCache:
         try:
             return entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
         except StaleHistory:
-            self._rebuild_into(entry)
+            self.rebuild_into(entry)
             return -1
 
     def _open_cold(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
@@ -444,10 +427,10 @@ class IndexCache:
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
         entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
-        self._rebuild_into(entry, seq=int(row.seq))
+        self.rebuild_into(entry, seq=int(row.seq))
         return entry
 
-    def _rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
+    def rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
         """Replace the entry's index with one built from the current records.
 
         The records are read after the bank row, so they may be newer than ``seq``; replaying
@@ -456,7 +439,7 @@ class IndexCache:
         if seq is None:
             row = store.get_bank_row(entry.org_id, entry.bank)
             seq = int(row.seq) if row is not None and row.incarnation == entry.inc else entry.seq
-        entry._reopen()
+        entry.close_reader()
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128)
         try:

@@ -50,6 +50,7 @@ from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
 from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
+from .whoosh_private import deleted_docs
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
@@ -153,7 +154,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     skip: list[frozenset[int] | set[int]] = []
     allow: list[set[int] | None] = []
     for (reader, _c, _b), seg in zip(leaves, stats.segments, strict=False):
-        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        deleted = deleted_docs(reader)
         skip.append(seg.excluded | deleted if deleted else seg.excluded)
         allow.append({d for d, _w in postings(reader, "tags", tag)} if tag else None)
     data = [stats.data(i) for i in range(len(leaves))]
@@ -396,7 +397,7 @@ def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> dict[str, Any]:
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
         entry = cache.fresh(org_id, bank, row)
-        cache._rebuild_into(entry, seq=int(row.seq))
+        cache.rebuild_into(entry, seq=int(row.seq))
         cache.catch_up(entry)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()
