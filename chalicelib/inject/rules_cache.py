@@ -10,18 +10,20 @@ reload in any container, ``chalicelib.inject.reload``), so a warm turn makes no 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..banks.rules import list_rules
-from ..storage.tables import BankModel
 from ..tuning import config_version, org_config_version
+
+if TYPE_CHECKING:
+    from ..search.index import BankRow
 
 _lock = threading.Lock()
 # (org_id, bank) -> ((incarnation, rules_version, config version, org config version), [{name, content, updated_at}])
 _cache: dict[tuple[str, str], tuple[tuple[str, int, int, int], list[dict[str, Any]]]] = {}
 
 
-def get_rules(org_id: str, bank: str, row: BankModel) -> list[dict[str, Any]]:
+def get_rules(org_id: str, bank: str, row: BankRow) -> list[dict[str, Any]]:
     """The rules of ``bank`` as ``[{name, content, updated_at}]`` in name order, from the cache
     when ``row`` (the bank row just read) carries the cached ``(incarnation, rules_version)`` and
     the config versions are unchanged, else from S3 (``list_rules``). Raises what ``list_rules``

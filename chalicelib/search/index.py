@@ -45,7 +45,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
@@ -56,7 +56,6 @@ from ..core import store
 from ..core.records import Memory
 from ..storage import blobs
 from ..storage.damage import Damaged
-from ..storage.tables import BankModel
 from .schema import schema, to_document
 from .whoosh_private import move_deletions, read_toc
 
@@ -65,6 +64,22 @@ INDEX_NAME = "MAIN"
 DEFAULT_BUDGET_MB = 400
 SNAPSHOT_KEEP = 2
 _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
+
+
+class BankRow(Protocol):
+    """What the recall core reads of a bank row (``core.store``'s rows): its org and name, the
+    ``incarnation`` keying its records, the commit counter ``seq`` and ``rules_version``."""
+
+    @property
+    def org_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def incarnation(self) -> str: ...
+    @property
+    def seq(self) -> float: ...
+    @property
+    def rules_version(self) -> float: ...
 
 
 class StaleHistory(Exception):
@@ -377,7 +392,7 @@ class IndexCache:
         """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
         return self.entries.get((org_id, bank))
 
-    def fresh(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+    def fresh(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
         """The bank's index caught up to at least ``row.seq`` (call holding the bank's lock).
 
         ``row`` is the bank row just read consistently. Warm and current: no I/O at all."""
@@ -405,7 +420,7 @@ class IndexCache:
             self.rebuild_into(entry)
             return -1
 
-    def _open_cold(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+    def _open_cold(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
         path = self._dir(org_id, bank, row.incarnation)
         meta_path = os.path.join(path, META_FILE)
         if os.path.exists(meta_path):
@@ -455,7 +470,7 @@ class IndexCache:
         entry.write_meta()
         entry.measure()
 
-    def on_commit(self, org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+    def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
         """``core.store.on_commit`` observer: a writer updates its own cache at once, in ``seq``
         order; a gap (another container wrote in between) is filled from DynamoDB first."""
         key = (org_id, bank)
@@ -475,7 +490,7 @@ class IndexCache:
 
     # --- snapshots ------------------------------------------------------------------------
 
-    def _load_snapshot(self, org_id: str, bank: str, row: BankModel, path: str) -> BankIndex | None:
+    def _load_snapshot(self, org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
         prefix = snapshot_prefix(org_id, bank)
         seqs = []
         for obj in blobs.list_objects(prefix):
@@ -587,7 +602,7 @@ def using(cache: IndexCache) -> Iterator[IndexCache]:
         _active.reset(token)
 
 
-def _observer(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+def _observer(org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
     active_cache().on_commit(org_id, bank, row, changes)
 
 

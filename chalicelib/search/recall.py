@@ -35,10 +35,10 @@ from whoosh.sorting import FieldFacet, MultiFacet
 from .. import metrics
 from ..clock import now_ms
 from ..core import store
+from ..core.store import CONFIG_NAME, CONFIG_ORG
 from ..core.records import Memory
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
-from ..storage.tables import BankModel, bind
 from ..tuning import (
     MemoryTuning,
     get_tuning,
@@ -47,6 +47,7 @@ from ..tuning import (
     tuning_problem,
 )
 from . import index as index_mod
+from .index import BankRow
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
 from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
@@ -55,7 +56,6 @@ from .whoosh_private import deleted_docs
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
 LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
-CONFIG_ORG, CONFIG_NAME = "_system", "!config"  # the config version rows (chalicelib.inject.reload)
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
 _TEXT_FIELDS = ("text", "name", "description")
@@ -87,31 +87,18 @@ class RecallResult:
 
 # --- the one consistent read ---------------------------------------------------------------
 
-def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
+def read_rows(org_id: str, banks: list[str]) -> dict[str, BankRow]:
     """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same BatchGetItem,
-    the global and the org's config version rows: one consistent DynamoDB read. A moved global
-    version drops this container's index caches and tuning (an operator-level reload); a moved org
-    version drops the org's indexes only (the org's ``POST /v1/reload`` in another container)."""
-    bind()
-    config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
-    keys = [(org_id, b) for b in dict.fromkeys(banks) if b != CONFIG_NAME] + config_keys
-    rows: dict[str, BankModel] = {}
-    version = org_version = 0
-    for row in BankModel.batch_get(keys, consistent_read=True):
-        if row.name != CONFIG_NAME:
-            if row.org_id == org_id and store.bank_problem(row) is None:  # a damaged row reads as absent
-                rows[row.name] = row
-            continue
-        seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
-        if row.org_id == CONFIG_ORG:
-            version = seq
-        if row.org_id == org_id:
-            org_version = seq
-    if set_config_version(version):
+    the global and the org's config version rows: one consistent DynamoDB read
+    (``core.store.get_bank_rows``). A moved global version drops this container's index caches and
+    tuning (an operator-level reload); a moved org version drops the org's indexes only (the org's
+    ``POST /v1/reload`` in another container)."""
+    read = store.get_bank_rows(org_id, banks)
+    if set_config_version(read.version):
         index_mod.active_cache().drop()
-    if set_org_config_version(org_id, org_version):
+    if set_org_config_version(org_id, read.org_version):
         index_mod.active_cache().drop(org_id)
-    return rows
+    return dict(read.rows)
 
 
 # --- ranking -------------------------------------------------------------------------------
@@ -333,7 +320,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
     return out
 
 
-def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankModel], query: str, *, limit: int,
+def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
                   filter: Callable[[Memory], bool] | None) -> RecallResult:
     leaves = []
@@ -412,13 +399,10 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     Scope: ``banks`` of ``org_id``; every bank and namespace of ``org_id``; or, with neither, every
     bank of every org (a table scan: for the schedule and the CLI only, never a request path).
     """
-    bind()
     if org_id is not None and banks is not None:
         rows = [r for r in (store.get_bank_row(org_id, b) for b in banks) if r is not None]
-    elif org_id is not None:
-        rows = list(BankModel.query(org_id, consistent_read=True))
     else:
-        rows = list(BankModel.scan())
+        rows = store.list_bank_rows(org_id)
     written = []
     cache = index_mod.active_cache()
     for row in rows:
