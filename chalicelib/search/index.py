@@ -2,8 +2,8 @@
 containers that share only DynamoDB and S3 never serve a stale or a lost memory.
 
 An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
-directory (``CAIRN_INDEX_DIR``, default ``private_root()``: a directory of this process's own, as
-a Lambda container's ``/tmp`` is), each with a ``cairn.json``
+directory (``Settings.index_dir``, default ``private_root()``: a directory of this process's own,
+as a Lambda container's ``/tmp`` is), each with a ``cairn.json``
 naming the org, bank, incarnation and the ``seq`` it has applied. Freshness, given the bank row
 from the recall's one consistent read:
 
@@ -19,7 +19,8 @@ A writer updates its own cache at once: ``IndexCache.on_commit`` is registered w
 records if they follow the cache's ``seq`` directly, or catches up from DynamoDB on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories exceed ``CAIRN_INDEX_CACHE_MB`` (default 400). A trashed bank's successor has a new
+directories exceed ``Settings.index_cache_mb`` (default 400). Catch-ups, snapshot loads and
+rebuilds each emit their metric (``metrics.index_catch_up``, ``metrics.index_rebuild``). A trashed bank's successor has a new
 incarnation and so its own index.
 
 Purges: a purged record replaces the document with a content-free one, and the commit rewrites
@@ -41,6 +42,7 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -55,13 +57,13 @@ from .. import metrics
 from ..core import store
 from ..core.records import Memory
 from ..storage import blobs
+from ..settings import get_settings
 from ..storage.damage import Damaged
 from .schema import schema, to_document
 from .whoosh_private import move_deletions, read_toc
 
 META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
-DEFAULT_BUDGET_MB = 400
 SNAPSHOT_KEEP = 2
 _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
 
@@ -151,7 +153,6 @@ class BankIndex:
     path: str
     ix: Any
     seq: int = 0
-    snapshot_seq: int = -1
     size_bytes: int = 0
     _reader: Any = None
     _reader_gen: int = -1  # the commit generation the open reader shows
@@ -279,6 +280,11 @@ class BankIndex:
         return len(latest)
 
 
+def _ms_since(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()`` reading)."""
+    return (time.perf_counter() - started) * 1000
+
+
 _private: tuple[int, str] | None = None
 _private_lock = threading.Lock()
 
@@ -305,14 +311,15 @@ class IndexCache:
     """The recall index cache of one container (a process normally holds one; tests create two
     with separate roots to play two Lambda containers sharing only DynamoDB and S3).
 
-    ``root``: directory for the indexes (default ``$CAIRN_INDEX_DIR``, else ``private_root()``,
+    ``root``: directory for the indexes (default ``Settings.index_dir``, else ``private_root()``,
     never shared with another process); ``budget_mb``: size budget in MB before LRU eviction (default
-    ``$CAIRN_INDEX_CACHE_MB`` or 400).
+    ``Settings.index_cache_mb``, 400).
     """
 
     def __init__(self, root: str | None = None, budget_mb: float | None = None) -> None:
-        self.root = root or os.environ.get("CAIRN_INDEX_DIR") or private_root()
-        budget = budget_mb if budget_mb is not None else float(os.environ.get("CAIRN_INDEX_CACHE_MB", DEFAULT_BUDGET_MB))
+        settings = get_settings()
+        self.root = root or settings.index_dir or private_root()
+        budget = budget_mb if budget_mb is not None else settings.index_cache_mb
         self.budget_bytes = int(budget * 1024 * 1024)
         os.makedirs(self.root, exist_ok=True)
         self._mu = threading.Lock()
@@ -412,13 +419,17 @@ class IndexCache:
         return entry
 
     def catch_up(self, entry: BankIndex) -> int:
-        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap."""
+        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap.
+        Returns how many memories changed (-1 after a rebuild); emits ``metrics.index_catch_up``."""
         self.counters["catchups"] += 1
+        started = time.perf_counter()
         try:
-            return entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
+            applied = entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
         except StaleHistory:
-            self.rebuild_into(entry)
+            self.rebuild_into(entry)  # emits the rebuild's metric
             return -1
+        metrics.index_catch_up(_ms_since(started), changes=applied, source="revisions")
+        return applied
 
     def _open_cold(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
         path = self._dir(org_id, bank, row.incarnation)
@@ -435,9 +446,11 @@ class IndexCache:
             except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
                 pass
         shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
         entry = self._load_snapshot(org_id, bank, row, path)
         if entry is not None:
             self.counters["snapshot_loads"] += 1
+            metrics.index_catch_up(_ms_since(started), changes=entry.seq, source="snapshot")
             return entry
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
@@ -449,19 +462,23 @@ class IndexCache:
         """Replace the entry's index with one built from the current records.
 
         The records are read after the bank row, so they may be newer than ``seq``; replaying
-        revisions above ``seq`` later is idempotent (each carries the full record)."""
+        revisions above ``seq`` later is idempotent (each carries the full record). Emits
+        ``metrics.index_rebuild``."""
         self.counters["rebuilds"] += 1
+        started = time.perf_counter()
         if seq is None:
             row = store.get_bank_row(entry.org_id, entry.bank)
             seq = int(row.seq) if row is not None and row.incarnation == entry.inc else entry.seq
         entry.close_reader()
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128)
+        documents = 0
         try:
             for rec in store.iter_records_any_order(entry.inc):
                 if isinstance(rec, Damaged):
                     continue  # reported where it was decoded; the rest of the bank still ranks
                 writer.add_document(**to_document(rec))
+                documents += 1
         except BaseException:
             writer.cancel()
             raise
@@ -469,6 +486,7 @@ class IndexCache:
         entry.ix, entry.seq, entry.stats_cache = ix, seq, {}
         entry.write_meta()
         entry.measure()
+        metrics.index_rebuild(_ms_since(started), documents=documents)
 
     def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
         """``core.store.on_commit`` observer: a writer updates its own cache at once, in ``seq``
@@ -519,7 +537,7 @@ class IndexCache:
                 ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
-                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq, snapshot_seq=snap_seq)
+                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq)
                 entry.measure()
                 return entry
             except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
@@ -540,7 +558,6 @@ class IndexCache:
         prefix = snapshot_prefix(entry.org_id, entry.bank)
         key = f"{prefix}{entry.seq}.tar.gz"
         blobs.put_bytes(key, buf.getvalue(), "application/gzip")
-        entry.snapshot_seq = entry.seq
         olds = sorted((int(m.group(1)), o["Key"]) for o in blobs.list_objects(prefix)
                       if (m := _SNAP_RE.fullmatch(o["Key"][len(prefix):])))
         for _seq, k in olds[:-SNAPSHOT_KEEP]:

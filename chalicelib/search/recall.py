@@ -24,6 +24,7 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -264,31 +265,51 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     each candidate; ``now``: the clock for recency (ms, default now); ``require``: raise 404
     ``bank_not_found`` for a missing bank instead of treating it as empty; ``analysed``: the
     query already analysed (``analyse``), e.g. by a benchmark timing ranking alone.
-    Raises 400 ``validation_error`` for an empty query or a limit out of range.
+    Raises 400 ``validation_error`` for an empty query or a limit out of range. Emits
+    ``metrics.recall_latency`` (the whole call, the consistent read included).
     """
+    started = time.perf_counter()
     _check(query, limit)
     rows = read_rows(org_id, banks)
     tuning = tuning or get_tuning()
     if require:
-        for b in banks:
-            if b not in rows:
-                store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
-                raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
+        _require(org_id, banks, rows)
     tag = tag.strip().lower() if tag else None
     present = [b for b in dict.fromkeys(banks) if b in rows]
     if as_of is not None:
-        return _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
-                             include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
-                             filter=filter)
-    now = now_ms() if now is None else now
+        result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
+                               include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
+                               filter=filter)
+    else:
+        result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
+                              include_superseded=include_superseded, tuning=tuning, filter=filter,
+                              now=now_ms() if now is None else now)
+    metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
+                           candidates=result.candidates, retrieval=result.retrieval)
+    return result
+
+
+def _require(org_id: str, banks: list[str], rows: dict[str, BankRow]) -> None:
+    """404 ``bank_not_found`` for the first of ``banks`` missing from ``rows`` (409 ``damaged``
+    when its row is there but unusable)."""
+    for b in banks:
+        if b not in rows:
+            store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
+            raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
+
+
+def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str | QueryTerms, *,
+                 limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
+                 filter: Callable[[Memory], bool] | None, now: int) -> RecallResult:
+    """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
     cache = index_mod.active_cache()
-    with cache.locked((org_id, b) for b in present):
-        leaves = []
-        for b in present:
+    with cache.locked((org_id, b) for b in banks):
+        leaves: list[tuple[Any, dict, str]] = []
+        for b in banks:
             entry = cache.fresh(org_id, b, rows[b])
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
-        hits, n = _rank(leaves, analysed or query, limit=limit, tag=tag, include_superseded=include_superseded,
+        hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
                         tuning=tuning, filter=filter, now=now)
     return RecallResult(hits, _mode(RETRIEVAL), n)
 
