@@ -20,9 +20,20 @@ tuning is invalid runs what the last reload validated (``chalicelib.tuning.get_t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.store import CONFIG_ORG, get_config_row, update_config_row
 from ..errors import BadRequest, ConfigError
 from . import rules_cache
+
+
+@dataclass(frozen=True)
+class Reloaded:
+    """A reload's outcome: the config version now in force (the global one, or the org's) and how
+    many cached bank indexes this container dropped."""
+
+    config_version: int
+    banks: int
 
 
 def read_version(org_id: str = CONFIG_ORG) -> int:
@@ -68,11 +79,10 @@ def _validated_tuning():
                          details={"problems": exc.problems}) from None
 
 
-def reload() -> dict[str, int]:
+def reload() -> Reloaded:
     """The operator-level reload (``config/memory.toml`` changed): validate the configured
     tuning, drop this container's caches of every org and bump the global config version, keeping
-    the validated tuning as the last good one: ``{config_version, banks}`` (``banks``: how many
-    cached bank indexes were dropped). Raises ``BadRequest`` ``invalid_config``
+    the validated tuning as the last good one (``Reloaded``). Raises ``BadRequest`` ``invalid_config``
     (``_validated_tuning``); nothing is dropped or bumped then."""
     from ..search.recall import (
         drop_caches,  # the recall core owns the index cache and tuning
@@ -84,17 +94,16 @@ def reload() -> dict[str, int]:
     rules_cache.drop()
     version = bump_version(tuning.model_dump_json())
     set_config_version(version)  # this container's caches are now those of the new version
-    return {"config_version": version, "banks": banks}
+    return Reloaded(version, banks)
 
 
-def reload_org(org_id: str) -> dict[str, int]:
+def reload_org(org_id: str) -> Reloaded:
     """``POST /v1/reload`` for ``org_id``: validate the configured tuning, drop this container's
     cached indexes and rules of ``org_id`` (and its tuning, so a fixed configuration runs here at
     once), keep the validated tuning as the last good one, and bump the org's config version so
     every other container drops that org's indexes and rules on its next read, and no other
-    org's: ``{config_version, banks}`` (the org's version; ``banks``: how many of its cached bank
-    indexes were dropped here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or
-    bumped then."""
+    org's (``Reloaded``: the org's version and how many of its cached bank indexes were dropped
+    here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or bumped then."""
     from ..search.recall import drop_caches
     from ..tuning import set_org_config_version
 
@@ -103,4 +112,4 @@ def reload_org(org_id: str) -> dict[str, int]:
     rules_cache.drop(org_id)
     version = bump_version(tuning.model_dump_json(), org_id=org_id)
     set_org_config_version(org_id, version)
-    return {"config_version": version, "banks": banks}
+    return Reloaded(version, banks)

@@ -72,10 +72,6 @@ class Hit:
     signals: dict[str, float]
     bank: str
 
-    def public(self) -> dict[str, Any]:
-        """``{memory, score, signals}`` as the recall route renders it."""
-        return {"memory": self.memory.public(), "score": self.score, "signals": dict(self.signals)}
-
 
 @dataclass
 class RecallResult:
@@ -356,13 +352,11 @@ def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankRow], query
 
 
 def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
-                include_superseded: bool = False, as_of: int | None = None) -> dict[str, Any]:
-    """``POST /v1/banks/{bank}/recall``: ``{memories: [{memory, score, signals}], retrieval}``.
-
-    Raises 400 ``validation_error`` and 404 ``bank_not_found``."""
-    result = recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
-                    include_superseded=include_superseded, as_of=as_of, require=True)
-    return {"memories": [h.public() for h in result.hits], "retrieval": result.retrieval}
+                include_superseded: bool = False, as_of: int | None = None) -> RecallResult:
+    """``POST /v1/banks/{bank}/recall``: ``recall`` of one bank that must exist, ``limit`` defaulting
+    to ``LIMIT_DEFAULT``. Raises 400 ``validation_error`` and 404 ``bank_not_found``."""
+    return recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
+                  include_superseded=include_superseded, as_of=as_of, require=True)
 
 
 # --- the ambient floor, freshness and maintenance ------------------------------------------
@@ -396,9 +390,20 @@ def ensure_fresh(org_id: str, bank: str) -> None:
         cache.fresh(org_id, bank, row)
 
 
-def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> dict[str, Any]:
-    """Rebuild ``bank``'s index from its records (the CLI's repair), then write a snapshot:
-    ``{bank, seq, documents, snapshot}``. Raises 404 ``bank_not_found``."""
+@dataclass(frozen=True)
+class Rebuilt:
+    """A rebuilt bank index: the bank, the ``seq`` it holds, its live ``documents`` and the S3 key
+    of the snapshot written (``None`` without one)."""
+
+    bank: str
+    seq: int
+    documents: int
+    snapshot: str | None
+
+
+def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
+    """Rebuild ``bank``'s index from its records (the CLI's repair), then write a snapshot.
+    Raises 404 ``bank_not_found``."""
     row = store.get_bank_row(org_id, bank)
     if row is None:
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
@@ -409,7 +414,7 @@ def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> dict[str, Any]:
         cache.catch_up(entry)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()
-    return {"bank": bank, "seq": entry.seq, "documents": docs, "snapshot": key}
+    return Rebuilt(bank, entry.seq, docs, key)
 
 
 def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
@@ -452,6 +457,7 @@ __all__ = [
     "Hit",
     "QueryTerms",
     "RecallResult",
+    "Rebuilt",
     "analyse",
     "drop_caches",
     "ensure_fresh",
