@@ -19,9 +19,9 @@ A writer updates its own cache at once: ``IndexCache.on_commit`` is registered w
 records if they follow the cache's ``seq`` directly, or catches up from DynamoDB on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories exceed ``Settings.index_cache_mb`` (default 400). Catch-ups, snapshot loads and
-rebuilds each emit their metric (``metrics.index_catch_up``, ``metrics.index_rebuild``). A trashed bank's successor has a new
-incarnation and so its own index.
+directories exceed ``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
+metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
 Purges: a purged record replaces the document with a content-free one, and the commit rewrites
 every segment that holds deleted documents, so no purged text stays in the segment files (nor in
@@ -56,8 +56,8 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 from .. import metrics
 from ..core import store
 from ..core.records import Memory
-from ..storage import blobs
 from ..settings import get_settings
+from ..storage import blobs
 from ..storage.damage import Damaged
 from .schema import schema, to_document
 from .whoosh_private import move_deletions, read_toc
@@ -221,10 +221,8 @@ class BankIndex:
             return [dn for i in ids for dn in searcher.document_numbers(id=i)]
         out = []
         for i in ids:
-            try:
+            with contextlib.suppress(TermNotFound):  # an id not indexed yet
                 out.extend(reader.postings("id", i).all_ids())  # deleted documents filtered out
-            except TermNotFound:
-                pass
         return out
 
     def write_meta(self) -> None:
@@ -266,9 +264,9 @@ class BankIndex:
         try:
             for dn in self._doomed(writer, latest):
                 writer.delete_document(dn)
-            for rec in latest.values():
-                if rec is not None:
-                    writer.add_document(**to_document(rec))
+            for memory in latest.values():
+                if memory is not None:
+                    writer.add_document(**to_document(memory))
         except BaseException:
             writer.cancel()
             raise
@@ -432,31 +430,43 @@ class IndexCache:
         return applied
 
     def _open_cold(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
+        """The bank's index for a cache that holds none: the directory this process left, else
+        the newest S3 snapshot of this incarnation, else a rebuild from the records."""
         path = self._dir(org_id, bank, row.incarnation)
-        meta_path = os.path.join(path, META_FILE)
-        if os.path.exists(meta_path):
-            try:
-                with open(meta_path) as fh:
-                    meta = json.load(fh)
-                if meta.get("inc") == row.incarnation:
-                    ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
-                    entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
-                    entry.measure()
-                    return entry
-            except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
-                pass
+        entry = self._open_own_dir(org_id, bank, row, path)
+        if entry is not None:
+            return entry
         shutil.rmtree(path, ignore_errors=True)
         started = time.perf_counter()
-        entry = self._load_snapshot(org_id, bank, row, path)
-        if entry is not None:
+        loaded = self._load_snapshot(org_id, bank, row, path)
+        if loaded is not None:
             self.counters["snapshot_loads"] += 1
-            metrics.index_catch_up(_ms_since(started), changes=entry.seq, source="snapshot")
-            return entry
+            metrics.index_catch_up(_ms_since(started), changes=loaded.seq, source="snapshot")
+            return loaded
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
-        entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
-        self.rebuild_into(entry, seq=int(row.seq))
-        return entry
+        built = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
+        self.rebuild_into(built, seq=int(row.seq))
+        return built
+
+    @staticmethod
+    def _open_own_dir(org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
+        """The index this process left in ``path`` for this incarnation, or ``None`` (none, or
+        damaged: it is rebuilt, never trusted)."""
+        meta_path = os.path.join(path, META_FILE)
+        if not os.path.exists(meta_path):
+            return None
+        try:
+            with open(meta_path) as fh:
+                meta = json.load(fh)
+            if meta.get("inc") != row.incarnation:
+                return None
+            ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+            entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
+            entry.measure()
+            return entry
+        except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
+            return None
 
     def rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
         """Replace the entry's index with one built from the current records.

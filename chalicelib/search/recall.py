@@ -36,8 +36,8 @@ from whoosh.sorting import FieldFacet, MultiFacet
 from .. import metrics
 from ..clock import now_ms
 from ..core import store
-from ..core.store import CONFIG_NAME, CONFIG_ORG
 from ..core.records import Memory
+from ..core.store import CONFIG_NAME, CONFIG_ORG
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
 from ..tuning import (
@@ -48,8 +48,8 @@ from ..tuning import (
     tuning_problem,
 )
 from . import index as index_mod
-from .index import BankRow
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
+from .index import BankRow
 from .schema import from_stored
 from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
 from .whoosh_private import deleted_docs
@@ -117,7 +117,8 @@ def analyse(query: str) -> QueryTerms:
                       tuple(entity_keys(query)))  # each already distinct, in first-seen order
 
 
-def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
+# ranking internals, replaced by the recall-speed work: kept whole until then
+def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,  # noqa: C901
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
@@ -216,7 +217,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
                                     bool(sd.pinned[d]), sd.updated_at[d], now, tuning)
         scored.append((-total, -sd.updated_at[d], sd.ids[d], key, signals, total))
     scored.sort(key=lambda x: x[:3])
-    hits = []
+    hits: list[Hit] = []
     for *_o, key, signals, total in scored:
         if len(hits) == limit:
             break
@@ -340,7 +341,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
 def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
                   filter: Callable[[Memory], bool] | None) -> RecallResult:
-    leaves = []
+    leaves: list[tuple[Any, dict, str]] = []
     for b in banks:
         ix = index_mod.transient_index(state_as_of(rows[b].incarnation, as_of))
         reader = ix.reader()
@@ -456,8 +457,8 @@ __all__ = [
     "RETRIEVAL",
     "Hit",
     "QueryTerms",
-    "RecallResult",
     "Rebuilt",
+    "RecallResult",
     "analyse",
     "drop_caches",
     "ensure_fresh",

@@ -11,7 +11,7 @@ DynamoDB.
 | text         | TEXT (memory analyzer)       | BM25F |
 | name         | TEXT (memory analyzer)       | BM25F (structured memories) |
 | description  | TEXT (memory analyzer)       | BM25F (structured memories) |
-| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (left out without CJK) |
+| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (none without) |
 | entities     | KEYWORD (exact handles)      | entity candidates and ``entity_hits`` |
 | tags         | KEYWORD (exact handles)      | tag filter |
 | live         | ID                           | live filter |
@@ -90,7 +90,7 @@ def to_document(rec: Memory) -> dict[str, Any]:
 def from_stored(fields: dict[str, Any]) -> Memory:
     """The record stored in a document. Raises ``Damaged`` when it does not decode (documents
     are written from decoded records, so only a damaged snapshot or cache directory has one)."""
-    raw = fields.get("record")
+    raw: Any = fields.get("record")  # anything a damaged document holds: both parsers refuse it below
     try:
         return Memory.model_validate_json(raw)
     except (ValidationError, TypeError, ValueError):

@@ -59,9 +59,10 @@ def move_deletions(reader: Any, seg: Any) -> bool:
     (the W3 codec reads deletions from the ``Segment`` object alone; the segment's files never
     change), instead of reopening it; False when the reader is not of that shape."""
     perdoc = getattr(reader, "_perdoc", None)
+    if type(reader) is not SegmentReader or not isinstance(perdoc, whoosh3.W3PerDocReader):
+        return False
     old = reader.segment()
-    if (type(reader) is not SegmentReader or not isinstance(perdoc, whoosh3.W3PerDocReader)
-            or getattr(perdoc, "_segment", None) is not old or old.doc_count_all() != seg.doc_count_all()
+    if (perdoc._segment is not old or old.doc_count_all() != seg.doc_count_all()
             or not set(old.deleted_docs()) <= set(seg.deleted_docs())):
         return False
     reader._segment = perdoc._segment = seg
