@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
@@ -64,9 +64,27 @@ def schema() -> Schema:
     )
 
 
-def to_document(rec: Memory) -> dict[str, Any]:
+class Document(TypedDict):
+    """The fields of one record's Whoosh document (``writer.add_document(**doc)``): the schema's
+    fields, the optional text and handle fields left out when empty."""
+
+    id: str
+    live: str
+    updated_at: int
+    pinned: int
+    corroboration: int
+    record: str
+    text: NotRequired[str]
+    name: NotRequired[str]
+    description: NotRequired[str]
+    cjk: NotRequired[str]
+    entities: NotRequired[str]
+    tags: NotRequired[str]
+
+
+def to_document(rec: Memory) -> Document:
     """The Whoosh document of one record (empty optional fields left out)."""
-    doc: dict[str, Any] = {
+    doc: Document = {
         "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
         "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
         "record": json.dumps(rec.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")),
