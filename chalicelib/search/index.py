@@ -69,8 +69,9 @@ _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
 
 
 class BankRow(Protocol):
-    """What the recall core reads of a bank row (``core.store``'s rows): its org and name, the
-    ``incarnation`` keying its records, the commit counter ``seq`` and ``rules_version``."""
+    """What the recall core and its callers read of a bank row (``core.store``'s rows): its org
+    and name, the ``incarnation`` keying its records, the commit counter ``seq``,
+    ``rules_version`` and ``memories`` (how many are live)."""
 
     @property
     def org_id(self) -> str: ...
@@ -82,6 +83,8 @@ class BankRow(Protocol):
     def seq(self) -> float: ...
     @property
     def rules_version(self) -> float: ...
+    @property
+    def memories(self) -> float: ...
 
 
 class StaleHistory(Exception):
