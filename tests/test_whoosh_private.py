@@ -61,3 +61,15 @@ def test_no_other_search_module_touches_whoosh_private_names():
              if path.name != "whoosh_private.py" for use in _private_whoosh_uses(path)]
     assert found == []
     assert _private_whoosh_uses(ROOT / "chalicelib" / "search" / "whoosh_private.py")  # the checker sees them
+
+
+def test_whoosh_is_imported_by_the_search_package_only():
+    """So the scan above covers every module that could reach Whoosh's internals."""
+    importers = []
+    for path in sorted((ROOT / "chalicelib").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "whoosh" or n.startswith("whoosh.") for n in names):
+                importers.append(path.relative_to(ROOT).parent.as_posix())
+    assert importers and set(importers) == {"chalicelib/search"}
