@@ -26,6 +26,7 @@ Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import json
 import os
@@ -190,7 +191,7 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     try:
         for row in rows:
             result = rebuild(row.org_id, row.name)
-            out.write(json.dumps({"org": row.org_id, **result}) + "\n")
+            out.write(json.dumps({"org": row.org_id, **dataclasses.asdict(result)}) + "\n")
             bar.update(1)
     finally:
         bar.close()

@@ -6,20 +6,22 @@ One JSON object per line on stdout; CloudWatch Logs turns each into metrics in n
     metrics.emit("recall", {"RecallMs": 4.2, "Candidates": 50}, {"retrieval": "bm25-entity"})
 
 Names ending in ``Ms`` are milliseconds, the rest counts. ``properties`` are searchable fields of
-the log line, not metrics: never put memory text, queries or tokens in them. Helpers for the
-recall core: ``recall_latency``, ``index_catch_up``, ``index_rebuild``. Emitting never raises.
+the log line, not metrics: never put memory text, queries or tokens in them. The recall core
+emits through three helpers: ``recall_latency`` (every recall, ``search.recall.recall``),
+``index_catch_up`` and ``index_rebuild`` (``search.index.IndexCache``). ``Stage`` is
+``Settings.stage``. Emitting never raises.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 from .clock import now_ms
+from .settings import get_settings
 
 NAMESPACE = "Cairn"
 _lock = threading.Lock()
@@ -30,12 +32,13 @@ def _unit(name: str) -> str:
 
 
 def _stage() -> str:
-    return os.environ.get("CAIRN_STAGE", "local")
+    return get_settings().stage
 
 
-def emit(event: str, values: Mapping[str, float], properties: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def emit(event: str, values: Mapping[str, float], properties: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     """Write one EMF line for ``event`` (e.g. ``recall``, ``index``, ``extraction``) with metric
-    ``values`` (numbers) and optional ``properties``; returns the object written."""
+    ``values`` (numbers) and optional ``properties``; returns the JSON object written (empty when
+    writing failed)."""
     try:
         metrics = {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         doc: dict[str, Any] = {
@@ -56,18 +59,18 @@ def emit(event: str, values: Mapping[str, float], properties: Mapping[str, Any] 
         return {}
 
 
-def recall_latency(ms: float, *, banks: int, candidates: int, retrieval: str) -> dict[str, Any]:
+def recall_latency(ms: float, *, banks: int, candidates: int, retrieval: str) -> Mapping[str, Any]:
     """One recall: ``RecallMs`` and ``RecallCandidates``, with the retrieval mode that ran."""
     return emit("recall", {"RecallMs": ms, "RecallCandidates": candidates, "RecallBanks": banks},
                 {"retrieval": retrieval})
 
 
-def index_catch_up(ms: float, *, changes: int, source: str) -> dict[str, Any]:
+def index_catch_up(ms: float, *, changes: int, source: str) -> Mapping[str, Any]:
     """A cache brought up to a bank's ``seq``: ``CatchUpMs``, ``CatchUpChanges``; ``source`` is
-    ``revisions`` or ``snapshot``."""
+    ``revisions`` (the changes applied) or ``snapshot`` (a snapshot loaded: the ``seq`` it holds)."""
     return emit("index", {"CatchUpMs": ms, "CatchUpChanges": changes}, {"source": source})
 
 
-def index_rebuild(ms: float, *, documents: int) -> dict[str, Any]:
+def index_rebuild(ms: float, *, documents: int) -> Mapping[str, Any]:
     """A full index rebuild: ``RebuildMs``, ``RebuildDocuments`` and ``Rebuilds`` = 1."""
     return emit("index", {"RebuildMs": ms, "RebuildDocuments": documents, "Rebuilds": 1})

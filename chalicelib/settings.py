@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     openai_model: str = Field("gpt-4o-mini", description="Model name sent to the OpenAI-compatible endpoint.")
     openai_api_key: str = Field("unused", repr=False, description="API key of that endpoint (never logged).")
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
+    index_dir: str = Field("", description="Directory of the recall indexes; empty: a private one per process.")
+    index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

@@ -676,7 +676,7 @@ def test_team_access_rows_poisoned_at_rest(client):
 
 def _snapshot(o: Org) -> str:
     from chalicelib.search.recall import rebuild
-    return rebuild(o.org, "main")["snapshot"]
+    return rebuild(o.org, "main").snapshot
 
 
 def _tar(files: dict[str, bytes]) -> bytes:

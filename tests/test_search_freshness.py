@@ -8,6 +8,7 @@ return identical recall results, and a forgotten memory never comes back from ei
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -184,7 +185,7 @@ def test_rebuild_writes_a_snapshot(aws, tmp_path):
     from chalicelib.search.recall import rebuild
     with index.using(index.IndexCache(str(tmp_path / "a"))):
         service.save_memory("o", "r", SaveRequest(text="rebuild me please"), actor="t")
-        out = rebuild("o", "r")
+        out = dataclasses.asdict(rebuild("o", "r"))
     assert out == {"bank": "r", "seq": 1, "documents": 1, "snapshot": "o/indexes/r/1.tar.gz"}
 
 

@@ -264,14 +264,15 @@ def test_top_memories_order(aws, cache):
 
 def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache):
     """The ranking reads postings block by block and sums BM25F itself; Whoosh's own searcher with
-    the same corpus statistics (``scorer.CorpusBM25F``) must give every memory the same bm25,
+    the same corpus statistics (``tests.search_support.CorpusBM25F``) must give every memory the same bm25,
     across several segments, replaced documents and a retired one."""
     from whoosh.query import Or, Term
     from whoosh.reading import MultiReader
     from whoosh.searching import Searcher
 
     from chalicelib.search.analyzers import memory_analyzer, query_terms
-    from chalicelib.search.scorer import CorpusBM25F, CorpusStats
+    from chalicelib.search.scorer import CorpusStats
+    from tests.search_support import CorpusBM25F
 
     words = ["coffee", "tea", "espresso", "morning", "standup", "deploy", "friday", "garden"]
     ids = []

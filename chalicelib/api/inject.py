@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from chalice import Blueprint
 
 from ..inject import reload, service
@@ -13,15 +15,16 @@ bp = Blueprint(__name__)
 
 @endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True)
 def preview(ctx: Ctx, bank: str):
-    """``{system_prompt_section, rules, rules_truncated, memories, message?, retrieval}``."""
-    return service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query)
+    """``{system_prompt_section, rules, rules_truncated, memories: [{memory, score}], message?,
+    retrieval}``; 404 ``bank_not_found``."""
+    return render_preview(service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query))
 
 
 @endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True)
 def pre_generate(ctx: Ctx):
     """``{mutations: {system_prompt_append, append_messages}, retrieval}`` for the session's
     bank; never denies (``service.hook``)."""
-    return service.hook(ctx.principal, ctx.body)
+    return render_hook(service.hook(ctx.principal, ctx.body))
 
 
 @endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN)
@@ -29,4 +32,27 @@ def reload_caches(ctx: Ctx):
     """Validate the tuning, drop the caller's org's indexes and rules here and bump the org's
     config version, so every container drops that org's caches and no other org's:
     ``{config_version, banks}``; 400 ``invalid_config`` naming what is wrong."""
-    return reload.reload_org(ctx.principal.org_id)
+    done = reload.reload_org(ctx.principal.org_id)
+    return {"config_version": done.config_version, "banks": done.banks}
+
+
+def render_preview(turn: service.Injected) -> dict[str, Any]:
+    """A preview as the route answers it (``message`` only when a memory message is injected)."""
+    injection = turn.injection
+    out: dict[str, Any] = {
+        "system_prompt_section": injection.section.text,
+        "rules": injection.section.rules,
+        "rules_truncated": injection.section.truncated,
+        "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
+        "retrieval": turn.retrieval,
+    }
+    if injection.message is not None:
+        out["message"] = injection.message
+    return out
+
+
+def render_hook(result: service.HookResult) -> dict[str, Any]:
+    """``{mutations: {system_prompt_append, append_messages: [{role: "user", content}]}, retrieval}``."""
+    return {"mutations": {"system_prompt_append": result.system_prompt_append,
+                          "append_messages": [{"role": "user", "content": m} for m in result.append_messages]},
+            "retrieval": result.retrieval}

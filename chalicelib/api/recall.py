@@ -5,10 +5,12 @@ that reads the bank's whole history, so it needs ``admin.memories`` as well."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, recall_bank
+from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..validation import Line, Millis
 from .banks import ADMIN, READ, _bank
 from .http import Ctx, endpoint
@@ -34,5 +36,12 @@ def recall(ctx: Ctx, bank: str):
     b = ctx.body
     if b.as_of is not None:
         ctx.principal.require(ADMIN)
-    return recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
-                       include_superseded=b.include_superseded, as_of=b.as_of)
+    return render_recall(recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
+                                     include_superseded=b.include_superseded, as_of=b.as_of))
+
+
+def render_recall(result: RecallResult) -> dict[str, Any]:
+    """``{memories: [{memory, score, signals}], retrieval}``: a recall as the route answers it."""
+    return {"memories": [{"memory": h.memory.public(), "score": h.score, "signals": dict(h.signals)}
+                         for h in result.hits],
+            "retrieval": result.retrieval}

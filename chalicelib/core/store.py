@@ -336,3 +336,74 @@ def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Mem
     bind()
     for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
         yield int(rev.seq), str(rev.op), revision_record(rev)
+
+
+# --- bank rows for the recall core, and the config version rows ------------------------------
+
+CONFIG_ORG = "_system"  # org of the global config version row
+CONFIG_NAME = "!config"  # name of every config version row: a key no bank name can take
+
+
+@dataclass(frozen=True)
+class BankRows:
+    """One consistent read of some banks of an org: ``rows`` (usable bank rows by name; absent
+    and damaged ones left out), ``version`` (the global config version) and ``org_version``
+    (the org's own), both 0 before the first reload."""
+
+    rows: dict[str, BankModel]
+    version: int
+    org_version: int
+
+
+def get_bank_rows(org_id: str, names: Iterable[str]) -> BankRows:
+    """The bank rows of ``names`` in ``org_id`` and, in the same consistent BatchGetItem, the
+    global and the org's config version rows."""
+    bind()
+    config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
+    keys = [(org_id, n) for n in dict.fromkeys(names) if n != CONFIG_NAME] + config_keys
+    rows: dict[str, BankModel] = {}
+    version = org_version = 0
+    for row in BankModel.batch_get(keys, consistent_read=True):
+        if row.name != CONFIG_NAME:
+            if row.org_id == org_id and bank_problem(row) is None:  # a damaged row reads as absent
+                rows[row.name] = row
+            continue
+        seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
+        if row.org_id == CONFIG_ORG:
+            version = seq
+        if row.org_id == org_id:
+            org_version = seq
+    return BankRows(rows, version, org_version)
+
+
+def list_bank_rows(org_id: str | None = None) -> list[BankModel]:
+    """Every row of ``org_id`` (banks, namespaces, trash entries, its config row; consistent
+    query) or, with no org, of every org (a table scan: schedules and the CLI only)."""
+    bind()
+    return list(BankModel.query(org_id, consistent_read=True) if org_id is not None else BankModel.scan())
+
+
+def get_config_row(org_id: str = CONFIG_ORG) -> BankModel | None:
+    """The config version row of ``org_id`` (default: the global one), or ``None``; consistent."""
+    bind()
+    try:
+        return BankModel.get(org_id, CONFIG_NAME, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def update_config_row(org_id: str, *, add: int, tuning_json: str | None) -> int:
+    """Add ``add`` to the ``seq`` of ``org_id``'s config version row (creating it on first use),
+    keeping ``tuning_json`` as the last good tuning when given; returns the row's ``seq``."""
+    bind()
+    now = now_ms()
+    row = BankModel(org_id, CONFIG_NAME)
+    row.update(actions=[
+        *([BankModel.tuning.set(tuning_json)] if tuning_json is not None else []),
+        BankModel.seq.add(add),
+        BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
+        BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
+        BankModel.created_at.set(BankModel.created_at | now),
+        BankModel.updated_at.set(now),
+    ])
+    return int(row.seq or 0)

@@ -75,7 +75,7 @@ def reload_config(*, deleted: bool = False) -> dict[str, Any]:
     every container re-reads it; an invalid one is logged and changes nothing (the last good
     tuning keeps running)."""
     try:
-        version = reload()["config_version"]
+        version = reload().config_version
     except CairnError as exc:
         _log("config reload ignored: invalid tuning", error=exc.message[:500])
         return {"action": "config_invalid", "error": exc.message[:500]}

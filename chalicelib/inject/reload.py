@@ -1,6 +1,6 @@
 """Reloads and the cross-container config versions.
 
-Two versions, each the ``seq`` of an internal ``BankModel`` row named ``!config`` (a key no bank
+Two versions, each the ``seq`` of an internal bank row named ``!config`` (a key no bank
 name can take):
 
 - the global one, org ``_system``: bumped by an operator-level reload (``reload()``, run when
@@ -20,44 +20,33 @@ tuning is invalid runs what the last reload validated (``chalicelib.tuning.get_t
 
 from __future__ import annotations
 
-import uuid
+from dataclasses import dataclass
 
-from pynamodb.exceptions import DoesNotExist
-
-from ..clock import now_ms
+from ..core.store import CONFIG_ORG, get_config_row, update_config_row
 from ..errors import BadRequest, ConfigError
-from ..storage.tables import BankModel, bind
 from . import rules_cache
 
-CONFIG_ORG = "_system"
-CONFIG_NAME = "!config"
+
+@dataclass(frozen=True)
+class Reloaded:
+    """A reload's outcome: the config version now in force (the global one, or the org's) and how
+    many cached bank indexes this container dropped."""
+
+    config_version: int
+    banks: int
 
 
 def read_version(org_id: str = CONFIG_ORG) -> int:
     """The stored config version of ``org_id`` (default: the global one; 0 before the first
     reload); one consistent GetItem."""
-    bind()
-    try:
-        return int(BankModel.get(org_id, CONFIG_NAME, consistent_read=True).seq or 0)
-    except DoesNotExist:
-        return 0
+    row = get_config_row(org_id)
+    return 0 if row is None else int(row.seq or 0)
 
 
 def _update_row(org_id: str, *, bump: bool, tuning_json: str | None) -> int:
     """Update (creating on first use) the ``!config`` row of ``org_id``: add 1 to its ``seq``
     when ``bump``, keep ``tuning_json`` when given; returns the row's ``seq``."""
-    bind()
-    now = now_ms()
-    row = BankModel(org_id, CONFIG_NAME)
-    row.update(actions=[
-        *([BankModel.tuning.set(tuning_json)] if tuning_json is not None else []),
-        BankModel.seq.add(1 if bump else 0),
-        BankModel.bank_name.set(BankModel.bank_name | CONFIG_NAME),
-        BankModel.incarnation.set(BankModel.incarnation | uuid.uuid4().hex),
-        BankModel.created_at.set(BankModel.created_at | now),
-        BankModel.updated_at.set(now),
-    ])
-    return int(row.seq or 0)
+    return update_config_row(org_id, add=1 if bump else 0, tuning_json=tuning_json)
 
 
 def bump_version(tuning_json: str | None = None, *, org_id: str = CONFIG_ORG) -> int:
@@ -74,11 +63,8 @@ def bump_version(tuning_json: str | None = None, *, org_id: str = CONFIG_ORG) ->
 
 def read_last_good() -> str | None:
     """The last good tuning's JSON kept in the global config row, or None."""
-    bind()
-    try:
-        return BankModel.get(CONFIG_ORG, CONFIG_NAME, consistent_read=True).tuning
-    except DoesNotExist:
-        return None
+    row = get_config_row(CONFIG_ORG)
+    return None if row is None else row.tuning
 
 
 def _validated_tuning():
@@ -93,11 +79,10 @@ def _validated_tuning():
                          details={"problems": exc.problems}) from None
 
 
-def reload() -> dict[str, int]:
+def reload() -> Reloaded:
     """The operator-level reload (``config/memory.toml`` changed): validate the configured
     tuning, drop this container's caches of every org and bump the global config version, keeping
-    the validated tuning as the last good one: ``{config_version, banks}`` (``banks``: how many
-    cached bank indexes were dropped). Raises ``BadRequest`` ``invalid_config``
+    the validated tuning as the last good one (``Reloaded``). Raises ``BadRequest`` ``invalid_config``
     (``_validated_tuning``); nothing is dropped or bumped then."""
     from ..search.recall import (
         drop_caches,  # the recall core owns the index cache and tuning
@@ -109,17 +94,16 @@ def reload() -> dict[str, int]:
     rules_cache.drop()
     version = bump_version(tuning.model_dump_json())
     set_config_version(version)  # this container's caches are now those of the new version
-    return {"config_version": version, "banks": banks}
+    return Reloaded(version, banks)
 
 
-def reload_org(org_id: str) -> dict[str, int]:
+def reload_org(org_id: str) -> Reloaded:
     """``POST /v1/reload`` for ``org_id``: validate the configured tuning, drop this container's
     cached indexes and rules of ``org_id`` (and its tuning, so a fixed configuration runs here at
     once), keep the validated tuning as the last good one, and bump the org's config version so
     every other container drops that org's indexes and rules on its next read, and no other
-    org's: ``{config_version, banks}`` (the org's version; ``banks``: how many of its cached bank
-    indexes were dropped here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or
-    bumped then."""
+    org's (``Reloaded``: the org's version and how many of its cached bank indexes were dropped
+    here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or bumped then."""
     from ..search.recall import drop_caches
     from ..tuning import set_org_config_version
 
@@ -128,4 +112,4 @@ def reload_org(org_id: str) -> dict[str, int]:
     rules_cache.drop(org_id)
     version = bump_version(tuning.model_dump_json(), org_id=org_id)
     set_org_config_version(org_id, version)
-    return {"config_version": version, "banks": banks}
+    return Reloaded(version, banks)

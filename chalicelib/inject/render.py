@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ..core.records import Memory
 
@@ -52,6 +52,15 @@ BYTES_PER_TOKEN = 4
 
 # Every character str.splitlines() breaks on (\r\n counts as one break).
 _LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+class Rule(TypedDict):
+    """One rule of a bank: its ``name``, its Markdown ``content`` and, as listed from S3, its
+    ``updated_at`` (ms)."""
+
+    name: str
+    content: str
+    updated_at: NotRequired[int]
 
 
 @dataclass
@@ -135,7 +144,7 @@ def _cut_rule(raw: str, max_bytes: int) -> str:
         keep -= over
 
 
-def render_section(bank: str, rules: Iterable[dict[str, Any]], max_rule_chars: int) -> Section:
+def render_section(bank: str, rules: Iterable[Rule], max_rule_chars: int) -> Section:
     """The system-prompt section for ``bank``. ``rules``: ``[{name, content}]`` (sorted here by
     name); ``max_rule_chars``: budget in UTF-8 bytes of trimmed rule content, cumulative."""
     parts = [HEADER.format(bank=bank), PARAGRAPH]
@@ -212,7 +221,7 @@ def render_message(bank: str, memories: list[Memory]) -> str | None:
     return "".join(lines)
 
 
-def render(bank: str, rules: Iterable[dict[str, Any]], hits: list[Picked], ambient: list[Memory], *,
+def render(bank: str, rules: Iterable[Rule], hits: list[Picked], ambient: list[Memory], *,
            recall_limit: int, recall_budget_tokens: int, max_rule_chars: int,
            with_memories: bool = True) -> Injection:
     """The whole injection for one turn (``with_memories=False``: rules only, as on step > 0)."""

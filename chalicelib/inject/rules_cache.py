@@ -10,18 +10,21 @@ reload in any container, ``chalicelib.inject.reload``), so a warm turn makes no 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..banks.rules import list_rules
-from ..storage.tables import BankModel
 from ..tuning import config_version, org_config_version
+from .render import Rule
+
+if TYPE_CHECKING:
+    from ..search.index import BankRow
 
 _lock = threading.Lock()
-# (org_id, bank) -> ((incarnation, rules_version, config version, org config version), [{name, content, updated_at}])
-_cache: dict[tuple[str, str], tuple[tuple[str, int, int, int], list[dict[str, Any]]]] = {}
+# (org_id, bank) -> ((incarnation, rules_version, config version, org config version), rules)
+_cache: dict[tuple[str, str], tuple[tuple[str, int, int, int], list[Rule]]] = {}
 
 
-def get_rules(org_id: str, bank: str, row: BankModel) -> list[dict[str, Any]]:
+def get_rules(org_id: str, bank: str, row: BankRow) -> list[Rule]:
     """The rules of ``bank`` as ``[{name, content, updated_at}]`` in name order, from the cache
     when ``row`` (the bank row just read) carries the cached ``(incarnation, rules_version)`` and
     the config versions are unchanged, else from S3 (``list_rules``). Raises what ``list_rules``
@@ -31,7 +34,7 @@ def get_rules(org_id: str, bank: str, row: BankModel) -> list[dict[str, Any]]:
         hit = _cache.get((org_id, bank))
     if hit is not None and hit[0] == version:
         return hit[1]
-    rules = list_rules(org_id, bank)
+    rules = [Rule(name=r["name"], content=r["content"], updated_at=r["updated_at"]) for r in list_rules(org_id, bank)]
     with _lock:
         _cache[(org_id, bank)] = (version, rules)
     return rules

@@ -11,6 +11,7 @@ warm turn costs two DynamoDB reads (plus the token lookup) and no S3 call.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -79,9 +80,30 @@ def newest_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Injected:
+    """What one turn injects (``injection``) and the retrieval mode that ran (``retrieval``):
+    ``bm25-entity`` (with ``+last-good-tuning`` while the configured tuning is invalid) or
+    ``rules-only`` when no recall ran."""
+
+    injection: Injection
+    retrieval: str
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """The hook's answer: the text to append to the system prompt, the user messages to append
+    (their contents; none, or the memory message) and the retrieval mode (``Injected``, or a
+    ``none+...`` refusal)."""
+
+    system_prompt_append: str
+    append_messages: tuple[str, ...]
+    retrieval: str
+
+
 def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, require: bool = False,
-           tuning: MemoryTuning | None = None) -> tuple[Injection, str]:
-    """Render the injection of ``bank`` for ``query``: ``(Injection, retrieval mode)``.
+           tuning: MemoryTuning | None = None) -> Injected:
+    """Render the injection of ``bank`` for ``query``.
     ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
     cannot be used (preview); otherwise either renders the bare section (the hook never denies
     a turn)."""
@@ -104,25 +126,14 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                        recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
                        with_memories=with_memories)
-    return injection, retrieval
+    return Injected(injection, retrieval)
 
 
-def preview(org_id: str, bank: str, query: str) -> dict[str, Any]:
-    """``{system_prompt_section, rules, rules_truncated, memories: [{memory, score}], message?,
-    retrieval}``: exactly what the hook would inject for ``query`` as the newest user message.
-    404 ``bank_not_found`` when the bank does not exist."""
+def preview(org_id: str, bank: str, query: str) -> Injected:
+    """Exactly what the hook would inject for ``query`` as the newest user message. 404
+    ``bank_not_found`` when the bank does not exist, 409 ``damaged`` when its row is unusable."""
     check_name(bank)
-    injection, retrieval = inject(org_id, bank, query, require=True)
-    out: dict[str, Any] = {
-        "system_prompt_section": injection.section.text,
-        "rules": injection.section.rules,
-        "rules_truncated": injection.section.truncated,
-        "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
-        "retrieval": retrieval,
-    }
-    if injection.message is not None:
-        out["message"] = injection.message
-    return out
+    return inject(org_id, bank, query, require=True)
 
 
 def hook_bank(metadata: HookMetadata) -> str:
@@ -143,7 +154,7 @@ def _refusal(principal: Principal, bank: str) -> str | None:
     return None
 
 
-def hook(principal: Principal, req: HookRequest) -> dict[str, Any]:
+def hook(principal: Principal, req: HookRequest) -> HookResult:
     """The per-turn hook for ``principal``: ``pre_generate`` of the turn's bank. Never denies: a
     bank the caller may not see (an invalid name, or outside the token's allow-list) injects
     nothing, answers ``retrieval`` ``none+invalid-bank-name`` / ``none+bank-not-allowed`` and is
@@ -154,17 +165,15 @@ def hook(principal: Principal, req: HookRequest) -> dict[str, Any]:
         return pre_generate(principal.org_id, bank, req)
     audit.record(principal.org_id, "hook.refused", principal.actor, None,
                  {"bank": bank[:100], "reason": refusal.split("+", 1)[1]})
-    return {"mutations": {"system_prompt_append": "", "append_messages": []}, "retrieval": refusal}
+    return HookResult("", (), refusal)
 
 
-def pre_generate(org_id: str, bank: str, req: HookRequest) -> dict[str, Any]:
-    """``{mutations: {system_prompt_append, append_messages: [{role: "user", content}]},
-    retrieval}``. The query is the newest user message (``<memory `` messages skipped); on
-    ``step > 0`` only the rules are returned (no recall). Never denies: a missing bank yields the
-    bare section. ``retrieval`` is the mode that ran, as in preview (``rules-only`` when no
-    recall ran)."""
+def pre_generate(org_id: str, bank: str, req: HookRequest) -> HookResult:
+    """The turn's injection: the query is the newest user message (``<memory `` messages
+    skipped); on ``step > 0`` only the rules are returned (no recall). Never denies: a missing
+    bank yields the bare section. ``retrieval`` is the mode that ran, as in preview
+    (``rules-only`` when no recall ran)."""
     query = newest_user_text(req.messages)[:MAX_QUERY_CHARS]  # a long message is cut, never refused
-    injection, retrieval = inject(org_id, bank, query, with_memories=req.step == 0)
-    messages = [] if injection.message is None else [{"role": "user", "content": injection.message}]
-    return {"mutations": {"system_prompt_append": injection.section.text, "append_messages": messages},
-            "retrieval": retrieval}
+    turn = inject(org_id, bank, query, with_memories=req.step == 0)
+    messages = () if turn.injection.message is None else (turn.injection.message,)
+    return HookResult(turn.injection.section.text, messages, turn.retrieval)

@@ -50,7 +50,10 @@ MAX_ENTITY_NGRAM = 4
 # Whoosh's short English list plus pronouns, auxiliaries and question words: words a memory or a
 # question is full of that say nothing about which memory is meant.
 STOP_WORDS = frozenset(_WHOOSH_STOP) | FIRST_PERSON | frozenset(
-    ["am", "was", "were", "been", "being", "do", "does", "did", "done", "has", "had", "having", "he", "him", "his", "she", "her", "hers", "they", "them", "their", "theirs", "it", "its", "our", "ours", "you", "yours", "what", "which", "who", "whom", "whose", "where", "why", "how", "than", "then", "there", "these", "those", "so", "such", "too", "very", "just", "about", "into", "over", "also", "would", "should", "could", "shall"])
+    ["am", "was", "were", "been", "being", "do", "does", "did", "done", "has", "had", "having", "he", "him", "his",
+     "she", "her", "hers", "they", "them", "their", "theirs", "it", "its", "our", "ours", "you", "yours", "what",
+     "which", "who", "whom", "whose", "where", "why", "how", "than", "then", "there", "these", "those", "so",
+     "such", "too", "very", "just", "about", "into", "over", "also", "would", "should", "could", "shall"])
 
 
 class KeepWholeIntraWordFilter(Filter):
@@ -120,7 +123,8 @@ class CJKBigramTokenizer(Tokenizer):
 def memory_analyzer() -> Analyzer:
     """The analyzer of ``text``, ``name`` and ``description`` (see the module docstring)."""
     return (RegexTokenizer(WORD_PATTERN) | KeepWholeIntraWordFilter() | LowercaseFilter()
-            | CharsetFilter(accent_map) | StopFilter(stoplist=STOP_WORDS, minsize=1) | CachedStemFilter(lang="en", cachesize=200_000))
+            | CharsetFilter(accent_map) | StopFilter(stoplist=STOP_WORDS, minsize=1)
+            | CachedStemFilter(lang="en", cachesize=200_000))
 
 
 @lru_cache(maxsize=1)
@@ -131,7 +135,7 @@ def cjk_analyzer() -> Analyzer:
 
 def has_cjk(text: str | None) -> bool:
     """Whether ``text`` holds a CJK character, i.e. whether ``cjk_analyzer`` yields any token."""
-    return bool(text) and _CJK_RUN.search(text) is not None
+    return bool(text) and _CJK_RUN.search(text or "") is not None
 
 
 def handle_analyzer() -> Analyzer:

@@ -2,8 +2,8 @@
 containers that share only DynamoDB and S3 never serve a stale or a lost memory.
 
 An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
-directory (``CAIRN_INDEX_DIR``, default ``private_root()``: a directory of this process's own, as
-a Lambda container's ``/tmp`` is), each with a ``cairn.json``
+directory (``Settings.index_dir``, default ``private_root()``: a directory of this process's own,
+as a Lambda container's ``/tmp`` is), each with a ``cairn.json``
 naming the org, bank, incarnation and the ``seq`` it has applied. Freshness, given the bank row
 from the recall's one consistent read:
 
@@ -19,8 +19,9 @@ A writer updates its own cache at once: ``IndexCache.on_commit`` is registered w
 records if they follow the cache's ``seq`` directly, or catches up from DynamoDB on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories exceed ``CAIRN_INDEX_CACHE_MB`` (default 400). A trashed bank's successor has a new
-incarnation and so its own index.
+directories exceed ``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
+metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
 Purges: a purged record replaces the document with a content-free one, and the commit rewrites
 every segment that holds deleted documents, so no purged text stays in the segment files (nor in
@@ -41,30 +42,49 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from whoosh import index as whoosh_index
-from whoosh.codec import whoosh3
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 
 from .. import metrics
 from ..core import store
 from ..core.records import Memory
+from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from ..storage.tables import BankModel
 from .schema import schema, to_document
+from .whoosh_private import move_deletions, read_toc
 
 META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
-DEFAULT_BUDGET_MB = 400
 SNAPSHOT_KEEP = 2
 _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
+
+
+class BankRow(Protocol):
+    """What the recall core and its callers read of a bank row (``core.store``'s rows): its org
+    and name, the ``incarnation`` keying its records, the commit counter ``seq``,
+    ``rules_version`` and ``memories`` (how many are live)."""
+
+    @property
+    def org_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def incarnation(self) -> str: ...
+    @property
+    def seq(self) -> float: ...
+    @property
+    def rules_version(self) -> float: ...
+    @property
+    def memories(self) -> float: ...
 
 
 class StaleHistory(Exception):
@@ -118,23 +138,6 @@ def _same_deletions(a, b) -> bool:
     return not a.has_deletions() or set(a.deleted_docs()) == set(b.deleted_docs())
 
 
-def _move_deletions(reader, seg) -> bool:
-    """Point an open segment reader at ``seg``, the same segment with more documents deleted
-    (Whoosh's W3 codec reads deletions from the ``Segment`` object alone; the segment's files
-    never change), instead of reopening it; False when the reader is not of that shape."""
-    perdoc = getattr(reader, "_perdoc", None)
-    old = reader.segment()
-    if (type(reader) is not SegmentReader or not isinstance(perdoc, whoosh3.W3PerDocReader)
-            or getattr(perdoc, "_segment", None) is not old or old.doc_count_all() != seg.doc_count_all()
-            or not set(old.deleted_docs()) <= set(seg.deleted_docs())):
-        return False
-    reader._segment = perdoc._segment = seg
-    # SegmentReader.deleted_docs_set is a cached_property (kept in the instance dict): drop it,
-    # or postings() and recall keep filtering with the old deletion set
-    reader.__dict__.pop("deleted_docs_set", None)
-    return True
-
-
 def snapshot_prefix(org_id: str, bank: str) -> str:
     """``<org>/indexes/<bank>/``: where a bank's index snapshots live."""
     return blobs.org_key(org_id, "indexes", bank) + "/"
@@ -153,7 +156,6 @@ class BankIndex:
     path: str
     ix: Any
     seq: int = 0
-    snapshot_seq: int = -1
     size_bytes: int = 0
     _reader: Any = None
     _reader_gen: int = -1  # the commit generation the open reader shows
@@ -167,7 +169,7 @@ class BankIndex:
             self._reader_gen = self._reader.generation()
         return self._reader
 
-    def _reopen(self) -> None:
+    def close_reader(self) -> None:
         """Drop the reader; the next ``reader()`` opens the latest commit."""
         old, self._reader = self._reader, None
         self._reader_gen = -1
@@ -188,10 +190,10 @@ class BankIndex:
                   if r.segment() is not None}
         readers = []
         try:
-            toc = self.ix._read_toc()
+            toc = read_toc(self.ix)
             for seg in toc.segments:
                 r = leaves.get(seg.segment_id())
-                if r is not None and (_same_deletions(r.segment(), seg) or _move_deletions(r, seg)):
+                if r is not None and (_same_deletions(r.segment(), seg) or move_deletions(r, seg)):
                     del leaves[seg.segment_id()]
                 else:
                     r = SegmentReader(self.ix.storage, toc.schema, seg, generation=toc.generation)
@@ -222,10 +224,8 @@ class BankIndex:
             return [dn for i in ids for dn in searcher.document_numbers(id=i)]
         out = []
         for i in ids:
-            try:
+            with contextlib.suppress(TermNotFound):  # an id not indexed yet
                 out.extend(reader.postings("id", i).all_ids())  # deleted documents filtered out
-            except TermNotFound:
-                pass
         return out
 
     def write_meta(self) -> None:
@@ -267,9 +267,9 @@ class BankIndex:
         try:
             for dn in self._doomed(writer, latest):
                 writer.delete_document(dn)
-            for rec in latest.values():
-                if rec is not None:
-                    writer.add_document(**to_document(rec))
+            for memory in latest.values():
+                if memory is not None:
+                    writer.add_document(**to_document(memory))
         except BaseException:
             writer.cancel()
             raise
@@ -279,6 +279,11 @@ class BankIndex:
         self._refresh()
         self.measure()
         return len(latest)
+
+
+def _ms_since(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()`` reading)."""
+    return (time.perf_counter() - started) * 1000
 
 
 _private: tuple[int, str] | None = None
@@ -307,14 +312,15 @@ class IndexCache:
     """The recall index cache of one container (a process normally holds one; tests create two
     with separate roots to play two Lambda containers sharing only DynamoDB and S3).
 
-    ``root``: directory for the indexes (default ``$CAIRN_INDEX_DIR``, else ``private_root()``,
+    ``root``: directory for the indexes (default ``Settings.index_dir``, else ``private_root()``,
     never shared with another process); ``budget_mb``: size budget in MB before LRU eviction (default
-    ``$CAIRN_INDEX_CACHE_MB`` or 400).
+    ``Settings.index_cache_mb``, 400).
     """
 
     def __init__(self, root: str | None = None, budget_mb: float | None = None) -> None:
-        self.root = root or os.environ.get("CAIRN_INDEX_DIR") or private_root()
-        budget = budget_mb if budget_mb is not None else float(os.environ.get("CAIRN_INDEX_CACHE_MB", DEFAULT_BUDGET_MB))
+        settings = get_settings()
+        self.root = root or settings.index_dir or private_root()
+        budget = budget_mb if budget_mb is not None else settings.index_cache_mb
         self.budget_bytes = int(budget * 1024 * 1024)
         os.makedirs(self.root, exist_ok=True)
         self._mu = threading.Lock()
@@ -354,7 +360,7 @@ class IndexCache:
         with self._mu:
             entry = self.entries.pop(key, None)
         if entry is not None:
-            entry._reopen()
+            entry.close_reader()
             shutil.rmtree(entry.path, ignore_errors=True)
 
     def drop(self, org_id: str | None = None) -> int:
@@ -394,7 +400,7 @@ class IndexCache:
         """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
         return self.entries.get((org_id, bank))
 
-    def fresh(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+    def fresh(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
         """The bank's index caught up to at least ``row.seq`` (call holding the bank's lock).
 
         ``row`` is the bank row just read consistently. Warm and current: no I/O at all."""
@@ -414,56 +420,78 @@ class IndexCache:
         return entry
 
     def catch_up(self, entry: BankIndex) -> int:
-        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap."""
+        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap.
+        Returns how many memories changed (-1 after a rebuild); emits ``metrics.index_catch_up``."""
         self.counters["catchups"] += 1
+        started = time.perf_counter()
         try:
-            return entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
+            applied = entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
         except StaleHistory:
-            self._rebuild_into(entry)
+            self.rebuild_into(entry)  # emits the rebuild's metric
             return -1
+        metrics.index_catch_up(_ms_since(started), changes=applied, source="revisions")
+        return applied
 
-    def _open_cold(self, org_id: str, bank: str, row: BankModel) -> BankIndex:
+    def _open_cold(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
+        """The bank's index for a cache that holds none: the directory this process left, else
+        the newest S3 snapshot of this incarnation, else a rebuild from the records."""
         path = self._dir(org_id, bank, row.incarnation)
-        meta_path = os.path.join(path, META_FILE)
-        if os.path.exists(meta_path):
-            try:
-                with open(meta_path) as fh:
-                    meta = json.load(fh)
-                if meta.get("inc") == row.incarnation:
-                    ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
-                    entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
-                    entry.measure()
-                    return entry
-            except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
-                pass
-        shutil.rmtree(path, ignore_errors=True)
-        entry = self._load_snapshot(org_id, bank, row, path)
+        entry = self._open_own_dir(org_id, bank, row, path)
         if entry is not None:
-            self.counters["snapshot_loads"] += 1
             return entry
+        shutil.rmtree(path, ignore_errors=True)
+        started = time.perf_counter()
+        loaded = self._load_snapshot(org_id, bank, row, path)
+        if loaded is not None:
+            self.counters["snapshot_loads"] += 1
+            metrics.index_catch_up(_ms_since(started), changes=loaded.seq, source="snapshot")
+            return loaded
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
-        entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
-        self._rebuild_into(entry, seq=int(row.seq))
-        return entry
+        built = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
+        self.rebuild_into(built, seq=int(row.seq))
+        return built
 
-    def _rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
+    @staticmethod
+    def _open_own_dir(org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
+        """The index this process left in ``path`` for this incarnation, or ``None`` (none, or
+        damaged: it is rebuilt, never trusted)."""
+        meta_path = os.path.join(path, META_FILE)
+        if not os.path.exists(meta_path):
+            return None
+        try:
+            with open(meta_path) as fh:
+                meta = json.load(fh)
+            if meta.get("inc") != row.incarnation:
+                return None
+            ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+            entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
+            entry.measure()
+            return entry
+        except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
+            return None
+
+    def rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
         """Replace the entry's index with one built from the current records.
 
         The records are read after the bank row, so they may be newer than ``seq``; replaying
-        revisions above ``seq`` later is idempotent (each carries the full record)."""
+        revisions above ``seq`` later is idempotent (each carries the full record). Emits
+        ``metrics.index_rebuild``."""
         self.counters["rebuilds"] += 1
+        started = time.perf_counter()
         if seq is None:
             row = store.get_bank_row(entry.org_id, entry.bank)
             seq = int(row.seq) if row is not None and row.incarnation == entry.inc else entry.seq
-        entry._reopen()
+        entry.close_reader()
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128)
+        documents = 0
         try:
             for rec in store.iter_records_any_order(entry.inc):
                 if isinstance(rec, Damaged):
                     continue  # reported where it was decoded; the rest of the bank still ranks
                 writer.add_document(**to_document(rec))
+                documents += 1
         except BaseException:
             writer.cancel()
             raise
@@ -471,8 +499,9 @@ class IndexCache:
         entry.ix, entry.seq, entry.stats_cache = ix, seq, {}
         entry.write_meta()
         entry.measure()
+        metrics.index_rebuild(_ms_since(started), documents=documents)
 
-    def on_commit(self, org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+    def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
         """``core.store.on_commit`` observer: a writer updates its own cache at once, in ``seq``
         order; a gap (another container wrote in between) is filled from DynamoDB first."""
         key = (org_id, bank)
@@ -492,7 +521,7 @@ class IndexCache:
 
     # --- snapshots ------------------------------------------------------------------------
 
-    def _load_snapshot(self, org_id: str, bank: str, row: BankModel, path: str) -> BankIndex | None:
+    def _load_snapshot(self, org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
         prefix = snapshot_prefix(org_id, bank)
         seqs = []
         for obj in blobs.list_objects(prefix):
@@ -521,7 +550,7 @@ class IndexCache:
                 ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
-                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq, snapshot_seq=snap_seq)
+                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq)
                 entry.measure()
                 return entry
             except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
@@ -542,7 +571,6 @@ class IndexCache:
         prefix = snapshot_prefix(entry.org_id, entry.bank)
         key = f"{prefix}{entry.seq}.tar.gz"
         blobs.put_bytes(key, buf.getvalue(), "application/gzip")
-        entry.snapshot_seq = entry.seq
         olds = sorted((int(m.group(1)), o["Key"]) for o in blobs.list_objects(prefix)
                       if (m := _SNAP_RE.fullmatch(o["Key"][len(prefix):])))
         for _seq, k in olds[:-SNAPSHOT_KEEP]:
@@ -604,7 +632,7 @@ def using(cache: IndexCache) -> Iterator[IndexCache]:
         _active.reset(token)
 
 
-def _observer(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+def _observer(org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
     active_cache().on_commit(org_id, bank, row, changes)
 
 

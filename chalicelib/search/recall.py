@@ -24,6 +24,7 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +37,9 @@ from .. import metrics
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
+from ..core.store import CONFIG_NAME, CONFIG_ORG
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
-from ..storage.tables import BankModel, bind
 from ..tuning import (
     MemoryTuning,
     get_tuning,
@@ -48,13 +49,14 @@ from ..tuning import (
 )
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
+from .index import BankRow
 from .schema import from_stored
 from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
+from .whoosh_private import deleted_docs
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
 LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
-CONFIG_ORG, CONFIG_NAME = "_system", "!config"  # the config version rows (chalicelib.inject.reload)
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
 _TEXT_FIELDS = ("text", "name", "description")
@@ -70,10 +72,6 @@ class Hit:
     signals: dict[str, float]
     bank: str
 
-    def public(self) -> dict[str, Any]:
-        """``{memory, score, signals}`` as the recall route renders it."""
-        return {"memory": self.memory.public(), "score": self.score, "signals": dict(self.signals)}
-
 
 @dataclass
 class RecallResult:
@@ -86,31 +84,18 @@ class RecallResult:
 
 # --- the one consistent read ---------------------------------------------------------------
 
-def read_rows(org_id: str, banks: list[str]) -> dict[str, BankModel]:
+def read_rows(org_id: str, banks: list[str]) -> dict[str, BankRow]:
     """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same BatchGetItem,
-    the global and the org's config version rows: one consistent DynamoDB read. A moved global
-    version drops this container's index caches and tuning (an operator-level reload); a moved org
-    version drops the org's indexes only (the org's ``POST /v1/reload`` in another container)."""
-    bind()
-    config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
-    keys = [(org_id, b) for b in dict.fromkeys(banks) if b != CONFIG_NAME] + config_keys
-    rows: dict[str, BankModel] = {}
-    version = org_version = 0
-    for row in BankModel.batch_get(keys, consistent_read=True):
-        if row.name != CONFIG_NAME:
-            if row.org_id == org_id and store.bank_problem(row) is None:  # a damaged row reads as absent
-                rows[row.name] = row
-            continue
-        seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
-        if row.org_id == CONFIG_ORG:
-            version = seq
-        if row.org_id == org_id:
-            org_version = seq
-    if set_config_version(version):
+    the global and the org's config version rows: one consistent DynamoDB read
+    (``core.store.get_bank_rows``). A moved global version drops this container's index caches and
+    tuning (an operator-level reload); a moved org version drops the org's indexes only (the org's
+    ``POST /v1/reload`` in another container)."""
+    read = store.get_bank_rows(org_id, banks)
+    if set_config_version(read.version):
         index_mod.active_cache().drop()
-    if set_org_config_version(org_id, org_version):
+    if set_org_config_version(org_id, read.org_version):
         index_mod.active_cache().drop(org_id)
-    return rows
+    return dict(read.rows)
 
 
 # --- ranking -------------------------------------------------------------------------------
@@ -132,7 +117,8 @@ def analyse(query: str) -> QueryTerms:
                       tuple(entity_keys(query)))  # each already distinct, in first-seen order
 
 
-def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
+# ranking internals, replaced by the recall-speed work: kept whole until then
+def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,  # noqa: C901
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
@@ -153,7 +139,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     skip: list[frozenset[int] | set[int]] = []
     allow: list[set[int] | None] = []
     for (reader, _c, _b), seg in zip(leaves, stats.segments, strict=False):
-        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        deleted = deleted_docs(reader)
         skip.append(seg.excluded | deleted if deleted else seg.excluded)
         allow.append({d for d, _w in postings(reader, "tags", tag)} if tag else None)
     data = [stats.data(i) for i in range(len(leaves))]
@@ -231,7 +217,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
                                     bool(sd.pinned[d]), sd.updated_at[d], now, tuning)
         scored.append((-total, -sd.updated_at[d], sd.ids[d], key, signals, total))
     scored.sort(key=lambda x: x[:3])
-    hits = []
+    hits: list[Hit] = []
     for *_o, key, signals, total in scored:
         if len(hits) == limit:
             break
@@ -276,31 +262,51 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     each candidate; ``now``: the clock for recency (ms, default now); ``require``: raise 404
     ``bank_not_found`` for a missing bank instead of treating it as empty; ``analysed``: the
     query already analysed (``analyse``), e.g. by a benchmark timing ranking alone.
-    Raises 400 ``validation_error`` for an empty query or a limit out of range.
+    Raises 400 ``validation_error`` for an empty query or a limit out of range. Emits
+    ``metrics.recall_latency`` (the whole call, the consistent read included).
     """
+    started = time.perf_counter()
     _check(query, limit)
     rows = read_rows(org_id, banks)
     tuning = tuning or get_tuning()
     if require:
-        for b in banks:
-            if b not in rows:
-                store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
-                raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
+        _require(org_id, banks, rows)
     tag = tag.strip().lower() if tag else None
     present = [b for b in dict.fromkeys(banks) if b in rows]
     if as_of is not None:
-        return _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
-                             include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
-                             filter=filter)
-    now = now_ms() if now is None else now
+        result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
+                               include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
+                               filter=filter)
+    else:
+        result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
+                              include_superseded=include_superseded, tuning=tuning, filter=filter,
+                              now=now_ms() if now is None else now)
+    metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
+                           candidates=result.candidates, retrieval=result.retrieval)
+    return result
+
+
+def _require(org_id: str, banks: list[str], rows: dict[str, BankRow]) -> None:
+    """404 ``bank_not_found`` for the first of ``banks`` missing from ``rows`` (409 ``damaged``
+    when its row is there but unusable)."""
+    for b in banks:
+        if b not in rows:
+            store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
+            raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
+
+
+def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str | QueryTerms, *,
+                 limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
+                 filter: Callable[[Memory], bool] | None, now: int) -> RecallResult:
+    """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
     cache = index_mod.active_cache()
-    with cache.locked((org_id, b) for b in present):
-        leaves = []
-        for b in present:
+    with cache.locked((org_id, b) for b in banks):
+        leaves: list[tuple[Any, dict, str]] = []
+        for b in banks:
             entry = cache.fresh(org_id, b, rows[b])
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
-        hits, n = _rank(leaves, analysed or query, limit=limit, tag=tag, include_superseded=include_superseded,
+        hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
                         tuning=tuning, filter=filter, now=now)
     return RecallResult(hits, _mode(RETRIEVAL), n)
 
@@ -332,10 +338,10 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
     return out
 
 
-def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankModel], query: str, *, limit: int,
+def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
                   filter: Callable[[Memory], bool] | None) -> RecallResult:
-    leaves = []
+    leaves: list[tuple[Any, dict, str]] = []
     for b in banks:
         ix = index_mod.transient_index(state_as_of(rows[b].incarnation, as_of))
         reader = ix.reader()
@@ -347,13 +353,11 @@ def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankModel], que
 
 
 def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
-                include_superseded: bool = False, as_of: int | None = None) -> dict[str, Any]:
-    """``POST /v1/banks/{bank}/recall``: ``{memories: [{memory, score, signals}], retrieval}``.
-
-    Raises 400 ``validation_error`` and 404 ``bank_not_found``."""
-    result = recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
-                    include_superseded=include_superseded, as_of=as_of, require=True)
-    return {"memories": [h.public() for h in result.hits], "retrieval": result.retrieval}
+                include_superseded: bool = False, as_of: int | None = None) -> RecallResult:
+    """``POST /v1/banks/{bank}/recall``: ``recall`` of one bank that must exist, ``limit`` defaulting
+    to ``LIMIT_DEFAULT``. Raises 400 ``validation_error`` and 404 ``bank_not_found``."""
+    return recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
+                  include_superseded=include_superseded, as_of=as_of, require=True)
 
 
 # --- the ambient floor, freshness and maintenance ------------------------------------------
@@ -387,20 +391,31 @@ def ensure_fresh(org_id: str, bank: str) -> None:
         cache.fresh(org_id, bank, row)
 
 
-def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> dict[str, Any]:
-    """Rebuild ``bank``'s index from its records (the CLI's repair), then write a snapshot:
-    ``{bank, seq, documents, snapshot}``. Raises 404 ``bank_not_found``."""
+@dataclass(frozen=True)
+class Rebuilt:
+    """A rebuilt bank index: the bank, the ``seq`` it holds, its live ``documents`` and the S3 key
+    of the snapshot written (``None`` without one)."""
+
+    bank: str
+    seq: int
+    documents: int
+    snapshot: str | None
+
+
+def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
+    """Rebuild ``bank``'s index from its records (the CLI's repair), then write a snapshot.
+    Raises 404 ``bank_not_found``."""
     row = store.get_bank_row(org_id, bank)
     if row is None:
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
         entry = cache.fresh(org_id, bank, row)
-        cache._rebuild_into(entry, seq=int(row.seq))
+        cache.rebuild_into(entry, seq=int(row.seq))
         cache.catch_up(entry)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()
-    return {"bank": bank, "seq": entry.seq, "documents": docs, "snapshot": key}
+    return Rebuilt(bank, entry.seq, docs, key)
 
 
 def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
@@ -411,13 +426,10 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     Scope: ``banks`` of ``org_id``; every bank and namespace of ``org_id``; or, with neither, every
     bank of every org (a table scan: for the schedule and the CLI only, never a request path).
     """
-    bind()
     if org_id is not None and banks is not None:
         rows = [r for r in (store.get_bank_row(org_id, b) for b in banks) if r is not None]
-    elif org_id is not None:
-        rows = list(BankModel.query(org_id, consistent_read=True))
     else:
-        rows = list(BankModel.scan())
+        rows = store.list_bank_rows(org_id)
     written = []
     cache = index_mod.active_cache()
     for row in rows:
@@ -445,6 +457,7 @@ __all__ = [
     "RETRIEVAL",
     "Hit",
     "QueryTerms",
+    "Rebuilt",
     "RecallResult",
     "analyse",
     "drop_caches",

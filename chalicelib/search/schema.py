@@ -11,7 +11,7 @@ DynamoDB.
 | text         | TEXT (memory analyzer)       | BM25F |
 | name         | TEXT (memory analyzer)       | BM25F (structured memories) |
 | description  | TEXT (memory analyzer)       | BM25F (structured memories) |
-| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (left out without CJK) |
+| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (none without) |
 | entities     | KEYWORD (exact handles)      | entity candidates and ``entity_hits`` |
 | tags         | KEYWORD (exact handles)      | tag filter |
 | live         | ID                           | live filter |
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
@@ -64,9 +64,27 @@ def schema() -> Schema:
     )
 
 
-def to_document(rec: Memory) -> dict[str, Any]:
+class Document(TypedDict):
+    """The fields of one record's Whoosh document (``writer.add_document(**doc)``): the schema's
+    fields, the optional text and handle fields left out when empty."""
+
+    id: str
+    live: str
+    updated_at: int
+    pinned: int
+    corroboration: int
+    record: str
+    text: NotRequired[str]
+    name: NotRequired[str]
+    description: NotRequired[str]
+    cjk: NotRequired[str]
+    entities: NotRequired[str]
+    tags: NotRequired[str]
+
+
+def to_document(rec: Memory) -> Document:
     """The Whoosh document of one record (empty optional fields left out)."""
-    doc: dict[str, Any] = {
+    doc: Document = {
         "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
         "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
         "record": json.dumps(rec.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")),
@@ -90,7 +108,7 @@ def to_document(rec: Memory) -> dict[str, Any]:
 def from_stored(fields: dict[str, Any]) -> Memory:
     """The record stored in a document. Raises ``Damaged`` when it does not decode (documents
     are written from decoded records, so only a damaged snapshot or cache directory has one)."""
-    raw = fields.get("record")
+    raw: Any = fields.get("record")  # anything a damaged document holds: both parsers refuse it below
     try:
         return Memory.model_validate_json(raw)
     except (ValidationError, TypeError, ValueError):

@@ -18,18 +18,15 @@ taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from whoosh.codec import whoosh3
-from whoosh.matching.wrappers import FilterMatcher
-from whoosh.reading import TermNotFound
-from whoosh.scoring import BM25F, WeightLengthScorer, WeightScorer, bm25
 from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
 from .schema import TEXT_FIELDS
+from .whoosh_private import deleted_docs, length_bytes, posting_blocks
 
 K1, B = 1.2, 0.75
 DAY_MS = 86_400_000
@@ -65,51 +62,12 @@ class SegmentData:
         self.pinned = list(reader.column_reader("pinned"))
         self.corroboration = list(reader.column_reader("corroboration"))
         self.ids = list(reader.column_reader("id"))
-        self.lengths = {f: _length_bytes(reader, f) for f in TEXT_FIELDS}
-
-
-def _length_bytes(reader: Any, fieldname: str) -> bytes | None:
-    """The segment's field-length column as bytes (Whoosh's W3 per-document lengths)."""
-    n = reader.doc_count_all()
-    try:  # the W3 codec's cached column reader: one read of the whole column
-        col = reader._perdoc._cached_reader(whoosh3._lenfield(fieldname), whoosh3.LENGTHS_COLUMN)
-        return None if col is None else bytes(col[d] for d in range(n))
-    except AttributeError:  # another codec: the public per-document call
-        from whoosh.util.numeric import length_to_byte
-        return bytes(length_to_byte(reader.doc_field_length(d, fieldname, 0) or 0) for d in range(n))
-
-
-def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
-    """``(docnums, weights)`` blocks of a term's postings in one segment, deleted documents
-    included (the caller masks them); nothing when the segment lacks the term. Reads the W3
-    codec's blocks whole instead of making one matcher call per posting."""
-    try:
-        m = reader.postings(fieldname, text)
-    except TermNotFound:
-        return
-    if isinstance(m, FilterMatcher):
-        m = m.child  # the deletion filter: the caller's mask covers deleted documents
-    if isinstance(m, whoosh3.W3LeafMatcher):
-        while m.is_active():
-            if m._ids is None:
-                m._read_ids()
-            if m._weights is None:
-                m._read_weights()
-            yield m._ids[m._i:], m._weights[m._i:]
-            if m._lastblock:
-                return
-            m._next_block()
-        return
-    ids, weights = [], []
-    while m.is_active():
-        ids.append(m.id())
-        weights.append(m.weight())
-        m.next()
-    yield ids, weights
+        self.lengths = {f: length_bytes(reader, f) for f in TEXT_FIELDS}
 
 
 def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, float]]:
-    """``(docnum, weight)`` of every posting of a term in one segment (see ``posting_blocks``)."""
+    """``(docnum, weight)`` of every posting of a term in one segment (see ``posting_blocks``:
+    deleted documents included, nothing when the segment lacks the term)."""
     for ids, weights in posting_blocks(reader, fieldname, text):
         yield from zip(ids, weights, strict=False)
 
@@ -129,7 +87,7 @@ class _SegmentStats:
 
     def __init__(self, reader: Any, include_dead: bool) -> None:
         dead = frozenset() if include_dead else _dead_docs(reader)
-        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        deleted = deleted_docs(reader)
         self.excluded = dead  # postings already skip deleted documents
         self.n = reader.doc_count() - len(dead)
         gone = dead | deleted
@@ -208,31 +166,6 @@ class CorpusStats:
         return (self.lengths.get(fieldname, 0) / self.n) if self.n else 1.0
 
 
-class _Scorer(WeightLengthScorer):
-    def __init__(self, searcher, fieldname, text, idf, avgfl, qf=1):
-        self.idf, self.avgfl, self.B, self.K1, self.qf = idf, avgfl or 1.0, B, K1, qf
-        self.setup(searcher, fieldname, text)
-
-    def _score(self, weight, length):
-        return bm25(self.idf, weight, length, self.avgfl, self.B, self.K1)
-
-
-class CorpusBM25F(BM25F):
-    """Whoosh weighting whose idf and average field length come from ``CorpusStats``: Whoosh's own
-    BM25F over the same statistics, the reference the posting-block ranking in ``recall`` is
-    tested against (recall itself does not run Whoosh's searcher)."""
-
-    def __init__(self, stats: CorpusStats) -> None:
-        super().__init__(B=B, K1=K1)
-        self.stats = stats
-
-    def scorer(self, searcher, fieldname, text, qf=1):
-        if not searcher.schema[fieldname].scorable:
-            return WeightScorer.for_(searcher, fieldname, text)
-        return _Scorer(searcher, fieldname, text, self.stats.idf(fieldname, text),
-                       self.stats.avgfl(fieldname), qf=qf)
-
-
 def recency(updated_at: int, now: int, tuning: MemoryTuning) -> float:
     """``max(0.5 ** (age_days / half_life), recency_floor)``; a future ``updated_at`` counts as 0 days."""
     age_days = max(0, now - int(updated_at)) / DAY_MS
@@ -254,7 +187,6 @@ def full_score(bm25_score: float, entity_hits: int, corroboration: int, pinned: 
 __all__ = [
     "K1",
     "B",
-    "CorpusBM25F",
     "CorpusStats",
     "SegmentData",
     "full_score",
