@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError, ValidationInfo
+from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
 from .. import validation
 from ..auth.principal import Principal
@@ -147,17 +148,64 @@ def parse_query(query: dict[str, str], model: type[M]) -> M:
         raise _validation_error(exc) from None
 
 
+@dataclass(frozen=True)
+class IntRange:
+    """The one rule for an integer parameter (``limit``, ``sinceSeq``...) within ``[lo, hi]``.
+
+    Use ``IntRange(lo, hi).parse(value, name, default)`` directly, or as a pydantic type in a
+    ``parse_query``/body model: ``limit: Annotated[int, IntRange(1, 200)] = 50``. Absent, ``None``
+    or ``""`` reads as the default (``strict``: only absent does; a JSON body's ``null``, string,
+    float or boolean is not an integer). Accepts a query string's ASCII digits
+    (``validation.as_int``) and, unless ``strict``, a JSON integer or integral float.
+    Raises 400 ``validation_error`` ``{field: name}``: "<name> must be an integer." or
+    "<name> must be between <lo> and <hi>." (``turnstone``: Turnstone's wording, no full stop,
+    and surrounding spaces stripped from a string first).
+    """
+
+    lo: int
+    hi: int
+    strict: bool = False
+    turnstone: bool = False
+
+    def parse(self, value: object, name: str, default: int) -> int:
+        """``value`` as an integer within ``[lo, hi]`` (``default`` when absent); see the class."""
+        if not self.strict and (value is None or value == ""):
+            return default
+        n = self._integer(value)
+        end = "" if self.turnstone else "."
+        if n is None:
+            raise BadRequest(f"{name} must be an integer{end}", details={"field": name})
+        if not self.lo <= n <= self.hi:
+            raise BadRequest(f"{name} must be between {self.lo} and {self.hi}{end}", details={"field": name})
+        return n
+
+    def _integer(self, value: object) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if self.strict:
+            return None
+        if isinstance(value, str):
+            return validation.as_int(value.strip() if self.turnstone else value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)  # JSON numbers are finite and bounded at the edge
+        return None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def check(value: object, info: ValidationInfo) -> int:
+            if not self.strict and (value is None or value == ""):
+                raise PydanticUseDefault()
+            # a CairnError is not a ValueError: pydantic lets it through with this exact message
+            return self.parse(value, info.field_name or "value", self.lo)
+
+        return core_schema.with_info_before_validator_function(check, handler(source))
+
+
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    """An integer query parameter within [lo, hi]; 400 ``validation_error`` naming it."""
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    value = validation.as_int(raw)
-    if value is None:
-        raise BadRequest(f"{name} must be an integer.", details={"field": name})
-    if not lo <= value <= hi:
-        raise BadRequest(f"{name} must be between {lo} and {hi}.", details={"field": name})
-    return value
+    """The query parameter ``name`` as an integer within [lo, hi] (``IntRange``); 400
+    ``validation_error`` naming it."""
+    return IntRange(lo, hi).parse(query.get(name), name, default)
 
 
 def query_bool(query: dict[str, str], name: str) -> bool:
