@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from .auth.principal import KINDS
+
 LOCAL_STACK = "cairn-local"
 STAGES = ("local", "dev", "prod")
 # The CLI is not behind API Gateway: exports are always written inline, whatever their size.
@@ -140,10 +142,11 @@ def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Mint a token for any org; prints ``{token, token_id, ...}`` (the secret, shown once)."""
     from pydantic import ValidationError
 
-    from .auth.principal import PERMISSIONS
+    from .api.tokens import render
+    from .auth.principal import Permission
     from .auth.tokens import MintRequest, mint
 
-    perms = list(PERMISSIONS) if args.permissions.strip() == "all" else \
+    perms = [p.value for p in Permission] if args.permissions.strip() == "all" else \
         [p.strip() for p in args.permissions.split(",") if p.strip()]
     try:
         req = MintRequest(kind=args.kind, user_id=args.user_id, permissions=perms, label=args.label,
@@ -152,7 +155,7 @@ def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValidationError as exc:
         e = exc.errors()[0]
         raise UsageError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
-    out.write(json.dumps(mint(args.org, req, created_by=_actor()), indent=2) + "\n")
+    out.write(json.dumps(render(mint(args.org, req, created_by=_actor())), indent=2) + "\n")
     return 0
 
 
@@ -221,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mint-token", help="mint a token for any org (creates the org)")
     m.add_argument("--org", required=True)
-    m.add_argument("--kind", required=True, choices=("person", "api_key", "service"))
+    m.add_argument("--kind", required=True, choices=KINDS)
     m.add_argument("--user-id")
     m.add_argument("--permissions", required=True, help="comma-separated, or 'all'")
     m.add_argument("--label")
