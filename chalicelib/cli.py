@@ -16,9 +16,9 @@ Commands (each goes through the same service functions as the API; no Chalice):
 Stages: ``local`` (the default) talks to the moto server of the local stack running from
 ``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
 ``$CAIRN_MOTO_PORT`` when set, with fake credentials and the ``cairn-local`` names; with neither
-it refuses (exit 2) rather than guess a port another process may own. ``dev`` and ``prod`` use the ambient AWS credentials (profile,
-SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and ``CAIRN_BUCKET`` (and ``CAIRN_REGION``
-unless us-east-1) set to the deployed stack's names.
+it refuses (exit 2) rather than guess a port another process may own. ``dev`` and ``prod`` use
+the ambient AWS credentials (profile, SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and
+``CAIRN_BUCKET`` (and ``CAIRN_REGION`` unless us-east-1) set to the deployed stack's names.
 
 Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or configuration.
 """
@@ -39,7 +39,7 @@ from .auth.principal import KINDS
 LOCAL_STACK = "cairn-local"
 STAGES = ("local", "dev", "prod")
 # The CLI is not behind API Gateway: exports are always written inline, whatever their size.
-UNLIMITED_INLINE = str(2 ** 62)
+UNLIMITED_INLINE = 2 ** 62
 
 
 class UsageError(Exception):
@@ -96,9 +96,10 @@ def _progress(total: int | None, desc: str, out: TextIO):
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write the bank's ``memories.jsonl`` (``--history``: every revision) to ``-o`` or stdout."""
     from .banks.transfer import export_bank
+    from .settings import override
 
-    os.environ["CAIRN_EXPORT_INLINE_BYTES"] = UNLIMITED_INLINE  # main() restores the environment
-    result = export_bank(args.org, args.bank, history=args.history)
+    with override(export_inline_bytes=UNLIMITED_INLINE):
+        result = export_bank(args.org, args.bank, history=args.history)
     data = result["data"]
     if args.output and args.output != "-":
         tmp = Path(args.output + ".tmp")
@@ -206,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands export, import, mint-token, rebuild-indexes)."""
     p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
     p.add_argument("--stage", choices=STAGES, default="local",
-                   help="local: the local stack's moto (default); dev/prod: AWS with CAIRN_* names from the environment")
+                   help="local: the local stack's moto (default); "
+                        "dev/prod: AWS with CAIRN_* names from the environment")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", help="export a bank as memories.jsonl")
