@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 import boto3
 from botocore.config import Config
@@ -34,7 +34,24 @@ PROBE_TEXT = "Cairn doctor probe: the round trip works."
 PROBE_QUERY = "doctor probe round trip"
 
 
-def _check(name: str, required: bool, fn: Callable[[], str]) -> dict[str, Any]:
+class Check(TypedDict):
+    """One check's result: ``detail`` says what was done or what failed; ``ms`` its duration."""
+
+    name: str
+    ok: bool
+    required: bool
+    detail: str
+    ms: float
+
+
+class DoctorReport(TypedDict):
+    """``{ok, checks}``: ``ok`` is true only when every required check passed."""
+
+    ok: bool
+    checks: list[Check]
+
+
+def _check(name: str, required: bool, fn: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail, ok = fn(), True
@@ -119,7 +136,7 @@ def _model() -> str:
     return f"{extractor.name}: {detail}"
 
 
-def run_checks(actor: str) -> dict[str, Any]:
+def run_checks(actor: str) -> DoctorReport:
     """Run every check (see the module doc) and return ``{ok, checks}``."""
     checks = [
         _check("configuration", True, _configuration),

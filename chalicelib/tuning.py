@@ -119,8 +119,9 @@ def _env_key() -> tuple:
     return (len(os.environ), tuple(os.environ.get(n) for n in _ENV_NAMES))
 
 
-def _memory_table(data: bytes, where: str) -> dict[str, Any]:
-    """The ``[memory]`` table of TOML ``data``; ``ConfigError`` naming ``where`` and the key."""
+def _memory_table(data: bytes, where: str) -> dict[str, object]:
+    """The ``[memory]`` table of TOML ``data`` (key -> TOML value, validated later by
+    ``MemoryTuning``); ``ConfigError`` naming ``where`` and the key."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
