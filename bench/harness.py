@@ -92,7 +92,7 @@ def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 def median(values: list[float]) -> float:

@@ -147,8 +147,9 @@ def _load(base: str, bank: str, texts: list[str], ents: list[str]) -> float:
     started = time.perf_counter()
     t0 = 1_700_000_000_000
     for i in range(0, len(texts), IMPORT_BATCH):
+        batch = zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH], strict=False)
         body = "".join(json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}) + "\n"
-                       for k, (t, e) in enumerate(zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH], strict=False), start=i))
+                       for k, (t, e) in enumerate(batch, start=i))
         res = _ok(s.post(f"{base}/v1/banks/{bank}/import", data=body.encode(),
                          headers={"Content-Type": "application/x-ndjson"}, timeout=600)).json()
         if res.get("errors"):
@@ -280,6 +281,7 @@ def markdown(out: dict[str, Any]) -> list[str]:
                 ("recall p95 at 10k", d["recall_10k_keepalive"]["p95_ms"], n["recall_10k_keepalive"]["p95_ms"]),
                 ("8-client time per request at 10k", round(1000 / d["throughput_10k"]["req_per_s"], 2),
                  round(1000 / n["throughput_10k"]["req_per_s"], 2))]
-        md += ["", "| durable vs no persistence (target: within 1.5x) | durable | no-persist | ratio |", "|---|---|---|---|"]
+        md += ["", "| durable vs no persistence (target: within 1.5x) | durable | no-persist | ratio |",
+               "|---|---|---|---|"]
         md += [f"| {k} | {a} | {b} | {a / b:.2f}x |" for k, a, b in rows]
     return md

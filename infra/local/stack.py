@@ -21,6 +21,7 @@ each ``Worker(name, tick, interval_s)``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
@@ -235,10 +236,8 @@ class Stack:
         runfile.remove(self.state_dir)
         self.stop_event.set()
         if self.chalice is not None and self.chalice.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.chalice.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.chalice.wait(10)
             except subprocess.TimeoutExpired:
