@@ -30,9 +30,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-import requests
+import requests  # type: ignore[import-untyped]  # no types-requests in the environment
 
 from .harness import median, pct
 from .speed import corpus, queries
@@ -54,6 +54,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+
+def _forward_lines(stream: IO[bytes] | None, lines: queue.Queue[str | None]) -> None:
+    """Put each line of ``stream`` on ``lines`` (decoded, stripped), then ``None`` at its end."""
+    for x in stream or ():
+        lines.put(x.decode().strip())
+    lines.put(None)
+
 class Launcher:
     """``python -m infra.local.stack`` in ``root`` on free ports with a temp state dir."""
 
@@ -73,9 +80,8 @@ class Launcher:
         self.log = open(self.state / "stack.log", "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *self.args], cwd=self.root, env=env,
                                      stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x.decode().strip()) for x in self.proc.stdout] + [lines.put(None)],
-                         daemon=True).start()
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_forward_lines, args=(self.proc.stdout, lines), daemon=True).start()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             try:

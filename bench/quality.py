@@ -71,7 +71,7 @@ def run(*, tune: bool = False) -> tuple[dict, list[str]]:
     tuned = defaults.model_copy(update=TUNED)
 
     def cairn(t) -> dict[str, locomo.Ranker]:
-        rankers = {}
+        rankers: dict[str, locomo.Ranker] = {}
         for c in convs:
             by_q = {q.text: cs for q, cs in zip(c.questions, cands[c.sample_id], strict=False)}
             rankers[c.sample_id] = functools.partial(_rerank_query, by_q, t, now)

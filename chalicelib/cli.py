@@ -87,7 +87,7 @@ def _actor() -> str:
 
 
 def _progress(total: int | None, desc: str, out: TextIO):
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # no types-tqdm in the environment
     return tqdm(total=total, desc=desc, unit="rec", file=out, disable=None, leave=False)
 
 
@@ -161,10 +161,8 @@ def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
-    from .core.store import TRASH_PREFIX, get_bank_row
-    from .storage.tables import BankModel, bind
+    from .core.store import TRASH_PREFIX, bank_rows, get_bank_row
 
-    bind()
     if org and bank:
         row = get_bank_row(org, bank)
         if row is None:
@@ -172,8 +170,7 @@ def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
             raise NotFound(f"Bank '{bank}' not found in org '{org}'.", code="bank_not_found")
         yield row
         return
-    rows = BankModel.query(org, consistent_read=True) if org else BankModel.scan()
-    for row in rows:
+    for row in bank_rows(org):
         # trash entries and the config version rows (name "!config") hold no memories
         if not row.name.startswith(TRASH_PREFIX) and row.name != "!config":
             yield row

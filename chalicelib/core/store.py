@@ -336,3 +336,10 @@ def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Mem
     bind()
     for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
         yield int(rev.seq), str(rev.op), revision_record(rev)
+
+
+def bank_rows(org_id: str | None = None) -> Iterable[BankModel]:
+    """Every row of the banks table of ``org_id`` (consistent query), or of every org (a table
+    scan: operator tools only); trash entries and internal rows included."""
+    bind()
+    return BankModel.query(org_id, consistent_read=True) if org_id else BankModel.scan()

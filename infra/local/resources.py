@@ -72,7 +72,7 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
         name = resolve(props["TableName"], stack, region=region)
         if name in existing:
             continue
-        args = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
+        args: dict[str, Any] = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
         args["TableName"] = name
         for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
             if key in props:
