@@ -54,6 +54,8 @@ def stage_environment(stage: str, environ: dict[str, str] | None = None) -> dict
     ``dev``/``prod``: only ``CAIRN_STAGE``; raises ``UsageError`` naming ``CAIRN_TABLE_PREFIX`` /
     ``CAIRN_BUCKET`` when they are not set (the defaults are the local stack's names).
     """
+    # This runs before any Settings exist: it computes the process environment for the stage. It
+    # reads the local launcher's variables and checks that the deployed names are present.
     environ = dict(os.environ if environ is None else environ)
     if stage == "local":
         from infra.local import runfile

@@ -507,6 +507,7 @@ def connection(settings: Settings | None = None) -> Connection:
     loads the service model from disk (tenths of a second), far more than a transaction costs.
     """
     settings = settings or get_settings()
+    # boto's own endpoint variables (not Cairn settings), read by boto itself: part of the key
     key = (settings.region, os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL", ""))
     conn = _connections.get(key)
     if conn is None:
