@@ -22,10 +22,8 @@ from typing import TypedDict
 import boto3
 from botocore.config import Config
 
-from .clock import now_ms
 from .settings import get_settings
-from .storage import blobs
-from .storage.tables import ExtractionModel, bind
+from .storage import blobs, probe
 
 PROBE_TIMEOUT_S = 3.0
 PROBE_ORG = "_system"  # no token belongs to it: nothing the doctor writes is visible to a user
@@ -77,14 +75,7 @@ def _tuning() -> str:
 
 
 def _dynamodb() -> str:
-    bind()
-    key = f"!doctor#{uuid.uuid4().hex}"
-    row = ExtractionModel(session_key=key, sk="probe", org_id="!doctor", session_id="probe", updated_at=now_ms(),
-                          expires_at=int(time.time()) + 3600)
-    row.save()
-    ExtractionModel.get(key, "probe", consistent_read=True)
-    row.delete()
-    return f"put, get and delete on {ExtractionModel.Meta.table_name}"
+    return f"put, get and delete on {probe.dynamodb_round_trip()}"
 
 
 def _s3() -> str:
