@@ -92,7 +92,7 @@ def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 def median(values: list[float]) -> float:
@@ -119,7 +119,8 @@ def fast_moto_transactions() -> None:
         def __getattr__(self, name):
             return getattr(_copy, name)
 
-    models.copy = _Copy()
+    # setattr: moto's module global and method are replaced on purpose (mypy forbids assigning them)
+    setattr(models, "copy", _Copy())  # noqa: B010 - see the comment above
     original = models.DynamoDBBackend.transact_write_items
 
     def guarded(self, *args, **kwargs):
@@ -128,4 +129,4 @@ def fast_moto_transactions() -> None:
         except Exception as exc:
             raise RuntimeError(f"a transaction failed under the no-backup bench patch: {exc}") from exc
 
-    models.DynamoDBBackend.transact_write_items = guarded
+    setattr(models.DynamoDBBackend, "transact_write_items", guarded)  # noqa: B010 - see above

@@ -30,9 +30,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-import requests
+import requests  # type: ignore[import-untyped]  # no types-requests in the environment
 
 from .harness import median, pct
 from .speed import corpus, queries
@@ -54,6 +54,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+
+def _forward_lines(stream: IO[bytes] | None, lines: queue.Queue[str | None]) -> None:
+    """Put each line of ``stream`` on ``lines`` (decoded, stripped), then ``None`` at its end."""
+    for x in stream or ():
+        lines.put(x.decode().strip())
+    lines.put(None)
+
 class Launcher:
     """``python -m infra.local.stack`` in ``root`` on free ports with a temp state dir."""
 
@@ -73,9 +80,8 @@ class Launcher:
         self.log = open(self.state / "stack.log", "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *self.args], cwd=self.root, env=env,
                                      stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x.decode().strip()) for x in self.proc.stdout] + [lines.put(None)],
-                         daemon=True).start()
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_forward_lines, args=(self.proc.stdout, lines), daemon=True).start()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
@@ -147,8 +153,9 @@ def _load(base: str, bank: str, texts: list[str], ents: list[str]) -> float:
     started = time.perf_counter()
     t0 = 1_700_000_000_000
     for i in range(0, len(texts), IMPORT_BATCH):
+        batch = zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH], strict=False)
         body = "".join(json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}) + "\n"
-                       for k, (t, e) in enumerate(zip(texts[i:i + IMPORT_BATCH], ents[i:i + IMPORT_BATCH], strict=False), start=i))
+                       for k, (t, e) in enumerate(batch, start=i))
         res = _ok(s.post(f"{base}/v1/banks/{bank}/import", data=body.encode(),
                          headers={"Content-Type": "application/x-ndjson"}, timeout=600)).json()
         if res.get("errors"):
@@ -280,6 +287,7 @@ def markdown(out: dict[str, Any]) -> list[str]:
                 ("recall p95 at 10k", d["recall_10k_keepalive"]["p95_ms"], n["recall_10k_keepalive"]["p95_ms"]),
                 ("8-client time per request at 10k", round(1000 / d["throughput_10k"]["req_per_s"], 2),
                  round(1000 / n["throughput_10k"]["req_per_s"], 2))]
-        md += ["", "| durable vs no persistence (target: within 1.5x) | durable | no-persist | ratio |", "|---|---|---|---|"]
+        md += ["", "| durable vs no persistence (target: within 1.5x) | durable | no-persist | ratio |",
+               "|---|---|---|---|"]
         md += [f"| {k} | {a} | {b} | {a / b:.2f}x |" for k, a, b in rows]
     return md

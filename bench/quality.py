@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from typing import Any
@@ -31,6 +32,11 @@ def _targets(res: dict, system: str) -> dict[str, Any]:
                                                 h["1-4"]["MRR"] >= sh["1-4"]["MRR"] + 0.02],
         "all7 cat 5 R@10 >= plain BM25": [a["5"]["R@10"], pa["5"]["R@10"], a["5"]["R@10"] >= pa["5"]["R@10"]],
     }
+
+
+def _rerank_query(by_q: dict[str, Any], tuning: Any, now: Any, q: str) -> list[int]:
+    """Cairn's ranking of question ``q`` from its stored candidates (a ``locomo.Ranker``)."""
+    return locomo.rerank(by_q[q], tuning, now)
 
 
 def run(*, tune: bool = False) -> tuple[dict, list[str]]:
@@ -65,10 +71,10 @@ def run(*, tune: bool = False) -> tuple[dict, list[str]]:
     tuned = defaults.model_copy(update=TUNED)
 
     def cairn(t) -> dict[str, locomo.Ranker]:
-        rankers = {}
+        rankers: dict[str, locomo.Ranker] = {}
         for c in convs:
             by_q = {q.text: cs for q, cs in zip(c.questions, cands[c.sample_id], strict=False)}
-            rankers[c.sample_id] = (lambda b: lambda q: locomo.rerank(b[q], t, now))(by_q)
+            rankers[c.sample_id] = functools.partial(_rerank_query, by_q, t, now)
         return rankers
 
     rankers = {"rank-bm25": {c.sample_id: locomo.plain_bm25(c) for c in convs},
@@ -124,7 +130,8 @@ def markdown(out: dict[str, Any], main: str) -> list[str]:
             for cat in ("1-4", "1", "2", "3", "4", "5"):
                 m = parts[part].get(cat)
                 if m:
-                    md.append(f"| {system} | {cat} | {m['n']} | {m['R@5']} | {m['R@10']} | {m['All@10']} | {m['MRR']} |")
+                    md.append(f"| {system} | {cat} | {m['n']} | {m['R@5']} | {m['R@10']} | {m['All@10']} "
+                              f"| {m['MRR']} |")
         md.append("")
     md += [f"### Targets ({main})", "", "| target | figures | met |", "|---|---|---|"]
     for k, v in out["targets"].items():

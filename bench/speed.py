@@ -12,13 +12,16 @@ are three of the ten most frequent words. "Another container" is a second
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 from .harness import CallCounter, backend, fast_moto_transactions, median, pct
 
@@ -43,7 +46,9 @@ def corpus(n: int, seed: int = 7) -> tuple[list[str], list[str], list[str]]:
     rng.shuffle(vocab)
     weights = [1.0 / (r + 1) for r in range(VOCAB)]
     names = [f"person{i}" for i in range(50)]
-    texts, ents, seen = [], [], set()
+    texts: list[str] = []
+    ents: list[str] = []
+    seen: set[str] = set()
     while len(texts) < n:
         t = " ".join(rng.choices(vocab, weights=weights, k=WORDS_PER_DOC))
         if t in seen:
@@ -72,8 +77,8 @@ def load(bank: str, texts: list[str], ents: list[str], t0: int, batch: int = 300
 
     started = time.perf_counter()
     bounds = [0, 30] if warm is not None else [0]
-    bounds += list(range(bounds[-1] + batch, len(texts), batch)) + [len(texts)]
-    for n, (i, j) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    bounds += [*range(bounds[-1] + batch, len(texts), batch), len(texts)]
+    for n, (i, j) in enumerate(itertools.pairwise(bounds)):
         lines = [json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}).encode()
                  for k, (t, e) in enumerate(zip(texts[i:j], ents[i:j], strict=False), start=i)]
         res = import_lines(ORG, bank, lines, actor="bench")
@@ -111,121 +116,162 @@ def bm25s_timings(texts: list[str], qs: dict[str, list[str]], k: int) -> dict[st
             for kind, items in qs.items()}
 
 
+@dataclass
+class _Bank:
+    """One size's bench bank and what its steps share."""
+
+    n: int
+    counter: CallCounter
+    bank: str
+    t0: int
+    vocab: list[str]
+    qs: dict[str, list[str]]
+    limit: int
+    cache_a: Any
+    cache_b: Any
+    roots: dict[str, str]
+    recall_fn: Callable[..., Any]  # chalicelib.search.recall.recall, imported once
+
+    def recall(self, query: str, **kw: Any) -> Any:
+        return self.recall_fn(ORG, [self.bank], query, limit=self.limit, **kw)
+
+
 def one_size(n: int, counter: CallCounter, nq: int, rebuild_max: int) -> dict[str, Any]:
-    from chalicelib.banks.records import SaveRequest
-    from chalicelib.banks.service import save_memory
-    from chalicelib.core import store
+    """Every measurement of one bank of ``n`` memories (``nq`` queries of each kind)."""
     from chalicelib.search import index
-    from chalicelib.search import recall as recall_mod
-    from chalicelib.search.recall import analyse, recall
-    from chalicelib.storage import blobs
+    from chalicelib.search.recall import recall
     from chalicelib.tuning import get_tuning
 
-    bank = f"speed{n}"
-    t0 = int(time.time() * 1000) - n
     texts, ents, vocab = corpus(n)
-    qs = queries(vocab, nq)
-    res: dict[str, Any] = {"memories": n}
     roots = {k: tempfile.mkdtemp(prefix=f"cairn-bench-{k}-") for k in "abcd"}
-    cache_a, cache_b = index.IndexCache(roots["a"]), index.IndexCache(roots["b"])
-    limit = get_tuning().recall_limit
+    b = _Bank(n=n, counter=counter, bank=f"speed{n}", t0=int(time.time() * 1000) - n, vocab=vocab,
+              qs=queries(vocab, nq), limit=get_tuning().recall_limit, cache_a=index.IndexCache(roots["a"]),
+              cache_b=index.IndexCache(roots["b"]), roots=roots, recall_fn=recall)
+    res: dict[str, Any] = {"memories": n}
     try:
-        with index.using(cache_a):
-            res["load_s"] = round(load(bank, texts, ents, t0,
-                                       warm=lambda: recall(ORG, [bank], qs["selective"][0], limit=limit)), 1)
-            # warm recall, whole: the one consistent DynamoDB read (moto, in-process) + ranking
-            res["warm_recall"] = {kind: _latency(lambda q: recall(ORG, [bank], q, limit=limit), items)
-                                  for kind, items in qs.items()}
-            # warm recall, ranking only, beside bm25s: query analysed beforehand (bm25s: tokenised
-            # beforehand) and the bank row read once, so both time the same work
-            rows = recall_mod.read_rows(ORG, [bank])
-            real_read = recall_mod.read_rows
-            recall_mod.read_rows = lambda org_id, banks: rows
-            try:
-                res["warm_recall_ranking"] = {
-                    kind: _latency(lambda a: recall(ORG, [bank], "x", limit=limit, analysed=a),
-                                   [analyse(q) for q in items]) for kind, items in qs.items()}
-            finally:
-                recall_mod.read_rows = real_read
-            res["bm25s"] = bm25s_timings(texts, qs, limit)
-            with counter.counting() as calls:
-                recall(ORG, [bank], qs["selective"][1], limit=limit)
-            res["calls_per_warm_recall"] = {k: v for k, v in calls.items() if not k.endswith(":items")}
-            # index cost of one write (Whoosh add + commit through the writer's own cache)
-            costs: list[float] = []
-            original = index.IndexCache.on_commit
-
-            def timed_commit(self, *a, **kw):
-                started = time.perf_counter()
-                try:
-                    return original(self, *a, **kw)
-                finally:
-                    costs.append((time.perf_counter() - started) * 1000)
-
-            index.IndexCache.on_commit = timed_commit
-            try:
-                for i in range(21):
-                    save_memory(ORG, bank, SaveRequest(text=f"bench write {n} {i} " + " ".join(vocab[i:i + 5])),
-                                actor="bench")
-            finally:
-                index.IndexCache.on_commit = original
-            res["write_index_ms_median"] = round(median(costs[1:]), 3)
-        # catch-up: B writes k memories, A (warm) catches up on its next recall. The revisions
-        # Query is timed apart: moto's Table.query walks every item of the table on each call,
-        # where DynamoDB reads only the key range, so its moto time grows with the table.
-        catchup: dict[str, Any] = {}
-        extra = 0
-        real_revs = store.iter_revisions
-        for k in [1, 100] + ([10000] if n >= 10000 else []):
-            with index.using(cache_b):
-                more, more_e, _ = corpus(k, seed=1000 + k)
-                load(bank, [f"{t} catchup{k}" for t in more], more_e, t0 + n + extra)
-                extra += k
-            query_ms: list[float] = []
-
-            def timed_revs(inc, after_seq=0):
-                started = time.perf_counter()
-                items = list(real_revs(inc, after_seq))
-                query_ms.append((time.perf_counter() - started) * 1000)
-                return iter(items)
-
-            store.iter_revisions = timed_revs
-            try:
-                with index.using(cache_a), counter.counting() as calls:
-                    before = dict(cache_a.counters)
-                    ms, _ = timed(recall, ORG, [bank], qs["selective"][2], limit=limit)
-            finally:
-                store.iter_revisions = real_revs
-            q = sum(query_ms)
-            catchup[str(k)] = {"ms": round(ms, 1), "revisions_query_ms": round(q, 1),
-                               "cairn_ms": round(ms - q, 1),
-                               "items_read": calls.get("dynamodb:Query:items", 0),
-                               "path": {c: cache_a.counters[c] - before.get(c, 0) for c in cache_a.counters}}
-        res["catch_up"] = catchup
-        # cold start: snapshot versus rebuild
-        with index.using(cache_a):
-            entry = cache_a.get(ORG, bank)
-            with cache_a.lock(ORG, bank):
-                cache_a.write_snapshot(entry)
-        cold: dict[str, Any] = {}
-        for kind, root in (("snapshot", roots["c"]), ("rebuild", roots["d"])):
-            if kind == "rebuild":
-                if n > rebuild_max:
-                    cold[kind] = {"skipped": f"over --rebuild-max {rebuild_max}"}
-                    continue
-                blobs.delete_prefix(index.snapshot_prefix(ORG, bank))
-            cache = index.IndexCache(root)
-            with index.using(cache):
-                ms, _ = timed(recall, ORG, [bank], qs["selective"][3], limit=limit)
-                cold[kind] = {"ms": round(ms, 1), "path": dict(cache.counters)}
-            cache.drop()
-        res["cold_start"] = cold
+        with index.using(b.cache_a):
+            res["load_s"] = round(load(b.bank, texts, ents, b.t0, warm=lambda: b.recall(b.qs["selective"][0])), 1)
+            res.update(_warm_recall(b, texts))
+            res["write_index_ms_median"] = _write_cost(b)
+        res["catch_up"] = _catch_up(b)
+        res["cold_start"] = _cold_start(b, rebuild_max)
     finally:
-        cache_a.drop()
-        cache_b.drop()
+        b.cache_a.drop()
+        b.cache_b.drop()
         for root in roots.values():
             shutil.rmtree(root, ignore_errors=True)
     return res
+
+
+def _warm_recall(b: _Bank, texts: list[str]) -> dict[str, Any]:
+    """Warm recall, whole and ranking only (beside bm25s), and the calls of one warm recall."""
+    from chalicelib.search import recall as recall_mod
+    from chalicelib.search.recall import analyse
+
+    res: dict[str, Any] = {}
+    # warm recall, whole: the one consistent DynamoDB read (moto, in-process) + ranking
+    res["warm_recall"] = {kind: _latency(lambda q: b.recall(q), items) for kind, items in b.qs.items()}
+    # warm recall, ranking only, beside bm25s: query analysed beforehand (bm25s: tokenised
+    # beforehand) and the bank row read once, so both time the same work
+    rows = recall_mod.read_rows(ORG, [b.bank])
+    with mock.patch.object(recall_mod, "read_rows", lambda org_id, banks: rows):
+        res["warm_recall_ranking"] = {
+            kind: _latency(lambda a: b.recall("x", analysed=a), [analyse(q) for q in items])
+            for kind, items in b.qs.items()}
+    res["bm25s"] = bm25s_timings(texts, b.qs, b.limit)
+    with b.counter.counting() as calls:
+        b.recall(b.qs["selective"][1])
+    res["calls_per_warm_recall"] = {k: v for k, v in calls.items() if not k.endswith(":items")}
+    return res
+
+
+def _write_cost(b: _Bank) -> float:
+    """The index cost of one write (Whoosh add + commit through the writer's own cache), median ms."""
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.banks.service import save_memory
+    from chalicelib.search import index
+
+    costs: list[float] = []
+    original = index.IndexCache.on_commit
+
+    def timed_commit(self: Any, *a: Any, **kw: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(self, *a, **kw)
+        finally:
+            costs.append((time.perf_counter() - started) * 1000)
+
+    with mock.patch.object(index.IndexCache, "on_commit", timed_commit):
+        for i in range(21):
+            save_memory(ORG, b.bank, SaveRequest(text=f"bench write {b.n} {i} " + " ".join(b.vocab[i:i + 5])),
+                        actor="bench")
+    return round(median(costs[1:]), 3)
+
+
+def _catch_up(b: _Bank) -> dict[str, Any]:
+    """B writes k memories, A (warm) catches up on its next recall. The revisions Query is timed
+    apart: moto's Table.query walks every item of the table on each call, where DynamoDB reads
+    only the key range, so its moto time grows with the table."""
+    from chalicelib.search import index
+
+    catchup: dict[str, Any] = {}
+    extra = 0
+    for k in [1, 100] + ([10000] if b.n >= 10000 else []):
+        with index.using(b.cache_b):
+            more, more_e, _ = corpus(k, seed=1000 + k)
+            load(b.bank, [f"{t} catchup{k}" for t in more], more_e, b.t0 + b.n + extra)
+            extra += k
+        catchup[str(k)] = _catch_up_once(b)
+    return catchup
+
+
+def _catch_up_once(b: _Bank) -> dict[str, Any]:
+    from chalicelib.core import store
+    from chalicelib.search import index
+
+    query_ms: list[float] = []
+    real_revs = store.iter_revisions
+
+    def timed_revs(inc: Any, after_seq: int = 0) -> Any:
+        started = time.perf_counter()
+        items = list(real_revs(inc, after_seq))
+        query_ms.append((time.perf_counter() - started) * 1000)
+        return iter(items)
+
+    with mock.patch.object(store, "iter_revisions", timed_revs), index.using(b.cache_a), \
+            b.counter.counting() as calls:
+        before = dict(b.cache_a.counters)
+        ms, _ = timed(b.recall, b.qs["selective"][2])
+    q = sum(query_ms)
+    return {"ms": round(ms, 1), "revisions_query_ms": round(q, 1), "cairn_ms": round(ms - q, 1),
+            "items_read": calls.get("dynamodb:Query:items", 0),
+            "path": {c: b.cache_a.counters[c] - before.get(c, 0) for c in b.cache_a.counters}}
+
+
+def _cold_start(b: _Bank, rebuild_max: int) -> dict[str, Any]:
+    """A cold recall from a snapshot versus a rebuild (skipped over ``rebuild_max`` memories)."""
+    from chalicelib.search import index
+    from chalicelib.storage import blobs
+
+    with index.using(b.cache_a):
+        entry = b.cache_a.get(ORG, b.bank)
+        if entry is None:
+            raise RuntimeError(f"bank {b.bank} is not in the warm cache")
+        with b.cache_a.lock(ORG, b.bank):
+            b.cache_a.write_snapshot(entry)
+    cold: dict[str, Any] = {}
+    for kind, root in (("snapshot", b.roots["c"]), ("rebuild", b.roots["d"])):
+        if kind == "rebuild":
+            if b.n > rebuild_max:
+                cold[kind] = {"skipped": f"over --rebuild-max {rebuild_max}"}
+                continue
+            blobs.delete_prefix(index.snapshot_prefix(ORG, b.bank))
+        cache = index.IndexCache(root)
+        with index.using(cache):
+            ms, _ = timed(b.recall, b.qs["selective"][3])
+            cold[kind] = {"ms": round(ms, 1), "path": dict(cache.counters)}
+        cache.drop()
+    return cold
 
 
 def run(sizes: list[int], counter: CallCounter, *, queries: int = 200,

@@ -16,9 +16,9 @@ Commands (each goes through the same service functions as the API; no Chalice):
 Stages: ``local`` (the default) talks to the moto server of the local stack running from
 ``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
 ``$CAIRN_MOTO_PORT`` when set, with fake credentials and the ``cairn-local`` names; with neither
-it refuses (exit 2) rather than guess a port another process may own. ``dev`` and ``prod`` use the ambient AWS credentials (profile,
-SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and ``CAIRN_BUCKET`` (and ``CAIRN_REGION``
-unless us-east-1) set to the deployed stack's names.
+it refuses (exit 2) rather than guess a port another process may own. ``dev`` and ``prod`` use
+the ambient AWS credentials (profile, SSO, environment) and need ``CAIRN_TABLE_PREFIX`` and
+``CAIRN_BUCKET`` (and ``CAIRN_REGION`` unless us-east-1) set to the deployed stack's names.
 
 Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or configuration.
 """
@@ -35,10 +35,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from .auth.principal import KINDS
+
 LOCAL_STACK = "cairn-local"
 STAGES = ("local", "dev", "prod")
 # The CLI is not behind API Gateway: exports are always written inline, whatever their size.
-UNLIMITED_INLINE = str(2 ** 62)
+UNLIMITED_INLINE = 2 ** 62
 
 
 class UsageError(Exception):
@@ -53,6 +55,8 @@ def stage_environment(stage: str, environ: dict[str, str] | None = None) -> dict
     ``dev``/``prod``: only ``CAIRN_STAGE``; raises ``UsageError`` naming ``CAIRN_TABLE_PREFIX`` /
     ``CAIRN_BUCKET`` when they are not set (the defaults are the local stack's names).
     """
+    # This runs before any Settings exist: it computes the process environment for the stage. It
+    # reads the local launcher's variables and checks that the deployed names are present.
     environ = dict(os.environ if environ is None else environ)
     if stage == "local":
         from infra.local import runfile
@@ -86,7 +90,7 @@ def _actor() -> str:
 
 
 def _progress(total: int | None, desc: str, out: TextIO):
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # no types-tqdm in the environment
     return tqdm(total=total, desc=desc, unit="rec", file=out, disable=None, leave=False)
 
 
@@ -95,9 +99,10 @@ def _progress(total: int | None, desc: str, out: TextIO):
 def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Write the bank's ``memories.jsonl`` (``--history``: every revision) to ``-o`` or stdout."""
     from .banks.transfer import export_bank
+    from .settings import override
 
-    os.environ["CAIRN_EXPORT_INLINE_BYTES"] = UNLIMITED_INLINE  # main() restores the environment
-    result = export_bank(args.org, args.bank, history=args.history)
+    with override(export_inline_bytes=UNLIMITED_INLINE):
+        result = export_bank(args.org, args.bank, history=args.history)
     data = result["data"]
     if args.output and args.output != "-":
         tmp = Path(args.output + ".tmp")
@@ -141,10 +146,11 @@ def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Mint a token for any org; prints ``{token, token_id, ...}`` (the secret, shown once)."""
     from pydantic import ValidationError
 
-    from .auth.principal import PERMISSIONS
+    from .api.tokens import render
+    from .auth.principal import Permission
     from .auth.tokens import MintRequest, mint
 
-    perms = list(PERMISSIONS) if args.permissions.strip() == "all" else \
+    perms = [p.value for p in Permission] if args.permissions.strip() == "all" else \
         [p.strip() for p in args.permissions.split(",") if p.strip()]
     try:
         req = MintRequest(kind=args.kind, user_id=args.user_id, permissions=perms, label=args.label,
@@ -153,15 +159,13 @@ def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValidationError as exc:
         e = exc.errors()[0]
         raise UsageError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
-    out.write(json.dumps(mint(args.org, req, created_by=_actor()), indent=2) + "\n")
+    out.write(json.dumps(render(mint(args.org, req, created_by=_actor())), indent=2) + "\n")
     return 0
 
 
 def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
-    from .core.store import TRASH_PREFIX, get_bank_row
-    from .storage.tables import BankModel, bind
+    from .core.store import TRASH_PREFIX, get_bank_row, list_bank_rows
 
-    bind()
     if org and bank:
         row = get_bank_row(org, bank)
         if row is None:
@@ -169,8 +173,7 @@ def _bank_rows(org: str | None, bank: str | None) -> Iterator[Any]:
             raise NotFound(f"Bank '{bank}' not found in org '{org}'.", code="bank_not_found")
         yield row
         return
-    rows = BankModel.query(org, consistent_read=True) if org else BankModel.scan()
-    for row in rows:
+    for row in list_bank_rows(org):
         # trash entries and the config version rows (name "!config") hold no memories
         if not row.name.startswith(TRASH_PREFIX) and row.name != "!config":
             yield row
@@ -204,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (subcommands export, import, mint-token, rebuild-indexes)."""
     p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
     p.add_argument("--stage", choices=STAGES, default="local",
-                   help="local: the local stack's moto (default); dev/prod: AWS with CAIRN_* names from the environment")
+                   help="local: the local stack's moto (default); "
+                        "dev/prod: AWS with CAIRN_* names from the environment")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", help="export a bank as memories.jsonl")
@@ -222,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mint-token", help="mint a token for any org (creates the org)")
     m.add_argument("--org", required=True)
-    m.add_argument("--kind", required=True, choices=("person", "api_key", "service"))
+    m.add_argument("--kind", required=True, choices=KINDS)
     m.add_argument("--user-id")
     m.add_argument("--permissions", required=True, help="comma-separated, or 'all'")
     m.add_argument("--label")

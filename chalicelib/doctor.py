@@ -17,15 +17,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 import boto3
 from botocore.config import Config
 
-from .clock import now_ms
 from .settings import get_settings
-from .storage import blobs
-from .storage.tables import ExtractionModel, bind
+from .storage import blobs, probe
 
 PROBE_TIMEOUT_S = 3.0
 PROBE_ORG = "_system"  # no token belongs to it: nothing the doctor writes is visible to a user
@@ -34,7 +32,24 @@ PROBE_TEXT = "Cairn doctor probe: the round trip works."
 PROBE_QUERY = "doctor probe round trip"
 
 
-def _check(name: str, required: bool, fn: Callable[[], str]) -> dict[str, Any]:
+class Check(TypedDict):
+    """One check's result: ``detail`` says what was done or what failed; ``ms`` its duration."""
+
+    name: str
+    ok: bool
+    required: bool
+    detail: str
+    ms: float
+
+
+class DoctorReport(TypedDict):
+    """``{ok, checks}``: ``ok`` is true only when every required check passed."""
+
+    ok: bool
+    checks: list[Check]
+
+
+def _check(name: str, required: bool, fn: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail, ok = fn(), True
@@ -60,14 +75,7 @@ def _tuning() -> str:
 
 
 def _dynamodb() -> str:
-    bind()
-    key = f"!doctor#{uuid.uuid4().hex}"
-    row = ExtractionModel(session_key=key, sk="probe", org_id="!doctor", session_id="probe", updated_at=now_ms(),
-                          expires_at=int(time.time()) + 3600)
-    row.save()
-    ExtractionModel.get(key, "probe", consistent_read=True)
-    row.delete()
-    return f"put, get and delete on {ExtractionModel.Meta.table_name}"
+    return f"put, get and delete on {probe.dynamodb_round_trip()}"
 
 
 def _s3() -> str:
@@ -119,7 +127,7 @@ def _model() -> str:
     return f"{extractor.name}: {detail}"
 
 
-def run_checks(actor: str) -> dict[str, Any]:
+def run_checks(actor: str) -> DoctorReport:
     """Run every check (see the module doc) and return ``{ok, checks}``."""
     checks = [
         _check("configuration", True, _configuration),

@@ -8,7 +8,15 @@ Every error reaches the client as ``{"error": <message>, "code": <stable snake_c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
+
+
+class ErrorBody(TypedDict):
+    """An error's JSON body: ``{error, code, details?}``."""
+
+    error: str
+    code: str
+    details: NotRequired[dict[str, Any]]
 
 
 class CairnError(Exception):
@@ -33,9 +41,9 @@ class CairnError(Exception):
         self.details = details
         self.headers = headers or {}
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         """The JSON body: ``{error, code, details?}``."""
-        out: dict[str, Any] = {"error": self.message, "code": self.code}
+        out: ErrorBody = {"error": self.message, "code": self.code}
         if self.details:
             out["details"] = self.details
         return out

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
+
+from .errors import ConfigError
+from .settings import get_settings
 
 
 def configure_logging() -> None:
-    """Send ``cairn.*`` loggers to stderr at ``CAIRN_LOG_LEVEL`` (default INFO). Idempotent.
+    """Send ``cairn.*`` loggers to stderr at ``Settings.log_level`` (``CAIRN_LOG_LEVEL``, default
+    INFO). Idempotent.
 
     Chalice names its app logger after ``app_name`` ("cairn", the same logger) and gives it a
     stdout handler at ERROR, which would hide every INFO request line: that handler is replaced
@@ -22,6 +25,13 @@ def configure_logging() -> None:
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler._cairn = True  # type: ignore[attr-defined]
         root.addHandler(handler)
-    level = os.environ.get("CAIRN_LOG_LEVEL", "INFO").upper()
-    root.setLevel(level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "INFO")
+    root.setLevel(_level())
     root.propagate = False
+
+
+def _level() -> str:
+    try:
+        return get_settings().log_level
+    except ConfigError:
+        # logging starts at import; the first request reports the bad setting (500 misconfigured)
+        return "INFO"

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Literal, TypeVar
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,13 +38,18 @@ class Settings(BaseSettings):
     bucket: str = Field("cairn-local-data", description="The S3 bucket for rules, trash, snapshots, exports.")
     queue_url: str = Field("", description="SQS FIFO queue URL for extraction jobs; empty runs jobs inline.")
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, description="Largest accepted request body, bytes.")
-    export_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
-                                     description="Exports up to this many bytes are returned inline; larger ones as a presigned URL.")
-    presign_ttl_s: int = Field(900, ge=60, le=7 * 24 * 3600, description="Lifetime of presigned export/upload URLs, seconds.")
-    idempotency_ttl_s: int = Field(24 * 3600, ge=60, description="How long an Idempotency-Key replays its first response, seconds.")
-    write_retries: int = Field(60, ge=1, le=500, description="Attempts for a write that loses an optimistic-concurrency race.")
-    token_touch_interval_s: int = Field(60, ge=0, description="Minimum seconds between last_used_at updates of a token.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    export_inline_bytes: int = Field(5 * 1024 * 1024, ge=1, description="Exports up to this many bytes are "
+                                     "returned inline; larger ones as a presigned URL.")
+    presign_ttl_s: int = Field(900, ge=60, le=7 * 24 * 3600,
+                               description="Lifetime of presigned export/upload URLs, seconds.")
+    idempotency_ttl_s: int = Field(24 * 3600, ge=60,
+                                   description="How long an Idempotency-Key replays its first response, seconds.")
+    write_retries: int = Field(60, ge=1, le=500,
+                               description="Attempts for a write that loses an optimistic-concurrency race.")
+    token_touch_interval_s: int = Field(60, ge=0,
+                                        description="Minimum seconds between last_used_at updates of a token.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Level of the cairn.* loggers (chalicelib.logs).")
     # extraction: "auto" = Bedrock inside Lambda, the offline extractor elsewhere
     extractor: Literal["auto", "bedrock", "openai", "offline"] = Field("auto", description="Extraction model backend.")
     bedrock_model_id: str = Field("anthropic.claude-3-haiku-20240307-v1:0", description="Bedrock Converse model id.")
@@ -85,9 +94,36 @@ def from_env(cls: type[S], prefix: str) -> S:
     return value
 
 
+_overrides: ContextVar[Mapping[str, Any]] = ContextVar("cairn_settings_overrides", default=MappingProxyType({}))
+
+
 def get_settings() -> Settings:
-    """The settings for the current environment (cached per distinct ``CAIRN_*`` environment).
+    """The settings for the current environment (cached per distinct ``CAIRN_*`` environment),
+    with the current ``override`` applied.
 
     Raises ``ConfigError`` naming the offending variable when a value does not validate.
     """
-    return from_env(Settings, ENV_PREFIX)
+    settings = from_env(Settings, ENV_PREFIX)
+    extra = _overrides.get()
+    return settings.model_copy(update=extra) if extra else settings
+
+
+@contextmanager
+def override(**fields: Any) -> Iterator[None]:
+    """Within the block (this thread or task only), ``get_settings()`` returns the settings with
+    ``fields`` replaced, e.g. ``override(export_inline_bytes=2**62)``; the environment is left
+    alone. Raises ``ConfigError`` for a field ``Settings`` does not have."""
+    unknown = sorted(set(fields) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown}")
+    token = _overrides.set(MappingProxyType({**_overrides.get(), **fields}))
+    try:
+        yield
+    finally:
+        _overrides.reset(token)
+
+
+def is_configured(field: str) -> bool:
+    """True when ``CAIRN_<FIELD>`` is set to a non-empty value (a deployment's own value rather
+    than the local default), e.g. ``is_configured("bucket")``."""
+    return bool(os.environ.get(f"{ENV_PREFIX}{field.upper()}"))

@@ -31,9 +31,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .settings import is_configured
 
 log = logging.getLogger("cairn.tuning")
 
+# Memory tuning is its own settings model (layered over TOML), so it reads its own variables.
 ENV_PREFIX = "CAIRN_MEMORY_"
 CONFIG_FILE_ENV = "CAIRN_CONFIG_FILE"
 CONFIG_KEY = "config/memory.toml"  # the bucket's tuning object, above the file
@@ -117,8 +119,9 @@ def _env_key() -> tuple:
     return (len(os.environ), tuple(os.environ.get(n) for n in _ENV_NAMES))
 
 
-def _memory_table(data: bytes, where: str) -> dict[str, Any]:
-    """The ``[memory]`` table of TOML ``data``; ``ConfigError`` naming ``where`` and the key."""
+def _memory_table(data: bytes, where: str) -> dict[str, object]:
+    """The ``[memory]`` table of TOML ``data`` (key -> TOML value, validated later by
+    ``MemoryTuning``); ``ConfigError`` naming ``where`` and the key."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -184,7 +187,7 @@ def _bucket_config() -> bytes | None:
     """The bucket's ``config/memory.toml``, read once per config version (a cache miss of
     ``get_tuning``), never on a warm call. Only where a bucket is configured (``CAIRN_BUCKET``);
     an unreachable bucket keeps the file and environment tuning rather than failing recall."""
-    if not os.environ.get("CAIRN_BUCKET"):
+    if not is_configured("bucket"):
         return None
     from .storage import blobs
     try:
@@ -204,7 +207,7 @@ def current_tuning() -> MemoryTuning:
 def _stored_last_good() -> MemoryTuning | None:
     """The last good tuning persisted in the config row, for a cold container; None when there
     is none, it no longer validates, or no deployment's storage is configured."""
-    if not os.environ.get("CAIRN_BUCKET"):
+    if not is_configured("bucket"):
         return None
     from .inject.reload import read_last_good
     try:

@@ -143,16 +143,13 @@ def _path(node: tuple | None, root: str) -> str:
 
 
 def check_tree(value: Any, *, root: str = "body") -> None:
-    """Apply the universal rules (numbers, scalar values, NUL) to an already decoded value."""
+    """Apply the universal rules (numbers, scalar values, NUL) to an already decoded value.
+    Raises ``InvalidInput`` (400) naming the path of the first bad value."""
     stack: list[tuple[Any, tuple | None]] = [(value, None)]
     while stack:
         v, at = stack.pop()
         t = type(v)
-        if t is str:
-            problem = _char_problem(v, _SCALAR_BAD, _NO_NUL)
-            if problem:
-                raise InvalidInput(_path(at, root), problem)
-        elif t is dict:
+        if t is dict:
             for k, x in v.items():
                 problem = _char_problem(k, _SCALAR_BAD, _NO_NUL)
                 if problem:
@@ -160,16 +157,30 @@ def check_tree(value: Any, *, root: str = "body") -> None:
                 stack.append((x, (at, k)))
         elif t is list:
             stack.extend((x, (at, str(i))) for i, x in enumerate(v))
-        elif t is int:
-            if not -MAX_SAFE_INT <= v <= MAX_SAFE_INT:
-                raise InvalidInput(_path(at, root), f"must be within +-{MAX_SAFE_INT} (2^53 - 1)")
-        elif t is float:
-            if not (math.isfinite(v) and -MAX_SAFE_INT <= v <= MAX_SAFE_INT):
-                raise InvalidInput(_path(at, root), f"must be finite and within +-{MAX_SAFE_INT} (2^53 - 1)")
-        elif v is _NON_FINITE:
-            raise InvalidInput(_path(at, root), "NaN and Infinity are not JSON numbers", code="invalid_json")
-        elif v is _TOO_LONG:
-            raise InvalidInput(_path(at, root), f"must be within +-{MAX_SAFE_INT} (2^53 - 1)")
+        else:
+            problem, code = _leaf_problem(v, t)
+            if problem:
+                raise InvalidInput(_path(at, root), problem, code=code)
+
+
+_INVALID = "validation_error"
+_OUT_OF_RANGE = f"must be within +-{MAX_SAFE_INT} (2^53 - 1)"
+
+
+def _leaf_problem(v: Any, t: type) -> tuple[str | None, str]:
+    """``(problem or None, error code)`` of one decoded scalar."""
+    if t is str:
+        return _char_problem(v, _SCALAR_BAD, _NO_NUL), _INVALID
+    if t is int:
+        return (None if -MAX_SAFE_INT <= v <= MAX_SAFE_INT else _OUT_OF_RANGE), _INVALID
+    if t is float:
+        ok = math.isfinite(v) and -MAX_SAFE_INT <= v <= MAX_SAFE_INT
+        return (None if ok else f"must be finite and within +-{MAX_SAFE_INT} (2^53 - 1)"), _INVALID
+    if v is _NON_FINITE:
+        return "NaN and Infinity are not JSON numbers", "invalid_json"
+    if v is _TOO_LONG:
+        return _OUT_OF_RANGE, _INVALID
+    return None, _INVALID
 
 
 def check_scalar(value: str, field: str) -> str:

@@ -56,7 +56,7 @@ def mint(org="default", kind="person", user_id="admin", permissions=None, **kw):
     from chalicelib.auth.tokens import mint as do_mint
     req = MintRequest(kind=kind, user_id=None if kind == "api_key" else user_id,
                       permissions=list(PERMISSIONS) if permissions is None else permissions, **kw)
-    return do_mint(org, req, created_by="test")["token"]
+    return do_mint(org, req, created_by="test").token
 
 
 @pytest.fixture

@@ -131,3 +131,18 @@ def test_rebuild_indexes(aws, api):
     assert status == 0 and sorted(json.loads(x)["bank"] for x in out.splitlines()) == ["idx", "other"]
     status, _, err = run("rebuild-indexes", "--bank", "idx")
     assert status == 2 and "--org" in err
+
+
+def test_export_is_inline_whatever_the_configured_cap_and_leaves_the_environment(aws, api, monkeypatch):
+    """The CLI overrides ``export_inline_bytes`` through ``settings.override``: a bank over the
+    configured inline cap is still written to stdout, and no CAIRN_* variable is changed."""
+    import os
+
+    from chalicelib.settings import get_settings
+    assert api.post("/v1/banks/big/memories", {"text": "A memory longer than the tiny inline cap."})[0] == 201
+    monkeypatch.setenv("CAIRN_EXPORT_INLINE_BYTES", "1")
+    before = dict(os.environ)
+    status, out, _ = run("export", "--org", "default", "--bank", "big")
+    assert status == 0 and json.loads(out.splitlines()[0])["text"] == "A memory longer than the tiny inline cap."
+    assert os.environ.get("CAIRN_EXPORT_INLINE_BYTES") == "1" and dict(os.environ) == before
+    assert get_settings().export_inline_bytes == 1

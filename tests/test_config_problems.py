@@ -158,3 +158,30 @@ def test_local_stack_refuses_to_start_on_an_invalid_setting(monkeypatch, tmp_pat
     assert not any(tmp_path.iterdir())  # nothing started, nothing written
     monkeypatch.delenv("KEYSTONE_CONTEXT_MEMORY_MAX_UNITS")
     assert preflight.problems()[0] == []
+
+
+@pytest.mark.parametrize("value,level", [("WARNING", "WARNING"), ("DEBUG", "DEBUG"), ("loud", "INFO")])
+def test_log_level_comes_from_settings(monkeypatch, value, level):
+    """``configure_logging`` reads ``Settings.log_level``; an invalid value logs at INFO (the
+    first request reports it as 500 ``misconfigured``)."""
+    import logging
+
+    from chalicelib.logs import configure_logging
+    monkeypatch.setenv("CAIRN_LOG_LEVEL", value)
+    try:
+        configure_logging()
+        assert logging.getLevelName(logging.getLogger("cairn").level) == level
+    finally:
+        monkeypatch.delenv("CAIRN_LOG_LEVEL")
+        configure_logging()
+
+
+def test_settings_override_is_scoped_and_checked():
+    from chalicelib.errors import ConfigError
+    from chalicelib.settings import get_settings, override
+    default = get_settings().export_inline_bytes
+    with override(export_inline_bytes=7):
+        assert get_settings().export_inline_bytes == 7
+    assert get_settings().export_inline_bytes == default
+    with pytest.raises(ConfigError), override(no_such_setting=1):
+        pass

@@ -436,6 +436,41 @@ def test_universal_rules_keep_what_is_valid():
         "i": [MAX_SAFE_INT, -MAX_SAFE_INT, 0, 1.5, -0.0], "s": "\U0001F600 \t\n \u0085 \u001f", "b": True, "n": None}
 
 
+@pytest.mark.parametrize("value,message", [
+    ("abc", "limit must be an integer."), ("5_0", "limit must be an integer."), (" 5", "limit must be an integer."),
+    ("0", "limit must be between 1 and 200."), ("201", "limit must be between 1 and 200."),
+])
+def test_one_integer_parameter_rule_as_function_and_as_query_model(value, message):
+    """``api.http.IntRange`` is the one integer-parameter rule: ``query_int`` and a
+    ``parse_query`` model field give the same answers and the same 400."""
+    from typing import Annotated
+
+    from pydantic import BaseModel
+
+    from chalicelib.api.http import IntRange, parse_query, query_int
+    from chalicelib.errors import BadRequest
+
+    class Page(BaseModel):
+        limit: Annotated[int, IntRange(1, 200)] = 50
+
+    assert query_int({}, "limit", 50, 1, 200) == parse_query({}, Page).limit == 50
+    assert query_int({"limit": ""}, "limit", 50, 1, 200) == parse_query({"limit": ""}, Page).limit == 50
+    assert query_int({"limit": "7"}, "limit", 50, 1, 200) == parse_query({"limit": "7"}, Page).limit == 7
+    for call in (lambda: query_int({"limit": value}, "limit", 50, 1, 200), lambda: parse_query({"limit": value}, Page)):
+        with pytest.raises(BadRequest) as exc:
+            call()
+        assert (exc.value.code, exc.value.message, exc.value.details) == \
+            ("validation_error", message, {"field": "limit"})
+
+
+@pytest.mark.parametrize("limit", [0, 101, "5", 5.0, True, None])
+def test_recall_limit_is_a_strict_integer_in_range(bank, limit):
+    """The recall body's ``limit`` goes through the same rule, strictly (a JSON integer only)."""
+    status, body = bank.post("/v1/banks/main/recall", {"query": "short names", "limit": limit})
+    assert status == 400 and body["code"] == "validation_error" and body["details"]["field"] == "limit", body
+    assert body["error"].startswith("limit must be ")
+
+
 def test_field_rules():
     from chalicelib.validation import line_problem, text_problem
     for ok in ("plain", "ünïcödé ✓", "tab-free line"):

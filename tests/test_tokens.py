@@ -137,8 +137,8 @@ def test_fixed_token_value_once_revoked_cannot_be_minted_again(aws):
     req = tokens.MintRequest(kind="person", user_id="dev", permissions=["memory:read"])
     first = tokens.mint("default", req, created_by="test", token="fixed-dev-token")
     again = tokens.mint("default", req, created_by="test", token="fixed-dev-token")
-    assert again["token_id"] == first["token_id"]
-    tokens.revoke("default", first["token_id"], actor="test")
+    assert again.token_id == first.token_id
+    tokens.revoke("default", first.token_id, actor="test")
     with pytest.raises(Conflict):
         tokens.mint("default", req, created_by="test", token="fixed-dev-token")
 

@@ -21,11 +21,13 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response
-from pydantic import BaseModel, ValidationError
+from chalice.app import Request
+from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError, ValidationInfo
+from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
 from .. import validation
 from ..auth.principal import Principal
@@ -147,17 +149,64 @@ def parse_query(query: dict[str, str], model: type[M]) -> M:
         raise _validation_error(exc) from None
 
 
+@dataclass(frozen=True)
+class IntRange:
+    """The one rule for an integer parameter (``limit``, ``sinceSeq``...) within ``[lo, hi]``.
+
+    Use ``IntRange(lo, hi).parse(value, name, default)`` directly, or as a pydantic type in a
+    ``parse_query``/body model: ``limit: Annotated[int, IntRange(1, 200)] = 50``. Absent, ``None``
+    or ``""`` reads as the default (``strict``: only absent does; a JSON body's ``null``, string,
+    float or boolean is not an integer). Accepts a query string's ASCII digits
+    (``validation.as_int``) and, unless ``strict``, a JSON integer or integral float.
+    Raises 400 ``validation_error`` ``{field: name}``: "<name> must be an integer." or
+    "<name> must be between <lo> and <hi>." (``turnstone``: Turnstone's wording, no full stop,
+    and surrounding spaces stripped from a string first).
+    """
+
+    lo: int
+    hi: int
+    strict: bool = False
+    turnstone: bool = False
+
+    def parse(self, value: object, name: str, default: int) -> int:
+        """``value`` as an integer within ``[lo, hi]`` (``default`` when absent); see the class."""
+        if not self.strict and (value is None or value == ""):
+            return default
+        n = self._integer(value)
+        end = "" if self.turnstone else "."
+        if n is None:
+            raise BadRequest(f"{name} must be an integer{end}", details={"field": name})
+        if not self.lo <= n <= self.hi:
+            raise BadRequest(f"{name} must be between {self.lo} and {self.hi}{end}", details={"field": name})
+        return n
+
+    def _integer(self, value: object) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if self.strict:
+            return None
+        if isinstance(value, str):
+            return validation.as_int(value.strip() if self.turnstone else value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)  # JSON numbers are finite and bounded at the edge
+        return None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def check(value: object, info: ValidationInfo) -> int:
+            if not self.strict and (value is None or value == ""):
+                raise PydanticUseDefault()
+            # a CairnError is not a ValueError: pydantic lets it through with this exact message
+            return self.parse(value, info.field_name or "value", self.lo)
+
+        return core_schema.with_info_before_validator_function(check, handler(source))
+
+
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    """An integer query parameter within [lo, hi]; 400 ``validation_error`` naming it."""
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    value = validation.as_int(raw)
-    if value is None:
-        raise BadRequest(f"{name} must be an integer.", details={"field": name})
-    if not lo <= value <= hi:
-        raise BadRequest(f"{name} must be between {lo} and {hi}.", details={"field": name})
-    return value
+    """The query parameter ``name`` as an integer within [lo, hi] (``IntRange``); 400
+    ``validation_error`` naming it."""
+    return IntRange(lo, hi).parse(query.get(name), name, default)
 
 
 def query_bool(query: dict[str, str], name: str) -> bool:
@@ -197,6 +246,25 @@ def _with_request_id(request: Any, response: Response) -> Response:
     return response
 
 
+def _current(app: Blueprint | Chalice) -> Request:
+    """The request a Chalice view is answering (always set while one runs)."""
+    request = app.current_request
+    if request is None:
+        raise RuntimeError("a Chalice view ran without a current request")
+    return request
+
+
+@dataclass(frozen=True)
+class _Route:
+    """What ``endpoint`` declared for one route."""
+
+    path: str
+    permission: str | None
+    body: type[BaseModel] | None
+    body_types: tuple[str, ...]
+    bank_scoped: bool
+
+
 def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False) -> Callable:
@@ -205,76 +273,109 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     ``bank_scoped``: the view applies the token's bank allow-list itself (``Principal.require_bank``
     on every bank it names, or the token grant rules); otherwise a token with an allow-list gets
     403 ``forbidden`` before the view runs (``Principal.require_org_wide``)."""
-    methods = methods or ["GET"]
+    route = _Route(path, permission, body, body_types, bank_scoped)
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         def handler(**params: str) -> Response:
-            request = bp.current_request
-            started = time.perf_counter()
-            request_id = _request_id(request)
-            status = 500
-            principal = None
-            try:
-                get_settings()
-                params = {k: unquote(v) for k, v in params.items()}
-                headers = {k.lower(): v for k, v in (request.headers or {}).items()}
-                raw = request.raw_body or b""
-                if len(raw) > get_settings().max_body_bytes:
-                    raise PayloadTooLarge(f"The request body is over {get_settings().max_body_bytes} bytes.",
-                                          details={"limit_bytes": get_settings().max_body_bytes})
-                principal = authenticate(headers.get("authorization"))
-                if permission:
-                    principal.require(permission)
-                if not bank_scoped:
-                    principal.require_org_wide()
-                # path segments and query values are client text too: no lone surrogate, no NUL
-                for k, v in params.items():
-                    validation.check_scalar(v, k)
-                query = {validation.check_scalar(k, "query"): validation.check_scalar(v, k)
-                         for k, v in (request.query_params or {}).items()}
-                parsed = None
-                if request.method in ("POST", "PUT", "PATCH"):
-                    ctype = (headers.get("content-type") or "application/json").split(";")[0].strip().lower()
-                    if raw.strip() and ctype not in body_types:
-                        raise UnsupportedMediaType(f"Content-Type must be one of {list(body_types)}.",
-                                                   details={"content_type": ctype})
-                    if "application/json" in body_types and ctype == "application/json":
-                        parsed = parse_json(raw, body)
-                ctx = Ctx(principal=principal, body=parsed, query=query,
-                          headers=headers, raw_body=raw, route=f"{request.method} {path}")
-                response = _render(view(ctx, **params))
-            except CairnError as err:
-                response = error_response(err)
-            except ConfigError as err:
-                log.error("configuration error: %s", err)
-                response = error_response(misconfigured(err))
-            except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
-                backend = as_backend_error(exc)
-                if backend is not None:
-                    log.warning("backend unavailable: %s", type(exc).__name__)
-                    response = error_response(backend)
-                else:
-                    # type and place only: an exception's message can quote memory text
-                    tb = traceback.extract_tb(exc.__traceback__)[-3:]
-                    log.error(json.dumps({"msg": "unhandled error", "request_id": request_id,
-                                          "error": type(exc).__name__,
-                                          "where": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in tb]}))
-                    response = error_response(CairnError("An internal error occurred.", code="internal_error",
-                                                         details={"request_id": request_id}))
-            status = response.status_code
-            response.headers["X-Request-Id"] = request_id
-            log.info(json.dumps({"msg": "request", "request_id": request_id,
-                                 "route": f"{request.method} {path}", "status": status,
-                                 "principal_id": principal.token_id if principal else None,
-                                 "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
-            return response
+            return _handle(_current(bp), route, view, params)
 
         handler.__name__ = view.__name__
         handler.__doc__ = view.__doc__
-        bp.route(path, methods=methods, content_types=["*/*"])(handler)
+        bp.route(path, methods=methods or ["GET"], content_types=["*/*"])(handler)
         return view
 
     return wrap
+
+
+def _handle(request: Request, route: _Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
+    """The pipeline around one view call: respond, stamp ``X-Request-Id``, log one line."""
+    started = time.perf_counter()
+    request_id = _request_id(request)
+    response, principal = _respond(request, route, view, params, request_id)
+    response.headers["X-Request-Id"] = request_id
+    log.info(json.dumps({"msg": "request", "request_id": request_id,
+                         "route": f"{request.method} {route.path}", "status": response.status_code,
+                         "principal_id": principal.token_id if principal else None,
+                         "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
+    return response
+
+
+def _respond(request: Request, route: _Route, view: Callable[..., Any], params: dict[str, str],
+             request_id: str) -> tuple[Response, Principal | None]:
+    """The view's rendered response, or the error it or the pipeline raised as an error body;
+    with the authenticated caller (None when authentication did not get that far)."""
+    principal = None
+    try:
+        get_settings()
+        params = {k: unquote(v) for k, v in params.items()}
+        headers = {k.lower(): v for k, v in (request.headers or {}).items()}
+        raw = _raw_body(request)
+        principal = _authorize(headers.get("authorization"), route)
+        ctx = _context(request, route, principal, params, headers, raw)
+        return _render(view(ctx, **params)), principal
+    except CairnError as err:
+        return error_response(err), principal
+    except ConfigError as err:
+        log.error("configuration error: %s", err)
+        return error_response(misconfigured(err)), principal
+    except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
+        return _unexpected(exc, request_id), principal
+
+
+def _raw_body(request: Request) -> bytes:
+    """The request body; 413 ``payload_too_large`` over ``Settings.max_body_bytes``."""
+    raw = cast(bytes, request.raw_body or b"")
+    limit = get_settings().max_body_bytes
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"The request body is over {limit} bytes.", details={"limit_bytes": limit})
+    return raw
+
+
+def _authorize(authorization: str | None, route: _Route) -> Principal:
+    """The caller (401), holding the route's permission and, unless the route is bank-scoped, no
+    bank allow-list (403 ``forbidden``)."""
+    principal = authenticate(authorization)
+    if route.permission:
+        principal.require(route.permission)
+    if not route.bank_scoped:
+        principal.require_org_wide()
+    return principal
+
+
+def _context(request: Request, route: _Route, principal: Principal, params: dict[str, str],
+             headers: dict[str, str], raw: bytes) -> Ctx:
+    """The view's ``Ctx``: path and query values edge-checked, the body parsed (415
+    ``unsupported_media_type``, 400 ``invalid_json`` / ``validation_error``)."""
+    # path segments and query values are client text too: no lone surrogate, no NUL
+    for k, v in params.items():
+        validation.check_scalar(v, k)
+    query = {validation.check_scalar(k, "query"): validation.check_scalar(v, k)
+             for k, v in (request.query_params or {}).items()}
+    parsed = None
+    if request.method in ("POST", "PUT", "PATCH"):
+        ctype = (headers.get("content-type") or "application/json").split(";")[0].strip().lower()
+        if raw.strip() and ctype not in route.body_types:
+            raise UnsupportedMediaType(f"Content-Type must be one of {list(route.body_types)}.",
+                                       details={"content_type": ctype})
+        if "application/json" in route.body_types and ctype == "application/json":
+            parsed = parse_json(raw, route.body)
+    return Ctx(principal=principal, body=parsed, query=query, headers=headers, raw_body=raw,
+               route=f"{request.method} {route.path}")
+
+
+def _unexpected(exc: Exception, request_id: str) -> Response:
+    """503 ``backend_unavailable`` for a throttled or unreachable backend, else 500
+    ``internal_error`` carrying the request id (logged by type and place only: an exception's
+    message can quote memory text)."""
+    backend = as_backend_error(exc)
+    if backend is not None:
+        log.warning("backend unavailable: %s", type(exc).__name__)
+        return error_response(backend)
+    tb = traceback.extract_tb(exc.__traceback__)[-3:]
+    log.error(json.dumps({"msg": "unhandled error", "request_id": request_id, "error": type(exc).__name__,
+                          "where": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in tb]}))
+    return error_response(CairnError("An internal error occurred.", code="internal_error",
+                                     details={"request_id": request_id}))
 
 
 def finalize(app: Chalice) -> None:
@@ -287,8 +388,9 @@ def finalize(app: Chalice) -> None:
             allowed = ", ".join(sorted(entries))
 
             def not_allowed(allowed=allowed, **_: str) -> Response:
-                return _with_request_id(app.current_request, error_response(MethodNotAllowed(
-                    f"Method {app.current_request.method} is not allowed here; use {allowed}.",
+                request = _current(app)
+                return _with_request_id(request, error_response(MethodNotAllowed(
+                    f"Method {request.method} is not allowed here; use {allowed}.",
                     headers={"Allow": allowed})))
 
             not_allowed.__name__ = "method_not_allowed_" + str(abs(hash(path)))
@@ -296,13 +398,13 @@ def finalize(app: Chalice) -> None:
 
     def unknown(**_: str) -> Response:
         # current_request.path is the matched pattern ("/{p0}/{p1}"); the context has the real path
-        request = app.current_request
+        request = _current(app)
         path = (request.context or {}).get("path") or request.path
         return _with_request_id(request, error_response(NotFound(f"No route for {request.method} {path}.",
                                                                  code="not_found")))
 
     for depth in range(1, CATCH_ALL_DEPTH + 1):
-        path = "/" + "/".join("{p%d}" % i for i in range(depth))
+        path = "/" + "/".join(f"{{p{i}}}" for i in range(depth))
         if path in app.routes:
             continue
         def not_found(**kw: str) -> Response:

@@ -5,15 +5,15 @@ that reads the bank's whole history, so it needs ``admin.memories`` as well."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..validation import Line, Millis
 from .banks import ADMIN, READ, _bank
-from .http import Ctx, endpoint
+from .http import Ctx, IntRange, endpoint
 
 bp = Blueprint(__name__)
 
@@ -23,7 +23,7 @@ class RecallRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    limit: StrictInt = Field(LIMIT_DEFAULT, ge=1, le=LIMIT_MAX)
+    limit: Annotated[int, IntRange(1, LIMIT_MAX, strict=True)] = LIMIT_DEFAULT
     tag: Line | None = Field(None, min_length=1, max_length=64)
     include_superseded: StrictBool = False
     as_of: Millis | None = None

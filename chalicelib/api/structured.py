@@ -11,7 +11,6 @@ from typing import Any
 
 from chalice import Blueprint
 
-from .. import validation
 from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..structured import (
@@ -24,29 +23,11 @@ from ..structured import (
     tool,
     workstreams,
 )
-from .http import Ctx, Reply, damaged_header, endpoint
+from .http import Ctx, IntRange, Reply, damaged_header, endpoint
 
 bp = Blueprint(__name__)
 
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
-
-
-def _int(value: Any, lo: int, hi: int, default: int) -> int:
-    """Turnstone's limit check: ``limit must be an integer`` / ``limit must be between lo and hi``."""
-    if value is None or value == "":
-        return default
-    n: int | None = None
-    if isinstance(value, str):
-        n = validation.as_int(value.strip())
-    elif isinstance(value, int) and not isinstance(value, bool):
-        n = value
-    elif isinstance(value, float) and value.is_integer():
-        n = int(value)  # JSON numbers are finite and bounded at the edge
-    if n is None:
-        raise BadRequest("limit must be an integer", details={"field": "limit"})
-    if not lo <= n <= hi:
-        raise BadRequest(f"limit must be between {lo} and {hi}", details={"field": "limit"})
-    return n
 
 
 def _listing(body: dict[str, Any], status: int = 200) -> Reply:
@@ -80,7 +61,7 @@ def list_memories(ctx: Ctx):
     type_ = scopes.check_type(q.get("type") or "", allow_empty=True) or None
     targets = scopes.rest_envelope(ctx.principal, q.get("scope"), q.get("scope_id"))
     return _listing(memories.list_rows(ctx.principal.org_id, targets, type_=type_,
-                                       limit=_int(q.get("limit"), 1, 200, 100)))
+                                       limit=IntRange(1, 200, turnstone=True).parse(q.get("limit"), "limit", 100)))
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE)
@@ -98,7 +79,7 @@ def search_memories(ctx: Ctx):
     if not isinstance(query, str) or not query.strip():
         raise BadRequest("query is required", details={"field": "query"})
     type_ = scopes.check_type(_str(b, "type"), allow_empty=True) or None
-    limit = _int(b.get("limit"), 1, 50, 20)
+    limit = IntRange(1, 50, turnstone=True).parse(b.get("limit"), "limit", 20)
     targets = scopes.rest_envelope(ctx.principal, _str(b, "scope"), _str(b, "scope_id"))
     return memories.search_rows(ctx.principal.org_id, targets, query, type_=type_, limit=limit)
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
-from pynamodb.exceptions import DoesNotExist
 
-from .. import audit
 from ..clock import now_ms
 from ..errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
 from ..names import check_name
 from ..settings import get_settings
-from ..storage.tables import TokenModel, bind
-from ..storage.txn import run_transaction
 from ..validation import MAX_TIME_MS, Line
+from . import store
 from .principal import KINDS, PERMISSIONS, Principal
+from .store import TokenRow
 
 
 class MintRequest(BaseModel):
@@ -93,30 +92,48 @@ def _ms(value: object) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def public(row: TokenModel) -> dict[str, Any]:
-    """A token row as the API shows it: never the secret or its digest. A damaged row (which
-    never authenticates) lists with ``damaged: true`` and what could be read."""
-    out = {"token_id": row.token_id, "kind": row.kind, "user_id": row.user_id,
-           "permissions": list(row.permissions or []), "label": row.label,
-           "expires_at": _ms(row.expires_at), "banks": list(row.banks) if row.banks is not None else None,
-           "created_at": _ms(row.created_at), "last_used_at": _ms(row.last_used_at) or None,
-           "revoked_at": _ms(row.revoked_at) or None}
-    if row.damaged:
-        out["damaged"] = True
-    return out
+def _list(value: Any) -> list[str]:
+    # a stored list of strings, as read (a damaged row's cleaned values included)
+    return list(value)
 
 
-def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = None,
-         grantor: Principal | None = None) -> dict[str, Any]:
-    """Create a token for ``org_id``; returns ``{token, token_id, kind, user_id, permissions,
-    label, expires_at, banks}`` (the only time the secret is shown).
+@dataclass(frozen=True, kw_only=True)
+class TokenInfo:
+    """A token as the API shows it, never its secret or digest. Times in ms since epoch (None
+    when unset). ``damaged``: the stored row could not be fully read (it never authenticates);
+    the fields hold what could be."""
 
-    ``grantor``, when given, must be able to grant the token (``check_grant``: 403 ``forbidden``),
-    and an expiring grantor cannot mint a token that outlives it (403 ``forbidden``).
-    ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
-    is a no-op that returns it (409 ``conflict`` when it was revoked). Raises 400 ``validation_error`` for a person without user_id, an
-    api_key with one, or an expiry in the past. Audited as ``token.mint``.
-    """
+    token_id: str
+    kind: str | None
+    user_id: str | None
+    permissions: list[str]
+    label: str | None
+    expires_at: int | None
+    banks: list[str] | None
+    created_at: int | None
+    last_used_at: int | None
+    revoked_at: int | None
+    damaged: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MintedToken(TokenInfo):
+    """A token just minted: its ``TokenInfo`` and the secret ``token``, shown this once."""
+
+    token: str
+
+
+def public(row: TokenRow) -> TokenInfo:
+    """A token row as the API shows it (``TokenInfo``): never the secret or its digest."""
+    return TokenInfo(token_id=row.token_id, kind=row.kind, user_id=row.user_id,
+                     permissions=_list(row.permissions or []), label=row.label, expires_at=_ms(row.expires_at),
+                     banks=_list(row.banks) if row.banks is not None else None,
+                     created_at=_ms(row.created_at), last_used_at=_ms(row.last_used_at) or None,
+                     revoked_at=_ms(row.revoked_at) or None, damaged=bool(row.damaged))
+
+
+def _check_mint(req: MintRequest, grantor: Principal | None) -> list[str] | None:
+    """The mint request's checks, in order; returns its bank allow-list, names checked."""
     if req.kind == "person" and not req.user_id:
         raise BadRequest("A person token needs a user_id.", details={"field": "user_id"})
     if req.kind == "api_key" and req.user_id:
@@ -124,37 +141,47 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     if req.expires_at is not None and req.expires_at <= now_ms():
         raise BadRequest("expires_at must be in the future (ms since epoch).", details={"field": "expires_at"})
     banks = [check_name(b) for b in req.banks] if req.banks is not None else None
-    if grantor is not None:
-        check_grant(grantor, req.kind, req.permissions, banks)
-        if grantor.expires_at is not None and (req.expires_at is None or req.expires_at > grantor.expires_at):
-            raise Forbidden("A token that expires cannot mint one that outlives it: set expires_at at or "
-                            f"before {grantor.expires_at} (ms since epoch).",
-                            details={"field": "expires_at", "limit": grantor.expires_at})
-    bind()
+    if grantor is None:
+        return banks
+    check_grant(grantor, req.kind, req.permissions, banks)
+    if grantor.expires_at is not None and (req.expires_at is None or req.expires_at > grantor.expires_at):
+        raise Forbidden("A token that expires cannot mint one that outlives it: set expires_at at or "
+                        f"before {grantor.expires_at} (ms since epoch).",
+                        details={"field": "expires_at", "limit": grantor.expires_at})
+    return banks
+
+
+def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = None,
+         grantor: Principal | None = None) -> MintedToken:
+    """Create a token for ``org_id``; returns it with its secret (the only time it is shown).
+
+    ``grantor``, when given, must be able to grant the token (``check_grant``: 403 ``forbidden``),
+    and an expiring grantor cannot mint a token that outlives it (403 ``forbidden``).
+    ``token`` fixes the secret (the local stack's ``CAIRN_DEV_TOKEN``); minting an existing one
+    is a no-op that returns it (409 ``conflict`` when it was revoked). Raises 400
+    ``validation_error`` for a person without user_id, an api_key with one, or an expiry in the
+    past. Audited as ``token.mint``.
+    """
+    banks = _check_mint(req, grantor)
     secret = token or "cairn_" + secrets.token_urlsafe(32)
-    row = TokenModel(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
-                     user_id=req.user_id, permissions=list(req.permissions), label=req.label,
-                     expires_at=req.expires_at, banks=banks, created_at=now_ms(), created_by=created_by)
+    row = store.new(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
+                    user_id=req.user_id, permissions=list(req.permissions), label=req.label,
+                    expires_at=req.expires_at, banks=banks, created_at=now_ms(), created_by=created_by)
+    existing = store.insert(row, actor=created_by, if_absent=token is not None,
+                            details={"kind": req.kind, "permissions": list(req.permissions), "label": req.label or ""})
+    if existing is not None and existing.revoked_at is not None:
+        raise Conflict("This token value was revoked; choose another one.")
+    return MintedToken(**vars(public(row)), token=secret)
 
-    def attempt(tx):
-        if token is not None:
-            try:
-                existing = TokenModel.get(row.token_id, consistent_read=True)
-            except DoesNotExist:
-                existing = None
-            if existing is not None:
-                if existing.revoked_at is not None:
-                    raise Conflict("This token value was revoked; choose another one.")
-                return False
-        tx.save(row, condition=TokenModel.token_id.does_not_exist())
-        audit.add_to(tx, org_id, "token.mint", created_by, row.token_id,
-                     {"kind": req.kind, "permissions": list(req.permissions), "label": req.label or ""})
-        return True
 
-    run_transaction(attempt)
-    out = public(row)
-    out["token"] = secret
-    return out
+def _bearer(authorization: str | None) -> str:
+    if not authorization:
+        raise Unauthorized("Missing bearer token: send 'Authorization: Bearer <token>'.")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("Malformed Authorization header: expected 'Bearer <token>'.")
+    return token
 
 
 def authenticate(authorization: str | None) -> Principal:
@@ -163,18 +190,10 @@ def authenticate(authorization: str | None) -> Principal:
     Raises 401 ``unauthorized`` when the header is missing or malformed, or the token is unknown,
     revoked or expired. Updates ``last_used_at`` at most once per ``token_touch_interval_s``.
     """
-    if not authorization:
-        raise Unauthorized("Missing bearer token: send 'Authorization: Bearer <token>'.")
-    scheme, _, token = authorization.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise Unauthorized("Malformed Authorization header: expected 'Bearer <token>'.")
-    bind()
-    try:
-        row = TokenModel.get(token_id_for(token), consistent_read=True)
-    except DoesNotExist:
-        raise Unauthorized("Unknown token.") from None
-    if not isinstance(row.digest, str) or not row.digest.isascii() or not hmac.compare_digest(row.digest, digest(token)):
+    token = _bearer(authorization)
+    row = store.get(token_id_for(token))
+    if row is None or not isinstance(row.digest, str) or not row.digest.isascii() \
+            or not hmac.compare_digest(row.digest, digest(token)):
         raise Unauthorized("Unknown token.")
     if row.damaged:  # a half-read row could lose its expiry or revocation: fail closed
         raise Unauthorized("This token's stored record is damaged; mint a new token.")
@@ -185,64 +204,48 @@ def authenticate(authorization: str | None) -> Principal:
         raise Unauthorized("This token has expired.")
     interval_ms = get_settings().token_touch_interval_s * 1000
     if row.last_used_at is None or now - row.last_used_at >= interval_ms:
-        try:
-            row.update(actions=[TokenModel.last_used_at.set(now)],
-                       condition=TokenModel.token_id.exists() & TokenModel.revoked_at.does_not_exist())
-        except Exception:  # noqa: BLE001 - a lost touch must never fail the request
-            pass
+        store.touch(row, now)
     return Principal(token_id=row.token_id, org_id=row.org_id, kind=row.kind, user_id=row.user_id,
                      permissions=frozenset(row.permissions or []),
                      banks=tuple(row.banks) if row.banks is not None else None,
                      expires_at=int(row.expires_at) if row.expires_at is not None else None)
 
 
-def may_manage(grantor: Principal, row: TokenModel) -> bool:
+def _grant_of(row: TokenRow) -> tuple[list[str], list[str] | None]:
+    return _list(row.permissions or []), _list(row.banks) if row.banks is not None else None
+
+
+def may_manage(grantor: Principal, row: TokenRow) -> bool:
     """True when ``grantor`` could have minted ``row`` (``check_grant``)."""
     try:
-        check_grant(grantor, row.kind, list(row.permissions or []),
-                    list(row.banks) if row.banks is not None else None)
+        check_grant(grantor, row.kind, *_grant_of(row))
     except Forbidden:
         return False
     return True
 
 
-def list_tokens(org_id: str, viewer: Principal | None = None) -> list[dict[str, Any]]:
-    """Every token of ``org_id``, oldest first, without secrets (``public`` shape). A
-    bank-confined ``viewer`` sees only its own token and those it could have minted."""
-    bind()
-    rows = TokenModel.by_org.query(org_id)
+def list_tokens(org_id: str, viewer: Principal | None = None) -> list[TokenInfo]:
+    """Every token of ``org_id``, oldest first, without secrets (``public``). A bank-confined
+    ``viewer`` sees only its own token and those it could have minted."""
+    rows = store.list_org(org_id)
     if viewer is not None and viewer.bank_confined:
         rows = (r for r in rows if r.token_id == viewer.token_id or may_manage(viewer, r))
     return [public(r) for r in rows]
 
 
-def revoke(org_id: str, token_id: str, *, actor: str, grantor: Principal | None = None) -> dict[str, Any]:
+def revoke(org_id: str, token_id: str, *, actor: str, grantor: Principal | None = None) -> TokenInfo:
     """Revoke one token of ``org_id``; it fails authentication from the next request on.
 
     Idempotent: revoking a revoked token returns it unchanged (no second audit event).
     Raises 404 ``not_found`` for an unknown or other org's token, and 403 ``forbidden`` when a
     bank-confined ``grantor`` could not have minted it (``check_grant``; an org-wide one revokes
-    any token of its org). Audited as ``token.revoke``. Returns the token's ``public`` shape.
+    any token of its org). Audited as ``token.revoke``. Returns the token (``public``).
     """
-    bind()
-
-    def attempt(tx):
-        try:
-            row = TokenModel.get(token_id, consistent_read=True)
-        except DoesNotExist:
-            row = None
-        if row is None or row.org_id != org_id:
-            raise NotFound(f"Token '{token_id}' not found.")
+    def check(row: TokenRow) -> None:
         if grantor is not None and grantor.bank_confined:
-            check_grant(grantor, row.kind, list(row.permissions or []),
-                        list(row.banks) if row.banks is not None else None)
-        if row.revoked_at is not None:
-            return row
-        now = now_ms()
-        tx.update(row, actions=[TokenModel.revoked_at.set(now)],
-                  condition=TokenModel.revoked_at.does_not_exist() & (TokenModel.org_id == org_id))
-        audit.add_to(tx, org_id, "token.revoke", actor, token_id, None)
-        row.revoked_at = now
-        return row
+            check_grant(grantor, row.kind, *_grant_of(row))
 
-    return public(run_transaction(attempt))
+    row = store.revoke(org_id, token_id, actor=actor, check=check)
+    if row is None:
+        raise NotFound(f"Token '{token_id}' not found.")
+    return public(row)

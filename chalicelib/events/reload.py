@@ -6,16 +6,17 @@ the bank's rule count is recounted and its ``rules_version`` bumped
 (``chalicelib.banks.rules.refresh_rule_count``): every container's rules cache is keyed by that
 version, so the next injection anywhere reads the new rules. For ``config/memory.toml`` the file
 is validated with the rest of the tuning (an invalid one is logged and ignored, the last good
-tuning keeps running) and the config version is bumped (``chalicelib.inject.reload.reload``), so every container drops its caches and
-re-reads its tuning before the next call. Other keys, and rule keys whose bank or rule name is
-invalid, are logged and ignored. Safe to run twice: each run only recounts and bumps a version.
+tuning keeps running) and the config version is bumped (``chalicelib.inject.reload.reload``),
+so every container drops its caches and re-reads its tuning before the next call. Other keys,
+and rule keys whose bank or rule name is invalid, are logged and ignored. Safe to run twice:
+each run only recounts and bumps a version.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import unquote_plus
 
 from ..errors import CairnError
@@ -43,11 +44,25 @@ def parse_rule_key(key: str) -> tuple[str, str, str] | None:
     return org, bank, rule
 
 
+class ReloadResult(TypedDict, total=False):
+    """What an S3 event did: ``action`` (``rules_reloaded | config_reloaded | config_invalid |
+    ignored``) and, by action, ``reason``, ``org_id``/``bank``/``rule``, ``config_version`` or
+    ``error``."""
+
+    action: str
+    reason: str
+    org_id: str
+    bank: str
+    rule: str
+    config_version: int
+    error: str
+
+
 def _log(msg: str, **fields: Any) -> None:
     log.info(json.dumps({"msg": msg, **fields}))
 
 
-def handle_object_event(detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
+def handle_object_event(detail_type: str, detail: dict[str, Any]) -> ReloadResult:
     """Handle one S3 EventBridge event (``detail-type`` and ``detail``); returns what it did:
     ``{action: rules_reloaded | config_reloaded | config_invalid | ignored, ...}``."""
     bucket = ((detail or {}).get("bucket") or {}).get("name")
@@ -69,7 +84,7 @@ def handle_object_event(detail_type: str, detail: dict[str, Any]) -> dict[str, A
     return {"action": "rules_reloaded", "org_id": org, "bank": bank, "rule": rule}
 
 
-def reload_config(*, deleted: bool = False) -> dict[str, Any]:
+def reload_config(*, deleted: bool = False) -> ReloadResult:
     """Reload after ``config/memory.toml`` changed: when the tuning it gives (layered over the
     file and under the environment, ``chalicelib.tuning``) is valid, bump the config version so
     every container re-reads it; an invalid one is logged and changes nothing (the last good

@@ -19,9 +19,9 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
-from ..storage.tables import ALL_MODELS, bind
+from ..storage import sweep
 
 log = logging.getLogger("cairn.events")
 
@@ -31,6 +31,19 @@ PURGEABLE = ("idempotency", "team_rates", "extraction")
 SNAPSHOT_MIN_SEQ_DELTA = 200
 
 
+class JobReport(TypedDict, total=False):
+    """What a scheduled job reports (its Lambda's JSON result): ``job``, ``status`` (``ran`` or
+    ``skipped``), and ``reason`` (skipped), ``entries`` (compacted), ``banks`` (snapshot keys) or
+    ``deleted`` (``{table: n}``)."""
+
+    job: str
+    status: str
+    reason: str
+    entries: int
+    banks: list[str]
+    deleted: dict[str, int]
+
+
 def _optional(module: str, name: str) -> Callable[..., Any] | None:
     try:
         return getattr(importlib.import_module(module), name, None)
@@ -38,66 +51,40 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
         return None
 
 
-def _report(job: str, result: dict[str, Any]) -> dict[str, Any]:
-    log.info(json.dumps({"msg": "schedule", "job": job, **result}, default=str))
-    return {"job": job, **result}
+def _report(report: JobReport) -> JobReport:
+    log.info(json.dumps({"msg": "schedule", **report}, default=str))
+    return report
 
 
-def compact_team_logs() -> dict[str, Any]:
+def compact_team_logs() -> JobReport:
     """Compact every team entry whose retained updates (``log_seq - compacted_seq``) passed
     ``COMPACT_AFTER`` (``chalicelib.team.compaction.compact_due``, which conditions its writes on
     the ``compacted_seq`` it read): ``{job, status: ran | skipped, entries}``."""
     compact_due = _optional("chalicelib.team.compaction", "compact_due")
     get_limits = _optional("chalicelib.team.limits", "get_limits")
-    model = next((m for m in ALL_MODELS if m.LOGICAL_NAME == "team_entries"), None)
-    if compact_due is None or get_limits is None or model is None:
-        return _report("compact_team_logs", {"status": "skipped", "reason": "no team compaction available"})
-    bind()
+    if compact_due is None or get_limits is None:
+        return _report({"job": "compact_team_logs", "status": "skipped", "reason": "no team compaction available"})
     after = int(get_limits().compact_after)
     due: dict[str, list[str]] = {}
-    for row in model.scan(attributes_to_get=["org_id", "entry_id", "log_seq", "compacted_seq"]):
-        if int(row.log_seq or 0) - int(row.compacted_seq or 0) >= after:
-            due.setdefault(row.org_id, []).append(row.entry_id)
+    for org_id, entry_id, log_seq, compacted_seq in sweep.team_entry_logs():
+        if log_seq - compacted_seq >= after:
+            due.setdefault(org_id, []).append(entry_id)
     for org_id, entry_ids in due.items():
         compact_due(org_id, entry_ids)
-    return _report("compact_team_logs", {"status": "ran", "entries": sum(len(v) for v in due.values())})
+    return _report({"job": "compact_team_logs", "status": "ran", "entries": sum(len(v) for v in due.values())})
 
 
-def snapshot_indexes(min_seq_delta: int = SNAPSHOT_MIN_SEQ_DELTA) -> dict[str, Any]:
+def snapshot_indexes(min_seq_delta: int = SNAPSHOT_MIN_SEQ_DELTA) -> JobReport:
     """Snapshot busy banks' indexes: ``{job, status, banks: [names]}``."""
-    fn = _optional("chalicelib.search.recall", "snapshot_banks") or _optional("chalicelib.search.index", "snapshot_banks")
+    fn = _optional("chalicelib.search.recall", "snapshot_banks") or \
+        _optional("chalicelib.search.index", "snapshot_banks")
     if fn is None:
-        return _report("snapshot_indexes", {"status": "skipped", "reason": "no recall core available"})
+        return _report({"job": "snapshot_indexes", "status": "skipped", "reason": "no recall core available"})
     banks = fn(min_seq_delta=min_seq_delta)
-    return _report("snapshot_indexes", {"status": "ran", "banks": list(banks or [])})
+    return _report({"job": "snapshot_indexes", "status": "ran", "banks": list(banks or [])})
 
 
-def purge_expired(now_s: float | None = None) -> dict[str, Any]:
+def purge_expired(now_s: float | None = None) -> JobReport:
     """Delete expired records of the ``PURGEABLE`` tables: ``{job, status, deleted: {table: n}}``."""
-    bind()
     now = int(now_s if now_s is not None else time.time())
-    deleted: dict[str, int] = {}
-    for model in ALL_MODELS:
-        if model.LOGICAL_NAME not in PURGEABLE or "expires_at" not in model.get_attributes():
-            continue
-        n = 0
-        for item in model.scan(model.expires_at < now):
-            try:
-                item.delete(condition=model.expires_at < now)
-                n += 1
-            except Exception:  # noqa: BLE001 - deleted or refreshed meanwhile: nothing to do
-                continue
-        deleted[model.LOGICAL_NAME] = n
-    return _report("purge_expired", {"status": "ran", "deleted": deleted})
-
-
-def run_all() -> list[dict[str, Any]]:
-    """Every scheduled job once, each isolated from the others' failures (the local timer)."""
-    out = []
-    for job in (compact_team_logs, snapshot_indexes, purge_expired):
-        try:
-            out.append(job())
-        except Exception as exc:  # noqa: BLE001 - one job's failure must not skip the rest
-            log.warning(json.dumps({"msg": "schedule failed", "job": job.__name__, "error": type(exc).__name__}))
-            out.append({"job": job.__name__, "status": "failed", "error": type(exc).__name__})
-    return out
+    return _report({"job": "purge_expired", "status": "ran", "deleted": sweep.purge_expired(PURGEABLE, now)})

@@ -24,6 +24,8 @@ _clients: dict[tuple, object] = {}
 
 def _client(service: str):
     settings = get_settings()
+    # AWS_ENDPOINT_URL* are boto's own variables, not Cairn settings: boto reads them when it
+    # builds the client, so the cache is keyed on them too (moto and the local stack set them)
     key = (service, settings.region, os.environ.get("AWS_ENDPOINT_URL", ""),
            os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}", ""))
     client = _clients.get(key)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from .. import metrics
 from ..errors import CairnError
@@ -35,6 +35,14 @@ from ..validation import (  # the bounds the edge enforces on input
 REPLACEMENT = "\ufffd"
 
 log = logging.getLogger("cairn.damage")
+
+
+class DamagedMarker(TypedDict):
+    """What an export writes in a damaged record's place: ``{id, damaged: true, reason}``."""
+
+    id: str
+    damaged: bool
+    reason: str
 
 
 class Damaged(CairnError):
@@ -55,7 +63,7 @@ class Damaged(CairnError):
         metrics.emit("damaged", {"DamagedRecords": 1}, {"kind": kind, "reason": reason})
         log.warning("damaged %s %s: %s", kind, self.key, reason)
 
-    def marker(self) -> dict[str, Any]:
+    def marker(self) -> DamagedMarker:
         """``{id, damaged: true, reason}``: what an export writes in the record's place."""
         return {"id": self.key, "damaged": True, "reason": self.reason}
 
@@ -83,45 +91,61 @@ def _name(key: Any) -> str:
     return key if isinstance(key, str) and _FIELD.match(key) else "?"  # never quote a stored value
 
 
-def _find(value: Any, depth: int) -> tuple[list[str], str] | None:
+_Found = tuple[list[str], str] | None
+
+
+def _find(value: Any, depth: int) -> _Found:
     """``(path, problem)`` of the first problem in ``value``; exact type checks first (this runs
     on every attribute of every item read)."""
     t = type(value)
-    if t is str:
-        return None if not _bad_str(value) else ([], "lone surrogate")
-    if t is int:
-        return None if -MAX_SAFE_INT <= value <= MAX_SAFE_INT else ([], "integer out of range")
+    if t is str or t is int or t is float:
+        return _scalar(value, t)
     if value is None or t is bool:
         return None
-    if t is float:
-        if not math.isfinite(value):
-            return [], "non-finite number"
-        return None if abs(value) <= MAX_SAFE_INT else ([], "number out of range")
     if isinstance(value, dict):
-        if depth >= MAX_DEPTH:
-            return [], "nested too deeply"
-        for k, v in value.items():
-            if isinstance(k, str) and _bad_str(k):
-                return [_name(k)], "lone surrogate in a key"
-            found = _find(v, depth + 1)
-            if found is not None:
-                found[0].insert(0, _name(k))
-                return found
-        return None
+        return _in_dict(value, depth)
     if isinstance(value, (list, tuple, set, frozenset)):
-        if depth >= MAX_DEPTH:
-            return [], "nested too deeply"
-        for v in value:
-            found = _find(v, depth + 1)
-            if found is not None:
-                return found
-        return None
+        return _in_items(value, depth)
     if isinstance(value, str):
         return _find(str(value), depth)
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return _find(float(value) if isinstance(value, float) else int(value), depth)
+    return None
+
+
+def _scalar(value: Any, t: type) -> _Found:
+    # an exact str, int or float
+    if t is str:
+        return None if not _bad_str(value) else ([], "lone surrogate")
+    if t is int:
+        return None if -MAX_SAFE_INT <= value <= MAX_SAFE_INT else ([], "integer out of range")
+    if not math.isfinite(value):
+        return [], "non-finite number"
+    return None if abs(value) <= MAX_SAFE_INT else ([], "number out of range")
+
+
+def _in_dict(value: dict[Any, Any], depth: int) -> _Found:
+    if depth >= MAX_DEPTH:
+        return [], "nested too deeply"
+    for k, v in value.items():
+        if isinstance(k, str) and _bad_str(k):
+            return [_name(k)], "lone surrogate in a key"
+        found = _find(v, depth + 1)
+        if found is not None:
+            found[0].insert(0, _name(k))
+            return found
+    return None
+
+
+def _in_items(value: Any, depth: int) -> _Found:
+    if depth >= MAX_DEPTH:
+        return [], "nested too deeply"
+    for v in value:
+        found = _find(v, depth + 1)
+        if found is not None:
+            return found
     return None
 
 

@@ -5,22 +5,24 @@ One table per purpose; ``infra/template.json`` declares the same keys and indexe
 (``Settings.table_name``); ``bind()`` points every model at the current settings' names and region
 before use, because Chalice applies stage variables per request.
 
-| logical       | hash key      | range key | indexes                                  | purpose |
-|---------------|---------------|-----------|------------------------------------------|---------|
-| tokens        | token_id      | -         | GSI org-index (org_id, created_at)       | principals and their bearer tokens |
-| banks         | org_id        | name      | -                                        | live banks, trash entries, internal namespaces |
-| memories      | bank_key      | sk        | LSI order-index (bank_key, ord)          | current memory records and fingerprint pointers |
-| revisions     | bank_key      | seq       | LSI memory-index (bank_key, rev_key)     | append-only history; ``seq`` order is commit order |
-| idempotency   | key           | -         | -                                        | first responses replayed for an Idempotency-Key |
-| audit         | org_id        | sk        | LSI action-index (org_id, action_sk)     | audit events, never content |
-| team_spaces   | org_id        | sk        | -                                        | team spaces, memberships, deny rules |
-| team_entries  | org_id        | entry_id  | LSI space-index (org_id, space_sk)       | team-memory entries (metadata, derived text, counters) |
-| team_updates  | entry_key     | sk        | -                                        | append-only edit log, updateIds, Yjs client-id owners |
-| team_events   | entry_key     | sk        | -                                        | entry history: status events and metadata changes |
-| team_attributions | space_key | sk        | -                                        | what team-memory retrievals served, to whom, when |
-| team_rates    | key           | -         | -                                        | per-minute update counters (TTL) |
-| structured    | org_id        | sk        | -                                        | sessions, workstreams, projects, members, memory locations |
-| extraction    | session_key   | sk        | -                                        | extraction cursors, per-turn job progress, session provenance |
+Tables (logical name: hash key, range key; index): purpose.
+- ``tokens`` (token_id; GSI org-index (org_id, created_at)): principals and their bearer tokens
+- ``banks`` (org_id, name): live banks, trash entries, internal namespaces
+- ``memories`` (bank_key, sk; LSI order-index (bank_key, ord)): current memory records and
+  fingerprint pointers
+- ``revisions`` (bank_key, seq; LSI memory-index (bank_key, rev_key)): append-only history; ``seq``
+  order is commit order
+- ``idempotency`` (key): first responses replayed for an Idempotency-Key
+- ``audit`` (org_id, sk; LSI action-index (org_id, action_sk)): audit events, never content
+- ``team_spaces`` (org_id, sk): team spaces, memberships, deny rules
+- ``team_entries`` (org_id, entry_id; LSI space-index (org_id, space_sk)): team-memory entries
+  (metadata, derived text, counters)
+- ``team_updates`` (entry_key, sk): append-only edit log, updateIds, Yjs client-id owners
+- ``team_events`` (entry_key, sk): entry history: status events and metadata changes
+- ``team_attributions`` (space_key, sk): what team-memory retrievals served, to whom, when
+- ``team_rates`` (key): per-minute update counters (TTL)
+- ``structured`` (org_id, sk): sessions, workstreams, projects, members, memory locations
+- ``extraction`` (session_key, sk): extraction cursors, per-turn job progress, session provenance
 """
 
 from __future__ import annotations
@@ -282,7 +284,7 @@ class AuditModel(_Base):
     action = UnicodeAttribute()
     actor = UnicodeAttribute()
     target = UnicodeAttribute(null=True)
-    details = MapAttribute(null=True)
+    details: MapAttribute[str, Any] = MapAttribute(null=True)
     at = NumberAttribute()
     by_action = AuditByAction()
 
@@ -505,6 +507,7 @@ def connection(settings: Settings | None = None) -> Connection:
     loads the service model from disk (tenths of a second), far more than a transaction costs.
     """
     settings = settings or get_settings()
+    # boto's own endpoint variables (not Cairn settings), read by boto itself: part of the key
     key = (settings.region, os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL", ""))
     conn = _connections.get(key)
     if conn is None:

@@ -55,9 +55,10 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
 
     ``attempt`` reads what it needs, raises a ``CairnError`` if the request cannot succeed (nothing
     is written then), and adds conditioned writes to ``tx``; its return value is returned after
-    the commit; an attempt that staged nothing sends nothing. A cancelled transaction (a condition failed or a conflicting transaction) is
-    retried with full-jitter exponential backoff (2 ms base, 250 ms cap) up to
-    ``Settings.write_retries`` attempts, then ``Conflict`` (409 ``conflict``) is raised.
+    the commit; an attempt that staged nothing sends nothing. A cancelled transaction (a
+    condition failed or a conflicting transaction) is retried with full-jitter exponential
+    backoff (2 ms base, 250 ms cap) up to ``Settings.write_retries`` attempts, then ``Conflict``
+    (409 ``conflict``) is raised.
     """
     settings = get_settings()
     n = retries or settings.write_retries
@@ -79,16 +80,17 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
 
 def _is_throttle(exc: BaseException) -> bool:
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, EndpointConnectionError):
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, EndpointConnectionError):
             return True
-        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
+        if isinstance(cur, ClientError) and cur.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
             return True
-        code = getattr(exc, "cause_response_code", None)
+        code = getattr(cur, "cause_response_code", None)
         if code in _THROTTLE_CODES:
             return True
-        exc = exc.__cause__ or exc.__context__
+        cur = cur.__cause__ or cur.__context__
     return False
 
 

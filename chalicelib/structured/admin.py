@@ -38,7 +38,7 @@ from ..core.store import (
     stage,
 )
 from ..errors import BadRequest, CairnError, NotFound, PayloadTooLarge
-from ..storage.tables import AuditModel, BankModel, MemoryModel, StructuredModel, bind
+from ..storage.tables import BankModel, MemoryModel, StructuredModel, bind
 from ..storage.txn import run_transaction
 from ..validation import as_int, check_line
 from . import memories, objects
@@ -155,27 +155,15 @@ def audit_page(org_id: str, query: dict[str, str]) -> dict[str, Any]:
     limit = clamp(query.get("limit"), 100, 500)
     owner = f"{org_id}|{action}"  # a cursor pages the listing (org and action filter) it came from
     cur = decode_cursor(query.get("cursor"), "audit", owner, {"k": str}, {"k": f"{action}#"} if action else None)
-    bind()
-    lo = f"{max(0, since):013d}"
-    after = cur["k"] if cur else None
-    if action:
-        start = after if after else f"{action}#{lo}"
-        it = (e for e in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
-                                                    consistent_read=True) if e.action_sk != after)
-        key = "action_sk"
-    else:
-        cond = (AuditModel.sk > after) if after else (AuditModel.sk >= lo)
-        it = iter(AuditModel.query(org_id, cond, consistent_read=True,
-                                   filter_condition=AuditModel.action.is_in(*AUDIT_ACTIONS)))
-        key = "sk"
-    events = []
+    events: list[tuple[str, Any]] = []
     nxt = None
-    for ev in it:
+    for pos, ev in audit.events(org_id, since_ms=since, after=cur["k"] if cur else None, action=action or None,
+                                actions=AUDIT_ACTIONS):
         if len(events) == limit:
-            nxt = encode_cursor("audit", owner, {"k": getattr(events[-1], key)})
+            nxt = encode_cursor("audit", owner, {"k": events[-1][0]})
             break
-        events.append(ev)
-    return {"events": [audit.to_dict(e) for e in events], "next_cursor": nxt}
+        events.append((pos, ev))
+    return {"events": [audit.to_dict(e) for _, e in events], "next_cursor": nxt}
 
 
 # --- import ---------------------------------------------------------------------------------

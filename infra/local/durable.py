@@ -30,6 +30,7 @@ definitions (the template's are created on every start), object tags and ACLs.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -40,7 +41,7 @@ import tarfile
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def _hook(obj: dict[str, Any]) -> Any:
 
 # --- records ----------------------------------------------------------------------------------
 
-def encode_record(ops: list[dict[str, Any]], blobs: list[bytes] = ()) -> bytes:
+def encode_record(ops: list[dict[str, Any]], blobs: Sequence[bytes] = ()) -> bytes:
     """One frame: ``<length><crc32>`` then the ops as JSON and the blobs (object bodies, in the
     order of the ops with an ``n``). Bytes inside ops (binary attributes) are base64 in JSON."""
     meta = json.dumps(ops, separators=(",", ":"), default=_default).encode()
@@ -247,11 +248,14 @@ def after_images(touched: dict[tuple, tuple]) -> tuple[list[dict[str, Any]], lis
 def snapshot_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
     """Every bucket, object and item of moto's backends as ``(ops, blobs)`` records (call under
     the journal lock; the values are copies)."""
-    from moto.dynamodb.models import dynamodb_backends
+    # Only writes change the backends and every write holds the journal lock: reads go on meanwhile.
+    return [*_s3_records(), *_dynamodb_records()]
+
+
+def _s3_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
     from moto.s3.models import s3_backends
 
-    # Only writes change the backends and every write holds the journal lock: reads go on meanwhile.
-    records = []
+    records: list[tuple[list[dict[str, Any]], list[bytes]]] = []
     for per_account in list(s3_backends.values()):
         for be in list(per_account.values()):
             for bucket in list(be.buckets.values()):
@@ -261,6 +265,13 @@ def snapshot_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
                     op, body = _object_op(be, bucket.name, name, fk)
                     if "n" in op:
                         records.append(([op], [body]))
+    return records
+
+
+def _dynamodb_records() -> list[tuple[list[dict[str, Any]], list[bytes]]]:
+    from moto.dynamodb.models import dynamodb_backends
+
+    records: list[tuple[list[dict[str, Any]], list[bytes]]] = []
     for per_account in list(dynamodb_backends.values()):
         for be in list(per_account.values()):
             for table in list(be.tables.values()):
@@ -287,48 +298,62 @@ class Applier:
         self.missing_tables: set[str] = set()
 
     def apply(self, ops: list[dict[str, Any]], blobs: list[bytes]) -> None:
-        """Apply one record's ops in order."""
-        from moto.dynamodb.models import dynamodb_backends
-        from moto.s3.models import s3_backends
-
+        """Apply one record's ops in order (``item``, ``object`` with the next blob when it has an
+        ``n``, ``bucket``)."""
         bodies = iter(blobs)
         for op in ops:
             kind = op.get("op")
             if kind == "item":
-                be = dynamodb_backends[op["account"]][op["region"]]
-                if op["table"] not in be.tables:
-                    self.missing_tables.add(op["table"])
-                    continue
-                if op["item"] is not None:
-                    be.put_item(op["table"], op["item"])
-                    self.items += 1
-                elif be.get_item(op["table"], op["key"]) is not None:
-                    be.delete_item(op["table"], op["key"])
+                self._item(op)
             elif kind == "object":
-                body = next(bodies) if "n" in op else b""
-                be = s3_backends[op["account"]][op["partition"]]
-                if op["meta"] is None:
-                    bucket = be.buckets.get(op["bucket"])
-                    if bucket is not None and op["key"] in bucket.keys:
-                        be.delete_object(op["bucket"], op["key"])
-                    continue
-                if op["bucket"] not in be.buckets:
-                    be.create_bucket(op["bucket"], "us-east-1")
-                fk = be.put_object(op["bucket"], op["key"], body, disable_notification=True)
-                fk.set_metadata(dict(op["meta"]))
-                if op.get("mtime"):
-                    fk.last_modified = dt.datetime.fromisoformat(op["mtime"])
-                self.objects += 1
+                self._object(op, next(bodies) if "n" in op else b"")
             elif kind == "bucket":
-                be = s3_backends[op["account"]][op["partition"]]
-                exists = op["bucket"] in be.buckets
-                if op["region"] is not None and not exists:
-                    be.create_bucket(op["bucket"], op["region"])
-                elif op["region"] is None and exists:
-                    try:
-                        be.delete_bucket(op["bucket"])
-                    except Exception:  # noqa: BLE001 - not empty: its objects' own records decide
-                        pass
+                self._bucket(op)
+
+    def _item(self, op: dict[str, Any]) -> None:
+        """Put ``op["item"]``, or delete the item at ``op["key"]`` when it is ``None``."""
+        from moto.dynamodb.models import dynamodb_backends
+
+        be = dynamodb_backends[op["account"]][op["region"]]
+        if op["table"] not in be.tables:
+            self.missing_tables.add(op["table"])
+            return
+        if op["item"] is not None:
+            be.put_item(op["table"], op["item"])
+            self.items += 1
+        elif be.get_item(op["table"], op["key"]) is not None:
+            be.delete_item(op["table"], op["key"])
+
+    def _object(self, op: dict[str, Any], body: bytes) -> None:
+        """Put the object (its metadata and mtime kept), or delete it when ``op["meta"]`` is ``None``."""
+        from moto.s3.models import s3_backends
+
+        be = s3_backends[op["account"]][op["partition"]]
+        if op["meta"] is None:
+            bucket = be.buckets.get(op["bucket"])
+            if bucket is not None and op["key"] in bucket.keys:
+                be.delete_object(op["bucket"], op["key"])
+            return
+        if op["bucket"] not in be.buckets:
+            be.create_bucket(op["bucket"], "us-east-1")
+        fk = be.put_object(op["bucket"], op["key"], body, disable_notification=True)
+        fk.set_metadata(dict(op["meta"]))
+        if op.get("mtime"):
+            fk.last_modified = dt.datetime.fromisoformat(op["mtime"])
+        self.objects += 1
+
+    def _bucket(self, op: dict[str, Any]) -> None:
+        """Create the bucket (``op["region"]`` set) or delete it (``None``) when it is not so yet."""
+        from moto.s3.models import s3_backends
+
+        be = s3_backends[op["account"]][op["partition"]]
+        exists = op["bucket"] in be.buckets
+        if op["region"] is not None and not exists:
+            be.create_bucket(op["bucket"], op["region"])
+        elif op["region"] is None and exists:
+            # not empty: its objects' own records decide
+            with contextlib.suppress(Exception):
+                be.delete_bucket(op["bucket"])
 
 
 def _legacy_value(value: Any) -> Any:
@@ -345,6 +370,14 @@ def _legacy_value(value: Any) -> Any:
     return value
 
 
+def _member(tar: tarfile.TarFile, member: str | tarfile.TarInfo) -> bytes:
+    """A regular file's bytes from ``tar``; ``ValueError`` for a member that is not one."""
+    fh = tar.extractfile(member)
+    if fh is None:
+        raise ValueError(f"{member} is not a file in the archive")
+    return fh.read()
+
+
 def import_legacy(path: Path, applier: Applier, account: str, region: str) -> None:
     """Load a ``state.tar.gz`` of the whole-state export (``dynamodb/<table>.jsonl``,
     ``s3/index.jsonl`` and the bodies it names) through ``applier``."""
@@ -355,13 +388,13 @@ def import_legacy(path: Path, applier: Applier, account: str, region: str) -> No
                 table = member.name[len("dynamodb/"):-len(".jsonl")]
                 ops = [{"op": "item", "account": account, "region": region, "table": table,
                         "item": {k: _legacy_value(v) for k, v in json.loads(line).items()}}
-                       for line in tar.extractfile(member).read().decode().splitlines() if line.strip()]
+                       for line in _member(tar, member).decode().splitlines() if line.strip()]
                 applier.apply(ops, [])
         if "s3/index.jsonl" in names:
-            for line in tar.extractfile("s3/index.jsonl").read().decode().splitlines():
+            for line in _member(tar, "s3/index.jsonl").decode().splitlines():
                 if line.strip():
                     entry = json.loads(line)
-                    body = tar.extractfile(entry["member"]).read()
+                    body = _member(tar, entry["member"])
                     applier.apply([{"op": "object", "account": account, "partition": "aws",
                                     "bucket": entry["bucket"], "key": entry["key"], "n": len(body),
                                     "meta": {"Content-Type": entry.get("content_type", "binary/octet-stream")}}],
@@ -525,16 +558,22 @@ class Durable:
         self._journal_bytes = os.fstat(self._fd).st_size
         _fsync_dir(self.dir)
 
-    def append(self, ops: list[dict[str, Any]], blobs: list[bytes] = ()) -> int:
+    def _journal_fd(self) -> int:
+        if self._fd is None:
+            raise RuntimeError("the journal is not open")
+        return self._fd
+
+    def append(self, ops: list[dict[str, Any]], blobs: Sequence[bytes] = ()) -> int:
         """Append one record (call under ``lock``); returns the position to ``sync`` to."""
-        frame = encode_record(ops, list(blobs))
+        frame = encode_record(ops, blobs)
         view = memoryview(frame)
+        fd = self._journal_fd()
         try:
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(fd, view):]
         except OSError:
             # a partial frame would hide every later record from replay: cut it off again
-            os.ftruncate(self._fd, self._journal_bytes)
+            os.ftruncate(fd, self._journal_bytes)
             raise
         self._journal_bytes += len(frame)
         self._lsn += len(frame)
@@ -549,7 +588,7 @@ class Durable:
             if self._synced >= lsn:
                 return
             target = self._lsn
-            _datasync(self._fd)
+            _datasync(self._journal_fd())
             self._synced = max(self._synced, target)
 
     def journaled(self, call: Callable[[], Any]) -> Any:

@@ -14,9 +14,11 @@ Real DynamoDB needs none of this; it never runs in chalicelib.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 _LOCK = threading.RLock()
@@ -55,59 +57,77 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    from moto.dynamodb import models
     from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.models.table import Table
 
     for name in ("transact_get_items", "put_item", "update_item", "delete_item", "get_item", "query", "scan",
                  "batch_write_item", "batch_get_item"):
         original = getattr(DynamoDBBackend, name, None)
-        if original is None:
+        if original is not None:
+            setattr(DynamoDBBackend, name, _locked(original))
+    # setattr: mypy forbids assigning to a method, and replacing moto's is the point here
+    setattr(DynamoDBBackend, "transact_write_items",  # noqa: B010 - see the comment above
+            _transact(DynamoDBBackend.transact_write_items))
+    _installed = True
+
+
+def _locked(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original`` run under the process-wide lock."""
+    @functools.wraps(original)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _LOCK:
+            return original(self, *args, **kwargs)
+
+    return locked
+
+
+def _backups(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
+    """``(table, key, prior attributes or None)`` of every item a transaction names."""
+    backups: list[tuple[str, dict[str, Any], Any]] = []
+    for entry in transact_items:
+        op_type, op = next(iter(entry.items()))
+        table = backend.tables.get(op.get("TableName", ""))
+        key = _item_key(table, op_type, op) if table is not None else None
+        if key is None:
             continue
+        try:
+            current = backend.get_item(op["TableName"], key)
+        except Exception:  # noqa: BLE001 - an invalid key fails inside moto's own code
+            continue
+        backups.append((op["TableName"], key, copy.deepcopy(current.to_json()["Attributes"]) if current else None))
+    return backups
 
-        def locked(self, *args, __original=original, **kwargs):
-            with _LOCK:
-                return __original(self, *args, **kwargs)
 
-        functools.update_wrapper(locked, original)
-        setattr(DynamoDBBackend, name, locked)
+def _restore(backend: Any, backups: list[tuple[str, dict[str, Any], Any]]) -> None:
+    """Put every item a cancelled transaction named back as it was."""
+    for table_name, key, attrs in reversed(backups):
+        if attrs is None:
+            with contextlib.suppress(Exception):  # nothing to remove
+                backend.delete_item(table_name, key)
+        else:
+            backend.put_item(table_name, attrs)
 
-    original_transact = DynamoDBBackend.transact_write_items
+
+def _transact(original_transact: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's ``transact_write_items`` under the lock, backing up only the items it names."""
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
     no_table_copies = _TablesNotCopied(Table)
 
     @functools.wraps(original_transact)
-    def transact_write_items(self, transact_items, *args, **kwargs):
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
         with _LOCK:
-            backups: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
-            for entry in transact_items:
-                op_type, op = next(iter(entry.items()))
-                table = self.tables.get(op.get("TableName", ""))
-                key = _item_key(table, op_type, op) if table is not None else None
-                if key is None:
-                    continue
-                try:
-                    current = self.get_item(op["TableName"], key)
-                except Exception:  # noqa: BLE001 - an invalid key fails inside moto's own code
-                    continue
-                backups.append((op["TableName"], key, copy.deepcopy(current.to_json()["Attributes"]) if current else None))
-            models.copy = no_table_copies
+            backups = _backups(self, transact_items)
+            setattr(models, "copy", no_table_copies)  # noqa: B010 - moto's module global, swapped under the lock
             try:
                 return original_transact(self, transact_items, *args, **kwargs)
             except Exception:
-                for table_name, key, attrs in reversed(backups):
-                    if attrs is None:
-                        try:
-                            self.delete_item(table_name, key)
-                        except Exception:  # noqa: BLE001 - nothing to remove
-                            pass
-                    else:
-                        self.put_item(table_name, attrs)
+                _restore(self, backups)
                 raise
             finally:
-                models.copy = copy
+                setattr(models, "copy", copy)  # noqa: B010 - restored
 
-    DynamoDBBackend.transact_write_items = transact_write_items
-    _installed = True
+    return transact_write_items
 
 
 def lock() -> threading.RLock:

@@ -6,6 +6,7 @@ the same definitions CloudFormation deploys, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -71,7 +72,7 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
         name = resolve(props["TableName"], stack, region=region)
         if name in existing:
             continue
-        args = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
+        args: dict[str, Any] = {k: props[k] for k in ("AttributeDefinitions", "KeySchema", "BillingMode") if k in props}
         args["TableName"] = name
         for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
             if key in props:
@@ -81,10 +82,8 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
             ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
     out = names(stack, region)
     s3 = _client("s3", **kw)
-    try:
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
         s3.create_bucket(Bucket=out["CAIRN_BUCKET"])
-    except s3.exceptions.BucketAlreadyOwnedByYou:
-        pass
     sqs = _client("sqs", **kw)
     queues = resources_of("AWS::SQS::Queue")
     dlq = sqs.create_queue(QueueName=resolve(queues["ExtractionDeadLetterQueue"]["QueueName"], stack, region=region),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ RUN_FILE = "stack.json"
 DEFAULT_STATE_DIR = ".cairn-local"
 
 
-def state_dir(environ: dict[str, str] | None = None) -> Path:
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """``$CAIRN_STATE_DIR`` (default ``.cairn-local``), resolved against the working directory."""
-    environ = os.environ if environ is None else environ
-    return Path(environ.get("CAIRN_STATE_DIR") or DEFAULT_STATE_DIR).resolve()
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    return Path(env.get("CAIRN_STATE_DIR") or DEFAULT_STATE_DIR).resolve()
 
 
 def write(directory: Path, *, port: int, moto_port: int) -> None:

@@ -21,6 +21,7 @@ each ``Worker(name, tick, interval_s)``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
+import requests  # type: ignore[import-untyped]  # no types-requests in the environment
 
 from . import motolock, runfile
 from .chalice_local import PARENT_PID_ENV
@@ -130,9 +131,8 @@ class Stack:
         path.chmod(0o600)
         return token
 
-    def _restore(self) -> None:
+    def _restore(self, durable: Durable) -> None:
         """Load the saved state into moto (or discard it with ``--fresh``) and start journaling."""
-        durable = self.durable
         if self.fresh:
             durable.discard()
             log("--fresh: starting empty (the saved state was deleted)")
@@ -145,6 +145,21 @@ class Stack:
 
     def start(self) -> str:
         """Bring the stack up; returns the admin token."""
+        self._preflight()
+        self._start_moto()
+        names = self._provision()
+        token = self._token()
+        from chalicelib.auth.principal import PERMISSIONS
+        from chalicelib.auth.tokens import MintRequest, mint
+        mint("default", MintRequest(kind="person", user_id="dev", permissions=list(PERMISSIONS), label="dev admin"),
+             created_by="local-stack", token=token)
+        self._start_api(names, token)
+        runfile.write(self.state_dir, port=self.port, moto_port=self.moto_port)  # for the CLI's --stage local
+        self._start_workers()
+        return token
+
+    def _preflight(self) -> None:
+        """Refuse to start (``SystemExit``) on a preflight error or a port in use; log warnings."""
         from .preflight import problems
         errors, warnings = problems()
         for warning in warnings:
@@ -154,6 +169,9 @@ class Stack:
         for p in (self.port, self.moto_port):
             if not _free_port(p):
                 raise SystemExit(f"port {p} on 127.0.0.1 is in use (set CAIRN_PORT / CAIRN_MOTO_PORT)")
+
+    def _start_moto(self) -> None:
+        """Take the state directory (``persist``) and serve moto, journaled, on ``moto_port``."""
         if self.persist:
             self.durable = Durable(self.state_dir, log=log)
             try:
@@ -167,24 +185,24 @@ class Stack:
         self.server.start()
         log(f"moto on {self.endpoint}")
 
+    def _provision(self) -> dict[str, str]:
+        """Point this process at moto, create the template's resources, restore the saved state;
+        returns the resources' ``CAIRN_*`` names (also set in this process's environment)."""
         os.environ.update(FAKE_CREDS)
         os.environ["AWS_ENDPOINT_URL"] = self.endpoint
         for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3"):
             os.environ.pop(var, None)
         names = create_resources(STACK, region=REGION, endpoint_url=self.endpoint)
         if self.durable is not None:
-            self._restore()
+            self._restore(self.durable)
         else:
             log("--no-persist: nothing is loaded or saved")
         os.environ.update(names)
         os.environ["CAIRN_STAGE"] = "local"
+        return names
 
-        token = self._token()
-        from chalicelib.auth.principal import PERMISSIONS
-        from chalicelib.auth.tokens import MintRequest, mint
-        mint("default", MintRequest(kind="person", user_id="dev", permissions=list(PERMISSIONS), label="dev admin"),
-             created_by="local-stack", token=token)
-
+    def _start_api(self, names: dict[str, str], token: str) -> None:
+        """Start ``chalice local`` and wait until it answers ``token``."""
         self.env = {**os.environ, **names, "AWS_ENDPOINT_URL": self.endpoint, "PYTHONUNBUFFERED": "1",
                     PARENT_PID_ENV: str(os.getpid())}
         pinned = os.environ.get("CAIRN_INDEX_DIR")
@@ -196,9 +214,10 @@ class Stack:
         cmd = [sys.executable, "-m", "infra.local.chalice_local", "local", "--host", "127.0.0.1",
                "--port", str(self.port), "--stage", "local", "--no-autoreload"]
         self.chalice = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
-        self._wait_ready(token)
+        self._wait_ready(self.chalice, token)
 
-        runfile.write(self.state_dir, port=self.port, moto_port=self.moto_port)  # for the CLI's --stage local
+    def _start_workers(self) -> None:
+        """The compactor and the event loops (SQS poller, schedule timer, rule-ETag watcher)."""
         if self.durable is not None:
             self.workers.append(Worker("compactor", self.durable.compact_if_due, COMPACT_CHECK_S))
         # The SQS poller, schedule timer and rule-ETag watcher call app.py's own handlers
@@ -208,15 +227,18 @@ class Stack:
         self.workers += LocalEvents(chalice_app, log=log).workers()
         for worker in self.workers:
             worker.start(self.stop_event)
-        return token
 
-    def _wait_ready(self, token: str) -> None:
+    def exit_status(self) -> int | None:
+        """``chalice local``'s exit status once it has exited, else ``None``."""
+        return self.chalice.poll() if self.chalice is not None else None
+
+    def _wait_ready(self, chalice: subprocess.Popen, token: str) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.stop_event.is_set():
                 raise SystemExit("stopped before the API was ready")
-            if self.chalice.poll() is not None:
-                raise SystemExit(f"chalice local exited with status {self.chalice.returncode}")
+            if chalice.poll() is not None:
+                raise SystemExit(f"chalice local exited with status {chalice.returncode}")
             try:
                 r = requests.get(f"{self.base_url}/v1/banks", headers={"Authorization": f"Bearer {token}"},
                                  timeout=2)
@@ -235,10 +257,8 @@ class Stack:
         runfile.remove(self.state_dir)
         self.stop_event.set()
         if self.chalice is not None and self.chalice.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.chalice.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.chalice.wait(10)
             except subprocess.TimeoutExpired:
@@ -294,8 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"moto:        {stack.endpoint}   state: {stack.state_dir}", flush=True)
         print("ready", flush=True)
         while not stopping.wait(0.5):
-            if stack.chalice.poll() is not None:
-                log(f"chalice local exited with status {stack.chalice.returncode}")
+            status = stack.exit_status()
+            if status is not None:
+                log(f"chalice local exited with status {status}")
                 return 1
         return 0
     finally:
