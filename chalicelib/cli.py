@@ -26,6 +26,7 @@ Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import json
 import os
@@ -97,7 +98,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     os.environ["CAIRN_EXPORT_INLINE_BYTES"] = UNLIMITED_INLINE  # main() restores the environment
     result = export_bank(args.org, args.bank, history=args.history)
-    data = result["data"]
+    data = result.data or b""
     if args.output and args.output != "-":
         tmp = Path(args.output + ".tmp")
         tmp.write_bytes(data)
@@ -106,8 +107,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(data.decode("utf-8"))
         out.flush()
-    if result["damaged"]:
-        print(f"{result['damaged']} damaged records were written as {{id, damaged, reason}} lines", file=err)
+    if result.damaged:
+        print(f"{result.damaged} damaged records were written as {{id, damaged, reason}} lines", file=err)
     return 0
 
 
@@ -132,8 +133,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         bar.update(max(0, total - bar.n))  # invalid and superseded lines are done too
     finally:
         bar.close()
-    out.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
-    return 1 if result["errors"] else 0
+    out.write(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2) + "\n")
+    return 1 if result.errors else 0
 
 
 def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

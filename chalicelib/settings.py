@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     openai_model: str = Field("gpt-4o-mini", description="Model name sent to the OpenAI-compatible endpoint.")
     openai_api_key: str = Field("unused", repr=False, description="API key of that endpoint (never logged).")
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
+    import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
+                                     description="Largest inline import body, bytes; larger files go through import-uploads.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

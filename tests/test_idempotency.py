@@ -61,6 +61,7 @@ def test_keys_are_scoped_to_the_token(api):
 
 def test_concurrent_twins_apply_once(api, client):
     from chalicelib.banks import service
+    from chalicelib.api.banks import render_save
     from chalicelib.banks.records import SaveRequest
     from chalicelib.idempotency import make
     api.post("/v1/banks", {"name": "idem"})
@@ -71,7 +72,8 @@ def test_concurrent_twins_apply_once(api, client):
     def run():
         barrier.wait()
         idem = make("tok_x", "save:idem", "twin", body)
-        results.append(service.save_memory("default", "idem", SaveRequest(text="twin request"), actor="t", idem=idem))
+        results.append(render_save(service.save_memory("default", "idem", SaveRequest(text="twin request"), actor="t",
+                                                       idem=idem)))
 
     threads = [threading.Thread(target=run) for _ in range(8)]
     for t in threads:

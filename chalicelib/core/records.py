@@ -129,3 +129,13 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
                 if e.get("loc"):
                     data.pop(e["loc"][0], None)
     return Memory(id=key, text="", created_at=now, updated_at=now)
+
+
+class SaveResult(BaseModel):
+    """What a save did: ``created`` (a new, resurrected or repaired memory, else a
+    reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
+    records gone) and the tags beyond the cap that a reinforcement could not merge."""
+
+    created: bool
+    memory: Memory | None
+    tags_dropped: list[str] = Field(default_factory=list)
