@@ -118,7 +118,7 @@ def _from_body(body: dict[str, Any]) -> SaveResult:
         rec = Memory.model_validate(memory)
     details = body.get("details")
     dropped = details.get("tags_dropped", []) if isinstance(details, dict) else []
-    return SaveResult(created=body.get("created"), memory=rec, tags_dropped=dropped)
+    return SaveResult(created=body.get("created") is True, memory=rec, tags_dropped=dropped)
 
 
 def _revision_memory(bank_key: str, seq: int) -> Memory | None:

@@ -86,8 +86,8 @@ def create_bank(ctx: Ctx):
 def list_banks(ctx: Ctx):
     """``{banks}``; with ``?trashed=true`` the trash entries ``{name, trashed_to, trashed_at}``."""
     org = ctx.principal.org_id
-    rows: list[Bank] | list[TrashEntry]
-    rows = service.list_trash(org) if query_bool(ctx.query, "trashed") else service.list_banks(org)
+    rows: list[Bank | TrashEntry] = []
+    rows.extend(service.list_trash(org) if query_bool(ctx.query, "trashed") else service.list_banks(org))
     if ctx.principal.banks is not None:
         rows = [r for r in rows if r.name in ctx.principal.banks]
     return {"banks": [render_bank(r) for r in rows]}

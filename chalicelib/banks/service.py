@@ -18,7 +18,7 @@ from typing import Any
 from .. import audit, idempotency
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Memory, SaveResult, Source
+from ..core.records import Confidence, Memory, SaveResult, Source
 from ..core.store import (
     BankRow,
     BankTx,
@@ -262,7 +262,7 @@ class _Save:
     tags: list[str]
     fp: str
     pinned: bool
-    confidence: str
+    confidence: Confidence
     source: Source
 
 
@@ -318,7 +318,7 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 
 
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
-                confidence: str = "stated", source: Source | None = None) -> SaveResult:
+                confidence: Confidence = "stated", source: Source | None = None) -> SaveResult:
     """Save one memory (the bank worker's ``memory::save``).
 
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text

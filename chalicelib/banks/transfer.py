@@ -154,10 +154,11 @@ def _parse_line(raw: bytes) -> Memory | None:
     created = line.created_at if line.created_at is not None else (line.updated_at or now)
     updated = line.updated_at if line.updated_at is not None else created
     try:
-        return Memory(id=mid, text=text, entities=entities, tags=tags, confidence=line.confidence,
-                      corroboration=line.corroboration, pinned=line.pinned, source=line.source,
-                      created_at=created, updated_at=updated, invalid_at=line.invalid_at,
-                      superseded_by=line.superseded_by, revision=line.revision)
+        return Memory.model_validate({
+            "id": mid, "text": text, "entities": entities, "tags": tags, "confidence": line.confidence,
+            "corroboration": line.corroboration, "pinned": line.pinned, "source": line.source,
+            "created_at": created, "updated_at": updated, "invalid_at": line.invalid_at,
+            "superseded_by": line.superseded_by, "revision": line.revision})
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
@@ -203,7 +204,7 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     ordered = _winners(lines, out)
     for i in range(0, len(ordered), BATCH):
         batch = ordered[i:i + BATCH]
-        applied = store.write(org_id, lambda btx, batch=batch: _import_batch(btx, bank, batch, actor))
+        applied = _write_batch(org_id, bank, batch, actor)
         out.imported += applied.imported
         out.skipped += applied.skipped
         out.errors.extend(applied.errors)
@@ -211,6 +212,13 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
             progress(len(batch))
     out.errors.sort(key=lambda e: e.line)
     return out
+
+
+def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
+    def attempt(btx: BankTx) -> ImportResult:
+        return _import_batch(btx, bank, batch, actor)
+
+    return store.write(org_id, attempt)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -322,7 +322,7 @@ def _owner_tag(owner: str) -> str:
     return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
 
 
-def encode_cursor(kind: str, owner: str, data: dict[str, str | int]) -> str:
+def encode_cursor(kind: str, owner: str, data: Mapping[str, str | int]) -> str:
     """An opaque base64url page cursor holding ``data``, bound to the listing that issued it:
     ``kind`` names the listing and ``owner`` what it lists (an org, a bank, a filter), so a
     cursor replayed elsewhere is refused by ``decode_cursor``."""
@@ -427,7 +427,7 @@ def get_trash_row(org_id: str, trashed_to: str) -> BankModel | None:
 
 
 def _memory_filter(live_only: bool, tag: str | None) -> Any:
-    cond = MemoryModel.live == True if live_only else None  # noqa: E712 - a pynamodb condition, not a comparison
+    cond: Any = MemoryModel.live == True if live_only else None  # noqa: E712 - a pynamodb condition, not a comparison
     if tag:
         tc = MemoryModel.tags.contains(tag)
         cond = tc if cond is None else cond & tc
