@@ -19,9 +19,10 @@ from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
 from .core.records import Memory, SaveResult
+from .core.store import get_revision_record
 from .errors import BadRequest, Conflict
 from .settings import get_settings
-from .storage.tables import IdempotencyModel, RevisionModel, bind
+from .storage.tables import IdempotencyModel, bind
 
 MAX_KEY_CHARS = 255
 # The record's ``status`` when ``body[RESULT]`` holds the domain result (``_StoredSave``). Records
@@ -124,13 +125,8 @@ def _from_body(body: dict[str, Any]) -> SaveResult:
 def _revision_memory(bank_key: str, seq: int) -> Memory | None:
     """The record of revision ``seq`` of an incarnation, or ``None`` when it is gone (the bank's
     records were deleted) or damaged."""
-    from .core.store import revision_record  # the core imports this module's users, not the reverse
-    try:
-        rev = RevisionModel.get(bank_key, seq, consistent_read=True)
-    except DoesNotExist:
-        return None
-    rec = revision_record(rev)
-    return None if isinstance(rec, Exception) else rec
+    rec = get_revision_record(bank_key, seq)
+    return rec if isinstance(rec, Memory) else None
 
 
 def add_to(tx: TransactWrite, idem: IdemKey | None, result: SaveResult, *, revision: tuple[str, int]) -> None:

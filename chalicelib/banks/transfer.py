@@ -13,7 +13,7 @@ sees them in commit order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,15 +86,10 @@ class Upload:
     expires_at: int
 
 
-def _lines_json(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    for r in records:
-        yield (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def _line(rec: Memory | Damaged, **extra: Any) -> dict[str, Any]:
-    if isinstance(rec, Damaged):
-        return {**rec.marker(), **extra}
-    return {**rec.public(), **extra}
+def _jsonl(rec: Memory | Damaged, **extra: Any) -> bytes:
+    """One export line: the record as clients see it (a damaged one as its marker) plus ``extra``."""
+    line = {**(rec.marker() if isinstance(rec, Damaged) else rec.public()), **extra}
+    return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
@@ -102,12 +97,17 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     every revision (with its ``op`` and ``seq``). A record that cannot be read is exported as
     the line ``{id, damaged: true, reason}`` (an import reports that line as bad). Raises 404."""
     row = require_bank(org_id, bank)
+    damaged = 0
+    lines = []
     if history:
-        recs = [_line(r, op=op, seq=seq) for seq, op, r in iter_revisions(row.incarnation)]
+        for seq, op, r in iter_revisions(row.incarnation):
+            damaged += isinstance(r, Damaged)
+            lines.append(_jsonl(r, op=op, seq=seq))
     else:
-        recs = [_line(m) for m in iter_records(row.incarnation)]
-    damaged = sum(1 for r in recs if r.get("damaged") is True)
-    data = b"".join(_lines_json(recs))
+        for m in iter_records(row.incarnation):
+            damaged += isinstance(m, Damaged)
+            lines.append(_jsonl(m))
+    data = b"".join(lines)
     settings = get_settings()
     if len(data) <= settings.export_inline_bytes:
         return Export(damaged=damaged, data=data)
@@ -300,7 +300,7 @@ def create_upload(org_id: str, bank: str) -> Upload:
     check_name(bank)
     settings = get_settings()
     rel = store.upload_key(bank)
-    return Upload(url=blobs.presign_put(blobs.org_key(org_id, rel), settings.presign_ttl_s), s3_key=rel,
+    return Upload(url=blobs.presign_put(store.upload_object(org_id, rel), settings.presign_ttl_s), s3_key=rel,
                   expires_at=now_ms() + settings.presign_ttl_s * 1000)
 
 
@@ -311,7 +311,7 @@ def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> ImportR
     check_name(bank)
     if not s3_key.startswith(store.upload_prefix(bank)) or ".." in s3_key:
         raise BadRequest("s3_key must be one returned by import-uploads for this bank.", details={"field": "s3_key"})
-    key = blobs.org_key(org_id, s3_key)
+    key = store.upload_object(org_id, s3_key)
     data = blobs.get_bytes(key)
     if data is None:
         raise BadRequest("Nothing was uploaded at that s3_key.", details={"field": "s3_key"})

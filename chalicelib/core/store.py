@@ -381,6 +381,16 @@ def revision_record(rev: RevisionModel) -> Memory | Damaged:
         return exc
 
 
+def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
+    """The record revision ``seq`` of an incarnation holds (its ``Damaged`` when it cannot be
+    read), or ``None`` when there is no such revision."""
+    bind()
+    try:
+        return revision_record(RevisionModel.get(inc, seq, consistent_read=True))
+    except DoesNotExist:
+        return None
+
+
 def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order; a
     damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
@@ -524,3 +534,8 @@ def upload_key(bank: str) -> str:
 def upload_prefix(bank: str) -> str:
     """``imports/<bank>/``: where the uploads for an import into ``bank`` go (org-relative)."""
     return f"imports/{bank}/"
+
+
+def upload_object(org_id: str, rel: str) -> str:
+    """The bucket key of the org-relative upload key ``rel``."""
+    return blobs.org_key(org_id, rel)
