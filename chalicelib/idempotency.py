@@ -24,7 +24,6 @@ from .errors import BadRequest, Conflict
 from .settings import get_settings
 from .storage.tables import IdempotencyModel, bind
 
-MAX_KEY_CHARS = 255
 # The record's ``status`` when ``body[RESULT]`` holds the domain result (``_StoredSave``). Records
 # written before hold an HTTP status (200/201) and the rendered body, whose memory is
 # ``{REF: {"bank_key", "seq"}}``, read back from that revision.
@@ -45,12 +44,14 @@ class IdemKey:
 def make(token_id: str, route: str, client_key: str | None, body: bytes) -> IdemKey | None:
     """Build the identity for a request, or ``None`` when it carries no key.
 
-    Raises 400 ``validation_error`` for a key over 255 characters or with control characters.
+    Raises 400 ``validation_error`` for a key over ``Settings.idempotency_key_max_chars``
+    characters or with control characters.
     """
     if client_key is None:
         return None
-    if not client_key or len(client_key) > MAX_KEY_CHARS or any(ord(c) < 32 for c in client_key):
-        raise BadRequest("Idempotency-Key must be 1 to 255 printable characters.",
+    longest = get_settings().idempotency_key_max_chars
+    if not client_key or len(client_key) > longest or any(ord(c) < 32 for c in client_key):
+        raise BadRequest(f"Idempotency-Key must be 1 to {longest} printable characters.",
                          details={"field": "Idempotency-Key"})
     digest = hashlib.sha256(route.encode() + b"\n" + (body or b"")).hexdigest()
     return IdemKey(key=f"{token_id}|{route}|{client_key}", request_digest=digest)

@@ -49,7 +49,10 @@ class Settings(BaseSettings):
     openai_api_key: str = Field("unused", repr=False, description="API key of that endpoint (never logged).")
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
     import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
-                                     description="Largest inline import body, bytes; larger files go through import-uploads.")
+                                     description="Largest inline import body, bytes (larger: import-uploads).")
+    memories_page_max: int = Field(500, ge=1, description="Largest page of a bank's memory listing (its limit).")
+    memories_page_default: int = Field(50, ge=1, description="Page size of a bank's memory listing without a limit.")
+    idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

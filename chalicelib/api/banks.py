@@ -24,6 +24,7 @@ from ..banks.service import Bank, History, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
 from ..names import check_name
+from ..settings import get_settings
 from .http import Ctx, Reply, damaged_header, endpoint, query_bool, query_int
 
 bp = Blueprint(__name__)
@@ -138,9 +139,10 @@ def save_memory(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True)
 def list_memories(ctx: Ctx, bank: str):
     """``{memories, total, next_cursor}``, newest first."""
+    settings = get_settings()
     return render_page(service.list_memories(
         ctx.principal.org_id, _bank(ctx, bank),
-        limit=query_int(ctx.query, "limit", service.LIST_DEFAULT, 1, service.LIST_MAX),
+        limit=query_int(ctx.query, "limit", settings.memories_page_default, 1, settings.memories_page_max),
         cursor=ctx.query.get("cursor"), tag=ctx.query.get("tag"),
         include_superseded=query_bool(ctx.query, "include_superseded")))
 

@@ -34,6 +34,7 @@ from ..errors import BadRequest, Conflict, NotFound
 from ..fingerprint import FINGERPRINT_RE, fingerprint, fnv1a64, normalize_text
 from ..idempotency import IdemKey
 from ..names import check_name
+from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import Retry
@@ -46,8 +47,6 @@ from .records import (
 )
 
 NUL = b"\x00"
-LIST_MAX = 500
-LIST_DEFAULT = 50
 
 
 # --- domain values --------------------------------------------------------------------------
@@ -545,22 +544,26 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memor
 
 # --- reads ----------------------------------------------------------------------------------
 
-def list_memories(org_id: str, bank: str, *, limit: int = LIST_DEFAULT, cursor: str | None = None,
+def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: str | None = None,
                   tag: str | None = None, include_superseded: bool = False) -> MemoryPage:
     """A page of memories newest first (``updated_at`` desc, ``id`` asc). ``total`` counts every
     match of the filter, not the page. A page holds up to ``limit`` stored records; one that
     cannot be read is left out of ``memories`` and listed in ``damaged`` as ``{id, reason}``.
-    Raises 400 ``validation_error`` (``limit`` outside 1..``LIST_MAX``, a bad cursor), 404.
+    ``limit`` defaults to ``Settings.memories_page_default``.
+    Raises 400 ``validation_error`` (``limit`` outside 1..``Settings.memories_page_max``, a bad
+    cursor), 404.
     """
-    if not 1 <= limit <= LIST_MAX:
-        raise BadRequest(f"limit must be between 1 and {LIST_MAX}.", details={"field": "limit"})
+    settings = get_settings()
+    limit = settings.memories_page_default if limit is None else limit
+    if not 1 <= limit <= settings.memories_page_max:
+        raise BadRequest(f"limit must be between 1 and {settings.memories_page_max}.", details={"field": "limit"})
     row = require_bank(org_id, bank)
     tag = tag.strip().lower() if tag else None
     owner = f"{org_id}/{bank}"
     start = decode_cursor(cursor, "memories", owner, {"sk": str, "ord": str})
     live_only = not include_superseded
-    records, last = store.query_memories_page(row.incarnation, start=start, limit=limit, max_page=LIST_MAX,
-                                              live_only=live_only, tag=tag)
+    records, last = store.query_memories_page(row.incarnation, start=start, limit=limit,
+                                              max_page=settings.memories_page_max, live_only=live_only, tag=tag)
     if tag:
         total = store.count_memories(row.incarnation, live_only=live_only, tag=tag)
     else:
