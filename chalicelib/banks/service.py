@@ -22,6 +22,7 @@ from ..core.records import Confidence, Memory, SaveResult, Source
 from ..core.store import (
     BankRow,
     BankTx,
+    MemoryRow,
     Write,
     current,
     decode_cursor,
@@ -206,7 +207,7 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank
 
 # --- records --------------------------------------------------------------------------------
 
-def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, Any]:
+def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, MemoryRow]:
     """``(bank row, item)`` of a memory, its record not decoded; 404 ``bank_not_found`` /
     ``memory_not_found``."""
     row = require_bank(org_id, bank)
@@ -216,7 +217,7 @@ def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, Any]:
     return row, item
 
 
-def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, Any, Memory]:
+def require_memory(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, MemoryRow, Memory]:
     """``(bank row, item, record)``; 404 ``bank_not_found`` / ``memory_not_found``, 409
     ``damaged`` when the stored record cannot be read."""
     row, item = require_item(org_id, bank, memory_id)
@@ -357,7 +358,7 @@ Decision = tuple[list[Write], Extra | None]
 
 
 def _change(org_id: str, bank: str, memory_id: str, actor: str,
-            decide: Callable[[BankRow, Any, Memory], Decision | None], *, repair: str | None = None) -> Memory:
+            decide: Callable[[BankRow, MemoryRow, Memory], Decision | None], *, repair: str | None = None) -> Memory:
     """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
     the current record is returned) or the writes plus an extra staging step (``writes[0]``
     replaces the memory). A damaged stored record is 409 ``damaged``, unless ``repair`` names the
@@ -389,7 +390,7 @@ def _require_live(rec: Memory) -> None:
                        "save its text again to bring it back.", code="memory_retired")
 
 
-def _move_pointer(row: BankRow, item: Any, rec: Memory, new_fp: str) -> Extra:
+def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Extra:
     """The staging step that moves memory ``rec``'s text pointer from ``item.fp`` to ``new_fp``
     (taking over a retired memory's pointer). Raises 409 ``duplicate_text`` when the new text is
     another live memory's."""
@@ -429,7 +430,7 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
     if req.pinned is not None:
         changes["pinned"] = req.pinned
 
-    def decide(row: BankRow, item: Any, rec: Memory) -> Decision:
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
         _require_live(rec)
         update: dict[str, Any] = {}
         extra = None
@@ -449,7 +450,7 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
 def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: str) -> Memory:
     """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory."""
 
-    def decide(row: BankRow, item: Any, rec: Memory) -> Decision:
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
         _require_live(rec)
         new = rec.model_copy(update={"pinned": pinned, "revision": rec.revision + 1, "updated_at": now_ms()})
         return [Write(new, rec, "pin", item.fp)], None
@@ -461,7 +462,7 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memo
     """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged.
     A damaged stored record is replaced by a tombstone of what can be salvaged of it."""
 
-    def decide(row: BankRow, item: Any, rec: Memory) -> Decision | None:
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
         if not rec.live:
             return None
         now = now_ms()
@@ -481,7 +482,7 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
     if superseded_by == memory_id:
         raise BadRequest("A memory cannot supersede itself.", details={"field": "superseded_by"})
 
-    def decide(row: BankRow, item: Any, rec: Memory) -> Decision:
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
         _require_live(rec)
         if rec.pinned:
             raise Conflict("A pinned memory cannot be superseded; unpin it first.")
@@ -515,7 +516,7 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memor
     """
     from ..search.index import snapshot_prefix  # the index imports the banks area, not the reverse
 
-    def decide(row: BankRow, item: Any, rec: Memory) -> Decision | None:
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
         if rec.purged_at is not None and not (rec.text or rec.entities or rec.tags):
             return None
         now = now_ms()

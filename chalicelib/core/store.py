@@ -2,10 +2,16 @@
 
 A *bank* is the unit of isolation and indexing: a named bank, a structured-memory scope's
 namespace or a team space's retrieval projection, each a ``BankModel`` row whose ``incarnation``
-keys its records. ``stage()`` puts one or more record changes into a transaction together with
-the bank's ``seq`` advance (conditioned on the value read), so ``seq`` order is commit order and
-the recall index can catch up by querying revisions above its own ``seq``. Observers registered
-with ``on_commit`` (the recall index's own cache) are told after each commit.
+keys its records. ``write()`` is the one write path: its attempt stages one or more record
+changes (``BankTx.stage``) into a transaction together with the bank's ``seq`` advance
+(conditioned on the value read), so ``seq`` order is commit order and the recall index can catch
+up by querying revisions above its own ``seq``. Observers registered with ``on_commit`` (the
+recall index's own cache) are told after each commit.
+
+This module is also the banks area's storage: the key formats (fingerprint pointers ``~fp/``,
+name pointers ``~name/``, trash entries ``.trash/``, revision keys, the S3 prefixes of rules,
+exports and uploads) and the queries over the ``banks``, ``memories`` and ``revisions`` tables;
+domain code calls its named functions and never builds a key or a model itself.
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ NAME_POINTER_PREFIX = "~name/"
 TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
 
-# The type of a bank row, for annotations outside this module (which never builds one itself).
+# The types of a bank row and of a memory item, for annotations outside this module (which
+# never builds one itself).
 BankRow = BankModel
+MemoryRow = MemoryModel
 
 
 # Observers told after every committed document change: (org_id, bank, BankModel row after the
