@@ -8,7 +8,7 @@ from the listing, conditioned on that version (``refresh_rule_count``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from ..core import store
 from ..core.store import BankTx, get_bank_row
@@ -22,12 +22,20 @@ def rule_key(org_id: str, bank: str, name: str) -> str:
     return store.rules_prefix(org_id, bank) + f"{name}.md"
 
 
-def list_rules(org_id: str, bank: str) -> list[dict[str, Any]]:
+class Rule(TypedDict):
+    """One rule as listed: its name, its Markdown content and its object's mtime (ms)."""
+
+    name: str
+    content: str
+    updated_at: int
+
+
+def list_rules(org_id: str, bank: str) -> list[Rule]:
     """``[{name, content, updated_at}]`` in name order; ``updated_at`` is the object's mtime, ms.
     Objects whose names are not valid rule names are skipped."""
     require_bank(org_id, bank)
     prefix = store.rules_prefix(org_id, bank)
-    out = []
+    out: list[Rule] = []
     for obj in blobs.list_objects(prefix):
         fname = obj["Key"][len(prefix):]
         if not fname.endswith(".md"):
@@ -40,8 +48,8 @@ def list_rules(org_id: str, bank: str) -> list[dict[str, Any]]:
         data = blobs.get_bytes(obj["Key"])
         if data is None:
             continue
-        out.append({"name": name, "content": data.decode("utf-8", errors="replace"),
-                    "updated_at": int(obj["LastModified"].timestamp() * 1000)})
+        out.append(Rule(name=name, content=data.decode("utf-8", errors="replace"),
+                        updated_at=int(obj["LastModified"].timestamp() * 1000)))
     return sorted(out, key=lambda r: r["name"])
 
 

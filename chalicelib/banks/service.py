@@ -138,7 +138,7 @@ def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) ->
 
 def list_banks(org_id: str) -> list[Bank]:
     """Every live bank of the org, by name."""
-    return [bank_of(r) for r in store.list_bank_rows(org_id)]
+    return [bank_of(r) for r in store.list_live_bank_rows(org_id)]
 
 
 def list_trash(org_id: str) -> list[TrashEntry]:

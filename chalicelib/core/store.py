@@ -339,7 +339,7 @@ def encode_cursor(kind: str, owner: str, data: Mapping[str, str | int]) -> str:
 
 
 def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, type],
-                  prefixes: dict[str, str] | None = None) -> dict[str, Any] | None:
+                  prefixes: dict[str, str] | None = None) -> Mapping[str, Any] | None:
     """The ``data`` of a cursor made by ``encode_cursor(kind, owner, data)``, checked to hold
     exactly ``fields`` (name -> ``str``, never empty, or ``int``), each string field named in
     ``prefixes`` starting with its prefix; ``None`` for no cursor. A malformed cursor, or one
@@ -423,7 +423,7 @@ def get_pointer(inc: str, fp: str) -> MemoryModel | None:
     return get_item(inc, pointer_key(fp))
 
 
-def list_bank_rows(org_id: str) -> list[BankModel]:
+def list_live_bank_rows(org_id: str) -> list[BankModel]:
     """Every live bank row of the org, by name (internal namespaces and trash sort before ``0``)."""
     bind()
     return list(BankModel.query(org_id, BankModel.name >= "0", consistent_read=True))
@@ -452,7 +452,7 @@ def _memory_filter(live_only: bool, tag: str | None) -> Any:
     return cond
 
 
-def query_memories_page(inc: str, *, start: dict[str, Any] | None, limit: int, max_page: int,
+def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int, max_page: int,
                         live_only: bool, tag: str | None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
     """Up to ``limit`` memory records of an incarnation newest first (the ``by_order`` index),
     after the stored keys ``start`` (``{sk, ord}`` of the previous page's last item): ``(records,
