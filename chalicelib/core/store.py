@@ -326,87 +326,6 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
     return result
 
 
-def _owner_tag(owner: str) -> str:
-    return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
-
-
-def encode_cursor(kind: str, owner: str, data: Mapping[str, str | int]) -> str:
-    """An opaque base64url page cursor holding ``data``, bound to the listing that issued it:
-    ``kind`` names the listing and ``owner`` what it lists (an org, a bank, a filter), so a
-    cursor replayed elsewhere is refused by ``decode_cursor``."""
-    body = {"r": kind, "o": _owner_tag(owner), **data}
-    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, type],
-                  prefixes: dict[str, str] | None = None) -> Mapping[str, Any] | None:
-    """The ``data`` of a cursor made by ``encode_cursor(kind, owner, data)``, checked to hold
-    exactly ``fields`` (name -> ``str``, never empty, or ``int``), each string field named in
-    ``prefixes`` starting with its prefix; ``None`` for no cursor. A malformed cursor, or one
-    issued by another listing or for another owner, is 400 ``validation_error`` naming ``cursor``."""
-    if not cursor:
-        return None
-    bad = BadRequest("Invalid cursor: it is malformed or was issued by another listing.", details={"field": "cursor"})
-    try:
-        data = loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)), root="cursor")
-    except (ValueError, binascii.Error, CairnError):
-        raise bad from None
-    if (not isinstance(data, dict) or data.get("r") != kind or data.get("o") != _owner_tag(owner)
-            or set(data) != {"r", "o", *fields}
-            or not all(type(data[name]) is t and data[name] != "" for name, t in fields.items())
-            or not all(str(data[name]).startswith(p) for name, p in (prefixes or {}).items())):
-        raise bad
-    return {name: data[name] for name in fields}
-
-
-def iter_records(inc: str) -> Iterable[Memory | Damaged]:
-    """Every memory record of a bank incarnation, newest first (export); a damaged one as its
-    ``Damaged``."""
-    bind()
-    for it in MemoryModel.by_order.query(inc, consistent_read=True):
-        yield decoded(it)
-
-
-def iter_records_any_order(inc: str) -> Iterable[Memory | Damaged]:
-    """Every memory record of a bank incarnation in sort-key order (index rebuild), a damaged
-    one as its ``Damaged``: a query on the base table's partition, cheaper than the ``by_order``
-    index when order does not matter. Pointer items (``~fp/``, ``~name/``) hold no ``record``
-    and are filtered out server-side."""
-    bind()
-    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True,
-                                attributes_to_get=["sk", "record"]):  # the key and the one attribute to decode
-        yield decoded(it)
-
-
-def revision_record(rev: RevisionModel) -> Memory | Damaged:
-    """The record a revision holds, or its ``Damaged`` (kind ``revision``, id = the memory's)."""
-    mid = rev.memory_id if isinstance(rev.memory_id, str) and rev.memory_id else str(rev.rev_key).split("#")[0]
-    if "record" in rev.damaged:
-        return Damaged("revision", mid, f"record: {rev.damaged['record']}")
-    try:
-        return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
-    except Damaged as exc:
-        return exc
-
-
-def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
-    """The record revision ``seq`` of an incarnation holds (its ``Damaged`` when it cannot be
-    read), or ``None`` when there is no such revision."""
-    bind()
-    try:
-        return revision_record(RevisionModel.get(inc, seq, consistent_read=True))
-    except DoesNotExist:
-        return None
-
-
-def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
-    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order; a
-    damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
-    bind()
-    for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
-        yield int(rev.seq), str(rev.op), revision_record(rev)
-
-
 # --- keys and queries of the banks area ---------------------------------------------------------
 
 def _copy_row(row: BankModel) -> BankModel:
@@ -547,3 +466,84 @@ def upload_prefix(bank: str) -> str:
 def upload_object(org_id: str, rel: str) -> str:
     """The bucket key of the org-relative upload key ``rel``."""
     return blobs.org_key(org_id, rel)
+
+
+def _owner_tag(owner: str) -> str:
+    return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
+
+
+def encode_cursor(kind: str, owner: str, data: Mapping[str, str | int]) -> str:
+    """An opaque base64url page cursor holding ``data``, bound to the listing that issued it:
+    ``kind`` names the listing and ``owner`` what it lists (an org, a bank, a filter), so a
+    cursor replayed elsewhere is refused by ``decode_cursor``."""
+    body = {"r": kind, "o": _owner_tag(owner), **data}
+    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, type],
+                  prefixes: dict[str, str] | None = None) -> Mapping[str, Any] | None:
+    """The ``data`` of a cursor made by ``encode_cursor(kind, owner, data)``, checked to hold
+    exactly ``fields`` (name -> ``str``, never empty, or ``int``), each string field named in
+    ``prefixes`` starting with its prefix; ``None`` for no cursor. A malformed cursor, or one
+    issued by another listing or for another owner, is 400 ``validation_error`` naming ``cursor``."""
+    if not cursor:
+        return None
+    bad = BadRequest("Invalid cursor: it is malformed or was issued by another listing.", details={"field": "cursor"})
+    try:
+        data = loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)), root="cursor")
+    except (ValueError, binascii.Error, CairnError):
+        raise bad from None
+    if (not isinstance(data, dict) or data.get("r") != kind or data.get("o") != _owner_tag(owner)
+            or set(data) != {"r", "o", *fields}
+            or not all(type(data[name]) is t and data[name] != "" for name, t in fields.items())
+            or not all(str(data[name]).startswith(p) for name, p in (prefixes or {}).items())):
+        raise bad
+    return {name: data[name] for name in fields}
+
+
+def iter_records(inc: str) -> Iterable[Memory | Damaged]:
+    """Every memory record of a bank incarnation, newest first (export); a damaged one as its
+    ``Damaged``."""
+    bind()
+    for it in MemoryModel.by_order.query(inc, consistent_read=True):
+        yield decoded(it)
+
+
+def iter_records_any_order(inc: str) -> Iterable[Memory | Damaged]:
+    """Every memory record of a bank incarnation in sort-key order (index rebuild), a damaged
+    one as its ``Damaged``: a query on the base table's partition, cheaper than the ``by_order``
+    index when order does not matter. Pointer items (``~fp/``, ``~name/``) hold no ``record``
+    and are filtered out server-side."""
+    bind()
+    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.exists(), consistent_read=True,
+                                attributes_to_get=["sk", "record"]):  # the key and the one attribute to decode
+        yield decoded(it)
+
+
+def revision_record(rev: RevisionModel) -> Memory | Damaged:
+    """The record a revision holds, or its ``Damaged`` (kind ``revision``, id = the memory's)."""
+    mid = rev.memory_id if isinstance(rev.memory_id, str) and rev.memory_id else str(rev.rev_key).split("#")[0]
+    if "record" in rev.damaged:
+        return Damaged("revision", mid, f"record: {rev.damaged['record']}")
+    try:
+        return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
+    except Damaged as exc:
+        return exc
+
+
+def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
+    """The record revision ``seq`` of an incarnation holds (its ``Damaged`` when it cannot be
+    read), or ``None`` when there is no such revision."""
+    bind()
+    try:
+        return revision_record(RevisionModel.get(inc, seq, consistent_read=True))
+    except DoesNotExist:
+        return None
+
+
+def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
+    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order; a
+    damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
+    bind()
+    for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
+        yield int(rev.seq), str(rev.op), revision_record(rev)
