@@ -202,8 +202,8 @@ def import_conversation(org: str, bank: str, conv: Conversation) -> dict[str, in
     lines = [json.dumps({"text": t, "entities": [s], "created_at": ts, "updated_at": ts}).encode()
              for t, s, ts in zip(conv.docs, conv.speakers, conv.times, strict=False)]
     result = import_lines(org, bank, lines, actor="bench")
-    if result["errors"]:
-        raise RuntimeError(f"{conv.sample_id}: import errors {result['errors'][:3]}")
+    if result.errors:
+        raise RuntimeError(f"{conv.sample_id}: import errors {result.errors[:3]}")
     return {fingerprint(t): i for i, t in enumerate(conv.docs)}
 
 

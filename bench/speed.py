@@ -82,8 +82,8 @@ def load(bank: str, texts: list[str], ents: list[str], t0: int, batch: int = 300
         lines = [json.dumps({"text": t, "entities": [e], "created_at": t0 + k, "updated_at": t0 + k}).encode()
                  for k, (t, e) in enumerate(zip(texts[i:j], ents[i:j], strict=False), start=i)]
         res = import_lines(ORG, bank, lines, actor="bench")
-        if res["errors"]:
-            raise RuntimeError(f"import errors: {res['errors'][:3]}")
+        if res.errors:
+            raise RuntimeError(f"import errors: {res.errors[:3]}")
         if n == 0 and warm is not None:
             warm()
     return time.perf_counter() - started

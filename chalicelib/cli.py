@@ -103,7 +103,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     with override(export_inline_bytes=UNLIMITED_INLINE):
         result = export_bank(args.org, args.bank, history=args.history)
-    data = result["data"]
+    data = result.data or b""
     if args.output and args.output != "-":
         tmp = Path(args.output + ".tmp")
         tmp.write_bytes(data)
@@ -112,8 +112,8 @@ def cmd_export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(data.decode("utf-8"))
         out.flush()
-    if result["damaged"]:
-        print(f"{result['damaged']} damaged records were written as {{id, damaged, reason}} lines", file=err)
+    if result.damaged:
+        print(f"{result.damaged} damaged records were written as {{id, damaged, reason}} lines", file=err)
     return 0
 
 
@@ -138,8 +138,8 @@ def cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         bar.update(max(0, total - bar.n))  # invalid and superseded lines are done too
     finally:
         bar.close()
-    out.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
-    return 1 if result["errors"] else 0
+    out.write(json.dumps(dataclasses.asdict(result), ensure_ascii=False, indent=2) + "\n")
+    return 1 if result.errors else 0
 
 
 def cmd_mint_token(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

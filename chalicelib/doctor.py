@@ -94,8 +94,8 @@ def _round_trip(actor: str) -> Callable[[], str]:
         from .search.recall import recall
         # One fixed probe in the system org: a run reinforces it (corroboration +1) instead of
         # leaving a bank, a trash entry or a memory anywhere a user can see.
-        _, body = service.save_memory(PROBE_ORG, PROBE_BANK, SaveRequest(text=PROBE_TEXT), actor=actor)
-        saved = body["memory"]
+        probe = service.save_memory(PROBE_ORG, PROBE_BANK, SaveRequest(text=PROBE_TEXT), actor=actor).memory
+        saved = probe.public() if probe is not None else {}
         result = recall(PROBE_ORG, [PROBE_BANK], PROBE_QUERY, limit=5)
         hit = next((h.memory for h in result.hits if h.memory.id == saved["id"]), None)
         if hit is None:

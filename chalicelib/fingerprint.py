@@ -45,7 +45,7 @@ def fnv1a64(data: bytes) -> int:
 
 def fingerprint(text: str) -> str:
     """The memory id of ``text``: ``"fp"`` + 16 hex digits, e.g. ``fp37dab55090b26303``."""
-    return "fp%016x" % fnv1a64(normalize_text(text).encode("utf-8"))
+    return f"fp{fnv1a64(normalize_text(text).encode('utf-8')):016x}"
 
 
 FINGERPRINT_RE = re.compile(r"fp[0-9a-f]{16}")

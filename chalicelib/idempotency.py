@@ -1,5 +1,5 @@
 """Idempotency keys: a retried request carrying the same ``Idempotency-Key``
-gets the first response back without being applied again.
+gets the first result back without being applied again.
 
 The record is written in the same transaction as the change it answers, so a change and its
 replayable response commit together. Keys are scoped to the token that sent them. A memory in
@@ -10,20 +10,26 @@ the response is stored as a reference to the revision that holds it, never as a 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, Field, ValidationError
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
+from .core.records import Memory, SaveResult
+from .core.store import get_revision_record
 from .errors import BadRequest, Conflict
 from .settings import get_settings
-from .storage.tables import IdempotencyModel, RevisionModel, bind
+from .storage.tables import IdempotencyModel, bind
 
-MAX_KEY_CHARS = 255
-REF = "$revision"  # body["memory"] = {REF: {"bank_key", "seq"}}: read back from that revision
+# The record's ``status`` when ``body[RESULT]`` holds the domain result (``_StoredSave``). Records
+# written before hold an HTTP status (200/201) and the rendered body, whose memory is
+# ``{REF: {"bank_key", "seq"}}``, read back from that revision.
+DOMAIN = 0
+RESULT = "result"
+REF = "$revision"
 
 
 @dataclass(frozen=True)
@@ -38,19 +44,36 @@ class IdemKey:
 def make(token_id: str, route: str, client_key: str | None, body: bytes) -> IdemKey | None:
     """Build the identity for a request, or ``None`` when it carries no key.
 
-    Raises 400 ``validation_error`` for a key over 255 characters or with control characters.
+    Raises 400 ``validation_error`` for a key over ``Settings.idempotency_key_max_chars``
+    characters or with control characters.
     """
     if client_key is None:
         return None
-    if not client_key or len(client_key) > MAX_KEY_CHARS or any(ord(c) < 32 for c in client_key):
-        raise BadRequest("Idempotency-Key must be 1 to 255 printable characters.",
+    longest = get_settings().idempotency_key_max_chars
+    if not client_key or len(client_key) > longest or any(ord(c) < 32 for c in client_key):
+        raise BadRequest(f"Idempotency-Key must be 1 to {longest} printable characters.",
                          details={"field": "Idempotency-Key"})
     digest = hashlib.sha256(route.encode() + b"\n" + (body or b"")).hexdigest()
     return IdemKey(key=f"{token_id}|{route}|{client_key}", request_digest=digest)
 
 
-def lookup(idem: IdemKey | None) -> tuple[int, dict[str, Any]] | None:
-    """The stored ``(status, body)`` for ``idem``, or ``None``.
+class _RevisionRef(BaseModel):
+    bank_key: str
+    seq: int
+
+
+class _StoredSave(BaseModel):
+    """The stored form of a ``SaveResult``: the memory as a reference to its revision."""
+
+    created: bool
+    memory: _RevisionRef | None = None
+    tags_dropped: list[str] = Field(default_factory=list)
+
+
+def lookup(idem: IdemKey | None) -> SaveResult | None:
+    """The ``SaveResult`` stored for ``idem``, or ``None``. Reads both the current record (status
+    ``DOMAIN``, the result in ``body[RESULT]``) and the older one (the HTTP status and rendered
+    body), which stays replayable until its TTL ends.
 
     Raises 409 ``conflict`` when the key was first used for a different request, or when the
     stored response cannot be read (a damaged record is never replayed, nor silently re-run).
@@ -67,45 +90,59 @@ def lookup(idem: IdemKey | None) -> tuple[int, dict[str, Any]] | None:
     if row.request_digest != idem.request_digest:
         raise Conflict("This Idempotency-Key was already used for a different request.",
                        details={"field": "Idempotency-Key"})
-    if row.damaged or not isinstance(row.body, dict) or not isinstance(row.status, (int, float)):
-        raise Conflict("The response stored for this Idempotency-Key is damaged and cannot be replayed; "
+    damaged = Conflict("The response stored for this Idempotency-Key is damaged and cannot be replayed; "
                        "send the request with a new key.", details={"field": "Idempotency-Key"})
-    return int(row.status), _resolve(row.body)
-
-
-def _resolve(body: dict[str, Any]) -> dict[str, Any]:
-    memory = body.get("memory")
-    if not isinstance(memory, dict) or REF not in memory:
-        return body
-    from .core.store import (
-        revision_record,  # the core imports this module's users, not the reverse
-    )
-    ref = memory[REF]
-    without = {k: v for k, v in body.items() if k != "memory"}
+    if row.damaged or not isinstance(row.body, dict) or not isinstance(row.status, (int, float)):
+        raise damaged
     try:
-        rev = RevisionModel.get(str(ref["bank_key"]), int(ref["seq"]), consistent_read=True)
-    except DoesNotExist:  # the bank's records are gone: answer without the memory
-        return without
-    except (KeyError, TypeError, ValueError):  # a damaged reference
-        return without
-    rec = revision_record(rev)
-    return without if isinstance(rec, Exception) else {**body, "memory": rec.public()}
+        if row.status == DOMAIN:
+            stored = _StoredSave.model_validate(row.body.get(RESULT))
+            return SaveResult(created=stored.created, tags_dropped=stored.tags_dropped,
+                              memory=_revision_memory(stored.memory.bank_key, stored.memory.seq)
+                              if stored.memory is not None else None)
+        return _from_body(row.body)
+    except ValidationError:
+        raise damaged from None
 
 
-def add_to(tx: TransactWrite, idem: IdemKey | None, status: int, body: dict[str, Any], *,
-           revision: tuple[str, int] | None = None) -> None:
-    """Record ``(status, body)`` for ``idem`` inside ``tx`` (no-op without a key). The condition
-    makes a concurrent twin's transaction fail, so its retry replays this response.
+def _from_body(body: dict[str, Any]) -> SaveResult:
+    """A ``SaveResult`` from a record of the older shape: ``{created, memory, details?}`` with the
+    memory as a ``REF`` to its revision."""
+    memory = body.get("memory")
+    rec = None
+    if isinstance(memory, dict) and REF in memory:
+        ref = memory[REF]
+        try:
+            rec = _revision_memory(str(ref["bank_key"]), int(ref["seq"]))
+        except (KeyError, TypeError, ValueError):  # a damaged reference: answer without the memory
+            rec = None
+    elif memory is not None:
+        rec = Memory.model_validate(memory)
+    details = body.get("details")
+    dropped = details.get("tags_dropped", []) if isinstance(details, dict) else []
+    return SaveResult(created=body.get("created") is True, memory=rec, tags_dropped=dropped)
+
+
+def _revision_memory(bank_key: str, seq: int) -> Memory | None:
+    """The record of revision ``seq`` of an incarnation, or ``None`` when it is gone (the bank's
+    records were deleted) or damaged."""
+    rec = get_revision_record(bank_key, seq)
+    return rec if isinstance(rec, Memory) else None
+
+
+def add_to(tx: TransactWrite, idem: IdemKey | None, result: SaveResult, *, revision: tuple[str, int]) -> None:
+    """Record ``result`` for ``idem`` inside ``tx`` (no-op without a key). The condition makes a
+    concurrent twin's transaction fail, so its retry replays this result.
 
     ``revision`` = ``(bank_key, seq)`` of the revision, written in ``tx`` too, whose record is
-    ``body["memory"]``: the memory is then stored as that reference and read back on replay.
+    ``result.memory``: the memory is stored as that reference and read back on replay.
     """
     if idem is None:
         return
     bind()
     ttl = get_settings().idempotency_ttl_s
-    if revision is not None and "memory" in body:
-        body = {**body, "memory": {REF: {"bank_key": revision[0], "seq": int(revision[1])}}}
-    row = IdempotencyModel(key=idem.key, request_digest=idem.request_digest, status=status,
-                           body=json.loads(json.dumps(body)), expires_at=int(time.time()) + ttl)
+    stored = _StoredSave(created=result.created, tags_dropped=result.tags_dropped,
+                         memory=_RevisionRef(bank_key=revision[0], seq=int(revision[1])))
+    row = IdempotencyModel(key=idem.key, request_digest=idem.request_digest, status=DOMAIN,
+                           body={RESULT: stored.model_dump(mode="json")}, expires_at=int(time.time()) + ttl)
     tx.save(row, condition=IdempotencyModel.key.does_not_exist() | (IdempotencyModel.expires_at < int(time.time())))

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
     index_dir: str = Field("", description="Directory of the recall indexes; empty: a private one per process.")
     index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
+    import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
+                                     description="Largest inline import body, bytes (larger: import-uploads).")
+    memories_page_max: int = Field(500, ge=1, description="Largest page of a bank's memory listing (its limit).")
+    memories_page_default: int = Field(50, ge=1, description="Page size of a bank's memory listing without a limit.")
+    idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

@@ -33,9 +33,10 @@ def _run_all(fns):
 
 
 def _save(text):
+    from chalicelib.api.banks import render_save
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
-    return lambda: service.save_memory("default", "race", SaveRequest(text=text), actor="t")
+    return lambda: render_save(service.save_memory("default", "race", SaveRequest(text=text), actor="t"))
 
 
 def test_twenty_saves_of_one_text(api):

@@ -38,6 +38,42 @@ def test_replay_returns_first_response_without_reinforcing(api):
     assert api.get(f"{M}/{first['memory']['id']}")[1]["memory"]["corroboration"] == 2
 
 
+def test_replays_records_stored_in_the_older_shape(api):
+    """Records written before the result was stored as a domain value hold the HTTP status and
+    the rendered body (the memory as a reference to its revision): they replay the same answer,
+    and change nothing, until their TTL ends."""
+    from chalicelib.core.store import get_bank_row
+    from chalicelib.idempotency import REF
+    from chalicelib.storage.tables import IdempotencyModel, bind
+    bind()
+    s1, first = api.post(M, {"text": "Old shape memory", "tags": ["a"]}, headers={"Idempotency-Key": "old-1"})
+    body2 = {"text": "Old shape memory", "tags": [f"t{i}" for i in range(8)]}
+    s2, second = api.post(M, body2, headers={"Idempotency-Key": "old-2"})
+    s3, third = api.post(M, {"text": "Gone revision memory"}, headers={"Idempotency-Key": "old-3"})
+    assert (s1, s2, s3) == (201, 200, 201) and third["created"] is True
+    assert second["details"] == {"tags_dropped": ["t7"]}
+    inc = get_bank_row("default", "idem").incarnation
+    old = {"old-1": (201, {"created": True, "memory": {REF: {"bank_key": inc, "seq": 1}}}),
+           "old-2": (200, {"created": False, "memory": {REF: {"bank_key": inc, "seq": 2}},
+                           "details": {"tags_dropped": ["t7"]}}),
+           "old-3": (201, {"created": True, "memory": {REF: {"bank_key": inc, "seq": 999}}})}
+    rewritten = 0
+    for row in IdempotencyModel.scan():
+        client_key = row.key.rsplit("|", 1)[1]
+        if client_key in old:
+            row.status, row.body = old[client_key]
+            row.save()
+            rewritten += 1
+    assert rewritten == 3
+    snap = dump()
+    body1 = {"text": "Old shape memory", "tags": ["a"]}
+    assert api.post(M, body1, headers={"Idempotency-Key": "old-1"}) == (201, first)
+    assert api.post(M, body2, headers={"Idempotency-Key": "old-2"}) == (200, second)
+    # a revision that is gone (its bank's records deleted): the answer without the memory
+    assert api.post(M, {"text": "Gone revision memory"}, headers={"Idempotency-Key": "old-3"}) == (201, {"created": True})
+    assert_unchanged(snap)
+
+
 def test_same_key_different_body_conflicts(api):
     h = {"Idempotency-Key": "retry-3"}
     assert api.post(M, {"text": "first body here"}, headers=h)[0] == 201
@@ -60,6 +96,7 @@ def test_keys_are_scoped_to_the_token(api):
 
 
 def test_concurrent_twins_apply_once(api, client):
+    from chalicelib.api.banks import render_save
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
     from chalicelib.idempotency import make
@@ -71,7 +108,8 @@ def test_concurrent_twins_apply_once(api, client):
     def run():
         barrier.wait()
         idem = make("tok_x", "save:idem", "twin", body)
-        results.append(service.save_memory("default", "idem", SaveRequest(text="twin request"), actor="t", idem=idem))
+        results.append(render_save(service.save_memory("default", "idem", SaveRequest(text="twin request"), actor="t",
+                                                       idem=idem)))
 
     threads = [threading.Thread(target=run) for _ in range(8)]
     for t in threads:

@@ -162,3 +162,19 @@ def test_import_of_export_with_purged_tombstone(api):
     s, body = api.get("/v1/banks/src/export")
     s, r = _import(api, "dst", _lines(body))
     assert r["imported"] == 1 and r["errors"] == [] and r["skipped"] == 1
+
+
+def test_inline_import_cap_comes_from_settings(api, monkeypatch):
+    """``Settings.import_inline_bytes`` bounds an inline import: one byte over is 413
+    ``payload_too_large`` and writes nothing; at the bound it is imported."""
+    from tests.state import assert_unchanged, dump
+    line = json.dumps({"text": "capped import line"}) + "\n"
+    monkeypatch.setenv("CAIRN_IMPORT_INLINE_BYTES", str(len(line) - 1))
+    snap = dump()
+    s, b = api.post("/v1/banks/cap/import", raw=line, headers=ND)
+    assert (s, b["code"]) == (413, "payload_too_large")
+    assert f"{len(line) - 1} bytes" in b["error"] and "import-uploads" in b["error"]
+    assert_unchanged(snap)
+    monkeypatch.setenv("CAIRN_IMPORT_INLINE_BYTES", str(len(line)))
+    s, b = api.post("/v1/banks/cap/import", raw=line, headers=ND)
+    assert s == 200 and b["imported"] == 1, b

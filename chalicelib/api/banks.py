@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 from chalice import Blueprint
 
 from .. import idempotency
@@ -17,12 +20,53 @@ from ..banks.records import (
     SupersedeRequest,
     UpdateRequest,
 )
+from ..banks.service import Bank, History, MemoryPage, TrashEntry
+from ..banks.transfer import ImportResult
+from ..core.records import SaveResult
 from ..names import check_name
+from ..settings import get_settings
 from .http import Ctx, Reply, damaged_header, endpoint, query_bool, query_int
 
 bp = Blueprint(__name__)
 
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
+
+
+def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
+    """``{name, description, memories, pinned, rules}``, or a trash entry's ``{name, trashed_to,
+    trashed_at}``."""
+    return asdict(bank)
+
+
+def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
+    """201 ``{created: true, memory}`` / 200 ``{created: false, memory}``, plus
+    ``details.tags_dropped`` when a reinforcement dropped tags."""
+    body: dict[str, Any] = {"created": result.created}
+    if result.memory is not None:
+        body["memory"] = result.memory.public()
+    if result.tags_dropped:
+        body["details"] = {"tags_dropped": result.tags_dropped}
+    return (201 if result.created else 200), body
+
+
+def render_page(page: MemoryPage) -> dict[str, Any]:
+    """``{memories, total, next_cursor, damaged?}``."""
+    body: dict[str, Any] = {"memories": [m.public() for m in page.memories], "total": page.total,
+                            "next_cursor": page.next_cursor}
+    if page.damaged:
+        body["damaged"] = page.damaged
+    return body
+
+
+def render_history(h: History) -> dict[str, Any]:
+    """``{revisions: [record + {op, seq}], damaged?}``."""
+    revs = [{**r.record.public(), "op": r.op, "seq": r.seq} for r in h.revisions]
+    return {"revisions": revs, **({"damaged": h.damaged} if h.damaged else {})}
+
+
+def render_import(result: ImportResult) -> dict[str, Any]:
+    """``{imported, skipped, errors: [{line, error}]}``."""
+    return asdict(result)
 
 
 def _bank(ctx: Ctx, bank: str) -> str:
@@ -36,23 +80,24 @@ def create_bank(ctx: Ctx):
     """Create or ensure a bank: 201 ``{bank, created: true}`` or 200 ``{bank, created: false}``."""
     name = _bank(ctx, ctx.body.name)
     bank, created = service.ensure_bank(ctx.principal.org_id, name, ctx.body.description, actor=ctx.principal.actor)
-    return (201 if created else 200), {"bank": bank, "created": created}
+    return (201 if created else 200), {"bank": render_bank(bank), "created": created}
 
 
 @endpoint(bp, "/v1/banks", ["GET"], permission=READ, bank_scoped=True)
 def list_banks(ctx: Ctx):
     """``{banks}``; with ``?trashed=true`` the trash entries ``{name, trashed_to, trashed_at}``."""
     org = ctx.principal.org_id
-    rows = service.list_trash(org) if query_bool(ctx.query, "trashed") else service.list_banks(org)
+    rows: list[Bank | TrashEntry] = []
+    rows.extend(service.list_trash(org) if query_bool(ctx.query, "trashed") else service.list_banks(org))
     if ctx.principal.banks is not None:
-        rows = [r for r in rows if r["name"] in ctx.principal.banks]
-    return {"banks": rows}
+        rows = [r for r in rows if r.name in ctx.principal.banks]
+    return {"banks": [render_bank(r) for r in rows]}
 
 
 @endpoint(bp, "/v1/banks/{bank}", ["GET"], permission=READ, bank_scoped=True)
 def get_bank(ctx: Ctx, bank: str):
     """``{bank}``."""
-    return {"bank": service.bank_public(service.require_bank(ctx.principal.org_id, _bank(ctx, bank)))}
+    return {"bank": render_bank(service.get_bank(ctx.principal.org_id, _bank(ctx, bank)))}
 
 
 @endpoint(bp, "/v1/banks/{bank}", ["DELETE"], permission=WRITE, bank_scoped=True)
@@ -64,8 +109,8 @@ def trash_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/restore", ["POST"], permission=WRITE, body=RestoreRequest, bank_scoped=True)
 def restore_bank(ctx: Ctx, bank: str):
     """Restore a trashed bank whole: ``{bank}``; 409 ``bank_exists`` when the name is taken."""
-    return {"bank": service.restore_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.trashed_to,
-                                         actor=ctx.principal.actor)}
+    return {"bank": render_bank(service.restore_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.trashed_to,
+                                                     actor=ctx.principal.actor))}
 
 
 @endpoint(bp, "/v1/banks/{bank}/rules", ["GET"], permission=READ, bank_scoped=True)
@@ -86,23 +131,26 @@ def save_memory(ctx: Ctx, bank: str):
     """Save: 201 ``{created: true, memory}`` / 200 ``{created: false, memory}``."""
     bank = _bank(ctx, bank)
     idem = idempotency.make(ctx.principal.token_id, f"save:{bank}", ctx.header("idempotency-key"), ctx.raw_body)
-    status, body = service.save_memory(ctx.principal.org_id, bank, ctx.body, actor=ctx.principal.actor, idem=idem)
+    status, body = render_save(service.save_memory(ctx.principal.org_id, bank, ctx.body, actor=ctx.principal.actor,
+                                                   idem=idem))
     return Reply(status, body)
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True)
 def list_memories(ctx: Ctx, bank: str):
     """``{memories, total, next_cursor}``, newest first."""
-    return service.list_memories(ctx.principal.org_id, _bank(ctx, bank),
-                                 limit=query_int(ctx.query, "limit", service.LIST_DEFAULT, 1, service.LIST_MAX),
-                                 cursor=ctx.query.get("cursor"), tag=ctx.query.get("tag"),
-                                 include_superseded=query_bool(ctx.query, "include_superseded"))
+    settings = get_settings()
+    return render_page(service.list_memories(
+        ctx.principal.org_id, _bank(ctx, bank),
+        limit=query_int(ctx.query, "limit", settings.memories_page_default, 1, settings.memories_page_max),
+        cursor=ctx.query.get("cursor"), tag=ctx.query.get("tag"),
+        include_superseded=query_bool(ctx.query, "include_superseded")))
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True)
 def get_memory(ctx: Ctx, bank: str, memory_id: str):
     """``{memory}``, retired ones included."""
-    return {"memory": service.get_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id)}
+    return {"memory": service.get_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["PATCH"], permission=WRITE, body=UpdateRequest,
@@ -110,14 +158,14 @@ def get_memory(ctx: Ctx, bank: str, memory_id: str):
 def update_memory(ctx: Ctx, bank: str, memory_id: str):
     """``{memory}`` after an in-place revision."""
     return {"memory": service.update_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
-                                            actor=ctx.principal.actor)}
+                                            actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["DELETE"], permission=WRITE, bank_scoped=True)
 def delete_memory(ctx: Ctx, bank: str, memory_id: str):
     """Tombstone: ``{memory}``."""
     return {"memory": service.delete_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
-                                            actor=ctx.principal.actor)}
+                                            actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/pin", ["POST"], permission=WRITE, body=PinRequest,
@@ -125,7 +173,7 @@ def delete_memory(ctx: Ctx, bank: str, memory_id: str):
 def pin_memory(ctx: Ctx, bank: str, memory_id: str):
     """``{memory}`` pinned or unpinned."""
     return {"memory": service.pin_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body.pinned,
-                                         actor=ctx.principal.actor)}
+                                         actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/supersede", ["POST"], permission=WRITE, body=SupersedeRequest,
@@ -133,26 +181,26 @@ def pin_memory(ctx: Ctx, bank: str, memory_id: str):
 def supersede_memory(ctx: Ctx, bank: str, memory_id: str):
     """``{memory}`` retired in favour of ``superseded_by``."""
     return {"memory": service.supersede_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
-                                               ctx.body.superseded_by, actor=ctx.principal.actor)}
+                                               ctx.body.superseded_by, actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/history", ["GET"], permission=READ, bank_scoped=True)
 def memory_history(ctx: Ctx, bank: str, memory_id: str):
     """``{revisions}`` oldest first."""
-    return service.history(ctx.principal.org_id, _bank(ctx, bank), memory_id)
+    return render_history(service.history(ctx.principal.org_id, _bank(ctx, bank), memory_id))
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/purge", ["POST"], permission=ADMIN, bank_scoped=True)
 def purge_memory(ctx: Ctx, bank: str, memory_id: str):
     """Erase content everywhere: ``{memory}`` (a content-free tombstone)."""
     return {"memory": service.purge_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
-                                           actor=ctx.principal.actor)}
+                                           actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/tags", ["GET"], permission=READ, bank_scoped=True)
 def list_tags(ctx: Ctx, bank: str):
     """``{tags: [{tag, count}]}`` over live memories, most used first."""
-    return service.tags(ctx.principal.org_id, _bank(ctx, bank))
+    return {"tags": [asdict(t) for t in service.tags(ctx.principal.org_id, _bank(ctx, bank))]}
 
 
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True)
@@ -160,11 +208,12 @@ def export_bank(ctx: Ctx, bank: str):
     """``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""
     result = transfer.export_bank(ctx.principal.org_id, _bank(ctx, bank), history=query_bool(ctx.query, "history"))
-    if "data" in result:
-        return Reply(200, raw=result["data"], content_type="application/x-ndjson",
+    if result.data is not None:
+        return Reply(200, raw=result.data, content_type="application/x-ndjson",
                      headers={"Content-Disposition": 'attachment; filename="memories.jsonl"',
-                              **damaged_header(result["damaged"])})
-    return result
+                              **damaged_header(result.damaged)})
+    link: dict[str, Any] = {"url": result.url, "expires_at": result.expires_at}
+    return {**link, "damaged": result.damaged} if result.damaged else link
 
 
 @endpoint(bp, "/v1/banks/{bank}/import", ["POST"], permission=WRITE,
@@ -176,11 +225,11 @@ def import_bank(ctx: Ctx, bank: str):
     if ctype == "application/json":
         from .http import parse_json
         req = parse_json(ctx.raw_body, transfer.ImportUploadRequest)
-        return transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor)
-    return transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor)
+        return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor))
+    return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor))
 
 
 @endpoint(bp, "/v1/banks/{bank}/import-uploads", ["POST"], permission=WRITE, bank_scoped=True)
 def import_upload_url(ctx: Ctx, bank: str):
     """``{url, s3_key, expires_at}``: a presigned PUT for a large ndjson file."""
-    return transfer.create_upload(ctx.principal.org_id, _bank(ctx, bank))
+    return asdict(transfer.create_upload(ctx.principal.org_id, _bank(ctx, bank)))

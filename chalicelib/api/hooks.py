@@ -3,8 +3,8 @@
 ``POST /v1/hooks/turn-completed`` (``memory:write``, the named bank in the token's allow-list)
 answers 202 once the job is queued (or ran inline without a queue); ``POST
 /v1/hooks/session-deleted`` (``memory:write``) drops the session's cursor, which spans every bank
-the session's turns named, so a token with a bank allow-list is refused it; ``POST /v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need
-``admin.memories``.
+the session's turns named, so a token with a bank allow-list is refused it; ``POST
+/v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need ``admin.memories``.
 """
 
 from __future__ import annotations

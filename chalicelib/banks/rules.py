@@ -8,28 +8,34 @@ from the listing, conditioned on that version (``refresh_rule_count``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from ..clock import now_ms
-from ..core.store import get_bank_row, new_bank
+from ..core import store
+from ..core.store import BankTx, get_bank_row
 from ..names import check_name
 from ..storage import blobs
-from ..storage.tables import BankModel, bind
-from ..storage.txn import run_transaction
-from .service import _rules_prefix, require_bank
+from .service import require_bank
 
 
 def rule_key(org_id: str, bank: str, name: str) -> str:
     """S3 key of one rule: ``<org>/banks/<bank>/rules/<name>.md``."""
-    return _rules_prefix(org_id, bank) + f"{name}.md"
+    return store.rules_prefix(org_id, bank) + f"{name}.md"
 
 
-def list_rules(org_id: str, bank: str) -> list[dict[str, Any]]:
+class Rule(TypedDict):
+    """One rule as listed: its name, its Markdown content and its object's mtime (ms)."""
+
+    name: str
+    content: str
+    updated_at: int
+
+
+def list_rules(org_id: str, bank: str) -> list[Rule]:
     """``[{name, content, updated_at}]`` in name order; ``updated_at`` is the object's mtime, ms.
     Objects whose names are not valid rule names are skipped."""
     require_bank(org_id, bank)
-    prefix = _rules_prefix(org_id, bank)
-    out = []
+    prefix = store.rules_prefix(org_id, bank)
+    out: list[Rule] = []
     for obj in blobs.list_objects(prefix):
         fname = obj["Key"][len(prefix):]
         if not fname.endswith(".md"):
@@ -42,8 +48,8 @@ def list_rules(org_id: str, bank: str) -> list[dict[str, Any]]:
         data = blobs.get_bytes(obj["Key"])
         if data is None:
             continue
-        out.append({"name": name, "content": data.decode("utf-8", errors="replace"),
-                    "updated_at": int(obj["LastModified"].timestamp() * 1000)})
+        out.append(Rule(name=name, content=data.decode("utf-8", errors="replace"),
+                        updated_at=int(obj["LastModified"].timestamp() * 1000)))
     return sorted(out, key=lambda r: r["name"])
 
 
@@ -52,14 +58,10 @@ def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
     content removes it. Creates the bank on first use. Returns whether the rule now exists."""
     check_name(bank)
     check_name(name, "rule")
-    bind()
     key = rule_key(org_id, bank, name)
     exists = bool(content.strip())
     if get_bank_row(org_id, bank) is None:
-        def create(tx):
-            if get_bank_row(org_id, bank) is None:
-                tx.save(new_bank(org_id, bank), condition=BankModel.name.does_not_exist())
-        run_transaction(create)
+        store.write(org_id, lambda btx: btx.create(bank))
     if exists:
         blobs.put_text(key, content)
     else:
@@ -75,20 +77,12 @@ def refresh_rule_count(org_id: str, bank: str) -> None:
     when another writer moved it: the last count to land was listed after every earlier rule
     write had landed, so concurrent writers never leave a stale count (the last writer cannot
     overwrite a newer listing with its older one)."""
-    bind()
-    prefix = _rules_prefix(org_id, bank)
+    prefix = store.rules_prefix(org_id, bank)
 
-    def attempt(tx) -> None:
-        row = get_bank_row(org_id, bank)
+    def attempt(btx: BankTx) -> None:
+        row = btx.row(bank)
         if row is None:
             return  # the bank was trashed meanwhile: nothing to count
-        version = int(row.rules_version or 0)
-        count = sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md"))
-        same = BankModel.rules_version == version
-        if version == 0:
-            same = same | BankModel.rules_version.does_not_exist()  # a row written before the field
-        tx.update(row, actions=[BankModel.rules.set(count), BankModel.rules_version.set(version + 1),
-                                BankModel.updated_at.set(now_ms())],
-                  condition=(BankModel.incarnation == row.incarnation) & same)
+        btx.set_rule_count(row, sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md")))
 
-    run_transaction(attempt)
+    store.write(org_id, attempt)

@@ -13,36 +13,23 @@ sees them in commit order.
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..clock import now_ms
+from ..core import store
 from ..core.ndjson import parse_line
 from ..core.records import Memory
-from ..core.store import (
-    POINTER_PREFIX,
-    Write,
-    current,
-    get_bank_row,
-    get_item,
-    get_items,
-    iter_records,
-    new_bank,
-    notify,
-    revision_record,
-    stage,
-)
+from ..core.store import BankTx, Write, current, get_items, iter_records, iter_revisions
 from ..errors import BadRequest, PayloadTooLarge
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from ..storage.tables import MemoryModel, RevisionModel, bind
-from ..storage.txn import run_transaction
 from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
@@ -50,7 +37,7 @@ from .service import require_bank
 # DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
 # fingerprint pointer, plus the bank row.
 BATCH = 30
-MAX_INLINE_IMPORT_BYTES = 5 * 1024 * 1024
+MIB = 1024 * 1024
 
 
 class ImportUploadRequest(BaseModel):
@@ -60,37 +47,74 @@ class ImportUploadRequest(BaseModel):
     s3_key: str = Field(min_length=1, max_length=512)
 
 
-def _lines_json(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    for r in records:
-        yield (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+@dataclass
+class Export:
+    """An export: ``data`` (the file) when it fits inline, else a presigned ``url`` valid until
+    ``expires_at`` (ms); ``damaged`` counts the records exported as damaged-marker lines."""
+
+    damaged: int
+    data: bytes | None = None
+    url: str | None = None
+    expires_at: int | None = None
 
 
-def _line(rec: Memory | Damaged, **extra: Any) -> dict[str, Any]:
-    if isinstance(rec, Damaged):
-        return {**rec.marker(), **extra}
-    return {**rec.public(), **extra}
+@dataclass(frozen=True)
+class LineError:
+    """A line of an import that was not applied: its number (from 1) and why."""
+
+    line: int
+    error: str
 
 
-def export_bank(org_id: str, bank: str, *, history: bool = False) -> dict[str, Any]:
-    """``{data: bytes, damaged: n}`` when the file fits inline, else ``{url, expires_at,
-    damaged?}`` (ms; ``damaged`` only when n > 0). A record that cannot be read is exported as
-    the line ``{id, damaged: true, reason}`` (an import reports that line as bad);
-    ``damaged`` counts them."""
+@dataclass
+class ImportResult:
+    """``imported`` lines applied, ``skipped`` lines (beaten, stale or content-free), ``errors``
+    by line number."""
+
+    imported: int = 0
+    skipped: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A presigned PUT ``url`` for a large import, valid until ``expires_at`` (ms); ``s3_key`` is
+    relative to the org's prefix and is what ``import_upload`` takes."""
+
+    url: str
+    s3_key: str
+    expires_at: int
+
+
+def _jsonl(rec: Memory | Damaged, **extra: Any) -> bytes:
+    """One export line: the record as clients see it (a damaged one as its marker) plus ``extra``."""
+    line = {**(rec.marker() if isinstance(rec, Damaged) else rec.public()), **extra}
+    return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
+    """The bank's ``memories.jsonl``: current records (tombstoned included), or with ``history``
+    every revision (with its ``op`` and ``seq``). A record that cannot be read is exported as
+    the line ``{id, damaged: true, reason}`` (an import reports that line as bad). Raises 404."""
     row = require_bank(org_id, bank)
+    damaged = 0
+    lines = []
     if history:
-        recs = [_line(revision_record(r), op=r.op, seq=int(r.seq))
-                for r in RevisionModel.query(row.incarnation, consistent_read=True)]
+        for seq, op, r in iter_revisions(row.incarnation):
+            damaged += isinstance(r, Damaged)
+            lines.append(_jsonl(r, op=op, seq=seq))
     else:
-        recs = [_line(m) for m in iter_records(row.incarnation)]
-    damaged = sum(1 for r in recs if r.get("damaged") is True)
-    data = b"".join(_lines_json(recs))
+        for m in iter_records(row.incarnation):
+            damaged += isinstance(m, Damaged)
+            lines.append(_jsonl(m))
+    data = b"".join(lines)
     settings = get_settings()
     if len(data) <= settings.export_inline_bytes:
-        return {"data": data, "damaged": damaged}
-    key = blobs.org_key(org_id, "exports", bank, f"{now_ms()}-{uuid.uuid4().hex[:8]}.jsonl")
+        return Export(damaged=damaged, data=data)
+    key = store.export_key(org_id, bank)
     blobs.put_bytes(key, data, "application/x-ndjson")
-    return {"url": blobs.presign_get(key, settings.presign_ttl_s),
-            "expires_at": now_ms() + settings.presign_ttl_s * 1000, **({"damaged": damaged} if damaged else {})}
+    return Export(damaged=damaged, url=blobs.presign_get(key, settings.presign_ttl_s),
+                  expires_at=now_ms() + settings.presign_ttl_s * 1000)
 
 
 class _Line(BaseModel):
@@ -130,18 +154,43 @@ def _parse_line(raw: bytes) -> Memory | None:
     created = line.created_at if line.created_at is not None else (line.updated_at or now)
     updated = line.updated_at if line.updated_at is not None else created
     try:
-        return Memory(id=mid, text=text, entities=entities, tags=tags, confidence=line.confidence,
-                      corroboration=line.corroboration, pinned=line.pinned, source=line.source,
-                      created_at=created, updated_at=updated, invalid_at=line.invalid_at,
-                      superseded_by=line.superseded_by, revision=line.revision)
+        return Memory.model_validate({
+            "id": mid, "text": text, "entities": entities, "tags": tags, "confidence": line.confidence,
+            "corroboration": line.corroboration, "pinned": line.pinned, "source": line.source,
+            "created_at": created, "updated_at": updated, "invalid_at": line.invalid_at,
+            "superseded_by": line.superseded_by, "revision": line.revision})
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
 
 
-def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str, progress=None) -> dict[str, Any]:
-    """Import ndjson ``lines`` into ``bank`` (created on first use):
-    ``{imported, skipped, errors: [{line, error}]}``.
+def _winners(lines: Iterable[bytes], out: ImportResult) -> list[tuple[int, Memory]]:
+    """The winning ``(line number, record)`` of each id, in line order; bad lines go to
+    ``out.errors``, beaten lines and purged tombstones to ``out.skipped``."""
+    winners: dict[str, tuple[int, Memory]] = {}
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = _parse_line(raw)
+        except ValueError as exc:
+            out.errors.append(LineError(n, str(exc)))
+            continue
+        if rec is None:
+            out.skipped += 1
+            continue
+        cur = winners.get(rec.id)
+        if cur is not None:
+            out.skipped += 1  # one of the two lines of this id loses
+            if rec.revision < cur[1].revision:
+                continue
+        winners[rec.id] = (n, rec)
+    return sorted(winners.values(), key=lambda x: x[0])
+
+
+def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
+                 progress: Callable[[int], Any] | None = None) -> ImportResult:
+    """Import ndjson ``lines`` into ``bank`` (created on first use).
 
     Per id the winning line (highest revision, then the later line) is applied when it is newer
     than the stored record. Every valid line is counted once: ``imported`` (a winner applied),
@@ -151,123 +200,118 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str, 
     is called with the number of records each batch handled.
     """
     check_name(bank)
-    bind()
-    errors: list[dict[str, Any]] = []
-    winners: dict[str, tuple[int, Memory]] = {}
-    skipped = 0
-    for n, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = _parse_line(raw)
-        except ValueError as exc:
-            errors.append({"line": n, "error": str(exc)})
-            continue
-        if rec is None:
-            skipped += 1
-            continue
-        cur = winners.get(rec.id)
-        if cur is not None:
-            skipped += 1  # one of the two lines of this id loses
-            if rec.revision < cur[1].revision:
-                continue
-        winners[rec.id] = (n, rec)
-    ordered = sorted(winners.values(), key=lambda x: x[0])
-    imported = 0
+    out = ImportResult()
+    ordered = _winners(lines, out)
     for i in range(0, len(ordered), BATCH):
         batch = ordered[i:i + BATCH]
-        applied, stale, batch_errors = _import_batch(org_id, bank, batch, actor)
-        imported += applied
-        skipped += stale
-        errors.extend(batch_errors)
+        applied = _write_batch(org_id, bank, batch, actor)
+        out.imported += applied.imported
+        out.skipped += applied.skipped
+        out.errors.extend(applied.errors)
         if progress is not None:
             progress(len(batch))
-    errors.sort(key=lambda e: e["line"])
-    return {"imported": imported, "skipped": skipped, "errors": errors}
+    out.errors.sort(key=lambda e: e.line)
+    return out
 
 
-def _import_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]],
-                  actor: str) -> tuple[int, int, list[dict[str, Any]]]:
-    """Apply one batch of ``(line number, record)`` winners in one transaction:
-    ``(applied, skipped as not newer than stored, errors)``."""
-    committed: dict[str, Any] = {}
+def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
+    def attempt(btx: BankTx) -> ImportResult:
+        return _import_batch(btx, bank, batch, actor)
 
-    def attempt(tx):
-        row = get_bank_row(org_id, bank)
-        fresh = None if row is not None else new_bank(org_id, bank)
-        inc = row.incarnation if row is not None else fresh.incarnation
-        writes: list[Write] = []
-        moves: list[tuple[str | None, str]] = []  # (previous fingerprint, new pointer to save) per write
-        errs: list[dict[str, Any]] = []
-        stale = 0
-        claimed: set[str] = set()
-        fps = [fingerprint(rec.text) for _n, rec in batch]
-        # the batch's records and their text's pointers in one read (empty for a new bank)
-        known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps, strict=False)
-                                for k in (rec.id, POINTER_PREFIX + fp)]) if row is not None else {}
-        for (n, rec), fp in zip(batch, fps, strict=False):
-            item = known.get(rec.id)
-            prev, guard = current(item) if item is not None else (None, None)
-            if prev is not None and guard is None and (rec.revision < prev.revision or
-                                     (rec.revision == prev.revision and rec.updated_at <= prev.updated_at)):
-                stale += 1
-                continue
-            ptr = known.get(POINTER_PREFIX + fp)
-            if (ptr is not None and ptr.memory_id != rec.id) or fp in claimed:
-                errs.append({"line": n, "error": "duplicate_text: another memory has this text"})
-                continue
-            claimed.add(fp)
-            if guard is not None:  # a damaged stored record: the line replaces it, history kept
-                rec = rec.model_copy(update={"revision": max(rec.revision, prev.revision + 1)})
-            writes.append(Write(rec, prev, "import", fp, guard))
-            old_fp = item.fp if item is not None and item.fp != fp else None
-            if old_fp:  # release the old text's pointer only if it still points here
-                old_ptr = get_item(inc, POINTER_PREFIX + old_fp)
-                old_fp = old_fp if old_ptr is not None and old_ptr.memory_id == rec.id else None
-            moves.append((old_fp, fp if ptr is None else ""))
-        if not writes:
-            return 0, stale, errs
-        new_row, changes = stage(tx, org_id, bank, row, writes, actor, fresh=fresh)
-        for w, (old_fp, new_fp) in zip(writes, moves, strict=False):
-            if old_fp:
-                tx.delete(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + old_fp),
-                          condition=MemoryModel.memory_id == w.record.id)
-            if new_fp:
-                tx.save(MemoryModel(bank_key=inc, sk=POINTER_PREFIX + new_fp, memory_id=w.record.id),
-                        condition=MemoryModel.sk.does_not_exist())
-        committed.update(row=new_row, changes=changes)
-        return len(writes), stale, errs
-
-    result = run_transaction(attempt)
-    if committed:
-        notify(org_id, bank, committed["row"], committed["changes"])
-    return result
+    return store.write(org_id, attempt)
 
 
-def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> dict[str, Any]:
-    """Import an inline ndjson body of at most 5 MB (413 ``payload_too_large`` beyond)."""
-    if len(body) > MAX_INLINE_IMPORT_BYTES:
-        raise PayloadTooLarge("Inline imports are limited to 5 MB; use import-uploads for larger files.")
+@dataclass
+class _Batch:
+    """What one import transaction stages: the writes and, per write, ``(previous fingerprint
+    whose pointer to release, new fingerprint to point)`` (empty strings for none)."""
+
+    writes: list[Write] = field(default_factory=list)
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)
+    result: ImportResult = field(default_factory=ImportResult)
+
+
+def _is_stale(rec: Memory, prev: Memory | None, guard: Any) -> bool:
+    """Whether the stored ``prev`` (readable: no ``guard``) is as new as or newer than ``rec``."""
+    return prev is not None and guard is None and (
+        rec.revision < prev.revision or (rec.revision == prev.revision and rec.updated_at <= prev.updated_at))
+
+
+def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, rec: Memory, fp: str) -> None:
+    """Add line ``n``'s record to ``plan``: skipped when stale, an error when its text is another
+    memory's, else a write and its pointer move."""
+    item = known.get(rec.id)
+    prev, guard = current(item) if item is not None else (None, None)
+    if _is_stale(rec, prev, guard):
+        plan.result.skipped += 1
+        return
+    ptr = known.get(store.pointer_key(fp))
+    if (ptr is not None and ptr.memory_id != rec.id) or fp in plan.claimed:
+        plan.result.errors.append(LineError(n, "duplicate_text: another memory has this text"))
+        return
+    plan.claimed.add(fp)
+    if guard is not None and prev is not None:  # a damaged stored record: the line replaces it, history kept
+        rec = rec.model_copy(update={"revision": max(rec.revision, prev.revision + 1)})
+    plan.writes.append(Write(rec, prev, "import", fp, guard))
+    old_fp = item.fp if item is not None and item.fp != fp else None
+    if old_fp:  # release the old text's pointer only if it still points here
+        old_ptr = store.get_pointer(inc, old_fp)
+        old_fp = old_fp if old_ptr is not None and old_ptr.memory_id == rec.id else None
+    plan.moves.append((old_fp or "", fp if ptr is None else ""))
+
+
+def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
+    """Stage one batch of ``(line number, record)`` winners: ``imported`` applied, ``skipped`` as
+    not newer than stored, ``errors``."""
+    row, fresh = btx.row_or_new(bank)
+    inc = fresh.incarnation
+    fps = [fingerprint(rec.text) for _n, rec in batch]
+    # the batch's records and their text's pointers in one read (empty for a new bank)
+    known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps, strict=True)
+                            for k in (rec.id, store.pointer_key(fp))]) if row is not None else {}
+    plan = _Batch()
+    for (n, rec), fp in zip(batch, fps, strict=True):
+        _plan(plan, inc, known, n, rec, fp)
+    if not plan.writes:
+        return plan.result
+    btx.stage(bank, row, plan.writes, actor, fresh=fresh)
+    for w, (old_fp, new_fp) in zip(plan.writes, plan.moves, strict=True):
+        if old_fp:
+            btx.drop_pointer(inc, old_fp, w.record.id)
+        if new_fp:
+            btx.put_pointer(inc, new_fp, w.record.id)
+    plan.result.imported = len(plan.writes)
+    return plan.result
+
+
+def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> ImportResult:
+    """Import an inline ndjson body of at most ``Settings.import_inline_bytes`` (413
+    ``payload_too_large`` beyond)."""
+    cap = get_settings().import_inline_bytes
+    if len(body) > cap:
+        size = f"{cap // MIB} MB" if cap % MIB == 0 else f"{cap} bytes"
+        raise PayloadTooLarge(f"Inline imports are limited to {size}; use import-uploads for larger files.")
     return import_lines(org_id, bank, body.splitlines(), actor=actor)
 
 
-def create_upload(org_id: str, bank: str) -> dict[str, Any]:
-    """A presigned PUT for a large import: ``{url, s3_key, expires_at}``. ``s3_key`` is relative
-    to the org's prefix and is what ``POST import {s3_key}`` takes."""
+def create_upload(org_id: str, bank: str) -> Upload:
+    """A presigned PUT for a large import."""
     check_name(bank)
     settings = get_settings()
-    rel = f"imports/{bank}/{uuid.uuid4().hex}.jsonl"
-    return {"url": blobs.presign_put(blobs.org_key(org_id, rel), settings.presign_ttl_s),
-            "s3_key": rel, "expires_at": now_ms() + settings.presign_ttl_s * 1000}
+    rel = store.upload_key(bank)
+    return Upload(url=blobs.presign_put(store.upload_object(org_id, rel), settings.presign_ttl_s), s3_key=rel,
+                  expires_at=now_ms() + settings.presign_ttl_s * 1000)
 
 
-def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> dict[str, Any]:
-    """Import a file uploaded with ``create_upload`` (it must be under ``imports/<bank>/``),
-    streamed from S3 line by line; the object is deleted afterwards."""
+def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> ImportResult:
+    """Import a file uploaded with ``create_upload`` (it must be under its bank's upload prefix),
+    streamed from S3 line by line; the object is deleted afterwards. Raises 400
+    ``validation_error`` (``s3_key``) for another key or nothing uploaded."""
     check_name(bank)
-    if not s3_key.startswith(f"imports/{bank}/") or ".." in s3_key:
+    if not s3_key.startswith(store.upload_prefix(bank)) or ".." in s3_key:
         raise BadRequest("s3_key must be one returned by import-uploads for this bank.", details={"field": "s3_key"})
-    key = blobs.org_key(org_id, s3_key)
+    key = store.upload_object(org_id, s3_key)
     data = blobs.get_bytes(key)
     if data is None:
         raise BadRequest("Nothing was uploaded at that s3_key.", details={"field": "s3_key"})

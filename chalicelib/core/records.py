@@ -12,7 +12,7 @@ that replaces a damaged record starts from.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
@@ -30,6 +30,37 @@ class Source(BaseModel):
     session_id: StrictStr | None = Field(None, max_length=256)
     entry_id: StrictStr | None = Field(None, max_length=256)
     agent: StrictStr | None = Field(None, max_length=256)
+
+
+class SourceJSON(TypedDict, total=False):
+    """A ``Source`` as clients see it: only the fields that are set."""
+
+    session_id: str
+    entry_id: str
+    agent: str
+
+
+class MemoryJSON(TypedDict, total=False):
+    """A ``Memory`` as clients see it (``Memory.public``): optional fields only when set."""
+
+    id: str
+    text: str
+    entities: list[str]
+    tags: list[str]
+    confidence: Confidence
+    corroboration: int
+    pinned: bool
+    source: SourceJSON
+    created_at: int
+    updated_at: int
+    invalid_at: int
+    superseded_by: str
+    revision: int
+    purged_at: int
+    name: str
+    description: str
+    type: str
+    meta: dict[str, Any]
 
 
 class Memory(BaseModel):
@@ -61,11 +92,11 @@ class Memory(BaseModel):
         """True while the memory is neither tombstoned nor superseded."""
         return self.invalid_at is None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> MemoryJSON:
         """The JSON shape clients see: optional fields only when set."""
         out = self.model_dump(exclude_none=True)
         out["source"] = self.source.model_dump(exclude_none=True)
-        return out
+        return cast("MemoryJSON", out)  # the dump holds exactly the model's fields, as MemoryJSON names them
 
     def order_key(self) -> str:
         """The ``order-index`` sort key: newest ``updated_at`` first, then id ascending."""
@@ -129,3 +160,13 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
                 if e.get("loc"):
                     data.pop(e["loc"][0], None)
     return Memory(id=key, text="", created_at=now, updated_at=now)
+
+
+class SaveResult(BaseModel):
+    """What a save did: ``created`` (a new, resurrected or repaired memory, else a
+    reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
+    records gone) and the tags beyond the cap that a reinforcement could not merge."""
+
+    created: bool
+    memory: Memory | None
+    tags_dropped: list[str] = Field(default_factory=list)

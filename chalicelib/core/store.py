@@ -2,20 +2,27 @@
 
 A *bank* is the unit of isolation and indexing: a named bank, a structured-memory scope's
 namespace or a team space's retrieval projection, each a ``BankModel`` row whose ``incarnation``
-keys its records. ``stage()`` puts one or more record changes into a transaction together with
-the bank's ``seq`` advance (conditioned on the value read), so ``seq`` order is commit order and
-the recall index can catch up by querying revisions above its own ``seq``. Observers registered
-with ``on_commit`` (the recall index's own cache) are told after each commit.
+keys its records. ``write()`` is the one write path: its attempt stages one or more record
+changes (``BankTx.stage``) into a transaction together with the bank's ``seq`` advance
+(conditioned on the value read), so ``seq`` order is commit order and the recall index can catch
+up by querying revisions above its own ``seq``. Observers registered with ``on_commit`` (the
+recall index's own cache) are told after each commit.
+
+This module is also the banks area's storage: the key formats (fingerprint pointers ``~fp/``,
+name pointers ``~name/``, trash entries ``.trash/``, revision keys, the S3 prefixes of rules,
+exports and uploads) and the queries over the ``banks``, ``memories`` and ``revisions`` tables;
+domain code calls its named functions and never builds a key or a model itself.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,6 +31,7 @@ from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
 from ..errors import BadRequest, CairnError
+from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import run_transaction
@@ -34,6 +42,11 @@ POINTER_PREFIX = "~fp/"
 NAME_POINTER_PREFIX = "~name/"
 TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
+
+# The types of a bank row and of a memory item, for annotations outside this module (which
+# never builds one itself).
+BankRow = BankModel
+MemoryRow = MemoryModel
 
 
 # Observers told after every committed document change: (org_id, bank, BankModel row after the
@@ -48,10 +61,9 @@ def on_commit(fn: Callable[[str, str, BankModel, list[tuple[int, Memory]]], None
 
 def notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
     for fn in list(_on_commit):
-        try:
+        # an observer (a cache) must never fail a committed write
+        with contextlib.suppress(Exception):
             fn(org_id, bank, row, changes)
-        except Exception:  # noqa: BLE001 - an observer (a cache) must never fail a committed write
-            pass
 
 
 def bank_problem(row: BankModel) -> str | None:
@@ -169,7 +181,7 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
-def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
+def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
            actor: str, *, fresh: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
     """Stage ``writes`` plus the bank's ``seq`` advance (or the bank's creation) into ``tx``.
 
@@ -209,6 +221,9 @@ def stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writ
     return row, out
 
 
+# The older name, still used by surfaces that stage into their own transaction.
+stage = _stage
+
 T = TypeVar("T")
 
 
@@ -243,9 +258,53 @@ class BankTx:
               *, fresh: BankModel | None = None) -> list[tuple[int, Memory]]:
         """Stage ``writes`` and the ``seq`` advance of ``bank`` (or its creation from ``fresh``
         when ``row`` is ``None``); returns the ``(seq, record)`` pairs."""
-        after, changes = stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
+        after, changes = _stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
         self.staged.append((bank, after, changes))
         return changes
+
+    def put_pointer(self, inc: str, fp: str, memory_id: str, *, taking_over: str | None = None) -> None:
+        """Point text fingerprint ``fp`` at ``memory_id``: a new pointer (none may exist), or,
+        with ``taking_over``, the pointer still held by that (retired) memory."""
+        cond = MemoryModel.sk.does_not_exist() if taking_over is None else MemoryModel.memory_id == taking_over
+        self.tx.save(MemoryModel(bank_key=inc, sk=pointer_key(fp), memory_id=memory_id), condition=cond)
+
+    def drop_pointer(self, inc: str, fp: str, memory_id: str) -> None:
+        """Delete the pointer of ``fp``, on condition that it still points at ``memory_id``."""
+        self.tx.delete(MemoryModel(bank_key=inc, sk=pointer_key(fp)), condition=MemoryModel.memory_id == memory_id)
+
+    def check_revision(self, inc: str, memory_id: str, revision: int) -> None:
+        """Commit only while memory ``memory_id`` is still at ``revision``."""
+        self.tx.condition_check(MemoryModel, inc, memory_id, condition=MemoryModel.revision == revision)
+
+    def trash(self, row: BankModel, trashed_to: str) -> None:
+        """Move the live bank ``row`` to the trash entry ``trashed_to`` (conditioned on the row
+        being unchanged since it was read)."""
+        trash = _copy_row(row)
+        trash.name = TRASH_PREFIX + trashed_to
+        trash.trashed_to, trash.trashed_at = trashed_to, now_ms()
+        self.tx.delete(row, condition=(BankModel.incarnation == row.incarnation) & (BankModel.seq == row.seq))
+        self.tx.save(trash, condition=BankModel.name.does_not_exist())
+
+    def restore(self, trash: BankModel, name: str) -> BankModel:
+        """Bring the trash entry ``trash`` back as live bank ``name`` (none may exist); returns
+        the live row as committed."""
+        live = _copy_row(trash)
+        live.name, live.trashed_to, live.trashed_at = name, None, None
+        live.updated_at = now_ms()
+        self.tx.save(live, condition=BankModel.name.does_not_exist())
+        self.tx.delete(trash, condition=BankModel.name.exists())
+        return live
+
+    def set_rule_count(self, row: BankModel, count: int) -> None:
+        """Set the bank's rule count and bump its ``rules_version``, conditioned on the version
+        read in ``row`` (a row written before the field has none)."""
+        version = int(row.rules_version or 0)
+        same = BankModel.rules_version == version
+        if version == 0:
+            same = same | BankModel.rules_version.does_not_exist()
+        self.tx.update(row, actions=[BankModel.rules.set(count), BankModel.rules_version.set(version + 1),
+                                     BankModel.updated_at.set(now_ms())],
+                       condition=(BankModel.incarnation == row.incarnation) & same)
 
 
 def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = None) -> T:
@@ -267,11 +326,153 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
     return result
 
 
+# --- keys and queries of the banks area ---------------------------------------------------------
+
+def _copy_row(row: BankModel) -> BankModel:
+    return BankModel(**{k: getattr(row, k) for k in BankModel.get_attributes()})
+
+
+def pointer_key(fp: str) -> str:
+    """The sort key of the pointer from text fingerprint ``fp`` to the memory holding that text."""
+    return POINTER_PREFIX + fp
+
+
+def get_pointer(inc: str, fp: str) -> MemoryModel | None:
+    """The pointer item of ``fp`` (its ``memory_id``), or ``None``."""
+    return get_item(inc, pointer_key(fp))
+
+
+def list_live_bank_rows(org_id: str) -> list[BankModel]:
+    """Every live bank row of the org, by name (internal namespaces and trash sort before ``0``)."""
+    bind()
+    return list(BankModel.query(org_id, BankModel.name >= "0", consistent_read=True))
+
+
+def list_trash_rows(org_id: str) -> list[BankModel]:
+    """Every trash entry row of the org (``trashed_to``, ``trashed_at`` set)."""
+    bind()
+    return list(BankModel.query(org_id, BankModel.name.startswith(TRASH_PREFIX), consistent_read=True))
+
+
+def get_trash_row(org_id: str, trashed_to: str) -> BankModel | None:
+    """The trash entry ``trashed_to`` (consistent read), or ``None``."""
+    bind()
+    try:
+        return BankModel.get(org_id, TRASH_PREFIX + trashed_to, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def _memory_filter(live_only: bool, tag: str | None) -> Any:
+    cond: Any = MemoryModel.live == True if live_only else None  # noqa: E712 - a pynamodb condition, not a comparison
+    if tag:
+        tc = MemoryModel.tags.contains(tag)
+        cond = tc if cond is None else cond & tc
+    return cond
+
+
+def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int, max_page: int,
+                        live_only: bool, tag: str | None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
+    """Up to ``limit`` memory records of an incarnation newest first (the ``by_order`` index),
+    after the stored keys ``start`` (``{sk, ord}`` of the previous page's last item): ``(records,
+    next)`` where a damaged record is its ``Damaged`` and ``next`` is the last item's ``{sk,
+    ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for."""
+    cond = _memory_filter(live_only, tag)
+    last_key = None
+    if start is not None:
+        last_key = {"bank_key": {"S": inc}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
+    items = MemoryModel.by_order.query(inc, filter_condition=cond, last_evaluated_key=last_key, consistent_read=True,
+                                       page_size=min(limit + 1, max_page) if cond is None else None)
+    out: list[Memory | Damaged] = []
+    last = None
+    for it in items:
+        if len(out) == limit:
+            # the cursor is the last item's stored keys: a damaged record has no order_key() to offer
+            return out, ({"sk": last.sk, "ord": last.ord} if last is not None else None)
+        last = it
+        out.append(decoded(it))
+    return out, None
+
+
+def count_memories(inc: str, *, live_only: bool, tag: str | None) -> int:
+    """How many memory records of an incarnation match the filter (a counting query)."""
+    return int(MemoryModel.by_order.count(inc, filter_condition=_memory_filter(live_only, tag), consistent_read=True))
+
+
+def live_tag_counts(inc: str) -> dict[str, int]:
+    """``{tag: number of live memories carrying it}`` over an incarnation."""
+    counts: dict[str, int] = {}
+    for it in MemoryModel.by_order.query(inc, filter_condition=_memory_filter(True, None), consistent_read=True,
+                                         attributes_to_get=["tags"]):
+        for t in it.tags or ():
+            counts[t] = counts.get(t, 0) + 1
+    return counts
+
+
+def _memory_revision_rows(inc: str, memory_id: str) -> Iterable[RevisionModel]:
+    return RevisionModel.by_memory.query(inc, RevisionModel.rev_key.startswith(f"{memory_id}#"), consistent_read=True)
+
+
+def iter_memory_revisions(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged]]:
+    """``(seq, op, record)`` of every revision of one memory, oldest first; a damaged revision's
+    record is its ``Damaged``."""
+    for rev in _memory_revision_rows(inc, memory_id):
+        yield int(rev.seq), rev.op, revision_record(rev)
+
+
+def scrub_revisions(inc: str, memory_id: str) -> None:
+    """Erase text, entities and tags from every revision of one memory that still holds any; a
+    damaged revision keeps what can be salvaged of it, scrubbed."""
+    for rev in _memory_revision_rows(inc, memory_id):
+        r = revision_record(rev)
+        if isinstance(r, Damaged):  # its content may still be in there: scrub what can be salvaged
+            r = salvage_memory(rev.record, key=memory_id, now=now_ms())
+        elif not (r.text or r.entities or r.tags):
+            continue
+        scrubbed = r.model_copy(update={"text": "", "entities": [], "tags": []}).model_dump(mode="json")
+        rev.update(actions=[RevisionModel.record.set(scrubbed)])
+
+
+def rules_prefix(org_id: str, bank: str) -> str:
+    """``<org>/banks/<bank>/rules/``: where a live bank's rule objects live."""
+    return blobs.org_key(org_id, "banks", bank, "rules") + "/"
+
+
+def trash_rules_prefix(org_id: str, trashed_to: str) -> str:
+    """``<org>/.trash/<trashed_to>/rules/``: where a trashed bank's rule objects wait."""
+    return blobs.org_key(org_id, ".trash", trashed_to, "rules") + "/"
+
+
+def exports_prefix(org_id: str, bank: str) -> str:
+    """``<org>/exports/<bank>/``: a bank's large exports."""
+    return blobs.org_key(org_id, "exports", bank) + "/"
+
+
+def export_key(org_id: str, bank: str) -> str:
+    """A new, unique key for one export file of ``bank``."""
+    return exports_prefix(org_id, bank) + f"{now_ms()}-{uuid.uuid4().hex[:8]}.jsonl"
+
+
+def upload_key(bank: str) -> str:
+    """A new upload key for an import into ``bank``, relative to the org's prefix."""
+    return f"{upload_prefix(bank)}{uuid.uuid4().hex}.jsonl"
+
+
+def upload_prefix(bank: str) -> str:
+    """``imports/<bank>/``: where the uploads for an import into ``bank`` go (org-relative)."""
+    return f"imports/{bank}/"
+
+
+def upload_object(org_id: str, rel: str) -> str:
+    """The bucket key of the org-relative upload key ``rel``."""
+    return blobs.org_key(org_id, rel)
+
+
 def _owner_tag(owner: str) -> str:
     return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:16]
 
 
-def encode_cursor(kind: str, owner: str, data: dict[str, str | int]) -> str:
+def encode_cursor(kind: str, owner: str, data: Mapping[str, str | int]) -> str:
     """An opaque base64url page cursor holding ``data``, bound to the listing that issued it:
     ``kind`` names the listing and ``owner`` what it lists (an org, a bank, a filter), so a
     cursor replayed elsewhere is refused by ``decode_cursor``."""
@@ -280,7 +481,7 @@ def encode_cursor(kind: str, owner: str, data: dict[str, str | int]) -> str:
 
 
 def decode_cursor(cursor: str | None, kind: str, owner: str, fields: dict[str, type],
-                  prefixes: dict[str, str] | None = None) -> dict[str, Any] | None:
+                  prefixes: dict[str, str] | None = None) -> Mapping[str, Any] | None:
     """The ``data`` of a cursor made by ``encode_cursor(kind, owner, data)``, checked to hold
     exactly ``fields`` (name -> ``str``, never empty, or ``int``), each string field named in
     ``prefixes`` starting with its prefix; ``None`` for no cursor. A malformed cursor, or one
@@ -328,6 +529,16 @@ def revision_record(rev: RevisionModel) -> Memory | Damaged:
         return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
     except Damaged as exc:
         return exc
+
+
+def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
+    """The record revision ``seq`` of an incarnation holds (its ``Damaged`` when it cannot be
+    read), or ``None`` when there is no such revision."""
+    bind()
+    try:
+        return revision_record(RevisionModel.get(inc, seq, consistent_read=True))
+    except DoesNotExist:
+        return None
 
 
 def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:

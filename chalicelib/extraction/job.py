@@ -348,11 +348,11 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
         tags = _handles(cand.tags) + ([LEARNED_RULE] if cand.kind == "rule" else [])
         req = SaveRequest(text=cand.text.strip(), entities=_handles(cand.entities), tags=tags[:MAX_HANDLES],
                           session_id=job.session_id[:256])
-        status, body = bank_service.save_memory(
+        saved = bank_service.save_memory(
             job.org_id, job.bank, req, actor=job.actor, confidence=cand.confidence,
             source=Source(session_id=job.session_id[:256], agent=EXTRACTOR_AGENT))
-        memory = body["memory"]
-        if body.get("created"):
+        memory = saved.memory.public() if saved.memory is not None else {}
+        if saved.created:
             out.saved += 1
         else:
             out.reinforced += 1
