@@ -26,6 +26,7 @@ Exit status: 0 ok, 1 a Cairn error or reported import errors, 2 bad arguments or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import getpass
 import json
@@ -251,7 +252,9 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None, err: TextI
     saved = dict(os.environ)  # in-process callers (tests) get their environment back
     try:
         os.environ.update(configure(args.stage))
-        return args.func(args, out, err)
+        # metric lines (stdout on Lambda) go to stderr here: a command's output stays its own
+        with contextlib.redirect_stdout(err):
+            return args.func(args, out, err)
     except UsageError as exc:
         print(f"error: {exc}", file=err)
         return 2

@@ -146,3 +146,14 @@ def test_export_is_inline_whatever_the_configured_cap_and_leaves_the_environment
     assert status == 0 and json.loads(out.splitlines()[0])["text"] == "A memory longer than the tiny inline cap."
     assert os.environ.get("CAIRN_EXPORT_INLINE_BYTES") == "1" and dict(os.environ) == before
     assert get_settings().export_inline_bytes == 1
+
+
+def test_rebuild_metric_lines_go_to_stderr_not_the_commands_output(aws, api, capsys):
+    api.post("/v1/banks/idx/memories", {"text": "Alpha memory for the index"})
+    capsys.readouterr()
+    status, out, err = run("rebuild-indexes", "--org", "default", "--bank", "idx")
+    assert status == 0 and [json.loads(x)["bank"] for x in out.splitlines()] == ["idx"]
+    metrics = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    rebuilt = [m["Event"] for m in metrics if "RebuildMs" in m]
+    assert rebuilt and set(rebuilt) == {"index"}
+    assert "RebuildMs" not in capsys.readouterr().out
