@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from tests.conftest import Api, mint
-from tests.state import assert_unchanged, dump
+from tests.api.conftest import Api, mint
+from tests.api.state import assert_unchanged, dump
 
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
 ROW_KEYS = {"memory_id", "name", "description", "type", "scope", "scope_id", "created", "updated", "content",

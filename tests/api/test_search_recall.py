@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from tests.conftest import mint
+from tests.api.conftest import mint
 
 NOW = 1_800_000_000_000
 DAY = 86_400_000
@@ -215,7 +215,7 @@ def test_purge_removes_text_from_index_files(api, cache):
 
 
 def test_unknown_bank_forbidden_bank_and_namespaces(api, cache, client):
-    from tests.conftest import Api
+    from tests.api.conftest import Api
     status, body = api.post("/v1/banks/nope/recall", {"query": "x"})
     assert status == 404 and body["code"] == "bank_not_found"
     status, body = api.post("/v1/banks/!scope/recall", {"query": "x"})

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pycrdt import Doc, Map, Text
 
-from tests.state import assert_unchanged, contains, dump
-from tests.team_support import MEM, SPACES, Editor, World, b64, unb64
+from tests.api.state import assert_unchanged, contains, dump
+from tests.api.team_support import MEM, SPACES, Editor, World, b64, unb64
 
 V2_UPDATE = bytes.fromhex("0000028d01000001040f0c636f6e74656e7468656c6c6f07050101000001010000")  # yjs encodeStateAsUpdateV2
 

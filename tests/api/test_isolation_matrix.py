@@ -1,7 +1,7 @@
 """The generated isolation matrix: every route of the app's route table x every kind of caller.
 
 Rows come from ``app.routes`` (without the 404/405 answers ``finalize`` adds): each variant of each
-route's request fixture (tests/route_fixtures.py; a route without one is a failing cell) is sent
+route's request fixture (tests/api/route_fixtures.py; a route without one is a failing cell) is sent
 by each grant below. The token kind (person, api_key, service) of a cell is chosen pairwise: for
 one route the grants take consecutive kinds from a hash of the route, so every (route, kind),
 (grant, kind) and (grant, route) pair is covered without the full cartesian product.
@@ -37,8 +37,8 @@ from moto import mock_aws
 
 from infra.local import motolock
 from infra.local.resources import create_resources
-from tests.conftest import Api, mint
-from tests.route_fixtures import CANARY_RE, ROUTES, Call, World, app_routes, missing_fixtures
+from tests.api.conftest import Api, mint
+from tests.api.route_fixtures import CANARY_RE, ROUTES, Call, World, app_routes, missing_fixtures
 
 STACK = "cairn-isomatrix"
 ALL_KINDS = ("person", "api_key", "service")
@@ -539,7 +539,7 @@ class Matrix:
         self.cells += 1
         build = ROUTES.get(route, {}).get(variant) if variant else None
         if build is None:
-            problems = [f"NO FIXTURE: {route} has no request fixture in tests/route_fixtures.py"]
+            problems = [f"NO FIXTURE: {route} has no request fixture in tests/api/route_fixtures.py"]
             self.failed[cid] = problems
             return problems
         # a target is built again only after a call that may have consumed it; a refused call
@@ -608,7 +608,7 @@ def matrix(request):
 
 
 def test_every_route_has_a_request_fixture():
-    """A new route (any method) must get a fixture in tests/route_fixtures.py, and so its cells."""
+    """A new route (any method) must get a fixture in tests/api/route_fixtures.py, and so its cells."""
     from app import app
     missing, stale = missing_fixtures(app)
     assert missing == set(), "routes without a request fixture"

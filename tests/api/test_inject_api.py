@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.inject.render import PARAGRAPH
-from tests.conftest import mint
+from tests.api.conftest import mint
 
 HEAD = "\n\n# Memory — bank: {bank}\n"
 

@@ -29,7 +29,7 @@ import pytest
 
 from chalicelib.fingerprint import fingerprint
 from chalicelib.storage.damage import MAX_TIME_MS
-from tests.conftest import mint
+from tests.api.conftest import mint
 
 H_TEA = "Alice prefers green tea in the morning"
 H_BILLING = "Bob maintains the billing service"
@@ -578,7 +578,7 @@ class Team:
             assert r.status == 200, r.body
 
     def entry(self, title: str, text: str | None = None, accept: bool = False) -> str:
-        from tests.team_support import Editor, b64
+        from tests.api.team_support import Editor, b64
         o = self.o
         eid = o.post(f"{MEM}/entries", {"spaceId": self.space, "kind": "decision", "title": title},
                      token=self.alice).body["id"]

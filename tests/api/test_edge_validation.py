@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import mint
-from tests.route_fixtures import IMPORT_LINES, World, app_routes, missing_fixtures
-from tests.state import assert_unchanged, clients, dump
+from tests.api.conftest import mint
+from tests.api.route_fixtures import IMPORT_LINES, World, app_routes, missing_fixtures
+from tests.api.state import assert_unchanged, clients, dump
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 MID = "fp37dab55090b26303"  # "User prefers short names"
@@ -351,7 +351,7 @@ def test_regression_extraction_skips_items_with_control_characters():
 
 
 def test_team_entry_text_follows_the_body_text_rule(api):
-    from tests.team_support import MEM, SPACES, Editor, b64
+    from tests.api.team_support import MEM, SPACES, Editor, b64
     sid = api.post(SPACES, {"name": "Platform"})[1]["id"]
     assert api.put(f"{SPACES}/{sid}/members/admin", {"permissions": ["context:space:read",
                                                                       "context:space:write"]})[0] == 200
@@ -456,7 +456,7 @@ def world(api):
 
 
 def test_every_json_route_has_a_fixture_body(world, app):
-    """A new POST/PUT/PATCH route must get a fixture in tests/route_fixtures.py (and so the poison
+    """A new POST/PUT/PATCH route must get a fixture in tests/api/route_fixtures.py (and so the poison
     tests); every fixture body that should succeed does."""
     missing, stale = missing_fixtures(app, JSON_METHODS)
     assert missing == set(), "JSON routes without a fixture body"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from chalicelib.settings import ENV_PREFIX, Settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _configuration_section() -> str:

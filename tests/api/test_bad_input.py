@@ -1,6 +1,6 @@
 """Bad input on every bank route and the token routes: each
 case gets its exact status and code, and a dump of every DynamoDB table and S3 object taken
-before the call equals one taken after it (tests/state.py)."""
+before the call equals one taken after it (tests/api/state.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.conftest import mint
-from tests.state import assert_unchanged, clients, dump
+from tests.api.conftest import mint
+from tests.api.state import assert_unchanged, clients, dump
 
 MID = "fp37dab55090b26303"  # "user prefers short names"
 BIG = 5 * 1024 * 1024 + 1

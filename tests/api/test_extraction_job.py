@@ -93,7 +93,7 @@ def memories_or_none(api, bank="work"):
 
 
 def test_hook_bank_defaults_and_validation(api, inline):
-    from tests.state import assert_unchanged, dump
+    from tests.api.state import assert_unchanged, dump
     body = turn("t1", "Remember that I like green tea.")
     body["metadata"] = None
     status, out = api.post("/v1/hooks/turn-completed", body)
@@ -112,8 +112,8 @@ def test_hook_bank_defaults_and_validation(api, inline):
 
 
 def test_hook_respects_the_token_bank_allow_list(api, inline):
-    from tests.conftest import mint
-    from tests.state import assert_unchanged, dump
+    from tests.api.conftest import mint
+    from tests.api.state import assert_unchanged, dump
     limited = mint(permissions=["memory:read", "memory:write"], banks=["allowed"])
     before = dump()
     status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="other"), token=limited)

@@ -9,8 +9,8 @@ import pytest
 
 from chalicelib.auth.principal import PERMISSIONS
 from chalicelib.auth.tokens import token_id_for
-from tests.conftest import Api, mint
-from tests.state import assert_unchanged, dump
+from tests.api.conftest import Api, mint
+from tests.api.state import assert_unchanged, dump
 
 T = "/v1/api/admin/tokens"
 FAR = 4_102_444_800_000  # 2100-01-01 in ms

@@ -3,8 +3,8 @@ restore whole with history, name reuse, and purge leaving no trace of the text."
 
 import boto3
 
-from tests.conftest import mint
-from tests.state import contains, dump
+from tests.api.conftest import mint
+from tests.api.state import contains, dump
 
 SECRET = "The vault code is zebra-4471-quokka"
 
@@ -86,7 +86,7 @@ def test_trash_twice_and_name_reuse(api):
     snap = dump()
     s, e = api.post("/v1/banks/proj/restore", {"trashed_to": t1["trashed_to"]})
     assert (s, e["code"]) == (409, "bank_exists")
-    from tests.state import assert_unchanged
+    from tests.api.state import assert_unchanged
     assert_unchanged(snap)
     s, t2 = api.delete("/v1/banks/proj")
     assert t2["trashed_to"] != t1["trashed_to"]

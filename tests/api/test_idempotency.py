@@ -3,8 +3,8 @@ reinforcing; the same key with a different body is 409 ``conflict``."""
 
 import threading
 
-from tests.conftest import mint
-from tests.state import assert_unchanged, dump
+from tests.api.conftest import mint
+from tests.api.state import assert_unchanged, dump
 
 M = "/v1/banks/idem/memories"
 

@@ -3,8 +3,8 @@ only as SHA-256 digests; grants bounded by the grantor; audited."""
 
 import hashlib
 
-from tests.conftest import mint
-from tests.state import dump
+from tests.api.conftest import mint
+from tests.api.state import dump
 
 T = "/v1/api/admin/tokens"
 
@@ -102,7 +102,7 @@ def test_cannot_widen_bank_allow_list(api):
                  {"kind": "api_key", "permissions": ["memory:read"], "banks": ["main", "secret"]}):
         s, e = api.post(T, body, token=scoped)
         assert (s, e["code"]) == (403, "forbidden"), body
-    from tests.state import assert_unchanged
+    from tests.api.state import assert_unchanged
     assert_unchanged(snap)
     s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"], "banks": ["main"]}, token=scoped)
     assert s == 201 and b["banks"] == ["main"]

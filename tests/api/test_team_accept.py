@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.state import assert_unchanged, dump
-from tests.team_support import MEM, SPACES, World
+from tests.api.state import assert_unchanged, dump
+from tests.api.team_support import MEM, SPACES, World
 
 AWS_PAIR = "Prod key AKIAIOSFODNN7EXAMPLE with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY is in the vault."
 

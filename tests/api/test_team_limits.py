@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.state import assert_unchanged, dump
-from tests.team_support import MEM, Editor, World, unb64
+from tests.api.state import assert_unchanged, dump
+from tests.api.team_support import MEM, Editor, World, unb64
 
 P = "KEYSTONE_CONTEXT_MEMORY_"
 

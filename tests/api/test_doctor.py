@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import mint
+from tests.api.conftest import mint
 
 
 def by_name(body):

@@ -14,7 +14,7 @@ the system's own) a successful call may change besides the side units every call
 its own idempotency and rate rows, access counters and attributions of what it may read); ``None``
 means any unit the caller may write.
 
-tests/test_edge_validation.py sends poison to the JSON bodies; tests/test_isolation_matrix.py sends
+tests/api/test_edge_validation.py sends poison to the JSON bodies; tests/api/test_isolation_matrix.py sends
 every variant with every kind of token. Both fail when a route has no fixture here.
 """
 
@@ -274,7 +274,7 @@ class World:
     # --- team memory --------------------------------------------------------------------------
 
     def _text(self, eid: str, text: str, token: str | None = None) -> None:
-        from tests.team_support import Editor, b64
+        from tests.api.team_support import Editor, b64
         snap = self.call("GET", f"{MEM}/entries/{eid}", token=token)["snapshot"]
         ed = Editor()
         ed.load(snap)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.team import dlp
-from tests.team_support import MEM, SPACES, World
+from tests.api.team_support import MEM, SPACES, World
 
 SECRET = "hunter2x"
 FORMS = [f"password: {SECRET}", f"password={SECRET}", f"PGPASSWORD={SECRET}", f"the password is {SECRET}",

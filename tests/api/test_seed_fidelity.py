@@ -47,7 +47,7 @@ def test_team_memory_projection_cannot_be_reached_through_any_route(api, app):
 
     from chalicelib.core import store
     from chalicelib.team.accept import namespace
-    from tests.team_support import MEM, World
+    from tests.api.team_support import MEM, World
 
     world = World(api)
     e = world.create()

@@ -1,5 +1,5 @@
 """Concurrent saves through the service, in-process moto with
-motolock serialising moto's transactions (tests/conftest.py): optimistic retries resolve every
+motolock serialising moto's transactions (tests/api/conftest.py): optimistic retries resolve every
 conflict, so no write is lost and ``seq`` advances once per commit."""
 
 import threading

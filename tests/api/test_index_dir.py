@@ -12,7 +12,7 @@ from pathlib import Path
 
 from chalicelib.search import index
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRINT_ROOT = ("import os; from chalicelib.search.index import IndexCache; c = IndexCache(); "
               "print(c.root, os.path.isdir(c.root), IndexCache().root == c.root, flush=True)")
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from chalicelib.structured import context
-from tests.conftest import Api, mint
-from tests.state import assert_unchanged, dump
+from tests.api.conftest import Api, mint
+from tests.api.state import assert_unchanged, dump
 
 USER = ["memory:read", "memory:write"]
 

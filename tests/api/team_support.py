@@ -9,7 +9,7 @@ import uuid
 
 from pycrdt import Doc, Text
 
-from tests.conftest import mint
+from tests.api.conftest import mint
 
 MEM = "/api/v1/context/memory"
 SPACES = "/api/v1/context/spaces"

@@ -18,8 +18,8 @@ import pytest
 from moto import mock_aws
 
 from infra.local.resources import create_resources
-from tests.conftest import Api, mint
-from tests.state import assert_unchanged, dump
+from tests.api.conftest import Api, mint
+from tests.api.state import assert_unchanged, dump
 
 KINDS = ("interactive", "coordinator", "child")
 SCOPES = (None, "global", "workstream", "user", "coordinator", "project")
