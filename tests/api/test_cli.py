@@ -45,13 +45,6 @@ def test_local_stage_points_at_the_local_stack(tmp_path, monkeypatch):
     assert status == 2 and "no local stack is running" in err.getvalue()
 
 
-def test_aws_stage_needs_the_deployed_names(monkeypatch):
-    monkeypatch.delenv("CAIRN_TABLE_PREFIX", raising=False)
-    monkeypatch.delenv("CAIRN_BUCKET", raising=False)
-    status, _, err = run("export", "--org", "o", "--bank", "b")
-    assert status == 2 and "CAIRN_TABLE_PREFIX" in err and "CAIRN_BUCKET" in err
-
-
 def test_mint_token_creates_an_org(aws, client):
     status, out, _ = run("mint-token", "--org", "acme", "--kind", "person", "--user-id", "ops",
                          "--permissions", "memory:read,memory:write", "--label", "first")

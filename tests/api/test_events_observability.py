@@ -8,8 +8,6 @@ import logging
 
 import pytest
 
-from chalicelib import metrics
-
 SECRET_TEXT = "Remember that the vault combination is zebra-quartz-1789."
 
 
@@ -55,15 +53,3 @@ def test_request_lines_and_metrics_never_carry_text_or_tokens(api, token, logs, 
     emf = [json.loads(line) for line in out.out.splitlines() if line.startswith('{"_aws"')]
     extraction = [m for m in emf if m["Event"] == "extraction"]
     assert extraction and extraction[0]["ExtractionSaved"] == 1 and extraction[0]["outcome"] == "applied"
-
-
-def test_emf_shape(capsys):
-    doc = metrics.recall_latency(4.25, banks=2, candidates=50, retrieval="bm25-entity")
-    line = json.loads(capsys.readouterr().out.strip())
-    assert line == doc
-    directive = line["_aws"]["CloudWatchMetrics"][0]
-    assert directive["Namespace"] == "Cairn" and directive["Dimensions"] == [["Stage", "Event"]]
-    assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == {
-        "RecallMs": "Milliseconds", "RecallCandidates": "Count", "RecallBanks": "Count"}
-    assert line["RecallMs"] == 4.25 and line["retrieval"] == "bm25-entity" and line["Event"] == "recall"
-    assert isinstance(line["_aws"]["Timestamp"], int)

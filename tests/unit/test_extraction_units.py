@@ -1,14 +1,12 @@
-"""Extraction's pure parts: the transcript window, the tolerant parser and
-the offline extractor. No backend."""
+"""Extraction's pure parts: the transcript window and the tolerant parser. No backend (the
+offline extractor's tests are in tests/api: its module loads the AWS SDK)."""
 
 from __future__ import annotations
 
 import pytest
 
-from chalicelib.extraction.models import OfflineExtractor, backend_name
 from chalicelib.extraction.parse import ExtractionParseError, parse_candidates
 from chalicelib.extraction.transcript import clip_utf8, window
-from chalicelib.settings import Settings
 
 
 def test_clip_never_splits_a_character():
@@ -61,22 +59,3 @@ def test_parser_empty_array_and_bad_items():
     assert parse_candidates("Nothing worth keeping: []") == []
     out = parse_candidates('[{"text": ""}, {"text": 5}, {"text": "Kept.", "entities": "nope"}, {"text": "Also kept."}]')
     assert [c.text for c in out] == ["Also kept."]
-
-
-def test_offline_extractor_patterns():
-    w = window([{"role": "user", "content": "Remember that I deploy on Fridays. My name is Ada Lovelace. "
-                                            "I prefer tabs over spaces. From now on, always write tests first. "
-                                            "My password is hunter2. I am tired right now."},
-                {"role": "assistant", "content": "I prefer to answer briefly."}],
-               position=None, last_id=None, size=12)
-    got = [(c.text, c.kind) for c in OfflineExtractor().extract(w)]
-    assert got == [("I deploy on Fridays.", "memory"), ("My name is Ada Lovelace.", "memory"),
-                   ("I prefer tabs over spaces.", "memory"), ("Always write tests first.", "rule")]
-
-
-def test_auto_backend(monkeypatch):
-    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
-    assert backend_name(Settings(extractor="auto")) == "offline"
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "cairn-dev-run_extraction")
-    assert backend_name(Settings(extractor="auto")) == "bedrock"
-    assert backend_name(Settings(extractor="openai")) == "openai"

@@ -73,25 +73,3 @@ def test_analyzers():
     assert first_person("Where do I live?") and first_person("MY car") and not first_person("Imagine")
     assert "user" in entity_keys("remind me") and "user" not in entity_keys("remind them")
     assert "alice smith" in entity_keys("Did Alice Smith call?")
-
-
-def test_bucket_config_object_layers_over_the_file_under_the_environment(aws, tmp_path, monkeypatch):
-    """Issue 6 item 1: a hand-edited ``config/memory.toml`` in the bucket changes the tuning of
-    every container after its reload event; the environment still wins; an invalid object is
-    refused and the running tuning stays."""
-    from chalicelib.events.reload import reload_config
-    from chalicelib.storage import blobs
-    from chalicelib.tuning import get_tuning
-    f = tmp_path / "memory.toml"
-    f.write_text("[memory]\nfetch_limit = 60\nrecall_limit = 4\n")
-    monkeypatch.setenv("CAIRN_CONFIG_FILE", str(f))
-    assert (get_tuning().fetch_limit, get_tuning().recall_limit) == (60, 4)
-    blobs.put_text("config/memory.toml", "[memory]\nfetch_limit = 77\n")
-    assert reload_config()["action"] == "config_reloaded"
-    assert (get_tuning().fetch_limit, get_tuning().recall_limit) == (77, 4)
-    monkeypatch.setenv("CAIRN_MEMORY_FETCH_LIMIT", "90")
-    assert get_tuning().fetch_limit == 90
-    monkeypatch.delenv("CAIRN_MEMORY_FETCH_LIMIT")
-    blobs.put_text("config/memory.toml", "[memory]\nno_such_key = 1\n")
-    assert reload_config()["action"] == "config_invalid"
-    assert get_tuning().fetch_limit == 77
