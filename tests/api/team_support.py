@@ -86,7 +86,8 @@ class World:
         return self.call(who, "POST", f"{MEM}/entries/{eid}/accept", {"documentSha256": sha})
 
     def retrieve(self, who: str, query: str, spaces: list[str] | None = None, limit: int = 10):
-        return self.call(who, "POST", f"{MEM}/retrieve", {"spaceIds": spaces or [self.space], "query": query, "limit": limit})
+        return self.call(who, "POST", f"{MEM}/retrieve",
+                         {"spaceIds": spaces or [self.space], "query": query, "limit": limit})
 
 
 class Editor:

@@ -138,7 +138,7 @@ def _body_kw(body):
 
 def test_malformed_json(world):
     cases = []
-    for method, tpl, body in ALL_ROUTES:
+    for method, tpl, _body in ALL_ROUTES:
         if method in ("POST", "PUT", "PATCH"):
             cases.append(("json", method, world.path(tpl), {"raw": '{"text": "unterminated'}, 400, "invalid_json"))
     assert len(cases) == 11
@@ -159,7 +159,7 @@ def test_wrong_types_name_the_field(world):
     world.expect(cases)
     named = [(m, t, b, f) for (m, t), (b, f) in WRONG_TYPES.items()] + COERCIBLE
     for method, tpl, body, field in named:
-        s, b = world.api.call(method, world.path(tpl), body=body)
+        _s, b = world.api.call(method, world.path(tpl), body=body)
         assert b["details"]["field"].split(".")[0] == field, (tpl, b)
 
 
@@ -343,7 +343,7 @@ def test_unknown_route_and_wrong_method(world):
 
 def test_semantic_errors_write_nothing(world):
     m = "/v1/banks/main/memories"
-    s, b = world.api.post(m, {"text": "another live memory"})
+    _s, b = world.api.post(m, {"text": "another live memory"})
     other = b["memory"]["id"]
     world.expect([
         ("dup", "PATCH", f"{m}/{other}", {"body": {"text": "user prefers short names"}}, 409, "duplicate_text"),

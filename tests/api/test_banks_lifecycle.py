@@ -173,7 +173,7 @@ def test_purge_scrubs_the_recall_index(api, tmp_path):
         api.post(m, {"text": "Another memory about zebras"})
         s, r = api.post("/v1/banks/vault/recall", {"query": "quokka vault code"})
         assert s == 200 and r["memories"][0]["memory"]["id"] == a["memory"]["id"]
-        s, p = api.post(f"{m}/{a['memory']['id']}/purge")
+        s, _p = api.post(f"{m}/{a['memory']['id']}/purge")
         assert s == 200
         s, r = api.post("/v1/banks/vault/recall", {"query": "quokka vault code"})
         assert s == 200 and all(x["memory"]["id"] != a["memory"]["id"] for x in r["memories"])

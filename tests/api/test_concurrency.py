@@ -44,13 +44,13 @@ def test_twenty_saves_of_one_text(api):
     results = _run_all([_save("Concurrent   SAVE of one text") for _ in range(N)])
     assert sorted(r[0] for r in results) == [200] * (N - 1) + [201]
     assert sorted(r[1]["memory"]["corroboration"] for r in results) == list(range(N))
-    s, b = api.get("/v1/banks/race/memories?include_superseded=true")
+    _s, b = api.get("/v1/banks/race/memories?include_superseded=true")
     assert b["total"] == 1 and len(b["memories"]) == 1
     m = b["memories"][0]
     assert (m["corroboration"], m["revision"]) == (N - 1, N - 1)
     row = _bank()
     assert int(row.seq) == seq0 + N and int(row.memories) == 1
-    s, h = api.get(f"/v1/banks/race/memories/{m['id']}/history")
+    _s, h = api.get(f"/v1/banks/race/memories/{m['id']}/history")
     assert [r["revision"] for r in h["revisions"]] == list(range(N))
 
 
@@ -60,7 +60,7 @@ def test_twenty_saves_of_twenty_texts(api):
     results = _run_all([_save(f"distinct concurrent text number {i}") for i in range(N)])
     assert all(r[0] == 201 for r in results)
     assert len({r[1]["memory"]["id"] for r in results}) == N
-    s, b = api.get("/v1/banks/race/memories?limit=100")
+    _s, b = api.get("/v1/banks/race/memories?limit=100")
     assert b["total"] == N and len(b["memories"]) == N
     row = _bank()
     assert int(row.seq) == seq0 + N and int(row.memories) == N and int(row.records) == N

@@ -54,7 +54,7 @@ def test_advisory_failures_do_not_fail_the_doctor(api, monkeypatch):
     monkeypatch.setenv("CAIRN_EXTRACTOR", "openai")
     monkeypatch.setenv("CAIRN_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
     monkeypatch.setenv("CAIRN_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/123456789012/missing.fifo")
-    status, body = api.get("/v1/doctor")
+    _status, body = api.get("/v1/doctor")
     checks = by_name(body)
     assert checks["model_reachable"]["ok"] is False and "unreachable" in checks["model_reachable"]["detail"]
     assert checks["queue_reachable"]["ok"] is False

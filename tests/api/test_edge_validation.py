@@ -161,7 +161,7 @@ def test_regression_import_refuses_integers_out_of_range(bank):
             assert s == 200 and b["imported"] == 0 and b["errors"][0]["line"] == 1, b
             assert b["errors"][0]["error"].startswith(OUT_OF_RANGE[i][0]), b
     good = '{"text": "a good memory", "created_at": 253402300799999, "corroboration": 9007199254740991}'
-    s, b = bank.post("/v1/banks/main/import", raw="\n".join(bad + [good]), headers=NDJSON)
+    s, b = bank.post("/v1/banks/main/import", raw="\n".join([*bad, good]), headers=NDJSON)
     assert s == 200 and b["imported"] == 1, b
     assert [e["line"] for e in b["errors"]] == list(range(1, len(bad) + 1)), b
     # the index holds what was imported: recall and the hook keep answering
@@ -399,12 +399,12 @@ def _leaves(value, at=()):
     each object."""
     yield at
     if isinstance(value, dict):
-        yield at + (MARK,)
+        yield (*at, MARK)
         for k, v in value.items():
-            yield from _leaves(v, at + (k,))
+            yield from _leaves(v, (*at, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _leaves(v, at + (i,))
+            yield from _leaves(v, (*at, i))
 
 
 def _poisoned(body, at, fragment: str, as_key: bool = False) -> str:
@@ -429,7 +429,8 @@ def _string(s: str) -> str:
 SURROGATE_FRAGMENTS = [_string(s) for s in ("\ud800", "a\udfffb", "\udc00\ud800", "x" * 300 + "\udbff",
                                             "\ude00 tail")]
 CONTROL_FRAGMENTS = [_string(s) for s in ("\u0000", "a\u0001b", "line\nbreak", "tab\there", "\u001b[31mred",
-                                          "del\u007f", "c1\u0085\u009f", "sep\u2028\u2029", "cr\r", "nul in \u0000 text",
+                                          "del\u007f", "c1\u0085\u009f", "sep\u2028\u2029", "cr\r",
+                                          "nul in \u0000 text",
                                           "\u000b\u000c", "\u001c\u001d\u001e\u001f")]
 NUMBER_FRAGMENTS = ["9007199254740992", "-9007199254740992", "9223372036854775808", "18446744073709551616",
                     "1" + "0" * 400, "1e400", "-1e400", "1e308", "NaN", "Infinity", "-Infinity", "1.5e16",

@@ -17,7 +17,7 @@ def test_every_event_function_is_wired_with_the_api_environment():
     resources = load_template()["Resources"]
     env = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     assert {s.name for s in app.event_sources} == set(EVENT_FUNCTIONS)
-    for name, logical in EVENT_FUNCTIONS.items():
+    for _name, logical in EVENT_FUNCTIONS.items():
         assert resources[logical]["Properties"]["Environment"]["Variables"] == env, logical
 
 

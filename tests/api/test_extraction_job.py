@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import boto3
 import pytest
@@ -119,7 +120,8 @@ def test_hook_respects_the_token_bank_allow_list(api, inline):
     status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="other"), token=limited)
     assert status == 403 and out["code"] == "forbidden"
     assert_unchanged(before)
-    status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="allowed"), token=limited)
+    status, out = api.post("/v1/hooks/turn-completed", turn("t1", "Remember that x is y.", bank="allowed"),
+                           token=limited)
     assert status == 202 and out["outcome"]["saved"] == 1
 
 
@@ -142,7 +144,8 @@ def test_invalid_json_leaves_the_cursor_and_a_retry_succeeds(aws, api):
         jobs.run_job(first, Canned("Sure! [{\"text\": \"broken\", \"tags\": [],}]"))
     assert jobs.get_cursor("default", SESSION) is None
     good = Canned('Here you go:\n```json\n[{"text": "The team chose Kafka for billing events.", '
-                  '"entities": ["Kafka"], "tags": ["billing"], "confidence": "inferred", "kind": "memory"}]\n```\nDone.')
+                  '"entities": ["Kafka"], "tags": ["billing"], "confidence": "inferred", "kind": "memory"}]'
+                  '\n```\nDone.')
     outcome = jobs.run_job(first, good)
     assert outcome.saved == 1 and good.calls == 1
     [mem] = memories(api)
@@ -160,7 +163,7 @@ def test_caps_bounds_and_rule_lines(aws, api):
     assert outcome.rule_lines == 3 and outcome.skipped == 2 + 2 + 2  # out of bounds, over each cap
     assert len(memories(api)) == 11
     assert sum("learned" in m["tags"] for m in memories(api)) == 3
-    status, body = api.get("/v1/banks/work/rules")
+    _status, body = api.get("/v1/banks/work/rules")
     [learned] = body["rules"]
     assert learned["name"] == "learned"
     assert learned["content"].count("\n- ") + learned["content"].startswith("- ") == 3
@@ -179,10 +182,10 @@ def test_rule_lines_are_deduplicated_and_hand_edits_kept(aws, api):
 
 
 def test_pinned_and_retired_memories_are_left_alone(aws, api):
-    status, pinned = api.post("/v1/banks/work/memories", {"text": "The API is written in Go.", "pinned": True})
-    status, retired = api.post("/v1/banks/work/memories", {"text": "The UI uses jQuery."})
+    _status, pinned = api.post("/v1/banks/work/memories", {"text": "The API is written in Go.", "pinned": True})
+    _status, retired = api.post("/v1/banks/work/memories", {"text": "The UI uses jQuery."})
     api.delete(f"/v1/banks/work/memories/{retired['memory']['id']}")
-    status, live = api.post("/v1/banks/work/memories", {"text": "Deploys happen on Fridays."})
+    _status, live = api.post("/v1/banks/work/memories", {"text": "Deploys happen on Fridays."})
     reply = json.dumps([{"text": t} for t in ("The API is written in Go.", "The UI uses jQuery.",
                                                "Deploys happen on Fridays.")])
     outcome = jobs.run_job(make(["Talking about our stack: Go, jQuery, Friday deploys."]), Canned(reply))
@@ -216,13 +219,14 @@ def test_bedrock_invalid_reply_fails_without_moving_the_cursor(aws):
             "stopReason": "end_turn", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
             "metrics": {"latencyMs": 1}})
         with pytest.raises(ExtractionParseError):
-            jobs.run_job(make(["Some long enough conversation text here."]), BedrockExtractor(get_settings(), client=client))
+            jobs.run_job(make(["Some long enough conversation text here."]),
+                         BedrockExtractor(get_settings(), client=client))
     assert jobs.get_cursor("default", SESSION) is None
 
 
 class _FakeOpenAI(BaseHTTPRequestHandler):
-    replies: list[str] = []
-    seen: list[dict] = []
+    replies: ClassVar[list[str]] = []
+    seen: ClassVar[list[dict]] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

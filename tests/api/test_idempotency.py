@@ -98,7 +98,7 @@ def test_no_empty_transactions(api, monkeypatch):
     api.post("/v1/banks", {"name": "idem"})
     api.post("/v1/banks", {"name": "idem"})  # ensure: nothing to write
     h = {"Idempotency-Key": "k"}
-    s, b = api.post(M, {"text": "replayed memory"}, headers=h)
+    _s, b = api.post(M, {"text": "replayed memory"}, headers=h)
     api.post(M, {"text": "replayed memory"}, headers=h)  # replay
     mid = b["memory"]["id"]
     api.delete(f"{M}/{mid}")

@@ -245,7 +245,7 @@ class Placement:
                 # the global row: its version (seq; a row not yet bumped counts as 0) is every
                 # org's; the last good tuning it keeps is the operator's configuration
                 version = [(("_system", "config"), {"seq": a.get("seq")})] if int(a.get("seq") or 0) else []
-                return version + [(("_system", "tuning"), {k: v for k, v in a.items() if k != "seq"})]
+                return [*version, (("_system", "tuning"), {k: v for k, v in a.items() if k != "seq"})]
             return [(self.bank_unit(a["org_id"], a["name"], a.get("bank_name")), a)]
         if table in ("memories", "revisions"):
             return [(self.incarnations.get(a["bank_key"], ("?", "incarnation", a["bank_key"])), a)]
@@ -416,9 +416,7 @@ def writable(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
         return c.org_wide and c.has("memory:write")
     if kind == "rates":
         return unit[2] == c.member_id
-    if kind == "audit":
-        return True
-    return False
+    return kind == "audit"
 
 
 def _declared(c: Caller, unit: tuple[str, ...], call: Call) -> bool:

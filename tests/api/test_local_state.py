@@ -109,8 +109,8 @@ def test_every_kind_of_write_survives_a_crash_and_replays(server):
     with pytest.raises(ddb.exceptions.TransactionCanceledException):  # cancelled: nothing of it kept
         ddb.transact_write_items(TransactItems=[
             {"Put": {"TableName": TABLE, "Item": {"key": {"S": "never"}}}},
-            {"Put": {"TableName": TABLE, "Item": {"key": {"S": "txn"}}, "ConditionExpression": "attribute_not_exists(#k)",
-                     "ExpressionAttributeNames": {"#k": "key"}}}])
+            {"Put": {"TableName": TABLE, "Item": {"key": {"S": "txn"}},
+                     "ConditionExpression": "attribute_not_exists(#k)", "ExpressionAttributeNames": {"#k": "key"}}}])
     s3.put_object(Bucket=bucket, Key="o/banks/b/rules/style.md", Body=b"# hi", ContentType="text/markdown",
                   Metadata={"who": "me"})
     s3.put_object(Bucket=bucket, Key="o/odd name?.bin", Body=bytes(range(256)) * 100)

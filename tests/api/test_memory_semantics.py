@@ -45,7 +45,7 @@ def test_reinforce(api):
     assert m["id"] == first["memory"]["id"]
     assert m["text"] == "Alice owns billing" and m["entities"] == ["alice"]
     assert (m["corroboration"], m["revision"], m["pinned"], m["confidence"]) == (1, 1, True, "stated")
-    assert m["tags"] == tags + ["x", "y"]
+    assert m["tags"] == [*tags, "x", "y"]
     assert b["details"] == {"tags_dropped": ["z", "w"]}
     assert m["created_at"] == first["memory"]["created_at"] and m["updated_at"] >= m["created_at"]
     # pinned stays true when a later save does not ask for it
@@ -224,7 +224,7 @@ def test_tags_most_used_first(api):
     save(api, "tag three memory", tags=["common", "mid"])
     _, d = save(api, "tag four memory", tags=["common", "gone"])
     api.delete(f"{M}/{d['memory']['id']}")
-    s, b = api.get(B + "/tags")
+    _s, b = api.get(B + "/tags")
     assert b["tags"] == [{"tag": "common", "count": 3}, {"tag": "mid", "count": 2}, {"tag": "rare", "count": 1}]
 
 
@@ -296,7 +296,7 @@ def test_counts_through_everything(api):
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 1}
     api.put(B + "/rules/style", {"content": "  \n"})
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 0}
-    s, listing = api.get("/v1/banks")
+    _s, listing = api.get("/v1/banks")
     assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0}]
 
 

@@ -400,8 +400,9 @@ def seed_structured(o: Org, victims: list[str], scopes: tuple[str, ...] = ("glob
     for n in victims:
         for scope in scopes:
             ids[n, scope] = str(uuid.uuid4())
-            rows.append({"memory_id": ids[n, scope], "name": f"v_{n}", "content": "Victim: deploy via the red pipeline.",
-                         "description": "deploy victim", "scope": scope, "scope_id": "" if scope == "global" else o.user})
+            rows.append({"memory_id": ids[n, scope], "name": f"v_{n}",
+                         "content": "Victim: deploy via the red pipeline.", "description": "deploy victim",
+                         "scope": scope, "scope_id": "" if scope == "global" else o.user})
     r = o.post("/v1/api/admin/memories/import", raw=b"\n".join(json.dumps(x).encode() for x in rows),
                ctype="application/x-ndjson")
     assert r.status == 200 and r.body["imported"] == len(rows), r.body
@@ -426,8 +427,10 @@ def read_structured(o: Org) -> dict[str, Resp]:
         "search": o.post("/v1/api/memories/search", {"query": "deploy pipeline tea"}),
         "get": o.get("/v1/api/memories/deploy_process"),
         "admin_list": o.get("/v1/api/admin/memories"), "admin_search": o.get("/v1/api/admin/memories/search?q=deploy"),
-        "tool_list": o.post(tool, {"action": "list"}), "tool_search": o.post(tool, {"action": "search", "query": "deploy"}),
-        "context": o.post(f"/v1/api/sessions/{sid}/context", {"messages": [{"role": "user", "content": "how do we deploy?"}]}),
+        "tool_list": o.post(tool, {"action": "list"}),
+        "tool_search": o.post(tool, {"action": "search", "query": "deploy"}),
+        "context": o.post(f"/v1/api/sessions/{sid}/context",
+                          {"messages": [{"role": "user", "content": "how do we deploy?"}]}),
         "audit": o.get("/v1/api/admin/audit"),
     }
 
@@ -453,7 +456,7 @@ def test_structured_records_poisoned_at_rest(client):
     assert "x-cairn-damaged" not in reads["list_user"].headers
     assert "deploy_process" in [m["name"] for m in reads["search"].body["memories"]]
     assert "Deploy via the blue pipeline." in reads["context"].body["system_message"]
-    for (name, _scope), mid in ids.items():
+    for (name, _scope), mid in ids.items():  # noqa: B007 - the last id is used after the loop
         r = o.get(f"/v1/api/memories/v_{name}")
         assert r.status == 409 and r.body["code"] == "damaged", (name, r.body)
     assert o.get(f"/v1/api/admin/memories/{mid}").status == 409

@@ -70,7 +70,8 @@ def test_two_containers_interleaved_writes_agree(pair):
     check(a, b)
     ok(a.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday"}))  # corroborate
     check(a, b)
-    m3 = ok(b.call("POST", "/v1/banks/main/memories", {"text": "Alice drinks green tea", "entities": ["alice"]}))["memory"]
+    m3 = ok(b.call("POST", "/v1/banks/main/memories",
+                   {"text": "Alice drinks green tea", "entities": ["alice"]}))["memory"]
     ok(b.call("POST", "/v1/banks/main/memories", {"text": "東京都の天気は晴れです"}))
     check(a, b)
     ok(a.call("PATCH", f"/v1/banks/main/memories/{m3['id']}", {"text": "Alice drinks jasmine tea and coffee"}))

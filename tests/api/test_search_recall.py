@@ -112,7 +112,8 @@ def test_score_formula_and_signals(api, cache, monkeypatch):
     s = hit["signals"]
     assert s["entity"] == 1.0 and s["pinned"] == 1.0 and s["corroboration"] == 1.0
     assert s["bm25"] > 0
-    assert s["recency"] == pytest.approx(max(0.5 ** ((30 * DAY - (hit["memory"]["updated_at"] - m["updated_at"])) / DAY / 30), 0.35))
+    assert s["recency"] == pytest.approx(
+        max(0.5 ** ((30 * DAY - (hit["memory"]["updated_at"] - m["updated_at"])) / DAY / 30), 0.35))
     base = s["bm25"] + 0.6 * 1 + 0.3 * math.log(2) + 0.75
     assert hit["score"] == pytest.approx(base * s["recency"])
     # very old: the recency floor holds
@@ -132,7 +133,7 @@ def test_ties_break_by_updated_at_then_id(api, cache, monkeypatch):
     c = save(api, "alpha token six")
     monkeypatch.setattr(service, "now_ms", clock.now_ms)
     hits = recall(api, "alpha token")
-    assert [h["memory"]["id"] for h in hits] == [c["id"]] + sorted([a["id"], b["id"]])
+    assert [h["memory"]["id"] for h in hits] == [c["id"], *sorted([a["id"], b["id"]])]
     assert hits[1]["score"] == hits[2]["score"]
     # and the same order every time
     assert [h["memory"]["id"] for h in recall(api, "alpha token")] == [h["memory"]["id"] for h in hits]
@@ -204,12 +205,13 @@ def test_purged_text_is_gone_from_recall_and_as_of(api, cache):
 
 def test_purge_removes_text_from_index_files(api, cache):
     import os
+    from pathlib import Path
     a = save(api, "Credit card 4111 vermilionword")
     save(api, "another memory stays")
     assert texts(recall(api, "vermilionword")) == [a["text"]]
     api.post(f"/v1/banks/main/memories/{a['id']}/purge")
     entry = cache.get("default", "main")
-    blob = b"".join(open(os.path.join(entry.path, f), "rb").read() for f in os.listdir(entry.path))
+    blob = b"".join(Path(entry.path, f).read_bytes() for f in os.listdir(entry.path))
     assert b"vermilionword" not in blob
     assert texts(recall(api, "another")) == ["another memory stays"]
 

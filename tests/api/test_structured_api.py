@@ -64,7 +64,7 @@ def test_concurrent_saves_of_one_identity_make_one_memory(alice):
         t.join()
     assert sorted(s for s, _ in results) == [200] * 5 + [201]
     assert len({b["memory_id"] for _, b in results}) == 1
-    s, lst = alice.get("/v1/api/memories")
+    _s, lst = alice.get("/v1/api/memories")
     assert lst["total"] == 1
 
 
@@ -78,9 +78,12 @@ def test_concurrent_saves_of_one_identity_make_one_memory(alice):
     ({"description": None}, 400, "validation_error", "description is required and must be non-empty"),
     ({"content": " "}, 400, "validation_error", "content is required"),
     ({"content": "x" * 65537}, 400, "validation_error", "content exceeds 65536 character limit"),
-    ({"type": "nope"}, 400, "invalid_type", "invalid type: nope; must be one of ['feedback', 'general', 'reference', 'user']"),
-    ({"scope": "coordinator"}, 400, "invalid_scope", "invalid scope: coordinator; must be one of ['global', 'user', 'workstream']"),
-    ({"scope": "project"}, 400, "invalid_scope", "invalid scope: project; must be one of ['global', 'user', 'workstream']"),
+    ({"type": "nope"}, 400, "invalid_type",
+     "invalid type: nope; must be one of ['feedback', 'general', 'reference', 'user']"),
+    ({"scope": "coordinator"}, 400, "invalid_scope",
+     "invalid scope: coordinator; must be one of ['global', 'user', 'workstream']"),
+    ({"scope": "project"}, 400, "invalid_scope",
+     "invalid scope: project; must be one of ['global', 'user', 'workstream']"),
     ({"scope": "global", "scope_id": "x"}, 400, "validation_error", "scope_id is not allowed with global scope"),
     ({"scope": "workstream"}, 400, "validation_error", "scope_id is required for workstream scope"),
     ({"scope": "workstream", "scope_id": "ws_missing"}, 404, "workstream_not_found", "Workstream not found"),
@@ -120,7 +123,7 @@ def test_user_and_workstream_scopes_bind_to_caller(alice, bob):
 
 def test_other_org_sees_nothing(alice, client):
     save(alice)
-    other = Api(client, mint(org="other", user_id="alice", permissions=USER + ["admin.memories"]))
+    other = Api(client, mint(org="other", user_id="alice", permissions=[*USER, "admin.memories"]))
     s, b = other.get("/v1/api/memories")
     assert b["total"] == 0
     s, b = other.get("/v1/api/memories/deploy_process")
@@ -204,12 +207,14 @@ def test_admin_import_turnstone_rows(api):
         '{"name": "x", "description": "", "content": "c"}',
         '{"name": "g1", "description": "d", "scope": "global", "content": "c2"}',
     ]
-    s, b = api.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers={"Content-Type": "application/x-ndjson"})
+    s, b = api.post("/v1/api/admin/memories/import", raw="\n".join(rows),
+                    headers={"Content-Type": "application/x-ndjson"})
     assert s == 200, b
     assert b["imported"] == 2 and b["skipped"] == 0
     assert [e["line"] for e in b["errors"]] == [2, 3]
     s, g = api.get("/v1/api/admin/memories/6f1c0e1e-6d0b-4c55-9a37-2e1f0f1d2c3b")
-    assert s == 200 and g["name"] == "old_rule" and g["scope"] == "coordinator" and g["created"] == "2026-03-10T10:00:00"
+    assert (s == 200 and g["name"] == "old_rule" and g["scope"] == "coordinator"
+            and g["created"] == "2026-03-10T10:00:00")
     assert g["access_count"] == 4 and g["last_accessed"] == "2026-03-13T00:00:00"
     s, b = api.post("/v1/api/admin/memories/import", raw=rows[0], headers={"Content-Type": "application/x-ndjson"})
     assert b == {"imported": 0, "skipped": 1, "errors": []}

@@ -44,7 +44,8 @@ def save(api, name, content, description="", **kw):
 def test_render_exact():
     rows = [{"name": "a_b", "type": "feedback", "scope": "user", "description": 'say "hi" & <go>',
              "content": "line1\nline2 <tag> & \"q\""},
-            {"name": "long", "type": "general", "scope": "global", "description": "", "content": "x" * 499 + "\n" + "y" * 10}]
+            {"name": "long", "type": "general", "scope": "global", "description": "",
+             "content": "x" * 499 + "\n" + "y" * 10}]
     assert context.render(rows, 7) == (
         "<memories>\n"
         '  <memory name="a_b" type="feedback" scope="user" description="say &quot;hi&quot; &amp; &lt;go&gt;">'
@@ -77,12 +78,12 @@ def test_injection_through_the_route_and_touch_counts(alice):
         "</memories>\n\n"
         "You have 2 memories in scope. Use memory(action='search') or memory(action='list') for more.")
     assert b["candidates"] >= 1 and b["in_scope"] == 2 and b["nudge"] is None
-    s, g = alice.get("/v1/api/memories/deploy_process")
+    _s, g = alice.get("/v1/api/memories/deploy_process")
     assert g["access_count"] == 1 and g["last_accessed"]
     turn(alice, sid, "deploy canary again")
-    s, g = alice.get("/v1/api/memories/deploy_process")
+    _s, g = alice.get("/v1/api/memories/deploy_process")
     assert g["access_count"] == 2 and g["updated"] == m["updated"]  # a touch is not an update
-    s, u = alice.get("/v1/api/memories/unrelated")
+    _s, u = alice.get("/v1/api/memories/unrelated")
     assert u["access_count"] == 0 and u["last_accessed"] == ""
 
 
@@ -162,7 +163,8 @@ def test_needle_among_5000_later_memories(alice, api):
               "description": "Which ingress controller production uses", "type": "reference", "scope": "global",
               "scope_id": "", "content": "Production ingress runs the zebrafish controller behind the edge proxy.",
               "created": "2026-01-02T03:04:05", "updated": "2026-01-02T03:04:05"}
-    s, b = api.post("/v1/api/admin/memories/import", raw=json.dumps(needle), headers={"Content-Type": "application/x-ndjson"})
+    s, b = api.post("/v1/api/admin/memories/import", raw=json.dumps(needle),
+                    headers={"Content-Type": "application/x-ndjson"})
     assert b["imported"] == 1
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
              "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
@@ -173,7 +175,8 @@ def test_needle_among_5000_later_memories(alice, api):
                                  "scope": "global" if i % 2 else "user", "scope_id": "" if i % 2 else "alice",
                                  "content": f"{' '.join(w)} production edge proxy ingress note {i}",
                                  "created": "2026-06-01T00:00:00", "updated": f"2026-06-{1 + i % 28:02d}T00:00:00"}))
-    s, b = api.post("/v1/api/admin/memories/import", raw="\n".join(lines), headers={"Content-Type": "application/x-ndjson"})
+    s, b = api.post("/v1/api/admin/memories/import", raw="\n".join(lines),
+                    headers={"Content-Type": "application/x-ndjson"})
     assert (s, b["imported"], b["errors"]) == (200, 5000, []), b
     s, newest = api.get("/v1/api/admin/memories?limit=200")
     assert needle["memory_id"] not in {m["memory_id"] for m in newest["memories"]}
@@ -215,7 +218,7 @@ def test_hint_counts_the_memories_in_scope_not_the_matches(alice):
         "You have 1 memory in scope. Use memory(action='search') or memory(action='list') for more.")
     for i in range(4):
         save(alice, f"lunch_{i}", f"Lunch option {i} is pasta.")  # in scope, never matching
-    s, _ = alice.post("/v1/api/memories", {"name": "mine", "content": "my deploy note", "description": "x",
+    _s, _ = alice.post("/v1/api/memories", {"name": "mine", "content": "my deploy note", "description": "x",
                                            "scope": "user"})
     b = turn(alice, sid, "how do we deploy?")
     assert b["candidates"] == 2 and b["in_scope"] == 6

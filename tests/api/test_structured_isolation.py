@@ -83,7 +83,7 @@ def backend():
 
 def _world(client, org: str, kind: str, access: str):
     """alice's session of ``kind`` in a fresh org with a probe memory in every namespace."""
-    admin = Api(client, mint(org=org, user_id="root", permissions=USER + ["admin.memories"]))
+    admin = Api(client, mint(org=org, user_id="root", permissions=[*USER, "admin.memories"]))
     alice = Api(client, mint(org=org, user_id="alice", permissions=USER))
     owner = Api(client, mint(org=org, user_id="owner", permissions=USER))
     rows = "\n".join(json.dumps({"name": "probe", "description": f"probe in {s}", "content": f"probe content {s}",
@@ -122,7 +122,7 @@ def world(client, kind: str, access: str) -> tuple[Api, Api, str, str]:
     if (kind, access) not in _worlds:
         org = f"w{next(_counter)}"
         alice, sid = _world(client, org, kind, access)
-        admin = Api(client, mint(org=org, user_id="root", permissions=USER + ["admin.memories"]))
+        admin = Api(client, mint(org=org, user_id="root", permissions=[*USER, "admin.memories"]))
         _worlds[(kind, access)] = (alice, admin, sid, org)
     return _worlds[(kind, access)]
 
@@ -130,7 +130,8 @@ def world(client, kind: str, access: str) -> tuple[Api, Api, str, str]:
 def _restore(admin: Api, scope: str, scope_id: str) -> None:
     row = {"name": "probe", "description": f"probe in {scope}", "content": f"probe content {scope}", "scope": scope,
            "scope_id": scope_id, "type": "general"}
-    s, b = admin.post("/v1/api/admin/memories/import", raw=json.dumps(row), headers={"Content-Type": "application/x-ndjson"})
+    s, b = admin.post("/v1/api/admin/memories/import", raw=json.dumps(row),
+                      headers={"Content-Type": "application/x-ndjson"})
     assert (s, b["imported"]) == (200, 1), b
 
 
@@ -181,7 +182,8 @@ def test_session_matrix(backend, kind, scope, action, access):
 
 REST_CALLS = {
     "list": lambda api, q: api.get("/v1/api/memories?" + q),
-    "search": lambda api, q: api.post("/v1/api/memories/search", {"query": "probe", **dict(p.split("=") for p in q.split("&"))}),
+    "search": lambda api, q: api.post("/v1/api/memories/search",
+                                      {"query": "probe", **dict(p.split("=") for p in q.split("&"))}),
     "get": lambda api, q: api.get("/v1/api/memories/probe?" + q),
     "delete": lambda api, q: api.delete("/v1/api/memories/probe?" + q),
     "save": lambda api, q: api.post("/v1/api/memories", {"name": "probe", "content": "x", "description": "x",
@@ -225,7 +227,7 @@ def test_sessions_answer_only_their_user(backend, caller, route):
 
 def test_service_principal_acts_for_a_user(backend):
     *_, org = world(backend, "interactive", "none")
-    svc = Api(backend, mint(org=org, kind="service", user_id="svc", permissions=USER + ["service"]))
+    svc = Api(backend, mint(org=org, kind="service", user_id="svc", permissions=[*USER, "service"]))
     s, sess = svc.post("/v1/api/sessions", {"kind": "coordinator", "user_id": "alice"})
     assert s == 201 and sess["user_id"] == "alice"
     s, b = svc.post(f"/v1/api/sessions/{sess['session_id']}/memory", {"action": "get", "name": "probe"})

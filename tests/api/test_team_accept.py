@@ -1,5 +1,6 @@
-"""Review, accept, DLP, supersede and retrieval of team memory: separation of duties, the document hash, DLP policies, supersede-on-accept in one
-transaction, pending changes never reaching retrieval, attribution."""
+"""Review, accept, DLP, supersede and retrieval of team memory: separation of duties, the document
+hash, DLP policies, supersede-on-accept in one transaction, pending changes never reaching
+retrieval, attribution."""
 
 from __future__ import annotations
 
@@ -99,8 +100,8 @@ def test_dlp_redact_indexes_redacted_text(world):
 def test_dlp_drop_and_block_source_refuse(world, api, policy):
     api.patch(f"{SPACES}/{world.space}", {"dlp_policy": policy})
     e = world.create()
-    world.write_text("alice", e["id"], "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7x\n-----END RSA PRIVATE KEY-----\n"
-                     "and the token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    world.write_text("alice", e["id"], "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7x\n"
+                     "-----END RSA PRIVATE KEY-----\nand the token ghp_abcdefghijklmnopqrstuvwxyz0123456789")
     before = dump()
     st, body = world.accept("bob", e["id"])
     assert (st, body["code"]) == (422, "dlp_blocked")

@@ -9,7 +9,8 @@ from pycrdt import Doc, Map, Text
 from tests.api.state import assert_unchanged, contains, dump
 from tests.api.team_support import MEM, SPACES, Editor, World, b64, unb64
 
-V2_UPDATE = bytes.fromhex("0000028d01000001040f0c636f6e74656e7468656c6c6f07050101000001010000")  # yjs encodeStateAsUpdateV2
+# yjs encodeStateAsUpdateV2
+V2_UPDATE = bytes.fromhex("0000028d01000001040f0c636f6e74656e7468656c6c6f07050101000001010000")
 
 
 @pytest.fixture
@@ -145,7 +146,8 @@ def test_client_id_owned(world):
 
 def test_meta_version_conflict_and_patch(world):
     e = world.create()
-    st, body = world.call("alice", "PATCH", f"{MEM}/entries/{e['id']}", {"title": "Use Postgres 16", "ifMetaVersion": 1})
+    st, body = world.call("alice", "PATCH", f"{MEM}/entries/{e['id']}",
+                          {"title": "Use Postgres 16", "ifMetaVersion": 1})
     assert st == 200 and body["metaVersion"] == 2 and body["title"] == "Use Postgres 16"
     before = dump()
     st, body = world.call("bob", "PATCH", f"{MEM}/entries/{e['id']}", {"title": "Use MySQL", "ifMetaVersion": 1})
@@ -174,7 +176,8 @@ def test_collab_switch_gates_create_patch_update_accept_not_read_supersede_archi
     assert st == 200
     before = dump()
     code = "context.collab_policy.capability_disabled"
-    assert world.call("alice", "POST", f"{MEM}/entries", {"spaceId": world.space, "kind": "note", "title": "t"})[1]["code"] == code
+    assert world.call("alice", "POST", f"{MEM}/entries",
+                      {"spaceId": world.space, "kind": "note", "title": "t"})[1]["code"] == code
     assert world.call("alice", "PATCH", f"{MEM}/entries/{e['id']}", {"title": "t2"})[1]["code"] == code
     assert world.post_update("alice", e["id"], Editor().insert(0, "x"))[1]["code"] == code
     st, body = world.call("bob", "POST", f"{MEM}/entries/{e['id']}/accept", {"documentSha256": "0" * 64})
@@ -198,7 +201,8 @@ def test_permission_matrix(world):
     assert (st, body["code"]) == (403, "forbidden")
     # write grant without read: indistinguishable from a missing entry
     for who in ("writer", "stranger", "other"):
-        for method, path, body_ in (("GET", f"{MEM}/entries/{eid}", None), ("PATCH", f"{MEM}/entries/{eid}", {"title": "x"}),
+        for method, path, body_ in (("GET", f"{MEM}/entries/{eid}", None),
+                                    ("PATCH", f"{MEM}/entries/{eid}", {"title": "x"}),
                                     ("GET", f"{MEM}/entries/{eid}/updates", None),
                                     ("GET", f"{MEM}/entries/{eid}/history", None),
                                     ("POST", f"{MEM}/entries/{eid}/archive", None)):
@@ -255,7 +259,8 @@ def test_list_filters_search_and_snippet_dlp(world):
     assert [x["id"] for x in body["entries"]] == [b["id"]]
     st, body = world.call("reader", "GET", f"{MEM}/entries?spaceId={world.space}&q=questions")
     assert [x["id"] for x in body["entries"]] == [a["id"]]
-    assert "ops@example.com" not in body["entries"][0]["snippet"] and "[REDACTED:email]" in body["entries"][0]["snippet"]
+    assert ("ops@example.com" not in body["entries"][0]["snippet"]
+            and "[REDACTED:email]" in body["entries"][0]["snippet"])
     st, body = world.call("reader", "GET", f"{MEM}/entries?spaceId={world.space}&limit=1")
     assert len(body["entries"]) == 1 and body["cursor"]
     st, body2 = world.call("reader", "GET", f"{MEM}/entries?spaceId={world.space}&limit=1&cursor={body['cursor']}")
@@ -278,7 +283,8 @@ def test_history_and_audit_never_hold_text(world, api):
                      ("status", "accept", "bob")]
     from chalicelib.storage.tables import AuditModel
     actions = sorted(ev.action for ev in AuditModel.query("default") if ev.action.startswith("context.memory"))
-    assert actions == ["context.memory.accept", "context.memory.create", "context.memory.patch", "context.memory.update"]
+    assert actions == ["context.memory.accept", "context.memory.create", "context.memory.patch",
+                       "context.memory.update"]
     hits = contains(dump(), "Zanzibar-unique-phrase")
     assert not any("audit" in h or "events" in h for h in hits), hits
 
@@ -301,12 +307,12 @@ def test_get_updates_by_seq_and_state_vector(world):
     ed = Editor()
     for word in ("one ", "two ", "three"):
         assert world.post_update("alice", e["id"], ed.insert(len(ed.text), word))[0] == 200
-    st, body = world.call("reader", "GET", f"{MEM}/entries/{e['id']}/updates?sinceSeq=1")
+    _st, body = world.call("reader", "GET", f"{MEM}/entries/{e['id']}/updates?sinceSeq=1")
     assert [u["seq"] for u in body["updates"]] == [2, 3] and body["seq"] == 3
     assert all(u["author"] == "alice" for u in body["updates"])
     late = Editor()
     late.apply(ed.insert(0, "") or b"\x00\x00")
-    st, body = world.call("reader", "GET", f"{MEM}/entries/{e['id']}/updates?stateVector={b64(late.doc.get_state())}")
+    _st, body = world.call("reader", "GET", f"{MEM}/entries/{e['id']}/updates?stateVector={b64(late.doc.get_state())}")
     late.apply(unb64(body["update"]))
     assert late.text == "one two three"
 
@@ -314,7 +320,8 @@ def test_get_updates_by_seq_and_state_vector(world):
 def test_malformed_inputs_are_400_and_write_nothing(world):
     e = world.create()
     before = dump()
-    st, body = world.call("alice", "POST", f"{MEM}/entries/{e['id']}/updates", {"updateId": "update-0001", "update": "%%%"})
+    st, body = world.call("alice", "POST", f"{MEM}/entries/{e['id']}/updates",
+                          {"updateId": "update-0001", "update": "%%%"})
     assert (st, body["details"]["field"]) == (400, "update")
     st, body = world.call("bob", "POST", f"{MEM}/entries/{e['id']}/accept", {"documentSha256": "not-a-hash"})
     assert (st, body["code"]) == (400, "validation_error")
@@ -322,12 +329,14 @@ def test_malformed_inputs_are_400_and_write_nothing(world):
     assert (st, body["details"]["field"]) == (400, "stateVector")
     st, body = world.call("alice", "POST", f"{MEM}/entries", {"spaceId": world.space, "kind": "essay", "title": "x"})
     assert (st, body["code"]) == (400, "validation_error")
-    st, body = world.call("alice", "POST", f"{MEM}/entries", {"spaceId": world.space, "kind": "note", "title": "x" * 201})
+    st, body = world.call("alice", "POST", f"{MEM}/entries",
+                          {"spaceId": world.space, "kind": "note", "title": "x" * 201})
     assert st == 400
     st, body = world.call("alice", "POST", f"{MEM}/entries",
                           {"spaceId": world.space, "kind": "note", "title": "x", "links": ["https://a.example"] * 51})
     assert st == 400
     st, body = world.call("alice", "POST", f"{MEM}/entries",
-                          {"spaceId": world.space, "kind": "note", "title": "x", "supersedes": "ent_00000000000000000000"})
+                          {"spaceId": world.space, "kind": "note", "title": "x",
+                           "supersedes": "ent_00000000000000000000"})
     assert (st, body["details"]["field"]) == (400, "supersedes")
     assert_unchanged(before)

@@ -48,19 +48,19 @@ def test_api_key_and_service_kinds(api):
 
 
 def test_list_has_last_used_never_secrets(api):
-    s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"], "label": "ci"})
-    s, listing = api.get(T)
+    _s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"], "label": "ci"})
+    _s, listing = api.get(T)
     row = next(t for t in listing["tokens"] if t["token_id"] == b["token_id"])
     assert row["last_used_at"] is None and row["label"] == "ci"
     for t in listing["tokens"]:
         assert "token" not in t and "digest" not in t
     assert api.get("/v1/banks", token=b["token"])[0] == 200
-    s, listing = api.get(T)
+    _s, listing = api.get(T)
     row = next(t for t in listing["tokens"] if t["token_id"] == b["token_id"])
     assert isinstance(row["last_used_at"], int) and row["last_used_at"] >= row["created_at"]
     # only the caller's org
     mint(org="acme", user_id="o")
-    s, listing = api.get(T)
+    _s, listing = api.get(T)
     assert all(t["token_id"] for t in listing["tokens"]) and len(listing["tokens"]) == 2
 
 
@@ -91,7 +91,7 @@ def test_cannot_grant_what_you_lack(api):
     granter = mint(user_id="g", permissions=["admin.tokens", "memory:read"])
     s, e = api.post(T, {"kind": "api_key", "permissions": ["memory:read", "memory:write"]}, token=granter)
     assert (s, e["code"]) == (403, "forbidden") and e["details"]["permissions"] == ["memory:write"]
-    s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"]}, token=granter)
+    s, _b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"]}, token=granter)
     assert s == 201
 
 
@@ -116,7 +116,7 @@ def test_admin_tokens_required(api):
 
 
 def test_mint_and_revoke_are_audited(api):
-    s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"], "label": "audited"})
+    _s, b = api.post(T, {"kind": "api_key", "permissions": ["memory:read"], "label": "audited"})
     api.delete(f"{T}/{b['token_id']}")
     from chalicelib.storage.tables import AuditModel
     events = {e.action: e for e in AuditModel.query("default") if e.target == b["token_id"]}

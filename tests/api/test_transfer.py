@@ -122,7 +122,7 @@ def test_import_rules(api):
 
 
 def test_import_duplicate_text_reported(api):
-    s, r = _import(api, "dup", [{"id": "fp00000000000000aa", "text": "same text"},
+    _s, r = _import(api, "dup", [{"id": "fp00000000000000aa", "text": "same text"},
                                 {"id": "fp00000000000000bb", "text": "SAME  text"}])
     assert r["imported"] == 1 and r["skipped"] == 0 and [e["line"] for e in r["errors"]] == [2]
     assert "duplicate_text" in r["errors"][0]["error"]
@@ -131,7 +131,7 @@ def test_import_duplicate_text_reported(api):
 def test_import_in_batches_takes_consecutive_seqs(api):
     from chalicelib.banks.transfer import BATCH
     n = BATCH * 2 + 3
-    s, r = _import(api, "big", [{"text": f"bulk memory {i}"} for i in range(n)])
+    _s, r = _import(api, "big", [{"text": f"bulk memory {i}"} for i in range(n)])
     assert r == {"imported": n, "skipped": 0, "errors": []}
     from chalicelib.core.store import get_bank_row, iter_revisions
     row = get_bank_row("default", "big")
@@ -159,6 +159,6 @@ def test_import_of_export_with_purged_tombstone(api):
     _, a = api.post(m, {"text": "to be purged soon"})
     api.post(m, {"text": "kept memory"})
     api.post(f"{m}/{a['memory']['id']}/purge")
-    s, body = api.get("/v1/banks/src/export")
-    s, r = _import(api, "dst", _lines(body))
+    _s, body = api.get("/v1/banks/src/export")
+    _s, r = _import(api, "dst", _lines(body))
     assert r["imported"] == 1 and r["errors"] == [] and r["skipped"] == 1

@@ -31,7 +31,7 @@ def test_window_roles_injected_messages_and_cursor():
     after = window(msgs, position=None, last_id="m2", size=12)
     assert [t[:5] for _, t in after.lines] == ["xxxxx"]
     by_position = window(msgs, position=2, last_id=None, size=12)
-    assert [t for _, t in by_position.lines][0] == "second"
+    assert next(t for _, t in by_position.lines) == "second"
     last_two = window(msgs, position=None, last_id=None, size=2)
     assert len(last_two.lines) == 1  # the tool message does not count
     assert window(msgs[:2], position=None, last_id=None, size=12).too_small

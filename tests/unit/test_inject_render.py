@@ -37,7 +37,8 @@ def test_section_header_only_without_rules():
 
 
 def test_rules_in_name_order_and_trimmed():
-    s = render_section("main", [{"name": "zeta", "content": "  last\n\n"}, {"name": "alpha", "content": "\nfirst "}], 6000)
+    s = render_section("main", [{"name": "zeta", "content": "  last\n\n"}, {"name": "alpha", "content": "\nfirst "}],
+                       6000)
     assert s.text == HEAD + "\n## alpha\nfirst\n" + "\n## zeta\nlast\n"
     assert s.rules == 2 and not s.truncated
 

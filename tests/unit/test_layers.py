@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -56,7 +55,8 @@ def test_a_unit_test_that_imports_boto3_fails(tmp_path):
             assert sum([1, 2]) == 3
         """))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                          "--continue-on-collection-errors", str(unit)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                          "--continue-on-collection-errors", str(unit)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stdout[-3000:]
     assert "importing 'boto3' is not allowed here" in out.stdout, out.stdout[-3000:]
     assert "importing 'moto' is not allowed here" in out.stdout, out.stdout[-3000:]

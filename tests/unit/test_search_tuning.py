@@ -12,7 +12,8 @@ def test_defaults():
     t = load_tuning(path="", env={})
     assert t == MemoryTuning()
     assert (t.fetch_limit, t.recall_limit, t.decay_half_life_days, t.default_bank) == (50, 6, 30, "main")
-    assert (t.w_bm25, t.w_entity, t.w_corroboration, t.w_pinned, t.recency_floor) == (1.0, 1.5, 0.3, 0.75, 0.9)  # entity and recency floor tuned on LoCoMo
+    # entity and recency floor tuned on LoCoMo
+    assert (t.w_bm25, t.w_entity, t.w_corroboration, t.w_pinned, t.recency_floor) == (1.0, 1.5, 0.3, 0.75, 0.9)
 
 
 def test_toml_then_env_override(tmp_path):
@@ -36,7 +37,7 @@ def test_bad_value_is_named(tmp_path):
         load_tuning(path="", env={"CAIRN_MEMORY_FETCH_LIMIT": "lots"})
     f = tmp_path / "cairn.toml"
     f.write_text("[memory]\nrecall_limit = 0\n")
-    with pytest.raises(ConfigError, match="memory.recall_limit"):
+    with pytest.raises(ConfigError, match=r"memory.recall_limit"):
         load_tuning(path=str(f), env={})
     with pytest.raises(ConfigError, match="not found"):
         load_tuning(path=str(tmp_path / "missing.toml"), env={})

@@ -55,7 +55,8 @@ def test_canonical_document_form_and_hash():
 
 @pytest.mark.parametrize("text,kinds", [
     ("key AKIAIOSFODNN7EXAMPLE secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ["aws_key", "token"]),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----", ["private_key"]),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+     ["private_key"]),
     ("the deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789 ok", ["token"]),
     ("the api token is 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c please", ["token"]),
     ("slack xoxb-123456789012-1234567890123-abcdefghijABCDEFGHIJklmn here", ["token"]),
