@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_bucket_config_object_layers_over_the_file_under_the_environment(aws, tmp_path, monkeypatch):
-    """Issue 6 item 1: a hand-edited ``config/memory.toml`` in the bucket changes the tuning of
+    """A hand-edited ``config/memory.toml`` in the bucket changes the tuning of
     every container after its reload event; the environment still wins; an invalid object is
     refused and the running tuning stays."""
     from chalicelib.events.reload import reload_config

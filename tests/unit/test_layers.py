@@ -61,3 +61,10 @@ def test_a_unit_test_that_imports_boto3_fails(tmp_path):
     assert "importing 'boto3' is not allowed here" in out.stdout, out.stdout[-3000:]
     assert "importing 'moto' is not allowed here" in out.stdout, out.stdout[-3000:]
     assert "1 failed, 1 passed, 1 error" in out.stdout, out.stdout[-3000:]
+
+
+def test_every_test_module_is_in_a_layer():
+    """tests/ itself holds only the layers (unit, api, e2e): a module added at its top would run
+    outside them, without the api fixtures or unguarded by tests/unit/conftest.py."""
+    assert sorted(p.name for p in (ROOT / "tests").glob("*.py")) == ["__init__.py"]
+    assert {"unit", "api", "e2e"} <= {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
