@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAGE ?= dev
 
-.PHONY: venv run test test-fast bench package lint clean
+.PHONY: venv run test test-unit test-fast bench package lint clean
 
 # Create the virtualenv if missing; re-install whenever a requirements file changes (stamp file).
 venv: $(STAMP)
@@ -27,6 +27,10 @@ TEST_TIMEOUT ?= 600
 test: venv
 	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+
+# The pure modules only (tests/unit: no AWS SDK, no moto), in seconds.
+test-unit: venv
+	$(BIN)/pytest -q tests/unit
 
 # Everything but the end-to-end tests.
 test-fast: venv

@@ -51,7 +51,7 @@ class LocalStack:
                if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL")) and k != "AWS_PROFILE"}
         env.update(CAIRN_PORT=str(self.port), CAIRN_MOTO_PORT=str(self.moto_port),
                    CAIRN_STATE_DIR=str(self.state_dir), CAIRN_DEV_TOKEN=self.token, PYTHONUNBUFFERED="1")
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until stop() closes it
         self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *extra], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
         lines: queue.Queue = queue.Queue()

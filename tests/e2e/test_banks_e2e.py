@@ -102,7 +102,7 @@ def test_memory_routes(http):
         cursor = page["next_cursor"]
         if not cursor:
             break
-    assert sorted(seen) == sorted(ids + [mem["id"]]) and len(seen) == 6
+    assert sorted(seen) == sorted([*ids, mem["id"]]) and len(seen) == 6
     assert {m["id"] for m in http.get(base, params={"tag": "build"}).json()["memories"]} == set(ids)
 
     one = f"{base}/{ids[0]}"
@@ -148,7 +148,8 @@ def test_export_and_import(http):
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/x-ndjson")
     current = [json.loads(line) for line in r.text.splitlines()]
     assert sorted(m["text"] for m in current) == ["Alpha fact for export", "Beta fact for export"]
-    hist = [json.loads(line) for line in http.get(f"/v1/banks/{src}/export", params={"history": "true"}).text.splitlines()]
+    hist = [json.loads(line)
+            for line in http.get(f"/v1/banks/{src}/export", params={"history": "true"}).text.splitlines()]
     assert len(hist) == 3 and {h["id"] for h in hist} == {m["id"] for m in current}
 
     body = r.text.splitlines()
@@ -170,7 +171,8 @@ def test_export_and_import(http):
     r = http.post(f"/v1/banks/{dst}/import", json={"s3_key": up["s3_key"]})
     assert r.status_code == 200, r.text
     assert r.json() == {"imported": 1, "skipped": 0, "errors": []}
-    assert http.get(f"/v1/banks/{dst}/memories/{fingerprint('Gamma fact from an upload')}").json()["memory"]["tags"] == ["upload"]
+    assert http.get(f"/v1/banks/{dst}/memories/{fingerprint('Gamma fact from an upload')}"
+                    ).json()["memory"]["tags"] == ["upload"]
 
 
 def test_token_admin_mint_list_revoke(http):
@@ -204,7 +206,8 @@ def test_cli_local_stage_reaches_the_local_stack(stack, http, tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     token = json.loads(done.stdout)["token"]
-    assert http.post("/v1/banks/cli-bank/memories", token=token, json={"text": "Saved with a CLI token"}).status_code == 201
+    assert http.post("/v1/banks/cli-bank/memories", token=token,
+                     json={"text": "Saved with a CLI token"}).status_code == 201
     done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "--stage", "local", "export", "--org", "cli-org",
                            "--bank", "cli-bank"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -94,7 +94,7 @@ def _python() -> Path:
     if not marker.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
         pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run(pip + ["--no-deps", SDK], check=True)
+        subprocess.run([*pip, "--no-deps", SDK], check=True)
         subprocess.run(pip + CLIENT_DEPS, check=True)
         subprocess.run([str(py), "-c", "import turnstone.sdk, turnstone.api.server_schemas"], check=True)
         marker.write_text(SDK + "\n")

@@ -1,0 +1,285 @@
+"""Index freshness across containers.
+
+Two "containers" in one test process share only the moto backend: each has its own
+``IndexCache`` in its own /tmp directory, and a request runs with its container's cache active
+(so a write updates only the writer's own cache, as in Lambda). After every interleaved step both
+return identical recall results, and a forgotten memory never comes back from either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+NOW = 1_900_000_000_000
+QUERIES = ["coffee", "deploy friday", "what do I like", "alice", "tea coffee deploy", "wifi password",
+           "東京 天気", "os.path.join"]
+
+
+class Container:
+    """One app instance: the shared chalice test client with this container's index cache."""
+
+    def __init__(self, api, cache, name):
+        self.api, self.cache, self.name = api, cache, name
+
+    def call(self, method, path, body=None, **kw):
+        from chalicelib.search import index
+        with index.using(self.cache):
+            return self.api.call(method, path, body, **kw)
+
+    def recall(self, query, **kw):
+        status, body = self.call("POST", "/v1/banks/main/recall", {"query": query, "limit": 20, **kw})
+        assert status == 200, body
+        return body
+
+
+@pytest.fixture
+def pair(api, tmp_path, monkeypatch):
+    from chalicelib.search import index
+    from chalicelib.search import recall as recall_mod
+    monkeypatch.setattr(recall_mod, "now_ms", lambda: NOW)  # the same clock for recency in both
+    a = Container(api, index.IndexCache(str(tmp_path / "a")), "a")
+    b = Container(api, index.IndexCache(str(tmp_path / "b")), "b")
+    return a, b
+
+
+def check(a, b, forgotten=(), include_superseded=False):
+    """Both containers answer every query identically; no forgotten id appears."""
+    for q in QUERIES:
+        ra = a.recall(q, include_superseded=include_superseded)
+        rb = b.recall(q, include_superseded=include_superseded)
+        assert json.dumps(ra, sort_keys=True) == json.dumps(rb, sort_keys=True), q
+        ids = {m["memory"]["id"] for m in ra["memories"]}
+        if not include_superseded:
+            assert not ids & set(forgotten), (q, ids & set(forgotten))
+
+
+def ok(resp):
+    status, body = resp
+    assert status in (200, 201), body
+    return body
+
+
+def test_two_containers_interleaved_writes_agree(pair):
+    a, b = pair
+    gone: set[str] = set()
+    m1 = ok(a.call("POST", "/v1/banks/main/memories", {"text": "I like strong coffee", "entities": ["user"]}))["memory"]
+    check(a, b)
+    m2 = ok(b.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday", "tags": ["ops"]}))["memory"]
+    check(a, b)
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday"}))  # corroborate
+    check(a, b)
+    m3 = ok(b.call("POST", "/v1/banks/main/memories",
+                   {"text": "Alice drinks green tea", "entities": ["alice"]}))["memory"]
+    ok(b.call("POST", "/v1/banks/main/memories", {"text": "東京都の天気は晴れです"}))
+    check(a, b)
+    ok(a.call("PATCH", f"/v1/banks/main/memories/{m3['id']}", {"text": "Alice drinks jasmine tea and coffee"}))
+    check(a, b)
+    ok(b.call("POST", f"/v1/banks/main/memories/{m1['id']}/pin", {"pinned": True}))
+    check(a, b)
+    m4 = ok(a.call("POST", "/v1/banks/main/memories", {"text": "The wifi password is hunter2"}))["memory"]
+    m5 = ok(a.call("POST", "/v1/banks/main/memories", {"text": "The wifi password is swordfish"}))["memory"]
+    ok(b.call("POST", f"/v1/banks/main/memories/{m4['id']}/supersede", {"superseded_by": m5["id"]}))
+    gone.add(m4["id"])
+    check(a, b, gone)
+    check(a, b, include_superseded=True)
+    ok(a.call("DELETE", f"/v1/banks/main/memories/{m2['id']}"))
+    gone.add(m2["id"])
+    check(a, b, gone)
+    ok(b.call("POST", f"/v1/banks/main/memories/{m5['id']}/purge"))
+    gone.add(m5["id"])
+    check(a, b, gone)
+    check(a, b, include_superseded=True)
+    for c in (a, b):
+        for q in ("swordfish", "wifi password"):
+            body = c.recall(q, include_superseded=True)
+            assert all("swordfish" not in m["memory"]["text"] for m in body["memories"])
+    lines = "\n".join(json.dumps({"text": f"Imported note {i} about coffee beans from Kenya"}) for i in range(5))
+    status, body = a.call("POST", "/v1/banks/main/import", raw=lines,
+                          headers={"Content-Type": "application/x-ndjson"})
+    assert status == 200 and body["imported"] == 5, body
+    check(a, b, gone)
+    ok(b.call("POST", "/v1/banks/main/memories", {"text": "I like strong coffee"}))  # corroborate via b
+    check(a, b, gone)
+    # a forgotten memory's text saved again comes back (resurrect), in both
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday"}))
+    gone.discard(m2["id"])
+    check(a, b, gone)
+    assert m2["id"] in {m["memory"]["id"] for m in b.recall("deploy friday")["memories"]}
+    # both containers did their own work: no container ever served from the other's files
+    assert a.cache.root != b.cache.root
+
+
+def test_trash_and_recreate_is_a_new_index(pair):
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "old bank coffee memory"}))
+    check(a, b)
+    ok(b.call("DELETE", "/v1/banks/main"))
+    ok(b.call("POST", "/v1/banks/main/memories", {"text": "new bank tea memory"}))
+    for c in (a, b):
+        texts = [m["memory"]["text"] for m in c.recall("coffee tea")["memories"]]
+        assert texts == ["new bank tea memory"]
+
+
+def test_writer_gap_catches_up_from_dynamodb(aws, tmp_path):
+    """A writer whose cache missed another container's commit fills the gap before applying."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import ensure_fresh
+    a, b = index.IndexCache(str(tmp_path / "a")), index.IndexCache(str(tmp_path / "b"))
+    with index.using(a):
+        service.save_memory("o", "g", SaveRequest(text="first note"), actor="t")
+        ensure_fresh("o", "g")
+    with index.using(b):
+        service.save_memory("o", "g", SaveRequest(text="second note"), actor="t")  # a misses seq 2
+    with index.using(a):
+        service.save_memory("o", "g", SaveRequest(text="third note"), actor="t")  # a sees seq 3
+    entry = a.get("o", "g")
+    assert entry.seq == 3
+    with a.lock("o", "g"):
+        assert entry.reader().doc_count() == 3
+
+
+def test_snapshot_load_then_catch_up(aws, tmp_path):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall, snapshot_banks
+    from chalicelib.storage import blobs
+    a = index.IndexCache(str(tmp_path / "a"))
+    with index.using(a):
+        for i in range(6):
+            service.save_memory("o", "s", SaveRequest(text=f"snapshot memory number {i} about kiwis"), actor="t")
+        assert snapshot_banks(10, org_id="o") == []  # moved too little
+        keys = snapshot_banks(5, org_id="o")
+        assert keys == ["o/indexes/s/6.tar.gz"]
+        assert snapshot_banks(5, org_id="o") == []  # nothing moved since
+        for i in range(3):
+            service.save_memory("o", "s", SaveRequest(text=f"later memory {i} about kiwis"), actor="t")
+        ra = recall("o", ["s"], "kiwis memory", limit=20, now=NOW)
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/s/6.tar.gz"]
+    c = index.IndexCache(str(tmp_path / "c"))
+    with index.using(c):
+        rc = recall("o", ["s"], "kiwis memory", limit=20, now=NOW)
+    assert c.counters["snapshot_loads"] == 1 and c.counters["rebuilds"] == 0 and c.counters["catchups"] == 1
+    assert c.get("o", "s").seq == 9
+    assert [(h.memory.id, h.score) for h in rc.hits] == [(h.memory.id, h.score) for h in ra.hits]
+    assert len(rc.hits) == 9
+    # a snapshot of a previous incarnation is never loaded
+    with index.using(a):
+        service.trash_bank("o", "s", actor="t")
+        service.save_memory("o", "s", SaveRequest(text="fresh incarnation kiwis"), actor="t")
+    d = index.IndexCache(str(tmp_path / "d"))
+    with index.using(d):
+        rd = recall("o", ["s"], "kiwis", limit=20, now=NOW)
+    assert [h.memory.text for h in rd.hits] == ["fresh incarnation kiwis"]
+    assert d.counters["snapshot_loads"] == 0 and d.counters["rebuilds"] == 1
+
+
+def test_rebuild_writes_a_snapshot(aws, tmp_path):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import rebuild
+    with index.using(index.IndexCache(str(tmp_path / "a"))):
+        service.save_memory("o", "r", SaveRequest(text="rebuild me please"), actor="t")
+        out = dataclasses.asdict(rebuild("o", "r"))
+    assert out == {"bank": "r", "seq": 1, "documents": 1, "snapshot": "o/indexes/r/1.tar.gz"}
+
+
+def test_lru_eviction_past_budget(aws, tmp_path):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import ensure_fresh
+    c = index.IndexCache(str(tmp_path / "c"), budget_mb=0.000001)  # every other bank must go
+    with index.using(c):
+        for bank in ("e1", "e2", "e3"):
+            service.save_memory("o", bank, SaveRequest(text=f"memory of {bank}"), actor="t")
+            ensure_fresh("o", bank)
+    assert list(c.entries) == [("o", "e3")]
+    assert c.counters["evictions"] == 2
+
+
+class CallCounter:
+    """Counts AWS calls with botocore ``before-call`` event hooks on the live clients."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, model=None, params=None, **kw):
+        tables = set()
+        try:  # DynamoDB requests are JSON: name the tables they touch
+            body = json.loads((params or {}).get("body") or b"{}")
+        except (ValueError, TypeError):  # S3 bodies are bytes or file objects
+            body = {}
+        if isinstance(body, dict):
+            if "TableName" in body:
+                tables.add(body["TableName"])
+            tables.update((body.get("RequestItems") or {}).keys())
+        self.calls.append((model.service_model.service_name + "." + model.name, ",".join(sorted(tables))))
+
+    def install(self):
+        from chalicelib.storage import blobs
+        from chalicelib.storage.tables import ALL_MODELS
+        self.clients = [m._get_connection().connection.client for m in ALL_MODELS] + [blobs.s3()]
+        for cl in self.clients:
+            cl.meta.events.register("before-call", self)
+        return self
+
+    def uninstall(self):
+        """The clients are cached for the whole process: leave no hook behind for later tests."""
+        for cl in self.clients:
+            cl.meta.events.unregister("before-call", self)
+
+
+@pytest.fixture
+def call_counter():
+    counter = CallCounter()
+    yield counter
+    if hasattr(counter, "clients"):
+        counter.uninstall()
+
+
+def test_warm_recall_makes_one_dynamodb_call_and_no_s3_call(pair, call_counter):
+    a, _b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "I like strong coffee", "entities": ["user"]}))
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "Alice drinks tea", "entities": ["alice"]}))
+    a.recall("coffee")  # warm
+    counter = call_counter.install()
+    body = a.recall("what do I like alice coffee", tag=None)
+    assert len(body["memories"]) == 2
+    calls = [c for c in counter.calls if "tokens" not in c[1]]
+    assert calls == [("dynamodb.BatchGetItem", "cairn-test-banks")], counter.calls
+    assert not [c for c in counter.calls if c[0].startswith("s3.")]
+    # behind by one write from another container: one more key query, still no S3
+    ok(_b.call("POST", "/v1/banks/main/memories", {"text": "Bob likes cocoa"}))
+    counter.calls.clear()
+    a.recall("cocoa")
+    calls = [c[0] for c in counter.calls if "tokens" not in c[1]]
+    assert calls == ["dynamodb.BatchGetItem", "dynamodb.Query"], counter.calls
+
+
+def test_config_version_moved_drops_the_cache(aws, tmp_path):
+    """Another container's ``POST /v1/reload`` (the config version row) reaches this container
+    through the recall's own read: its indexes are dropped and reloaded."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import CONFIG_NAME, CONFIG_ORG, recall
+    from chalicelib.storage.tables import BankModel
+    from chalicelib.tuning import config_version, set_config_version
+    set_config_version(0)
+    c = index.IndexCache(str(tmp_path / "c"))
+    with index.using(c):
+        service.save_memory("o", "v", SaveRequest(text="reload probe memory"), actor="t")
+        assert len(recall("o", ["v"], "probe", limit=3).hits) == 1
+        assert c.counters["rebuilds"] == 1
+        BankModel(CONFIG_ORG, CONFIG_NAME, bank_name=CONFIG_NAME, incarnation="x", seq=7,
+                  created_at=1, updated_at=1).save()
+        assert len(recall("o", ["v"], "probe", limit=3).hits) == 1
+    assert config_version() == 7 and c.counters["rebuilds"] == 2
+    set_config_version(0)
