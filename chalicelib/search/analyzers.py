@@ -36,6 +36,8 @@ from whoosh.analysis.acore import Token
 from whoosh.analysis.analyzers import Analyzer
 from whoosh.support.charset import accent_map
 
+from . import whoosh_private
+
 # CJK Unified Ideographs (+ext A, compatibility), Hiragana, Katakana, Hangul syllables and jamo.
 CJK_CLASS = ("\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf"
              "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
@@ -86,7 +88,7 @@ class CachedStemFilter(StemFilter):
 
     def clear(self):
         from whoosh.lang import stemmer_for_language
-        self._stem = lru_cache(maxsize=self.cachesize)(stemmer_for_language(self.lang))
+        whoosh_private.set_stemmer(self, lru_cache(maxsize=self.cachesize)(stemmer_for_language(self.lang)))
 
 
 class CJKBigramTokenizer(Tokenizer):

@@ -4,7 +4,8 @@ Recall reads Whoosh's W3 codec below its public interface for speed: posting blo
 (``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length column read at once
 (``W3PerDocReader._cached_reader``), an open segment reader moved onto a segment with more
 deletions (``SegmentReader._segment``, the ``deleted_docs_set`` cached property) and the index's
-table of contents (``FileIndex._read_toc``). None of these is a stable interface, so this module
+table of contents (``FileIndex._read_toc``), and the stemmer a ``StemFilter`` calls
+(``StemFilter._stem``, given an LRU cache). None of these is a stable interface, so this module
 is the only one allowed to touch them, and it refuses to import under any Whoosh version but
 ``WRITTEN_FOR`` (the ``whoosh-reloaded`` pin in requirements.txt): upgrading Whoosh means
 re-reading the code below against the new sources, then moving the pin here.
@@ -40,6 +41,12 @@ def check_version(found: Sequence[int] | str) -> None:
 
 
 check_version(whoosh.__version__)  # at import: fail loudly rather than rank wrongly
+
+
+def set_stemmer(stem_filter: Any, stem: Any) -> None:
+    """Make a ``StemFilter`` stem with ``stem`` (a ``str -> str`` callable) instead of the
+    function its ``clear()`` installs as ``_stem``."""
+    stem_filter._stem = stem
 
 
 def read_toc(ix: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -179,15 +179,15 @@ def grants(org_id: str, space_id: str, member_id: str) -> set[str]:
     return {p for p in perms if p in GRANTS}
 
 
-def deny_rules(org_id: str) -> list[dict[str, Any]]:
+def deny_rules(org_id: str) -> list[store.DenyRuleJSON]:
     """The org's deny rules as dicts ``{memberId, spaceId, permissions}``; 409 ``damaged`` when
     the stored rules cannot be read (every team read then fails closed rather than ignore them)."""
     return store.deny_rules(org_id)
 
 
-def put_deny_rules(org_id: str, req: DenyRules, actor: str) -> list[dict[str, Any]]:
+def put_deny_rules(org_id: str, req: DenyRules, actor: str) -> list[store.DenyRuleJSON]:
     """Replace the org's deny rules; returns them. Audited ``context.deny_rules``."""
-    rules = [r.model_dump(by_alias=True) for r in req.rules]
+    rules = [cast(store.DenyRuleJSON, r.model_dump(by_alias=True)) for r in req.rules]
     now = clock.now_ms()
 
     def attempt(tx: Tx) -> None:

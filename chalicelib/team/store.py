@@ -230,7 +230,16 @@ def stage_member_removed(tx: TransactWrite, org_id: str, space_id: str, member_i
     return True
 
 
-def deny_rules(org_id: str) -> list[dict[str, Any]]:
+class DenyRuleJSON(TypedDict, total=False):
+    """A deny rule as stored and as answered: ``memberId`` loses ``permissions`` in ``spaceId``
+    (``None``: every space). Read tolerantly (``.get``): a stored rule may lack a key."""
+
+    memberId: str
+    spaceId: str | None
+    permissions: list[str]
+
+
+def deny_rules(org_id: str) -> list[DenyRuleJSON]:
     """The org's stored deny rules ([] when none); 409 ``damaged`` when they cannot be read (a
     deny rule never reads as absent)."""
     bind()
@@ -245,7 +254,7 @@ def deny_rules(org_id: str) -> list[dict[str, Any]]:
     return list(rules)
 
 
-def stage_deny_rules(tx: TransactWrite, org_id: str, rules: list[dict[str, Any]], now: int) -> None:
+def stage_deny_rules(tx: TransactWrite, org_id: str, rules: list[DenyRuleJSON], now: int) -> None:
     """Replace the org's deny rules."""
     tx.save(TeamSpaceModel(org_id=org_id, sk=_DENY_SK, data={"rules": rules}, updated_at=now))
 
