@@ -5,6 +5,7 @@ records (``add_to``), so an audited change and its event commit or fail together
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from pynamodb.transactions import TransactWrite
@@ -40,3 +41,22 @@ def to_dict(ev: AuditModel) -> dict[str, Any]:
     return {"id": ev.sk, "action": ev.action, "actor": ev.actor, "target": ev.target,
             "details": dict(ev.details.as_dict()) if ev.details is not None else {},
             "at": int(ev.at) if isinstance(ev.at, (int, float)) else None}
+
+
+def events_after(org_id: str, actions: tuple[str, ...], *, action: str, since_ms: int,
+                 after: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The org's events of ``actions`` (or only ``action`` when given) oldest first, from
+    ``since_ms`` or strictly after the page key ``after``: ``(page key, to_dict(event))`` pairs,
+    the page key being what a later call takes as ``after``."""
+    bind()
+    lo = f"{max(0, since_ms):013d}"
+    if action:
+        start = after or f"{action}#{lo}"
+        for e in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
+                                            consistent_read=True):
+            if e.action_sk != after:
+                yield e.action_sk, to_dict(e)
+        return
+    cond = (AuditModel.sk > after) if after else (AuditModel.sk >= lo)
+    for e in AuditModel.query(org_id, cond, consistent_read=True, filter_condition=AuditModel.action.is_in(*actions)):
+        yield e.sk, to_dict(e)
