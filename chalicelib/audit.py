@@ -44,10 +44,10 @@ def to_dict(ev: AuditModel) -> dict[str, Any]:
 
 
 def events_after(org_id: str, actions: tuple[str, ...], *, action: str, since_ms: int,
-                 after: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+                 after: str | None) -> Iterator[tuple[str, AuditModel]]:
     """The org's events of ``actions`` (or only ``action`` when given) oldest first, from
-    ``since_ms`` or strictly after the page key ``after``: ``(page key, to_dict(event))`` pairs,
-    the page key being what a later call takes as ``after``."""
+    ``since_ms`` or strictly after the page key ``after``: ``(page key, event)`` pairs, the page
+    key being what a later call takes as ``after`` (render an event with ``to_dict``)."""
     bind()
     lo = f"{max(0, since_ms):013d}"
     if action:
@@ -55,8 +55,8 @@ def events_after(org_id: str, actions: tuple[str, ...], *, action: str, since_ms
         for e in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
                                             consistent_read=True):
             if e.action_sk != after:
-                yield e.action_sk, to_dict(e)
+                yield e.action_sk, e
         return
     cond = (AuditModel.sk > after) if after else (AuditModel.sk >= lo)
     for e in AuditModel.query(org_id, cond, consistent_read=True, filter_condition=AuditModel.action.is_in(*actions)):
-        yield e.sk, to_dict(e)
+        yield e.sk, e

@@ -144,7 +144,7 @@ def audit_page(org_id: str, *, action: str, since: int, cursor: str | None, limi
                                     after=cur["k"] if cur else None):
         if len(events) == limit:
             return AuditPage(events, encode_cursor("audit", owner, {"k": last}))
-        events.append(ev)
+        events.append(audit.to_dict(ev))
         last = k
     return AuditPage(events, None)
 

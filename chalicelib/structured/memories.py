@@ -2,7 +2,7 @@
 
 A memory is a ``chalicelib.core.records.Memory`` with ``id`` = its ``memory_id`` (UUID), ``text`` =
 its content, ``name``, ``description``, ``type`` set and ``meta = {scope, scope_id}``, stored in
-its namespace (``scopes.Target.bank``) through ``core.store.stage()``: every save, update and
+its namespace (``scopes.Target.bank``) through ``core.store.write`` (the one bank write path): every save, update and
 delete is one transaction with the namespace's ``seq`` advance, the name pointer
 ``~name/<name>`` -> memory_id (created with ``does_not_exist``, so two concurrent saves of one
 identity yield one memory: the loser's transaction is retried and becomes an update), the

@@ -7,7 +7,7 @@ the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` .
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,23 +52,51 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def decode(item: StructuredModel, kind: str) -> dict[str, Any]:
-    """The one decoder of a stored object: its ``data`` dict, checked against ``SCHEMAS[kind]``.
-    Raises ``Damaged`` (409 ``damaged``) when it does not decode or lacks a field its readers
-    need, so a hand-edited object answers a clear error instead of failing a route."""
+@dataclass(frozen=True)
+class Stored:
+    """An object's decoded ``data`` (checked against ``SCHEMAS[kind]`` by ``decode``), read
+    through typed accessors."""
+
+    fields: Mapping[str, object]
+
+    def text(self, name: str, default: str = "") -> str:
+        """A string field (``default`` when absent or not a string)."""
+        v = self.fields.get(name, default)
+        return v if isinstance(v, str) else default
+
+    def opt(self, name: str) -> str | None:
+        """An optional string field (``None`` when absent, null or not a string)."""
+        v = self.fields.get(name)
+        return v if isinstance(v, str) else None
+
+    def flag(self, name: str, default: bool) -> bool:
+        """A boolean field, as its truth value (``default`` when absent)."""
+        return bool(self.fields.get(name, default))
+
+
+def _checked(item: StructuredModel, kind: str) -> dict:
+    """The item's ``data`` checked against ``SCHEMAS[kind]`` (a copy); raises ``Damaged``."""
     if "data" in item.damaged or not isinstance(item.data, dict):
         raise Damaged(kind, item.sk, f"data: {item.damaged.get('data', 'not a JSON object')}")
-    for field, types in SCHEMAS.get(kind, {}).items():
-        if field not in item.data:
-            raise Damaged(kind, item.sk, f"{field}: missing")
-        if isinstance(item.data[field], bool) is not (types is bool) or not isinstance(item.data[field], types):
-            raise Damaged(kind, item.sk, f"{field}: wrong type")
+    for field_name, types in SCHEMAS.get(kind, {}).items():
+        if field_name not in item.data:
+            raise Damaged(kind, item.sk, f"{field_name}: missing")
+        value = item.data[field_name]
+        if isinstance(value, bool) is not (types is bool) or not isinstance(value, types):
+            raise Damaged(kind, item.sk, f"{field_name}: wrong type")
     return dict(item.data)
 
 
-def data(org_id: str, kind: str, *parts: str, strict: bool = True) -> dict[str, Any] | None:
-    """The object's ``data`` dict (``decode``), or ``None`` when absent. Raises ``Damaged`` when
-    it cannot be read; with ``strict=False`` that reads as ``None`` too."""
+def decode(item: StructuredModel, kind: str) -> Stored:
+    """The one decoder of a stored object: its ``data``, checked against ``SCHEMAS[kind]``.
+    Raises ``Damaged`` (409 ``damaged``) when it does not decode or lacks a field its readers
+    need, so a hand-edited object answers a clear error instead of failing a route."""
+    return Stored(_checked(item, kind))
+
+
+def data(org_id: str, kind: str, *parts: str, strict: bool = True) -> Stored | None:
+    """The object's decoded ``data`` (``decode``), or ``None`` when absent. Raises ``Damaged``
+    when it cannot be read; with ``strict=False`` that reads as ``None`` too."""
     item = get(org_id, kind, *parts)
     if item is None:
         return None
@@ -135,19 +163,18 @@ def remove(org_id: str, kind: str, *parts: str, must_exist: bool = False) -> Non
     item.delete(condition=StructuredModel.sk.exists() if must_exist else None)
 
 
-def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable[[dict[str, Any]], None]
-                ) -> dict[str, Any] | None:
+def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable[[dict], None]) -> Stored | None:
     """Apply ``change`` to the object's decoded ``data`` and store it, atomically (conditioned
     on the object still existing): the new ``data``, or ``None`` when the object is absent.
     Raises ``Damaged`` for an object that does not decode."""
-    def attempt(tx: TransactWrite) -> dict[str, Any] | None:
+    def attempt(tx: TransactWrite) -> Stored | None:
         item = get(org_id, kind, *parts)
         if item is None:
             return None
-        d = decode(item, kind)
+        d = _checked(item, kind)
         change(d)
         tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
-        return d
+        return Stored(d)
 
     return run_transaction(attempt)
 
@@ -195,10 +222,7 @@ def location(org_id: str, memory_id: str, *, strict: bool = True) -> Location | 
     """Where a memory lives, or ``None``; 409 ``damaged`` (``None`` with ``strict=False``) when
     its location item cannot be read."""
     d = data(org_id, "mem", memory_id, strict=strict)
-    if d is None:
-        return None
-    name = d.get("name")
-    return Location(d["scope"], str(d.get("scope_id", "")), name if isinstance(name, str) else None)
+    return Location(d.text("scope"), d.text("scope_id"), d.opt("name")) if d is not None else None
 
 
 def touches(org_id: str, memory_ids: Iterable[str]) -> dict[str, Touches]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,8 +63,8 @@ class Member:
     access: str
 
 
-def _of(d: dict[str, Any]) -> Project:
-    return Project(d["project_id"], d["name"], bool(d.get("active", True)), d.get("owner"))
+def _of(d: objects.Stored) -> Project:
+    return Project(d.text("project_id"), d.text("name"), d.flag("active", True), d.opt("owner"))
 
 
 def create(p: Principal, req: ProjectRequest) -> Project:
@@ -73,7 +73,7 @@ def create(p: Principal, req: ProjectRequest) -> Project:
     item = objects.new(p.org_id, "project", (pid,),
                        {"project_id": pid, "name": req.name, "active": req.active, "owner": p.user_id})
     objects.insert(item, Conflict(f"Project '{pid}' already exists.", code="project_exists"))
-    return _of(item.data)
+    return _of(objects.Stored(item.data))
 
 
 def _not_found(project_id: str) -> NotFound:
@@ -97,7 +97,8 @@ def access(org_id: str, project: Project | None, user_id: str | None) -> str | N
     if project.owner == user_id:
         return "write"
     m = objects.data(org_id, "member", project.project_id, user_id, strict=False)  # damaged: no access
-    return m["access"] if m and m["access"] in ("read", "write") else None
+    level = m.text("access") if m is not None else ""
+    return level if level in ("read", "write") else None
 
 
 def _manage(p: Principal, project_id: str) -> Project:

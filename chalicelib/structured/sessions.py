@@ -130,7 +130,12 @@ def create(p: Principal, req: SessionRequest) -> Session:
 def load(org_id: str, session_id: str) -> Session | None:
     """The session, or ``None``; 409 ``damaged`` when its stored object cannot be read."""
     d = objects.data(org_id, "session", session_id)
-    return Session(**{k: d[k] for k in objects.SCHEMAS["session"]}) if d is not None else None
+    if d is None:
+        return None
+    return Session(session_id=d.text("session_id"), kind=d.text("kind"), user_id=d.opt("user_id"),
+                   workstream_id=d.opt("workstream_id"), project_id=d.opt("project_id"),
+                   parent_session_id=d.opt("parent_session_id"), memory_enabled=d.flag("memory_enabled", True),
+                   resumed=d.flag("resumed", False), token_id=d.text("token_id"))
 
 
 def require(p: Principal, session_id: str) -> Session:

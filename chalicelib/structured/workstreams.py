@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,8 +45,8 @@ class Workstream:
     owner: str | None
 
 
-def _of(d: dict[str, Any]) -> Workstream:
-    return Workstream(d["workstream_id"], d.get("title", ""), d.get("owner"))
+def _of(d: objects.Stored) -> Workstream:
+    return Workstream(d.text("workstream_id"), d.text("title"), d.opt("owner"))
 
 
 def create(p: Principal, req: WorkstreamRequest) -> Workstream:
@@ -56,7 +55,7 @@ def create(p: Principal, req: WorkstreamRequest) -> Workstream:
     item = objects.new(p.org_id, "workstream", (wid,),
                        {"workstream_id": wid, "title": req.title, "owner": p.user_id})
     objects.insert(item, Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists"))
-    return _of(item.data)
+    return _of(objects.Stored(item.data))
 
 
 def get(org_id: str, workstream_id: str) -> Workstream | None:
