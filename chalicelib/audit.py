@@ -43,20 +43,20 @@ def to_dict(ev: AuditModel) -> dict[str, Any]:
             "at": int(ev.at) if isinstance(ev.at, (int, float)) else None}
 
 
-def events_after(org_id: str, actions: tuple[str, ...], *, action: str, since_ms: int,
-                 after: str | None) -> Iterator[tuple[str, AuditModel]]:
-    """The org's events of ``actions`` (or only ``action`` when given) oldest first, from
-    ``since_ms`` or strictly after the page key ``after``: ``(page key, event)`` pairs, the page
-    key being what a later call takes as ``after`` (render an event with ``to_dict``)."""
+def events(org_id: str, *, since_ms: int, after: str | None, action: str | None,
+           actions: tuple[str, ...]) -> Iterator[tuple[str, AuditModel]]:
+    """An org's events oldest first, from ``since_ms`` (ms since epoch) or strictly after the
+    cursor position ``after``, as ``(position, event)`` pairs (consistent reads). With ``action``,
+    only that action's events (its index); otherwise only those whose action is in ``actions``."""
     bind()
     lo = f"{max(0, since_ms):013d}"
     if action:
-        start = after or f"{action}#{lo}"
-        for e in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
-                                            consistent_read=True):
-            if e.action_sk != after:
-                yield e.action_sk, e
+        start = after if after else f"{action}#{lo}"
+        for ev in AuditModel.by_action.query(org_id, AuditModel.action_sk.between(start, f"{action}#~"),
+                                             consistent_read=True):
+            if ev.action_sk != after:
+                yield ev.action_sk, ev
         return
     cond = (AuditModel.sk > after) if after else (AuditModel.sk >= lo)
-    for e in AuditModel.query(org_id, cond, consistent_read=True, filter_condition=AuditModel.action.is_in(*actions)):
-        yield e.sk, e
+    for ev in AuditModel.query(org_id, cond, consistent_read=True, filter_condition=AuditModel.action.is_in(*actions)):
+        yield ev.sk, ev

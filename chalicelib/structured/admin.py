@@ -140,8 +140,8 @@ def audit_page(org_id: str, *, action: str, since: int, cursor: str | None, limi
     cur = decode_cursor(cursor, "audit", owner, {"k": str}, {"k": f"{action}#"} if action else None)
     events: list[dict[str, Any]] = []
     last = ""
-    for k, ev in audit.events_after(org_id, AUDIT_ACTIONS, action=action, since_ms=since,
-                                    after=cur["k"] if cur else None):
+    for k, ev in audit.events(org_id, since_ms=since, after=cur["k"] if cur else None, action=action or None,
+                              actions=AUDIT_ACTIONS):
         if len(events) == limit:
             return AuditPage(events, encode_cursor("audit", owner, {"k": last}))
         events.append(audit.to_dict(ev))
