@@ -9,12 +9,14 @@ the session's turns named, so a token with a bank allow-list is refused it; ``PO
 
 from __future__ import annotations
 
+import dataclasses
+
 from chalice import Blueprint
 
 from .. import doctor
 from ..auth.principal import Permission
 from ..extraction import service
-from .http import Ctx, endpoint
+from .http import Ctx, Reply, endpoint
 
 bp = Blueprint(__name__)
 
@@ -24,21 +26,27 @@ WRITE, ADMIN = Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 @endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest,
           bank_scoped=True)
 def turn_completed(ctx: Ctx):
-    """202 ``{accepted, bank, session_id, turn_id, queued, outcome?}``."""
-    return service.submit_turn(ctx.principal, ctx.body)
+    """202 ``{accepted, bank, session_id, turn_id, queued, outcome?}`` (``{accepted: false,
+    reason, bank, session_id, turn_id}`` when extraction is disabled)."""
+    r = service.submit_turn(ctx.principal, ctx.body)
+    base = {"bank": r.bank, "session_id": r.session_id, "turn_id": r.turn_id}
+    if r.run is None:
+        return Reply(202, {"accepted": False, "reason": r.reason, **base})
+    ran = {"outcome": r.run.outcome.as_dict()} if r.run.outcome is not None else {}
+    return Reply(202, {"accepted": True, **base, "queued": r.run.queued, **ran})
 
 
 @endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest)
 def session_deleted(ctx: Ctx):
     """``{session_id, dropped}``."""
-    return service.session_deleted(ctx.principal, ctx.body)
+    return {"session_id": ctx.body.session_id, "dropped": service.session_deleted(ctx.principal, ctx.body)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest,
           bank_scoped=True)
 def forget_session(ctx: Ctx, bank: str):
     """``{session_id, retired, purged, memory_ids}``."""
-    return service.forget_session(ctx.principal, bank, ctx.body)
+    return dataclasses.asdict(service.forget_session(ctx.principal, bank, ctx.body))
 
 
 @endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN)

@@ -7,10 +7,13 @@ a bank allow-list gets 403 ``forbidden`` on all of them."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from chalice import Blueprint
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import validation
 from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..structured import (
@@ -23,18 +26,33 @@ from ..structured import (
     tool,
     workstreams,
 )
-from .http import Ctx, IntRange, Reply, damaged_header, endpoint
+from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 
 bp = Blueprint(__name__)
 
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
-def _listing(body: dict[str, Any], status: int = 200) -> Reply:
-    """A list body with its count of damaged records left out moved to the ``X-Cairn-Damaged``
-    header: Turnstone's SDK validates the body, so it stays exactly Turnstone's shape."""
-    n = body.pop("damaged", 0) if isinstance(body, dict) else 0
-    return Reply(status, body, headers=damaged_header(n))
+def _rows(rows: list[memories.Row]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(r) for r in rows]
+
+
+def _listing(result: memories.Listing) -> Reply:
+    """``{memories, total}``, with the count of damaged records left out in the
+    ``X-Cairn-Damaged`` header: Turnstone's SDK validates the body, so it stays exactly Turnstone's shape."""
+    found = _rows(result.memories)
+    return Reply(200, {"memories": found, "total": len(found)}, headers=damaged_header(result.damaged))
+
+
+def _tool(result: tool.ToolResult) -> Any:
+    """A tool call's result as its REST equivalent renders it."""
+    if isinstance(result, memories.Listing):
+        return _listing(result)
+    if isinstance(result, memories.Saved):
+        return Reply(201 if result.created else 200, dataclasses.asdict(result.row))
+    if isinstance(result, memories.Deleted):
+        return {"status": "ok", "name": result.name}
+    return dataclasses.asdict(result)
 
 
 def _obj(body: Any) -> dict[str, Any]:
@@ -52,6 +70,105 @@ def _str(body: dict[str, Any], field: str) -> str:
     return value
 
 
+# --- query strings -----------------------------------------------------------------------------
+
+def _clamp(raw: str | None, default: int, hi: int) -> int:
+    """An admin listing's limit clamped to ``1..hi``; 400 ``limit must be an integer`` when not a number."""
+    if raw is None or raw == "":
+        return default
+    n = validation.as_int(raw)
+    if n is None:
+        raise BadRequest("limit must be an integer", details={"field": "limit"})
+    return max(1, min(hi, n))
+
+
+def _type(v: str) -> str:
+    return scopes.check_type(v, allow_empty=True) or ""
+
+
+def _scope(v: str) -> str:
+    return scopes.check_scope(v, scopes.SCOPES) if v else v
+
+
+class AdminListQuery(BaseModel):
+    """``GET /v1/api/admin/memories?type=&scope=&scope_id=&limit=``, checked in this order with
+    the REST API's messages (400 ``invalid_type``, ``invalid_scope``, ``limit must be an
+    integer``); limit clamped to 1..200 (default 100)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: str = ""
+    scope: str = ""
+    scope_id: str = ""
+    limit: int = 100
+
+    _check_type = field_validator("type")(_type)
+    _check_scope = field_validator("scope")(_scope)
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, v: Any) -> int:
+        return _clamp(v, 100, 200)
+
+
+class AdminSearchQuery(BaseModel):
+    """``GET /v1/api/admin/memories/search?q=&type=&scope=&scope_id=&limit=``: ``q`` first (400
+    ``query is required``), then as ``AdminListQuery``; limit clamped to 1..50 (default 20)."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str = Field("", validate_default=True)
+    type: str = ""
+    scope: str = ""
+    scope_id: str = ""
+    limit: int = 20
+
+    _check_type = field_validator("type")(_type)
+    _check_scope = field_validator("scope")(_scope)
+
+    @field_validator("q")
+    @classmethod
+    def _q(cls, v: str) -> str:
+        if not v.strip():
+            raise BadRequest("query is required", details={"field": "q"})
+        return v.strip()
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, v: Any) -> int:
+        return _clamp(v, 20, 50)
+
+
+class AuditQuery(BaseModel):
+    """``GET /v1/api/admin/audit?action=&since=&cursor=&limit=``: ``action`` one of
+    ``admin.AUDIT_ACTIONS`` (all when empty), ``since`` ms since the epoch, limit clamped to
+    1..500 (default 100)."""
+
+    model_config = ConfigDict(extra="ignore")
+    action: str = ""
+    since: int = 0
+    limit: int = 100
+    cursor: str | None = None
+
+    @field_validator("action")
+    @classmethod
+    def _action(cls, v: str) -> str:
+        if v and v not in admin.AUDIT_ACTIONS:
+            raise BadRequest(f"action must be one of {list(admin.AUDIT_ACTIONS)}.", details={"field": "action"})
+        return v
+
+    @field_validator("since", mode="before")
+    @classmethod
+    def _since(cls, v: Any) -> int:
+        n = validation.as_int(v or "0")
+        if n is None:
+            raise BadRequest("since must be an integer (ms since epoch).", details={"field": "since"})
+        return n
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, v: Any) -> int:
+        return _clamp(v, 100, 500)
+
+
 # --- REST memory API --------------------------------------------------------------------------
 
 @endpoint(bp, "/v1/api/memories", ["GET"], permission=READ)
@@ -67,8 +184,8 @@ def list_memories(ctx: Ctx):
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE)
 def save_memory(ctx: Ctx):
     """Upsert: 201 with the row when created, 200 when the identity existed."""
-    created, row = memories.save_rest(ctx.principal, _obj(ctx.body))
-    return Reply(201 if created else 200, row)
+    saved = memories.save_rest(ctx.principal, _obj(ctx.body))
+    return Reply(201 if saved.created else 200, dataclasses.asdict(saved.row))
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ)
@@ -81,14 +198,14 @@ def search_memories(ctx: Ctx):
     type_ = scopes.check_type(_str(b, "type"), allow_empty=True) or None
     limit = IntRange(1, 50, turnstone=True).parse(b.get("limit"), "limit", 20)
     targets = scopes.rest_envelope(ctx.principal, _str(b, "scope"), _str(b, "scope_id"))
-    return memories.search_rows(ctx.principal.org_id, targets, query, type_=type_, limit=limit)
+    return _listing(memories.search_rows(ctx.principal.org_id, targets, query, type_=type_, limit=limit))
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ)
 def get_memory(ctx: Ctx, name: str):
     """The row of ``(name, scope, scope_id)`` (scope defaults to global)."""
     target = scopes.rest_target(ctx.principal, ctx.query.get("scope"), ctx.query.get("scope_id"))
-    return memories.get(ctx.principal.org_id, target, name)
+    return dataclasses.asdict(memories.get(ctx.principal.org_id, target, name))
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["DELETE"], permission=WRITE)
@@ -96,7 +213,7 @@ def delete_memory(ctx: Ctx, name: str):
     """``{"status": "ok", "name": name}``; 404 ``Memory '<name>' not found``."""
     p = ctx.principal
     target = scopes.rest_target(p, ctx.query.get("scope"), ctx.query.get("scope_id"))
-    return memories.delete(p.org_id, target, name, actor=p.actor, surface="rest")
+    return {"status": "ok", "name": memories.delete(p.org_id, target, name, actor=p.actor, surface="rest").name}
 
 
 # --- workstreams, projects, sessions --------------------------------------------------------
@@ -104,57 +221,67 @@ def delete_memory(ctx: Ctx, name: str):
 @endpoint(bp, "/v1/api/workstreams", ["POST"], permission=WRITE, body=workstreams.WorkstreamRequest)
 def create_workstream(ctx: Ctx):
     """201 ``{workstream_id, title, owner}``."""
-    return Reply(201, workstreams.create(ctx.principal, ctx.body))
+    return Reply(201, dataclasses.asdict(workstreams.create(ctx.principal, ctx.body)))
 
 
 @endpoint(bp, "/v1/api/projects", ["POST"], permission=WRITE, body=projects.ProjectRequest)
 def create_project(ctx: Ctx):
     """201 ``{project_id, name, active, owner}``."""
-    return Reply(201, projects.create(ctx.principal, ctx.body))
+    return Reply(201, dataclasses.asdict(projects.create(ctx.principal, ctx.body)))
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}", ["PATCH"], permission=WRITE, body=projects.ProjectPatch)
 def patch_project(ctx: Ctx, project_id: str):
     """Activate or deactivate: the project."""
-    return projects.set_active(ctx.principal, project_id, ctx.body.active)
+    return dataclasses.asdict(projects.set_active(ctx.principal, project_id, ctx.body.active))
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["PUT"], permission=WRITE,
           body=projects.MemberRequest)
 def put_member(ctx: Ctx, project_id: str, user_id: str):
     """``{project_id, user_id, access}``."""
-    return projects.set_member(ctx.principal, project_id, user_id, ctx.body.access)
+    return dataclasses.asdict(projects.set_member(ctx.principal, project_id, user_id, ctx.body.access))
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["DELETE"], permission=WRITE)
 def delete_member(ctx: Ctx, project_id: str, user_id: str):
     """``{status: "ok"}``."""
-    return projects.remove_member(ctx.principal, project_id, user_id)
+    projects.remove_member(ctx.principal, project_id, user_id)
+    return {"status": "ok"}
+
+
+def _session(s: sessions.Session) -> dict[str, Any]:
+    """``{session_id, kind, user_id, workstream_id, project_id, parent_session_id, memory_enabled}``."""
+    return {"session_id": s.session_id, "kind": s.kind, "user_id": s.user_id, "workstream_id": s.workstream_id,
+            "project_id": s.project_id, "parent_session_id": s.parent_session_id,
+            "memory_enabled": s.memory_enabled}
 
 
 @endpoint(bp, "/v1/api/sessions", ["POST"], permission=READ, body=sessions.SessionRequest)
 def create_session(ctx: Ctx):
     """201 ``{session_id, kind, user_id, workstream_id, project_id, ...}``."""
-    return Reply(201, sessions.create(ctx.principal, ctx.body))
+    return Reply(201, _session(sessions.create(ctx.principal, ctx.body)))
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ)
 def delete_session(ctx: Ctx, session_id: str):
     """``{status: "ok", session_id}``."""
-    return sessions.delete(ctx.principal, session_id)
+    sessions.delete(ctx.principal, session_id)
+    return {"status": "ok", "session_id": session_id}
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/memory", ["POST"], permission=READ, body=tool.ToolCall)
 def session_memory(ctx: Ctx, session_id: str):
     """The memory tool: the REST equivalent's body and status."""
-    status, body = tool.run(ctx.principal, session_id, ctx.body)
-    return _listing(body, status)
+    return _tool(tool.run(ctx.principal, session_id, ctx.body))
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest)
 def session_context(ctx: Ctx, session_id: str):
-    """``{system_message, injected, candidates, nudge}``."""
-    return context.turn(ctx.principal, session_id, ctx.body)
+    """``{system_message, injected, candidates, in_scope, nudge}``: ``injected`` the memory_ids."""
+    t = context.turn(ctx.principal, session_id, ctx.body)
+    return {"system_message": t.system_message, "injected": [r.memory_id for r in t.injected],
+            "candidates": t.candidates, "in_scope": t.in_scope, "nudge": t.nudge}
 
 
 # --- admin ------------------------------------------------------------------------------------
@@ -162,41 +289,51 @@ def session_context(ctx: Ctx, session_id: str):
 @endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN)
 def admin_list(ctx: Ctx):
     """``{memories, total}`` across every scope."""
-    return _listing(admin.list_all(ctx.principal.org_id, ctx.query))
+    q = parse_query(ctx.query, AdminListQuery)
+    return _listing(admin.list_all(ctx.principal.org_id, type_=q.type or None, scope=q.scope, scope_id=q.scope_id,
+                                   limit=q.limit))
 
 
 @endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN)
 def admin_search(ctx: Ctx):
     """``{memories, total}`` best first."""
-    return admin.search_all(ctx.principal.org_id, ctx.query)
+    q = parse_query(ctx.query, AdminSearchQuery)
+    return _listing(admin.search_all(ctx.principal.org_id, q.q, type_=q.type or None, scope=q.scope,
+                                     scope_id=q.scope_id, limit=q.limit))
 
 
 @endpoint(bp, "/v1/api/admin/memories/import", ["POST"], permission=ADMIN,
           body_types=("application/x-ndjson", "application/json", "text/plain"))
 def admin_import(ctx: Ctx):
-    """ndjson of Turnstone rows: ``{imported, skipped, errors}``."""
-    return admin.import_ndjson(ctx.principal.org_id, ctx.raw_body, actor=ctx.principal.actor)
+    """ndjson of Turnstone rows: ``{imported, skipped, errors: [{line, error}]}``."""
+    r = admin.import_ndjson(ctx.principal.org_id, ctx.raw_body, actor=ctx.principal.actor)
+    return {"imported": r.imported, "skipped": r.skipped,
+            "errors": [{"line": line, "error": error} for line, error in r.errors]}
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN)
 def admin_get(ctx: Ctx, memory_id: str):
     """The row; 404 ``Memory not found``."""
-    return admin.get_by_id(ctx.principal.org_id, memory_id)
+    return dataclasses.asdict(admin.get_by_id(ctx.principal.org_id, memory_id))
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["PATCH"], permission=ADMIN, body=admin.DescriptionPatch)
 def admin_patch(ctx: Ctx, memory_id: str):
     """The row with its new description."""
-    return admin.patch_description(ctx.principal.org_id, memory_id, ctx.body.description, actor=ctx.principal.actor)
+    return dataclasses.asdict(admin.patch_description(ctx.principal.org_id, memory_id, ctx.body.description,
+                                                      actor=ctx.principal.actor))
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["DELETE"], permission=ADMIN)
 def admin_delete(ctx: Ctx, memory_id: str):
     """``{"status": "ok"}``; 404 ``Memory not found`` with no audit event."""
-    return admin.delete_by_id(ctx.principal.org_id, memory_id, actor=ctx.principal.actor)
+    admin.delete_by_id(ctx.principal.org_id, memory_id, actor=ctx.principal.actor)
+    return {"status": "ok"}
 
 
 @endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN)
 def admin_audit(ctx: Ctx):
     """``{events, next_cursor}``: memory audit events, oldest first."""
-    return admin.audit_page(ctx.principal.org_id, ctx.query)
+    q = parse_query(ctx.query, AuditQuery)
+    page = admin.audit_page(ctx.principal.org_id, action=q.action, since=q.since, cursor=q.cursor, limit=q.limit)
+    return {"events": page.events, "next_cursor": page.next_cursor}

@@ -21,6 +21,7 @@ from ..validation import Line, Text
 
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
+MAX_SESSION_ID = 256  # characters of a session id (hooks, provenance, ``source.session_id``)
 MIN_TEXT_BYTES = 3
 MAX_TEXT_BYTES = 2000
 
@@ -36,26 +37,33 @@ def check_text(text: str, field: str = "text") -> str:
     return stripped
 
 
-def normalize_handles(values: list[str] | None, field: str) -> list[str]:
+def normalize_handles(values: list[str] | None, field: str, *, strict: bool = True) -> list[str]:
     """Entities or tags: trimmed, lower-cased, empties dropped, deduplicated in order.
 
     More than 8 handles, one over 64 characters or one that is not a single line
     (``validation.check_line``) is 400 ``validation_error`` naming ``field`` (never a silent cut).
+    With ``strict=False`` (handles an extractor produced) what the strict rules refuse is dropped
+    instead and the list cut to 8: never an error.
     """
     out: list[str] = []
     for i, raw in enumerate(values or []):
-        v = validation.check_line(raw, f"{field}.{i}").strip().lower()
-        if not v:
+        if strict:
+            validation.check_line(raw, f"{field}.{i}")
+        elif validation.line_problem(raw) is not None:
+            continue
+        v = raw.strip().lower()
+        if not v or v in out:
+            continue
+        if len(v) > MAX_HANDLE_CHARS and not strict:
             continue
         if len(v) > MAX_HANDLE_CHARS:
             raise BadRequest(f"Each of {field} must be at most {MAX_HANDLE_CHARS} characters.",
                              details={"field": field, "value_chars": len(v)})
-        if v not in out:
-            out.append(v)
-    if len(out) > MAX_HANDLES:
+        out.append(v)
+    if len(out) > MAX_HANDLES and strict:
         raise BadRequest(f"At most {MAX_HANDLES} {field} are allowed (got {len(out)}).",
                          details={"field": field, "count": len(out)})
-    return out
+    return out[:MAX_HANDLES]
 
 
 class SaveRequest(BaseModel):
@@ -66,7 +74,7 @@ class SaveRequest(BaseModel):
     entities: list[StrictStr] | None = Field(None, max_length=64)
     tags: list[StrictStr] | None = Field(None, max_length=64)
     pinned: StrictBool | None = None
-    session_id: Line | None = Field(None, min_length=1, max_length=256)
+    session_id: Line | None = Field(None, min_length=1, max_length=MAX_SESSION_ID)
 
 
 class UpdateRequest(BaseModel):
@@ -116,6 +124,7 @@ class RuleRequest(BaseModel):
 
 
 __all__ = [
+    "MAX_SESSION_ID",
     "BankRequest",
     "Memory",
     "PinRequest",

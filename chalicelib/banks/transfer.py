@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..clock import now_ms
 from ..core import store
-from ..core.ndjson import parse_line
+from ..core.ndjson import check_inline_size, parse_line
 from ..core.records import Memory
 from ..core.store import BankTx, Write, current, get_items, iter_records, iter_revisions
-from ..errors import BadRequest, PayloadTooLarge
+from ..errors import BadRequest
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
@@ -37,7 +37,6 @@ from .service import require_bank
 # DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
 # fingerprint pointer, plus the bank row.
 BATCH = 30
-MIB = 1024 * 1024
 
 
 class ImportUploadRequest(BaseModel):
@@ -288,10 +287,7 @@ def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, Memory]], actor
 def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> ImportResult:
     """Import an inline ndjson body of at most ``Settings.import_inline_bytes`` (413
     ``payload_too_large`` beyond)."""
-    cap = get_settings().import_inline_bytes
-    if len(body) > cap:
-        size = f"{cap // MIB} MB" if cap % MIB == 0 else f"{cap} bytes"
-        raise PayloadTooLarge(f"Inline imports are limited to {size}; use import-uploads for larger files.")
+    check_inline_size(body, "; use import-uploads for larger files")
     return import_lines(org_id, bank, body.splitlines(), actor=actor)
 
 

@@ -8,9 +8,22 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import PayloadTooLarge
+from ..settings import get_settings
 from ..validation import InvalidInput, loads
 
 M = TypeVar("M", bound=BaseModel)
+
+MIB = 1024 * 1024
+
+
+def check_inline_size(body: bytes, hint: str = "") -> None:
+    """413 ``payload_too_large`` when an inline import body is over
+    ``Settings.import_inline_bytes`` (UTF-8 bytes); ``hint`` ends the message (what to do instead)."""
+    cap = get_settings().import_inline_bytes
+    if len(body) > cap:
+        size = f"{cap // MIB} MB" if cap % MIB == 0 else f"{cap} bytes"
+        raise PayloadTooLarge(f"Inline imports are limited to {size}{hint}.")
 
 
 def parse_line(raw: bytes, model: type[M]) -> M:

@@ -549,6 +549,44 @@ def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Mem
         yield int(rev.seq), str(rev.op), revision_record(rev)
 
 
+# --- structured memory's name pointers and namespaces ------------------------------------------
+
+def name_pointer(inc: str, name: str) -> str | None:
+    """The memory_id the name pointer ``~name/<name>`` of a bank incarnation holds, or ``None``."""
+    ptr = get_item(inc, NAME_POINTER_PREFIX + name)
+    return ptr.memory_id if ptr is not None else None
+
+
+def fingerprint_pointer(inc: str, fp: str) -> str | None:
+    """The memory_id the fingerprint pointer ``~fp/<fp>`` of a bank incarnation holds, or ``None``."""
+    ptr = get_item(inc, POINTER_PREFIX + fp)
+    return ptr.memory_id if ptr is not None else None
+
+
+def stage_name_pointer(tx: TransactWrite, inc: str, name: str, memory_id: str) -> None:
+    """Stage the name pointer ``~name/<name>`` -> ``memory_id`` into ``tx`` (its key must be free)."""
+    tx.save(MemoryModel(bank_key=inc, sk=NAME_POINTER_PREFIX + name, memory_id=memory_id),
+            condition=MemoryModel.sk.does_not_exist())
+
+
+def stage_drop_name_pointer(tx: TransactWrite, inc: str, name: str, memory_id: str) -> None:
+    """Stage the deletion of the name pointer ``~name/<name>`` into ``tx`` (it must hold ``memory_id``)."""
+    tx.delete(MemoryModel(bank_key=inc, sk=NAME_POINTER_PREFIX + name), condition=MemoryModel.memory_id == memory_id)
+
+
+def iter_live(inc: str, page_size: int) -> Iterable[Memory | Damaged]:
+    """The live records of a bank incarnation, newest first (the ``by_order`` index, read
+    ``page_size`` at a time); a damaged one as its ``Damaged``."""
+    bind()
+    for it in MemoryModel.by_order.query(inc, consistent_read=True, page_size=page_size):
+        if it.live is True:
+            yield decoded(it)
+
+
+def bank_names(org_id: str, prefix: str) -> list[str]:
+    """The names of the org's bank rows starting with ``prefix`` (a key query)."""
+    bind()
+    return [r.name for r in BankModel.query(org_id, BankModel.name.startswith(prefix), consistent_read=True)]
 # --- bank rows for the recall core, and the config version rows ------------------------------
 
 CONFIG_ORG = "_system"  # org of the global config version row

@@ -20,7 +20,8 @@ from ..extraction.job import TurnJob, run_job
 log = logging.getLogger("cairn.events")
 
 
-def handle_batch(records: list[dict[str, Any]], runner: Callable[[TurnJob], Any] = run_job) -> dict[str, Any]:
+def handle_batch(records: list[dict[str, Any]],
+                 runner: Callable[[TurnJob], Any] = run_job) -> dict[str, list[dict[str, str]]]:
     """Process SQS ``records`` (the Lambda event's ``Records``: ``messageId``, ``body``,
     ``attributes.MessageGroupId``); returns ``{"batchItemFailures": [{"itemIdentifier": id}]}``."""
     failures: list[dict[str, str]] = []

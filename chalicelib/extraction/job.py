@@ -16,6 +16,7 @@ dead-letter queue keeps it).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,27 +25,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
-from pynamodb.exceptions import DoesNotExist, PutError
 
 from .. import audit, metrics
 from ..banks import rules as bank_rules
 from ..banks import service as bank_service
-from ..banks.records import MAX_HANDLE_CHARS, MAX_HANDLES, SaveRequest
+from ..banks.records import MAX_SESSION_ID, SaveRequest, normalize_handles
 from ..clock import now_ms
 from ..core.records import Memory, Source
-from ..core.store import POINTER_PREFIX, decoded, get_bank_row, get_item
+from ..core.store import decoded, fingerprint_pointer, get_bank_row, get_item
 from ..errors import NotFound
 from ..fingerprint import fingerprint
 from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from ..storage.tables import ExtractionModel, bind
+from ..storage.tables import bind
 from ..team.dlp import holds_secret
-from ..validation import line_problem, text_problem
+from ..validation import text_problem
+from . import store
 from .models import Extractor, get_extractor
 from .parse import Candidate
-from .transcript import clip_utf8, window
+from .store import Cursor, get_cursor, session_key
+from .transcript import Window, clip_utf8, window
 
 log = logging.getLogger("cairn.extraction")
 
@@ -52,8 +54,9 @@ MIN_ITEM_BYTES, MAX_ITEM_BYTES = 3, 500
 MAX_RULE_LINES = 3
 LEARNED_RULE = "learned"
 RECENT_TURNS = 32  # turn ids kept on the cursor to recognise a redelivered turn
-JOB_ROW_TTL_S = 14 * 24 * 3600  # a job# row outlives the queue's retention (4 days) and its DLQ's (14)
 EXTRACTOR_AGENT = "cairn-extractor"
+
+__all__ = ["Outcome", "TurnJob", "get_cursor", "make_job", "run_job", "session_key"]
 
 
 def tuning():
@@ -103,28 +106,10 @@ def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: li
                    messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms())
 
 
-def session_key(org_id: str, session_id: str) -> str:
-    """The extraction table's hash key of one session."""
-    return f"{org_id}#{session_id}"
-
-
 def _short(value: str, limit: int = 128) -> str:
     """An SQS id (group, deduplication): the value when it fits, else its SHA-256 hex."""
     ok = len(value) <= limit and all(33 <= ord(c) <= 126 for c in value)
     return value if ok else hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
-def enqueue(job: TurnJob) -> dict[str, Any]:
-    """Send ``job`` to the FIFO queue (MessageGroupId = session id, MessageDeduplicationId =
-    turn id; the queue deduplicates per group) and return ``{queued: true}``; with no
-    ``queue_url`` configured run it inline and return ``{queued: false, outcome}``."""
-    url = get_settings().queue_url
-    if not url:
-        outcome = run_job(job)
-        return {"queued": False, "outcome": outcome.as_dict()}
-    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
-                             MessageGroupId=_short(job.session_id), MessageDeduplicationId=_short(job.turn_id))
-    return {"queued": True}
 
 
 @dataclass
@@ -141,56 +126,56 @@ class Outcome:
     model_called: bool = False
     memory_ids: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, int | str | bool]:
+        """``{status, saved, reinforced, skipped, rule_lines, model_called}`` (the hook's
+        ``outcome`` and the job's log line)."""
         return {"status": self.status, "saved": self.saved, "reinforced": self.reinforced, "skipped": self.skipped,
                 "rule_lines": self.rule_lines, "model_called": self.model_called}
 
 
+@dataclass(frozen=True)
+class Enqueued:
+    """``queued`` when the job went to the queue; else it ran inline with ``outcome``."""
+
+    queued: bool
+    outcome: Outcome | None = None
+
+
+def enqueue(job: TurnJob) -> Enqueued:
+    """Send ``job`` to the FIFO queue (MessageGroupId = session id, MessageDeduplicationId =
+    turn id; the queue deduplicates per group); with no ``queue_url`` configured run it inline."""
+    url = get_settings().queue_url
+    if not url:
+        return Enqueued(False, run_job(job))
+    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
+                             MessageGroupId=_short(job.session_id), MessageDeduplicationId=_short(job.turn_id))
+    return Enqueued(True)
+
+
 # --- cursor ----------------------------------------------------------------------------------
 
-def get_cursor(org_id: str, session_id: str) -> ExtractionModel | None:
-    """The session's cursor row (consistent read), or ``None``."""
-    bind()
-    try:
-        return ExtractionModel.get(session_key(org_id, session_id), "cursor", consistent_read=True)
-    except DoesNotExist:
-        return None
-
-
-def _advance(job: TurnJob, cursor: ExtractionModel | None, end: int, last_id: str | None, attempts: int = 5) -> None:
+def _advance(job: TurnJob, cursor: Cursor | None, end: int, last_id: str | None, attempts: int = 5) -> None:
     """Move the cursor to ``end`` and remember ``job.turn_id``; never backwards (a later turn's
     job that already ran keeps its position). The write is conditioned on the cursor read, so a
-    concurrent job's move is merged, not lost (``attempts`` re-reads, then ``PutError``)."""
-    turns = list(cursor.turns or []) if cursor is not None else []
-    if job.turn_id not in turns:
-        turns = (turns + [job.turn_id])[-RECENT_TURNS:]
-    row = ExtractionModel(session_key=session_key(job.org_id, job.session_id), sk="cursor", org_id=job.org_id,
-                          session_id=job.session_id, position=end, last_message_id=last_id, turns=turns,
-                          updated_at=now_ms())
-    if cursor is not None and cursor.position is not None and int(cursor.position) > end:
-        row.position, row.last_message_id = int(cursor.position), cursor.last_message_id
-    try:
-        if cursor is None:
-            row.save(condition=ExtractionModel.sk.does_not_exist())
-        else:
-            read = cursor.updated_at
-            row.save(condition=(ExtractionModel.updated_at == read) if isinstance(read, (int, float))
-                     else ExtractionModel.sk.exists())  # a damaged cursor is overwritten
-    except PutError:
-        if attempts <= 1:
-            raise
-        # a concurrent job moved the cursor: re-read and merge
-        _advance(job, get_cursor(job.org_id, job.session_id), end, last_id, attempts - 1)
+    concurrent job's move is merged, not lost (``attempts`` re-reads, then ``RuntimeError``)."""
+    for _ in range(attempts):
+        turns = list(cursor.turns) if cursor is not None else []
+        if job.turn_id not in turns:
+            turns = [*turns, job.turn_id][-RECENT_TURNS:]
+        position, last = end, last_id
+        if cursor is not None and cursor.position is not None and cursor.position > end:
+            position, last = cursor.position, cursor.last_message_id
+        if store.save_cursor(job.org_id, job.session_id, cursor, position=position, last_message_id=last,
+                             turns=turns):
+            return
+        cursor = get_cursor(job.org_id, job.session_id)  # a concurrent job moved the cursor: re-read and merge
+    raise RuntimeError("The extraction cursor kept moving under this job; it will be retried.")
 
 
-def drop_cursor(org_id: str, session_id: str) -> dict[str, Any]:
-    """Forget how far a session was extracted (``session-deleted``): ``{dropped: bool}``.
-    Provenance rows stay, so ``forget_session`` still finds what the session taught."""
-    cursor = get_cursor(org_id, session_id)
-    if cursor is None:
-        return {"dropped": False}
-    cursor.delete()
-    return {"dropped": True}
+def drop_cursor(org_id: str, session_id: str) -> bool:
+    """Forget how far a session was extracted (``session-deleted``): False when there was no
+    cursor. Provenance rows stay, so ``forget_session`` still finds what the session taught."""
+    return store.drop_cursor(org_id, session_id)
 
 
 # --- applying ----------------------------------------------------------------------------------
@@ -202,25 +187,13 @@ def _in_bounds(text: str) -> bool:
     return MIN_ITEM_BYTES <= len(text.strip().encode("utf-8")) <= MAX_ITEM_BYTES
 
 
-def _handles(values: list[str]) -> list[str]:
-    """Entities/tags a model produced, cut to what a memory accepts (never a 400 for a job)."""
-    out: list[str] = []
-    for v in values:
-        v = v.strip().lower()
-        if v and len(v) <= MAX_HANDLE_CHARS and v not in out and line_problem(v) is None:
-            out.append(v)
-    return out[:MAX_HANDLES]
-
-
 def _stored(org_id: str, bank: str, text: str) -> Memory | Damaged | None:
     """The memory of ``bank`` that ``text`` fingerprints to (live or retired), or None."""
     row = get_bank_row(org_id, bank)
     if row is None:
         return None
-    pointer = get_item(row.incarnation, POINTER_PREFIX + fingerprint(text))
-    if pointer is None:
-        return None
-    item = get_item(row.incarnation, pointer.memory_id)
+    memory_id = fingerprint_pointer(row.incarnation, fingerprint(text))
+    item = get_item(row.incarnation, memory_id) if memory_id is not None else None
     return decoded(item) if item is not None else None
 
 
@@ -239,28 +212,19 @@ def _usable(text: str) -> bool:
     return _in_bounds(text) and not holds_secret(text)
 
 
-def _job_row(job: TurnJob) -> ExtractionModel:
-    try:
-        return ExtractionModel.get(session_key(job.org_id, job.session_id), f"job#{job.turn_id}", consistent_read=True)
-    except DoesNotExist:
-        return ExtractionModel(session_key=session_key(job.org_id, job.session_id), sk=f"job#{job.turn_id}",
-                               org_id=job.org_id, session_id=job.session_id, turn_id=job.turn_id, applied=None,
-                               updated_at=now_ms(), expires_at=int(time.time()) + JOB_ROW_TTL_S)
-
-
-def _mark_applied(row: ExtractionModel, fp: str) -> None:
-    if row.applied is None:
-        row.applied = set()
-    row.applied.add(fp)
-    row.update(actions=[ExtractionModel.applied.add({fp}), ExtractionModel.updated_at.set(now_ms()),
-                        ExtractionModel.org_id.set(row.org_id), ExtractionModel.session_id.set(row.session_id),
-                        ExtractionModel.turn_id.set(row.turn_id), ExtractionModel.expires_at.set(row.expires_at)])
-
-
-def _record_provenance(job: TurnJob, memory_id: str) -> None:
-    ExtractionModel(session_key=session_key(job.org_id, job.session_id), sk=f"mem#{job.bank}#{memory_id}",
-                    org_id=job.org_id, session_id=job.session_id, bank=job.bank, memory_id=memory_id,
-                    turn_id=job.turn_id, updated_at=now_ms()).save()
+def _save(job: TurnJob, cand: Candidate) -> tuple[bool, Memory]:
+    """Save one candidate through the bank's save (``banks.service.save_memory``): ``(created,
+    the stored record)``. Entities and tags are cleaned by the API's normaliser, dropping what it
+    would refuse (a job never fails on a model's handles)."""
+    sid = job.session_id[:MAX_SESSION_ID]
+    tags = normalize_handles(cand.tags + ([LEARNED_RULE] if cand.kind == "rule" else []), "tags", strict=False)
+    req = SaveRequest(text=cand.text.strip(), entities=normalize_handles(cand.entities, "entities", strict=False),
+                      tags=tags, session_id=sid)
+    saved = bank_service.save_memory(job.org_id, job.bank, req, actor=job.actor, confidence=cand.confidence,
+                                     source=Source(session_id=sid, agent=EXTRACTOR_AGENT))
+    if saved.memory is None:  # only an idempotent replay, which a job's save never is
+        raise RuntimeError("The bank's save returned no memory.")
+    return saved.created, saved.memory
 
 
 def _line_text(line: str) -> str:
@@ -309,21 +273,60 @@ def run_job(job: TurnJob, extractor: Extractor | None = None) -> Outcome:
     return outcome
 
 
+def _window(job: TurnJob, cursor: Cursor | None, size: int) -> Window:
+    """The window of ``job`` past the cursor (cursor positions are absolute, in the hook's list;
+    the job holds ``messages[offset:]``)."""
+    position = max(0, cursor.position - job.offset) if cursor is not None and cursor.position is not None else None
+    last_id = cursor.last_message_id if cursor is not None else None
+    return window(job.messages, position=position, last_id=last_id, size=size)
+
+
+def _apply(job: TurnJob, items: list[Candidate], out: Outcome) -> store.Progress:
+    """Save each candidate not applied yet by an earlier attempt (``store.Progress``), counting
+    into ``out``; pinned, retired and damaged memories are left alone (skipped). Returns the
+    job's progress, to drop once the cursor moved."""
+    progress = store.get_progress(job.org_id, job.session_id, job.turn_id)
+    for cand in items:
+        fp = fingerprint(cand.text)
+        if fp in progress.applied:
+            continue
+        if _left_alone(job.org_id, job.bank, cand.text):
+            out.skipped += 1
+            store.mark_applied(progress, fp)
+            continue
+        created, memory = _save(job, cand)
+        if created:
+            out.saved += 1
+        else:
+            out.reinforced += 1
+        out.memory_ids.append(memory.id)
+        if memory.source.session_id == job.session_id[:MAX_SESSION_ID]:
+            store.record_provenance(job.org_id, job.session_id, job.bank, memory.id, job.turn_id)
+        store.mark_applied(progress, fp)
+    return progress
+
+
+def _learn_rules(job: TurnJob, rules: list[Candidate]) -> int:
+    """Append to the ``learned`` rule the stored text of each rule candidate saved as a live
+    memory (never the model's or the conversation's raw text): the lines appended."""
+    lines = []
+    for cand in rules:
+        rec = _stored(job.org_id, job.bank, cand.text)
+        if isinstance(rec, Memory) and rec.live:
+            lines.append(rec.text)
+    return append_rule_lines(job.org_id, job.bank, lines) if lines else 0
+
+
 def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
     check_name(job.bank)
     bind()
     tune = tuning()
     cursor = get_cursor(job.org_id, job.session_id)
-    if cursor is not None and job.turn_id in (cursor.turns or []):
+    if cursor is not None and job.turn_id in cursor.turns:
         return Outcome("duplicate")
     if not tune.extraction_enabled:
         return Outcome("disabled")
-    # cursor positions are absolute (the hook's list); the job holds messages[offset:]
-    position = int(cursor.position) - job.offset if cursor is not None and cursor.position is not None else None
-    if position is not None and position < 0:
-        position = 0
-    last_id = cursor.last_message_id if cursor is not None else None
-    w = window(job.messages, position=position, last_id=last_id, size=tune.extraction_window)
+    w = _window(job, cursor, tune.extraction_window)
     end = job.offset + w.end
     if w.too_small:
         _advance(job, cursor, end, w.last_id)
@@ -336,44 +339,11 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
     kept = [c for c in memories if _usable(c.text)][: tune.max_memories_per_turn]
     rules = [c for c in rule_lines if _usable(c.text)][:MAX_RULE_LINES]
     out.skipped += len(memories) - len(kept) + len(rule_lines) - len(rules)
-    progress = _job_row(job)
-    for cand in kept + rules:
-        fp = fingerprint(cand.text)
-        if fp in (progress.applied or set()):
-            continue
-        if _left_alone(job.org_id, job.bank, cand.text):
-            out.skipped += 1
-            _mark_applied(progress, fp)
-            continue
-        tags = _handles(cand.tags) + ([LEARNED_RULE] if cand.kind == "rule" else [])
-        req = SaveRequest(text=cand.text.strip(), entities=_handles(cand.entities), tags=tags[:MAX_HANDLES],
-                          session_id=job.session_id[:256])
-        saved = bank_service.save_memory(
-            job.org_id, job.bank, req, actor=job.actor, confidence=cand.confidence,
-            source=Source(session_id=job.session_id[:256], agent=EXTRACTOR_AGENT))
-        memory = saved.memory.public() if saved.memory is not None else {}
-        if saved.created:
-            out.saved += 1
-        else:
-            out.reinforced += 1
-        out.memory_ids.append(memory["id"])
-        if memory.get("source", {}).get("session_id") == job.session_id[:256]:
-            _record_provenance(job, memory["id"])
-        _mark_applied(progress, fp)
-    # The learned rule is built from what was saved as memories, never from the model's or the
-    # conversation's raw text: a line is the stored text of a live memory.
-    lines = []
-    for cand in rules:
-        rec = _stored(job.org_id, job.bank, cand.text)
-        if isinstance(rec, Memory) and rec.live:
-            lines.append(rec.text)
-    if lines:
-        out.rule_lines = append_rule_lines(job.org_id, job.bank, lines)
+    progress = _apply(job, kept + rules, out)
+    out.rule_lines = _learn_rules(job, rules)
     _advance(job, cursor, end, w.last_id)
-    try:
-        progress.delete()
-    except Exception:  # noqa: BLE001 - a leftover job# row expires by TTL; the cursor already moved
-        pass
+    with contextlib.suppress(Exception):  # a leftover job# row expires by TTL; the cursor already moved
+        store.drop_progress(progress)
     log.info(json.dumps({"msg": "extraction", "session_key_sha": hashlib.sha256(
         session_key(job.org_id, job.session_id).encode()).hexdigest()[:16], **out.as_dict()}))
     return out
@@ -381,20 +351,25 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
 
 # --- forget-session ----------------------------------------------------------------------------
 
-def forget_session(org_id: str, bank: str, session_id: str, *, purge: bool, actor: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Forgotten:
+    """What ``forget_session`` did: the memories ``retired`` or ``purged`` (their ids)."""
+
+    session_id: str
+    retired: int
+    purged: int
+    memory_ids: list[str]
+
+
+def forget_session(org_id: str, bank: str, session_id: str, *, purge: bool, actor: str) -> Forgotten:
     """Retire (tombstone) or, with ``purge``, erase every memory ``session_id`` taught in
-    ``bank``: ``{session_id, retired, purged, memory_ids}``. Found through the session's
-    provenance rows (a key query). Memories already retired count as retired; pinned ones are
-    retired too (the admin asked for this session's teachings to go). Raises 404
-    ``bank_not_found``. Audited as ``session.forget``; safe to re-run."""
+    ``bank``. Found through the session's provenance rows (a key query). Memories already
+    retired count as retired; pinned ones are retired too (the admin asked for this session's
+    teachings to go). Raises 404 ``bank_not_found``. Audited as ``session.forget``; safe to re-run."""
     bank_service.require_bank(org_id, bank)
-    bind()
-    ids = [r.memory_id for r in ExtractionModel.query(session_key(org_id, session_id),
-                                                      ExtractionModel.sk.startswith(f"mem#{bank}#"),
-                                                      consistent_read=True) if r.memory_id]
     retired = purged = 0
     done = []
-    for memory_id in ids:
+    for memory_id in store.taught(org_id, session_id, bank):
         try:
             if purge:
                 bank_service.purge_memory(org_id, bank, memory_id, actor=actor)
@@ -407,4 +382,4 @@ def forget_session(org_id: str, bank: str, session_id: str, *, purge: bool, acto
             continue
     audit.record(org_id, "session.forget", actor, f"{bank}/{session_id}",
                  {"bank": bank, "purge": purge, "count": len(done)})
-    return {"session_id": session_id, "retired": retired, "purged": purged, "memory_ids": done}
+    return Forgotten(session_id, retired, purged, done)

@@ -129,8 +129,8 @@ class OpenAICompatibleExtractor:
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)(?:\s+that|\s*:)?\s+(?P<fact>.+)$", re.I)
-_RULE = re.compile(r"^(?:please\s+)?(?:from now on,?\s+|going forward,?\s+)?(?P<rule>(?:always|never|don't ever|do not ever)\s+.+)$",
-                   re.I)
+_RULE = re.compile(r"^(?:please\s+)?(?:from now on,?\s+|going forward,?\s+)?"
+                   r"(?P<rule>(?:always|never|don't ever|do not ever)\s+.+)$", re.I)
 _FROM_NOW = re.compile(r"^(?:from now on|going forward),?\s+(?P<rule>.+)$", re.I)
 _PREFERENCE = re.compile(r"^(?:i\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|don't like|do not like|"
                          r"always|never|usually|want)\b|my\s+favou?rite\b).+", re.I)

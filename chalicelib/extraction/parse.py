@@ -14,7 +14,9 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from ..banks.records import normalize_handles
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
 
@@ -43,12 +45,14 @@ class Candidate(BaseModel):
 
     @field_validator("entities", "tags", mode="before")
     @classmethod
-    def _handles(cls, v: Any) -> list[str]:
+    def _handles(cls, v: Any, info: ValidationInfo) -> list[str]:
+        """Scalars as strings, then the API's handle rules, dropping what they refuse."""
         if v is None:
             return []
         if not isinstance(v, list):
             raise ValueError("must be a list")
-        return [str(x) for x in v if isinstance(x, (str, int, float)) and str(x).strip()]
+        values = [str(x) for x in v if isinstance(x, (str, int, float))]
+        return normalize_handles(values, info.field_name or "tags", strict=False)
 
     @field_validator("confidence", mode="before")
     @classmethod

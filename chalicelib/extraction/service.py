@@ -3,11 +3,13 @@ each route makes. Domain code: no Chalice."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.principal import Principal
+from ..banks.records import MAX_SESSION_ID
 from ..errors import BadRequest
 from ..names import check_name
 from ..validation import Line
@@ -21,8 +23,8 @@ class TurnCompletedRequest(BaseModel):
     id?}``; content a string or text parts) and ``metadata.memory_bank`` choosing the bank."""
 
     model_config = ConfigDict(extra="forbid")
-    session_id: Line = Field(min_length=1, max_length=256)
-    turn_id: Line = Field(min_length=1, max_length=256)
+    session_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
+    turn_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
     status: Line | None = Field(None, max_length=64)
     messages: list[Any] = Field(max_length=MAX_HOOK_MESSAGES)
     metadata: dict[str, Any] | None = None
@@ -32,14 +34,14 @@ class SessionDeletedRequest(BaseModel):
     """Body of ``POST /v1/hooks/session-deleted``."""
 
     model_config = ConfigDict(extra="forbid")
-    session_id: Line = Field(min_length=1, max_length=256)
+    session_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
 
 
 class ForgetSessionRequest(BaseModel):
     """Body of ``POST /v1/banks/{bank}/forget-session``: ``purge`` erases instead of retiring."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    session_id: Line = Field(min_length=1, max_length=256)
+    session_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
     purge: StrictBool = False
 
 
@@ -52,30 +54,40 @@ def hook_bank(metadata: dict[str, Any] | None) -> str:
     return check_name(bank)
 
 
-def submit_turn(principal: Principal, req: TurnCompletedRequest) -> tuple[int, dict[str, Any]]:
-    """Enqueue (or, without a queue, run) the turn's extraction job: 202 ``{accepted: true,
-    bank, session_id, turn_id, queued, outcome?}``; ``accepted: false`` with a ``reason`` when
-    extraction is disabled. Raises 400 ``invalid_name`` / 403 ``forbidden`` (bank not allowed)
-    before anything is written."""
+@dataclass(frozen=True)
+class Submitted:
+    """A turn hook's answer: ``accepted`` (``False`` with a ``reason`` when extraction is
+    disabled), the bank, session and turn, and, once accepted, how the job ran (``jobs.Enqueued``)."""
+
+    accepted: bool
+    bank: str
+    session_id: str
+    turn_id: str
+    reason: str | None = None
+    run: jobs.Enqueued | None = None
+
+
+def submit_turn(principal: Principal, req: TurnCompletedRequest) -> Submitted:
+    """Enqueue (or, without a queue, run) the turn's extraction job. Raises 400
+    ``invalid_name`` / 403 ``forbidden`` (bank not allowed) before anything is written."""
     bank = hook_bank(req.metadata)
     principal.require_bank(bank)
-    base = {"bank": bank, "session_id": req.session_id, "turn_id": req.turn_id}
     tune = jobs.tuning()
     if not tune.extraction_enabled:
-        return 202, {"accepted": False, "reason": "extraction_disabled", **base}
+        return Submitted(False, bank, req.session_id, req.turn_id, reason="extraction_disabled")
     if any(ch in req.turn_id for ch in "\x00\n\r"):
         raise BadRequest("turn_id must be printable.", details={"field": "turn_id"})
     job = jobs.make_job(principal.org_id, bank, req.session_id, req.turn_id, req.messages, actor=principal.actor,
                         status=req.status, window_size=tune.extraction_window)
-    return 202, {"accepted": True, **base, **jobs.enqueue(job)}
+    return Submitted(True, bank, req.session_id, req.turn_id, run=jobs.enqueue(job))
 
 
-def session_deleted(principal: Principal, req: SessionDeletedRequest) -> dict[str, Any]:
-    """Drop the session's extraction cursor: ``{session_id, dropped}``."""
-    return {"session_id": req.session_id, **jobs.drop_cursor(principal.org_id, req.session_id)}
+def session_deleted(principal: Principal, req: SessionDeletedRequest) -> bool:
+    """Drop the session's extraction cursor: False when there was none."""
+    return jobs.drop_cursor(principal.org_id, req.session_id)
 
 
-def forget_session(principal: Principal, bank: str, req: ForgetSessionRequest) -> dict[str, Any]:
+def forget_session(principal: Principal, bank: str, req: ForgetSessionRequest) -> jobs.Forgotten:
     """Retire or purge what the session taught in ``bank`` (see ``job.forget_session``)."""
     check_name(bank)
     principal.require_bank(bank)

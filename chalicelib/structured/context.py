@@ -22,16 +22,16 @@ concurrent turns cannot both nudge); ``nudges = false`` turns them off.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, Field
-from pynamodb.exceptions import PutError
 
 from ..auth.principal import Principal
 from ..clock import now_ms
-from ..storage.tables import StructuredModel, bind
 from . import memories, objects, scopes, sessions
+from .memories import Row
 
 CONTEXT_MESSAGES = 3
 MAX_INJECTED_CHARS = 500
@@ -78,21 +78,21 @@ def user_context(messages: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def render_line(m: dict[str, Any]) -> str:
+def render_line(m: Row) -> str:
     """One ``  <memory name=".." type=".." scope=".." description="..">content</memory>\\n`` line:
     attributes and content XML-escaped, line breaks in content become spaces, content over 500
     characters becomes its first 500 and ``...``; no description attribute when it is empty."""
-    content = m["content"]
+    content = m.content
     if len(content) > MAX_INJECTED_CHARS:
         content = content[:MAX_INJECTED_CHARS] + "..."
     content = _BREAKS.sub(" ", content)
-    attrs = f'name="{escape(m["name"], _ATTR)}" type="{escape(m["type"], _ATTR)}" scope="{escape(m["scope"], _ATTR)}"'
-    if m.get("description"):
-        attrs += f' description="{escape(_BREAKS.sub(" ", m["description"]), _ATTR)}"'
+    attrs = f'name="{escape(m.name, _ATTR)}" type="{escape(m.type, _ATTR)}" scope="{escape(m.scope, _ATTR)}"'
+    if m.description:
+        attrs += f' description="{escape(_BREAKS.sub(" ", m.description), _ATTR)}"'
     return f"  <memory {attrs}>{escape(content, _ATTR)}</memory>\n"
 
 
-def render(rows: list[dict[str, Any]], in_scope: int) -> str:
+def render(rows: list[Row], in_scope: int) -> str:
     """The system message: ``""`` when ``rows`` is empty, else ``<memories>`` block, a blank line
     and the hint naming ``in_scope``, the live memories of the session's visibility envelope."""
     if not rows:
@@ -104,20 +104,9 @@ def render(rows: list[dict[str, Any]], in_scope: int) -> str:
 def _claim_nudge(org_id: str, session_id: str, kind: str, cooldown_s: int, *, once: bool) -> bool:
     """Record a nudge of ``kind`` unless one was given within ``cooldown_s`` (or ever, ``once``);
     True when this turn may nudge. Conditional put: concurrent turns cannot both win."""
-    bind()
     now = now_ms()
-    item = objects.new(org_id, "nudge", (session_id, kind), {"type": kind})
-    item.created_at = now
-    cond = StructuredModel.sk.does_not_exist()
-    if not once:
-        cond = cond | (StructuredModel.created_at <= now - cooldown_s * 1000)
-    try:
-        item.save(condition=cond)
-        return True
-    except PutError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
-            return False
-        raise
+    return objects.claim(org_id, "nudge", (session_id, kind), {"type": kind}, now=now,
+                         not_since=None if once else now - cooldown_s * 1000)
 
 
 def _nudge(org_id: str, s: sessions.Session, texts: list[str], tuning: Any) -> str | None:
@@ -131,27 +120,38 @@ def _nudge(org_id: str, s: sessions.Session, texts: list[str], tuning: Any) -> s
     return None
 
 
-def turn(p: Principal, session_id: str, req: ContextRequest) -> dict[str, Any]:
-    """One turn's injection: ``{system_message, injected: [memory_id...], candidates, in_scope,
-    nudge}``: ``candidates`` the memories that matched the context, ``in_scope`` the live memories
-    of the session's visibility envelope (what the hint tells the model)."""
+@dataclass(frozen=True)
+class Turn:
+    """One turn's injection: the ``system_message``, the rows injected, ``candidates`` (the
+    memories that matched the context), ``in_scope`` (the live memories of the session's
+    visibility envelope, what the hint tells the model) and the ``nudge`` text, if any."""
+
+    system_message: str = ""
+    injected: list[Row] = field(default_factory=list)
+    candidates: int = 0
+    in_scope: int = 0
+    nudge: str | None = None
+
+
+def turn(p: Principal, session_id: str, req: ContextRequest) -> Turn:
+    """One turn's injection (module docstring); memory disabled for the session is an empty ``Turn``."""
     from ..tuning import get_tuning
 
     s = sessions.require(p, session_id)
     if not s.memory_enabled:
-        return {"system_message": "", "injected": [], "candidates": 0, "in_scope": 0, "nudge": None}
+        return Turn()
     tuning = get_tuning()
     texts = user_context(req.messages)
     query = "\n".join(t for t in texts if t.strip())[:MAX_QUERY_CHARS]
     targets = scopes.session_envelope(p.org_id, s)
-    injected: list[dict[str, Any]] = []
+    injected: list[Row] = []
     candidates = 0
     in_scope = memories.count_live(p.org_id, targets)
     if query.strip():
-        result = memories.recall(p.org_id, targets, query, limit=min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k)))
+        limit = min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k))
+        result = memories.recall(p.org_id, targets, query, limit=limit)
         candidates = result.candidates
         top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
         injected = memories.rows(p.org_id, top)
-        memories.touch(p.org_id, [r["memory_id"] for r in injected])
-    return {"system_message": render(injected, in_scope), "injected": [r["memory_id"] for r in injected],
-            "candidates": candidates, "in_scope": in_scope, "nudge": _nudge(p.org_id, s, texts, tuning)}
+        memories.touch(p.org_id, [r.memory_id for r in injected])
+    return Turn(render(injected, in_scope), injected, candidates, in_scope, _nudge(p.org_id, s, texts, tuning))

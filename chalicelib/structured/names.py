@@ -19,8 +19,11 @@ from ..validation import line_problem
 MAX_NAME = 256
 MAX_DESCRIPTION = 512
 NAME_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
-_LATIN_FOLD_OVERRIDES = {"æ": "ae", "đ": "d", "ð": "d", "ħ": "h", "ı": "i", "ł": "l", "ŋ": "n",
-                         "œ": "oe", "ø": "o", "þ": "th", "ŧ": "t"}
+# Latin letters NFKD does not decompose to an ASCII letter.
+_LATIN_FOLD_OVERRIDES = {
+    "æ": "ae", "đ": "d", "ð": "d", "ħ": "h",
+    "ı": "i",  # noqa: RUF001 - the dotless i is one of the letters folded, on purpose
+    "ł": "l", "ŋ": "n", "œ": "oe", "ø": "o", "þ": "th", "ŧ": "t"}
 # Turnstone's whitespace set (Python's and JavaScript's \s disagree on some separators).
 _DESCRIPTION_WS = re.compile(r"[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a"
                              r"\u2028\u2029\u202f\u205f\u3000\ufeff]+")
@@ -30,18 +33,33 @@ def _invalid(message: str) -> BadRequest:
     return BadRequest(message, code="invalid_name", details={"field": "name"})
 
 
-def normalize_name(name: object) -> str:
-    """The canonical snake_case key of a memory name; raises 400 ``invalid_name``."""
-    if not isinstance(name, str):
-        raise _invalid("memory name is required")
+def _trimmed(name: str) -> str:
+    """``name`` without leading and trailing space separators (Unicode ``Zs``)."""
     start, end = 0, len(name)
     while start < end and unicodedata.category(name[start]) == "Zs":
         start += 1
     while end > start and unicodedata.category(name[end - 1]) == "Zs":
         end -= 1
-    raw = name[start:end]
-    if not raw:
-        raise _invalid("memory name is required")
+    return name[start:end]
+
+
+def _latin(char: str, cat: str, out: list[str]) -> str | None:
+    """What a non-ASCII letter or mark contributes: its ASCII fold, ``""`` for a decomposed
+    diacritic on a Latin base, or ``None`` when it is not Latin."""
+    repl = _LATIN_FOLD_OVERRIDES.get(char)
+    if repl is not None:
+        return repl
+    if cat.startswith("M") and out and out[-1][-1:].isalpha():
+        return ""  # a decomposed diacritic on the preceding Latin base
+    if cat.startswith("L") and "LATIN" in unicodedata.name(char, ""):
+        folded = "".join(p for p in unicodedata.normalize("NFKD", char) if p.isascii() and p.isalpha())
+        return folded or None
+    return None
+
+
+def _folded(raw: str) -> str:
+    """The case-folded name with separators as one ``_`` and Latin letters folded to ASCII;
+    raises 400 ``invalid_name`` on any other character."""
     out: list[str] = []
     in_sep = False
     for char in raw.casefold():
@@ -55,25 +73,27 @@ def normalize_name(name: object) -> str:
                 out.append("_")
                 in_sep = True
             continue
-        repl = _LATIN_FOLD_OVERRIDES.get(char)
-        if repl is not None:
-            out.append(repl)
-            in_sep = False
-            continue
-        if cat.startswith("M") and out and out[-1][-1:].isalpha():
-            continue  # a decomposed diacritic on the preceding Latin base
-        if cat.startswith("L") and "LATIN" in unicodedata.name(char, ""):
-            folded = "".join(p for p in unicodedata.normalize("NFKD", char) if p.isascii() and p.isalpha())
-            if folded:
-                out.append(folded)
-                in_sep = False
-                continue
-        if cat.startswith("L"):
+        latin = _latin(char, cat, out)
+        if latin is None and cat.startswith("L"):
             raise _invalid("memory name contains unsupported characters; choose an ASCII semantic key and "
                            "keep native-language wording in the description or content")
-        raise _invalid("memory name may contain only Latin letters, ASCII digits, spaces, hyphens, "
-                       "and single underscores")
-    normalized = "".join(out)
+        if latin is None:
+            raise _invalid("memory name may contain only Latin letters, ASCII digits, spaces, hyphens, "
+                           "and single underscores")
+        if latin:
+            out.append(latin)
+            in_sep = False
+    return "".join(out)
+
+
+def normalize_name(name: object) -> str:
+    """The canonical snake_case key of a memory name; raises 400 ``invalid_name``."""
+    if not isinstance(name, str):
+        raise _invalid("memory name is required")
+    raw = _trimmed(name)
+    if not raw:
+        raise _invalid("memory name is required")
+    normalized = _folded(raw)
     if len(normalized) > MAX_NAME:
         raise _invalid(f"memory name exceeds {MAX_NAME} characters after normalization")
     if not NAME_RE.fullmatch(normalized):

@@ -1,12 +1,18 @@
-"""Storage of structured memory's own objects (sessions, workstreams, projects, members, memory
-locations) in the ``structured`` table: one item per object, ``(org_id, "<kind>#<id>")``, fields in
-``data``. Every read is a consistent GetItem or a key query; never a scan."""
+"""Storage of structured memory's own objects (sessions, workstreams, projects, members, nudges,
+memory locations) in the ``structured`` table: one item per object, ``(org_id, "<kind>#<id>")``,
+fields in ``data``. Every read is a consistent GetItem or a key query; never a scan.
+
+This is the only structured module that knows the table and its keys: the rest of the area calls
+the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` ...)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
 from ..errors import Conflict
@@ -29,6 +35,11 @@ def get(org_id: str, kind: str, *parts: str) -> StructuredModel | None:
         return None
 
 
+def exists(org_id: str, kind: str, *parts: str) -> bool:
+    """True when the object is stored (damaged or not)."""
+    return get(org_id, kind, *parts) is not None
+
+
 _OPT = (str, type(None))
 # The fields each kind's readers rely on, and their types: a stored object without them is damaged.
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -41,23 +52,51 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def decode(item: StructuredModel, kind: str) -> dict[str, Any]:
-    """The one decoder of a stored object: its ``data`` dict, checked against ``SCHEMAS[kind]``.
-    Raises ``Damaged`` (409 ``damaged``) when it does not decode or lacks a field its readers
-    need, so a hand-edited object answers a clear error instead of failing a route."""
+@dataclass(frozen=True)
+class Stored:
+    """An object's decoded ``data`` (checked against ``SCHEMAS[kind]`` by ``decode``), read
+    through typed accessors."""
+
+    fields: Mapping[str, object]
+
+    def text(self, name: str, default: str = "") -> str:
+        """A string field (``default`` when absent or not a string)."""
+        v = self.fields.get(name, default)
+        return v if isinstance(v, str) else default
+
+    def opt(self, name: str) -> str | None:
+        """An optional string field (``None`` when absent, null or not a string)."""
+        v = self.fields.get(name)
+        return v if isinstance(v, str) else None
+
+    def flag(self, name: str, default: bool) -> bool:
+        """A boolean field, as its truth value (``default`` when absent)."""
+        return bool(self.fields.get(name, default))
+
+
+def _checked(item: StructuredModel, kind: str) -> dict:
+    """The item's ``data`` checked against ``SCHEMAS[kind]`` (a copy); raises ``Damaged``."""
     if "data" in item.damaged or not isinstance(item.data, dict):
         raise Damaged(kind, item.sk, f"data: {item.damaged.get('data', 'not a JSON object')}")
-    for field, types in SCHEMAS.get(kind, {}).items():
-        if field not in item.data:
-            raise Damaged(kind, item.sk, f"{field}: missing")
-        if isinstance(item.data[field], bool) is not (types is bool) or not isinstance(item.data[field], types):
-            raise Damaged(kind, item.sk, f"{field}: wrong type")
+    for field_name, types in SCHEMAS.get(kind, {}).items():
+        if field_name not in item.data:
+            raise Damaged(kind, item.sk, f"{field_name}: missing")
+        value = item.data[field_name]
+        if isinstance(value, bool) is not (types is bool) or not isinstance(value, types):
+            raise Damaged(kind, item.sk, f"{field_name}: wrong type")
     return dict(item.data)
 
 
-def data(org_id: str, kind: str, *parts: str, strict: bool = True) -> dict[str, Any] | None:
-    """The object's ``data`` dict (``decode``), or ``None`` when absent. Raises ``Damaged`` when
-    it cannot be read; with ``strict=False`` that reads as ``None`` too."""
+def decode(item: StructuredModel, kind: str) -> Stored:
+    """The one decoder of a stored object: its ``data``, checked against ``SCHEMAS[kind]``.
+    Raises ``Damaged`` (409 ``damaged``) when it does not decode or lacks a field its readers
+    need, so a hand-edited object answers a clear error instead of failing a route."""
+    return Stored(_checked(item, kind))
+
+
+def data(org_id: str, kind: str, *parts: str, strict: bool = True) -> Stored | None:
+    """The object's decoded ``data`` (``decode``), or ``None`` when absent. Raises ``Damaged``
+    when it cannot be read; with ``strict=False`` that reads as ``None`` too."""
     item = get(org_id, kind, *parts)
     if item is None:
         return None
@@ -90,3 +129,130 @@ def query(org_id: str, kind: str, *parts: str) -> list[StructuredModel]:
     bind()
     prefix = key(kind, *parts) + "#"
     return list(StructuredModel.query(org_id, StructuredModel.sk.startswith(prefix), consistent_read=True))
+
+
+def count_of(org_id: str, kind: str, *parts: str) -> int:
+    """The object's ``access_count`` counter (0 when absent or never counted)."""
+    item = get(org_id, kind, *parts)
+    return int(item.access_count or 0) if item is not None else 0
+
+
+def insert_counting(item: StructuredModel, counted: tuple[str, tuple[str, ...]] | None) -> None:
+    """Write the new ``item`` (its key must be free) and, in the same transaction, add one to the
+    ``access_count`` of the existing object ``counted`` = ``(kind, parts)`` when given. Raises 409
+    ``conflict`` when the key is taken or ``counted`` is gone."""
+    def attempt(tx: TransactWrite) -> None:
+        tx.save(item, condition=StructuredModel.sk.does_not_exist())
+        if counted is not None:
+            tx.update(new(item.org_id, counted[0], counted[1], {}),
+                      actions=[StructuredModel.access_count.add(1)], condition=StructuredModel.sk.exists())
+
+    run_transaction(attempt)
+
+
+def put(item: StructuredModel) -> None:
+    """Write ``item`` whether or not its key exists (an upsert)."""
+    item.save()
+
+
+def remove(org_id: str, kind: str, *parts: str, must_exist: bool = False) -> None:
+    """Delete the object; with ``must_exist`` a concurrent delete is an error (the pynamodb
+    ``DeleteError``), else deleting an absent object is a no-op."""
+    bind()
+    item = new(org_id, kind, parts, {})
+    item.delete(condition=StructuredModel.sk.exists() if must_exist else None)
+
+
+def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable[[dict], None]) -> Stored | None:
+    """Apply ``change`` to the object's decoded ``data`` and store it, atomically (conditioned
+    on the object still existing): the new ``data``, or ``None`` when the object is absent.
+    Raises ``Damaged`` for an object that does not decode."""
+    def attempt(tx: TransactWrite) -> Stored | None:
+        item = get(org_id, kind, *parts)
+        if item is None:
+            return None
+        d = _checked(item, kind)
+        change(d)
+        tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
+        return Stored(d)
+
+    return run_transaction(attempt)
+
+
+def claim(org_id: str, kind: str, parts: tuple[str, ...], fields: dict[str, Any], *, now: int,
+          not_since: int | None) -> bool:
+    """Write a marker object stamped ``now`` unless one exists (or, with ``not_since``, unless
+    the existing one is stamped after it): True when this caller won. A conditional put, so two
+    concurrent callers cannot both win."""
+    bind()
+    item = new(org_id, kind, parts, fields)
+    item.created_at = now
+    cond = StructuredModel.sk.does_not_exist()
+    if not_since is not None:
+        cond = cond | (StructuredModel.created_at <= not_since)
+    try:
+        item.save(condition=cond)
+        return True
+    except PutError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+
+
+# --- memory locations (``mem#<memory_id>``) -------------------------------------------------
+
+@dataclass(frozen=True)
+class Touches:
+    """A memory's touch counters as stored (``None`` when never set; damaged values as read)."""
+
+    last_accessed: object = None
+    access_count: object = None
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a memory lives: its namespace and name (``None`` when not a string)."""
+
+    scope: str
+    scope_id: str
+    name: str | None
+
+
+def location(org_id: str, memory_id: str, *, strict: bool = True) -> Location | None:
+    """Where a memory lives, or ``None``; 409 ``damaged`` (``None`` with ``strict=False``) when
+    its location item cannot be read."""
+    d = data(org_id, "mem", memory_id, strict=strict)
+    return Location(d.text("scope"), d.text("scope_id"), d.opt("name")) if d is not None else None
+
+
+def touches(org_id: str, memory_ids: Iterable[str]) -> dict[str, Touches]:
+    """The touch counters of ``memory_ids`` that have a location item, by memory_id (a BatchGet)."""
+    bind()
+    keys = [(org_id, key("mem", i)) for i in dict.fromkeys(memory_ids)]
+    if not keys:
+        return {}
+    return {it.sk[len("mem#"):]: Touches(it.last_accessed, it.access_count)
+            for it in StructuredModel.batch_get(keys, consistent_read=True)}
+
+
+def touch(org_id: str, memory_id: str, now: int) -> None:
+    """Add one to ``access_count`` and set ``last_accessed`` of the memory's location item (an
+    atomic counter update); raises the pynamodb ``UpdateError`` when the item is gone."""
+    bind()
+    new(org_id, "mem", (memory_id,), {}).update(
+        actions=[StructuredModel.access_count.add(1), StructuredModel.last_accessed.set(now)],
+        condition=StructuredModel.sk.exists())
+
+
+def stage_location(tx: TransactWrite, org_id: str, memory_id: str, fields: dict[str, Any], *,
+                   access_count: int = 0, last_accessed: int | None = None) -> None:
+    """Stage the creation of a memory's location item (``fields`` = ``{scope, scope_id, name}``)
+    into ``tx``, conditioned on its key being free."""
+    item = new(org_id, "mem", (memory_id,), fields)
+    item.access_count, item.last_accessed = access_count, last_accessed
+    tx.save(item, condition=StructuredModel.sk.does_not_exist())
+
+
+def stage_drop_location(tx: TransactWrite, org_id: str, memory_id: str) -> None:
+    """Stage the deletion of a memory's location item into ``tx`` (it must exist)."""
+    tx.delete(new(org_id, "mem", (memory_id,), {}), condition=StructuredModel.sk.exists())

@@ -7,14 +7,13 @@ live on every call, so a removal or deactivation takes effect on the next call."
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.principal import Permission, Principal
 from ..errors import Conflict, Forbidden, NotFound
-from ..storage.tables import StructuredModel
-from ..storage.txn import run_transaction
 from ..validation import Line
 from . import objects
 from .workstreams import check_id
@@ -45,77 +44,91 @@ class ProjectPatch(BaseModel):
     active: bool
 
 
-def public(d: dict[str, Any]) -> dict[str, Any]:
-    """``{project_id, name, active, owner}``."""
-    return {"project_id": d["project_id"], "name": d["name"], "active": bool(d.get("active", True)),
-            "owner": d.get("owner")}
+@dataclass(frozen=True)
+class Project:
+    """A project: ``{project_id, name, active, owner}``."""
+
+    project_id: str
+    name: str
+    active: bool
+    owner: str | None
 
 
-def create(p: Principal, req: ProjectRequest) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Member:
+    """A project member: ``{project_id, user_id, access}``."""
+
+    project_id: str
+    user_id: str
+    access: str
+
+
+def _of(d: objects.Stored) -> Project:
+    return Project(d.text("project_id"), d.text("name"), d.flag("active", True), d.opt("owner"))
+
+
+def create(p: Principal, req: ProjectRequest) -> Project:
     """Create a project owned by the caller; 409 ``project_exists`` when the id is taken."""
     pid = check_id(req.project_id or "prj_" + uuid.uuid4().hex, "project_id")
     item = objects.new(p.org_id, "project", (pid,),
                        {"project_id": pid, "name": req.name, "active": req.active, "owner": p.user_id})
     objects.insert(item, Conflict(f"Project '{pid}' already exists.", code="project_exists"))
-    return public(item.data)
+    return _of(objects.Stored(item.data))
 
 
-def require(org_id: str, project_id: str) -> dict[str, Any]:
-    """The project; 404 ``project_not_found``."""
+def _not_found(project_id: str) -> NotFound:
+    return NotFound(f"Project '{project_id}' not found.", code="project_not_found")
+
+
+def require(org_id: str, project_id: str) -> Project:
+    """The project; 404 ``project_not_found``; 409 ``damaged`` when it cannot be read."""
     d = objects.data(org_id, "project", project_id)
     if d is None:
-        raise NotFound(f"Project '{project_id}' not found.", code="project_not_found")
-    return d
+        raise _not_found(project_id)
+    return _of(d)
 
 
-def access(org_id: str, project: dict[str, Any] | None, user_id: str | None) -> str | None:
+def access(org_id: str, project: Project | None, user_id: str | None) -> str | None:
     """The live access of ``user_id`` to ``project``: ``"write"`` (owner), the member row's
     ``"read"``/``"write"``, or ``None`` (no project, inactive project, anonymous, no row or a
     damaged one)."""
-    if project is None or not project.get("active", True) or not user_id:
+    if project is None or not project.active or not user_id:
         return None
-    if project.get("owner") == user_id:
+    if project.owner == user_id:
         return "write"
-    m = objects.data(org_id, "member", project["project_id"], user_id, strict=False)  # damaged: no access
-    return m["access"] if m and m["access"] in ("read", "write") else None
+    m = objects.data(org_id, "member", project.project_id, user_id, strict=False)  # damaged: no access
+    level = m.text("access") if m is not None else ""
+    return level if level in ("read", "write") else None
 
 
-def _manage(p: Principal, project_id: str) -> dict[str, Any]:
+def _manage(p: Principal, project_id: str) -> Project:
     proj = require(p.org_id, project_id)
-    if proj.get("owner") != p.user_id and not p.has(Permission.ADMIN_MEMORIES):
+    if proj.owner != p.user_id and not p.has(Permission.ADMIN_MEMORIES):
         raise Forbidden("Only the project's owner or an admin.memories principal manages its members.")
     return proj
 
 
-def set_member(p: Principal, project_id: str, user_id: str, level: str) -> dict[str, Any]:
-    """Grant ``user_id`` ``read`` or ``write`` access: ``{project_id, user_id, access}``."""
+def set_member(p: Principal, project_id: str, user_id: str, level: str) -> Member:
+    """Grant ``user_id`` ``read`` or ``write`` access."""
     check_id(user_id, "user_id")
     _manage(p, project_id)
-    item = objects.new(p.org_id, "member", (project_id, user_id),
-                       {"project_id": project_id, "user_id": user_id, "access": level})
-    item.save()
-    return dict(item.data)
+    objects.put(objects.new(p.org_id, "member", (project_id, user_id),
+                            {"project_id": project_id, "user_id": user_id, "access": level}))
+    return Member(project_id, user_id, level)
 
 
-def remove_member(p: Principal, project_id: str, user_id: str) -> dict[str, Any]:
-    """Remove a member: ``{status: "ok"}``; 404 ``member_not_found`` when absent."""
+def remove_member(p: Principal, project_id: str, user_id: str) -> None:
+    """Remove a member; 404 ``member_not_found`` when absent."""
     _manage(p, project_id)
-    item = objects.get(p.org_id, "member", project_id, user_id)
-    if item is None:
+    if not objects.exists(p.org_id, "member", project_id, user_id):
         raise NotFound(f"User '{user_id}' is not a member of project '{project_id}'.", code="member_not_found")
-    item.delete()
-    return {"status": "ok"}
+    objects.remove(p.org_id, "member", project_id, user_id)
 
 
-def set_active(p: Principal, project_id: str, active: bool) -> dict[str, Any]:
+def set_active(p: Principal, project_id: str, active: bool) -> Project:
     """Activate or deactivate a project (owner or ``admin.memories``): the project."""
     _manage(p, project_id)
-
-    def attempt(tx):
-        item = objects.get(p.org_id, "project", project_id)
-        d = objects.decode(item, "project")
-        d["active"] = active
-        tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
-        return d
-
-    return public(run_transaction(attempt))
+    d = objects.update_data(p.org_id, "project", (project_id,), lambda d: d.update(active=active))
+    if d is None:  # deleted since ``_manage`` read it
+        raise _not_found(project_id)
+    return _of(d)

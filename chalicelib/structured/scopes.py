@@ -84,7 +84,7 @@ def check_scope(value: str, allowed: tuple[str, ...]) -> str:
 # --- sessions -------------------------------------------------------------------------------
 
 
-def _project(org_id: str, s: Session) -> tuple[dict | None, str | None]:
+def _project(org_id: str, s: Session) -> tuple[projects.Project | None, str | None]:
     """The attached project if it exists and is active, and the session user's live access."""
     if s.project_id is None:
         return None, None
@@ -92,7 +92,7 @@ def _project(org_id: str, s: Session) -> tuple[dict | None, str | None]:
         proj = projects.require(org_id, s.project_id)
     except (NotFound, Damaged):  # a damaged project grants nothing: the session works without it
         return None, None
-    if not proj.get("active", True):
+    if not proj.active:
         return None, None
     return proj, projects.access(org_id, proj, s.user_id)
 
@@ -114,34 +114,28 @@ def _project_target(s: Session, access: str | None, action: str) -> Target:
     return Target("project", s.project_id or "")
 
 
-def session_target(org_id: str, s: Session, action: str, scope: str | None) -> Target:
-    """The one namespace a save, get or delete (``action``) addresses; ``scope`` ``None`` or
-    ``""`` means the inherited target. Raises the 400/403/409 errors of the module docstring."""
-    if scope:
-        check_scope(scope, SCOPES)
-    if not scope:
-        proj, access = _project(org_id, s)
-        if proj is not None:
-            return _project_target(s, access, action)
-        if s.project_id is not None:  # attached but inactive: never a broader scope in its place
-            raise _inactive(s)
-        scope = "coordinator" if s.kind == "coordinator" else "global"
-    if scope == "coordinator":
-        if s.kind != "coordinator":
-            raise Forbidden("The coordinator scope is available only to coordinator sessions.",
-                            code="coordinator_only")
-        return Target("coordinator", s.user_id or "")
-    if scope == "project":
-        proj, access = _project(org_id, s)
-        if proj is None and s.project_id is not None:
-            raise _inactive(s)
-        if proj is None:
-            raise BadRequest("This session has no project.", code="scope_unavailable",
-                             details={"field": "scope"})
+def _inherited(org_id: str, s: Session, action: str) -> Target | str:
+    """The inherited target when the session's project decides it, else the scope it falls to
+    (``coordinator`` or ``global``)."""
+    proj, access = _project(org_id, s)
+    if proj is not None:
         return _project_target(s, access, action)
-    if s.kind == "coordinator":
-        raise Forbidden(f"Coordinator sessions see only their coordinator and project scopes, not {scope}.",
-                        code="scope_forbidden")
+    if s.project_id is not None:  # attached but inactive: never a broader scope in its place
+        raise _inactive(s)
+    return "coordinator" if s.kind == "coordinator" else "global"
+
+
+def _explicit_project(org_id: str, s: Session, action: str) -> Target:
+    proj, access = _project(org_id, s)
+    if proj is None and s.project_id is not None:
+        raise _inactive(s)
+    if proj is None:
+        raise BadRequest("This session has no project.", code="scope_unavailable", details={"field": "scope"})
+    return _project_target(s, access, action)
+
+
+def _interactive_target(s: Session, scope: str) -> Target:
+    """An interactive session's ``global``, ``workstream`` or ``user`` namespace."""
     if scope == "global":
         return Target("global", "")
     if scope == "workstream":
@@ -151,6 +145,29 @@ def session_target(org_id: str, s: Session, action: str, scope: str | None) -> T
     if not s.user_id:  # user
         raise BadRequest("This session has no user.", code="scope_unavailable", details={"field": "scope"})
     return Target("user", s.user_id)
+
+
+def session_target(org_id: str, s: Session, action: str, scope: str | None) -> Target:
+    """The one namespace a save, get or delete (``action``) addresses; ``scope`` ``None`` or
+    ``""`` means the inherited target. Raises the 400/403/409 errors of the module docstring."""
+    if scope:
+        check_scope(scope, SCOPES)
+    else:
+        inherited = _inherited(org_id, s, action)
+        if isinstance(inherited, Target):
+            return inherited
+        scope = inherited
+    if scope == "coordinator":
+        if s.kind != "coordinator":
+            raise Forbidden("The coordinator scope is available only to coordinator sessions.",
+                            code="coordinator_only")
+        return Target("coordinator", s.user_id or "")
+    if scope == "project":
+        return _explicit_project(org_id, s, action)
+    if s.kind == "coordinator":
+        raise Forbidden(f"Coordinator sessions see only their coordinator and project scopes, not {scope}.",
+                        code="scope_forbidden")
+    return _interactive_target(s, scope)
 
 
 def session_envelope(org_id: str, s: Session, scope: str | None = None) -> list[Target]:
@@ -198,7 +215,7 @@ def rest_target(p: Principal, scope: str | None, scope_id: str | None, *, defaul
     ws = workstreams.get(p.org_id, scope_id)
     if ws is None:
         raise NotFound("Workstream not found", code="workstream_not_found")
-    if not is_service(p) and (not p.user_id or ws.get("owner") != p.user_id):
+    if not is_service(p) and (not p.user_id or ws.owner != p.user_id):
         raise Forbidden("Cannot access another user's workstream memories")
     return Target("workstream", scope_id)
 

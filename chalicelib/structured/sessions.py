@@ -14,16 +14,14 @@ project_id}``.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Forbidden, NotFound
-from ..storage.tables import StructuredModel
-from ..storage.txn import run_transaction
 from ..validation import Line
 from . import objects, projects, workstreams
 from .workstreams import check_id
@@ -41,7 +39,7 @@ class SessionRequest(BaseModel):
     user_id: Line | None = Field(None, min_length=1, max_length=128)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Session:
     """A session as the scope rules see it. ``child`` is true for a session with a parent."""
 
@@ -58,12 +56,6 @@ class Session:
     @property
     def child(self) -> bool:
         return self.parent_session_id is not None
-
-    def public(self) -> dict[str, Any]:
-        """``{session_id, kind, user_id, workstream_id, project_id, parent_session_id, memory_enabled}``."""
-        return {"session_id": self.session_id, "kind": self.kind, "user_id": self.user_id,
-                "workstream_id": self.workstream_id, "project_id": self.project_id,
-                "parent_session_id": self.parent_session_id, "memory_enabled": self.memory_enabled}
 
 
 def is_service(p: Principal) -> bool:
@@ -87,55 +79,63 @@ def _may_use(p: Principal, s: Session) -> bool:
     return p.token_id == s.token_id
 
 
-def create(p: Principal, req: SessionRequest) -> dict[str, Any]:
-    """Create a session; see the module docstring for the rules. Raises 400
-    ``coordinator_requires_user`` / ``validation_error``, 403 ``forbidden`` (another user's
-    workstream) / ``project_access_denied``, 404 ``workstream_not_found`` / ``project_not_found``
-    / ``session_not_found`` (parent). Nothing is written on error."""
-    kind = req.kind
-    if req.parent_session_id is not None:
-        if kind != "interactive":
-            raise BadRequest("A session with a parent_session_id is interactive.", details={"field": "kind"})
-        parent = require(p, req.parent_session_id)
-        if req.user_id is not None and req.user_id != parent.user_id:
-            raise BadRequest("A child session inherits its parent's user.", details={"field": "user_id"})
-        user_id = parent.user_id
-    else:
-        user_id = _acting_user(p, req.user_id)
-    if kind == "coordinator" and (not user_id or p.kind == "api_key"):
-        raise BadRequest("A coordinator session needs an authenticated user (no anonymous or api_key "
-                         "coordinator).", code="coordinator_requires_user")
-    ws = None
+def _user(p: Principal, req: SessionRequest) -> str | None:
+    """The session's user: the parent's for a child session, else the acting user."""
+    if req.parent_session_id is None:
+        return _acting_user(p, req.user_id)
+    if req.kind != "interactive":
+        raise BadRequest("A session with a parent_session_id is interactive.", details={"field": "kind"})
+    parent = require(p, req.parent_session_id)
+    if req.user_id is not None and req.user_id != parent.user_id:
+        raise BadRequest("A child session inherits its parent's user.", details={"field": "user_id"})
+    return parent.user_id
+
+
+def _resumes(p: Principal, req: SessionRequest, user_id: str | None) -> bool:
+    """Check the attachments (workstream owner, project access): True when the session resumes a
+    workstream that had sessions before."""
+    resumed = False
     if req.workstream_id is not None:
         ws = workstreams.require(p.org_id, req.workstream_id)
-        ws_sessions = int(objects.get(p.org_id, "workstream", req.workstream_id).access_count or 0)
-        if ws.get("owner") != user_id and not is_service(p):
+        resumed = workstreams.sessions_attached(p.org_id, req.workstream_id) > 0
+        if ws.owner != user_id and not is_service(p):
             raise Forbidden("Cannot access another user's workstream", details={"field": "workstream_id"})
     if req.project_id is not None:
         proj = projects.require(p.org_id, req.project_id)
         if projects.access(p.org_id, proj, user_id) is None:
             raise Forbidden(f"No access to project '{req.project_id}'.", code="project_access_denied")
-    sid = "ses_" + uuid.uuid4().hex
-    fields = {"session_id": sid, "kind": kind, "user_id": user_id, "workstream_id": req.workstream_id,
-              "project_id": req.project_id, "parent_session_id": req.parent_session_id,
-              "memory_enabled": req.memory_enabled, "resumed": bool(ws and ws_sessions > 0),
-              "token_id": p.token_id}
-    item = objects.new(p.org_id, "session", (sid,), fields)
+    return resumed
 
-    def attempt(tx):
-        tx.save(item, condition=StructuredModel.sk.does_not_exist())
-        if ws is not None:  # count attached sessions: a later session is resuming the workstream
-            tx.update(objects.new(p.org_id, "workstream", (req.workstream_id,), {}),
-                      actions=[StructuredModel.access_count.add(1)], condition=StructuredModel.sk.exists())
 
-    run_transaction(attempt)
-    return Session(**fields).public()
+def create(p: Principal, req: SessionRequest) -> Session:
+    """Create a session; see the module docstring for the rules. Raises 400
+    ``coordinator_requires_user`` / ``validation_error``, 403 ``forbidden`` (another user's
+    workstream) / ``project_access_denied``, 404 ``workstream_not_found`` / ``project_not_found``
+    / ``session_not_found`` (parent). Nothing is written on error."""
+    user_id = _user(p, req)
+    if req.kind == "coordinator" and (not user_id or p.kind == "api_key"):
+        raise BadRequest("A coordinator session needs an authenticated user (no anonymous or api_key "
+                         "coordinator).", code="coordinator_requires_user")
+    resumed = _resumes(p, req, user_id)
+    s = Session(session_id="ses_" + uuid.uuid4().hex, kind=req.kind, user_id=user_id,
+                workstream_id=req.workstream_id, project_id=req.project_id,
+                parent_session_id=req.parent_session_id, memory_enabled=req.memory_enabled, resumed=resumed,
+                token_id=p.token_id)
+    item = objects.new(p.org_id, "session", (s.session_id,), dataclasses.asdict(s))
+    # count attached sessions: a later session is resuming the workstream
+    objects.insert_counting(item, ("workstream", (req.workstream_id,)) if req.workstream_id is not None else None)
+    return s
 
 
 def load(org_id: str, session_id: str) -> Session | None:
     """The session, or ``None``; 409 ``damaged`` when its stored object cannot be read."""
     d = objects.data(org_id, "session", session_id)
-    return Session(**{k: d[k] for k in objects.SCHEMAS["session"]}) if d is not None else None
+    if d is None:
+        return None
+    return Session(session_id=d.text("session_id"), kind=d.text("kind"), user_id=d.opt("user_id"),
+                   workstream_id=d.opt("workstream_id"), project_id=d.opt("project_id"),
+                   parent_session_id=d.opt("parent_session_id"), memory_enabled=d.flag("memory_enabled", True),
+                   resumed=d.flag("resumed", False), token_id=d.text("token_id"))
 
 
 def require(p: Principal, session_id: str) -> Session:
@@ -146,8 +146,7 @@ def require(p: Principal, session_id: str) -> Session:
     return s
 
 
-def delete(p: Principal, session_id: str) -> dict[str, Any]:
-    """End a session: ``{status: "ok", session_id}``; its memories stay."""
+def delete(p: Principal, session_id: str) -> None:
+    """End a session (its memories stay); 404 ``session_not_found`` as ``require``."""
     require(p, session_id)
-    objects.get(p.org_id, "session", session_id).delete(condition=StructuredModel.sk.exists())
-    return {"status": "ok", "session_id": session_id}
+    objects.remove(p.org_id, "session", session_id, must_exist=True)

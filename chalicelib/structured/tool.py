@@ -48,9 +48,13 @@ def _limit(value: Any) -> int:
     return max(1, min(MAX_LIMIT, n))
 
 
-def run(p: Principal, session_id: str, call: ToolCall) -> tuple[int, dict[str, Any]]:
-    """Run one tool call in session ``session_id``: ``(status, body)``. Errors are the scope
-    rules' (``scopes``) and the REST API's; mutations need ``memory:write``."""
+ToolResult = memories.Saved | memories.Row | memories.Listing | memories.Deleted
+
+
+def run(p: Principal, session_id: str, call: ToolCall) -> ToolResult:
+    """Run one tool call in session ``session_id``: what the REST equivalent returns (a
+    ``Saved`` for save, a ``Row`` for get, a ``Listing`` for search/list, a ``Deleted``). Errors
+    are the scope rules' (``scopes``) and the REST API's; mutations need ``memory:write``."""
     from ..tuning import get_tuning
 
     s = sessions.require(p, session_id)
@@ -62,17 +66,14 @@ def run(p: Principal, session_id: str, call: ToolCall) -> tuple[int, dict[str, A
         limit = _limit(call.limit)
         targets = scopes.session_envelope(org, s, call.scope or None)
         if call.action == "list":
-            return 200, memories.list_rows(org, targets, type_=type_, limit=limit)
-        if not (call.query or "").strip():
+            return memories.list_rows(org, targets, type_=type_, limit=limit)
+        if not call.query or not call.query.strip():
             raise BadRequest("query is required", details={"field": "query"})
-        return 200, memories.search_rows(org, targets, call.query, type_=type_, limit=limit)
-    if call.action == "save":
-        target = scopes.session_target(org, s, "save", call.scope or None)
-        created, row = memories.save(org, target, call.name, call.content, call.description,
-                                     call.type or None, actor=p.actor, surface="session",
-                                     max_content=get_tuning().max_content)
-        return (201 if created else 200), row
+        return memories.search_rows(org, targets, call.query, type_=type_, limit=limit)
     target = scopes.session_target(org, s, call.action, call.scope or None)
+    if call.action == "save":
+        return memories.save(org, target, call.name, call.content, call.description, call.type or None,
+                             actor=p.actor, surface="session", max_content=get_tuning().max_content)
     if call.action == "get":
-        return 200, memories.get(org, target, call.name)
-    return 200, memories.delete(org, target, call.name, actor=p.actor, surface="session")
+        return memories.get(org, target, call.name)
+    return memories.delete(org, target, call.name, actor=p.actor, surface="session")

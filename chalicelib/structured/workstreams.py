@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,28 +36,42 @@ def check_id(value: str, field: str) -> str:
     return value
 
 
-def public(d: dict[str, Any]) -> dict[str, Any]:
-    """``{workstream_id, title, owner}``."""
-    return {"workstream_id": d["workstream_id"], "title": d.get("title", ""), "owner": d.get("owner")}
+@dataclass(frozen=True)
+class Workstream:
+    """A workstream: ``{workstream_id, title, owner}`` (``owner`` ``None`` for an anonymous creator)."""
+
+    workstream_id: str
+    title: str
+    owner: str | None
 
 
-def create(p: Principal, req: WorkstreamRequest) -> dict[str, Any]:
+def _of(d: objects.Stored) -> Workstream:
+    return Workstream(d.text("workstream_id"), d.text("title"), d.opt("owner"))
+
+
+def create(p: Principal, req: WorkstreamRequest) -> Workstream:
     """Create a workstream owned by the caller's user; 409 ``workstream_exists`` when the id is taken."""
     wid = check_id(req.workstream_id or "ws_" + uuid.uuid4().hex, "workstream_id")
     item = objects.new(p.org_id, "workstream", (wid,),
                        {"workstream_id": wid, "title": req.title, "owner": p.user_id})
     objects.insert(item, Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists"))
-    return public(item.data)
+    return _of(objects.Stored(item.data))
 
 
-def get(org_id: str, workstream_id: str) -> dict[str, Any] | None:
-    """The workstream's fields, or ``None``."""
-    return objects.data(org_id, "workstream", workstream_id)
+def get(org_id: str, workstream_id: str) -> Workstream | None:
+    """The workstream, or ``None``; 409 ``damaged`` when it cannot be read."""
+    d = objects.data(org_id, "workstream", workstream_id)
+    return _of(d) if d is not None else None
 
 
-def require(org_id: str, workstream_id: str) -> dict[str, Any]:
+def require(org_id: str, workstream_id: str) -> Workstream:
     """The workstream; 404 ``workstream_not_found`` (message ``Workstream not found``)."""
-    d = get(org_id, workstream_id)
-    if d is None:
+    ws = get(org_id, workstream_id)
+    if ws is None:
         raise NotFound("Workstream not found", code="workstream_not_found")
-    return d
+    return ws
+
+
+def sessions_attached(org_id: str, workstream_id: str) -> int:
+    """How many sessions were attached to the workstream so far."""
+    return objects.count_of(org_id, "workstream", workstream_id)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from chalicelib.structured import context
+from chalicelib.structured import context, memories
 from tests.api.conftest import Api, mint
 from tests.api.state import assert_unchanged, dump
 
@@ -41,12 +41,19 @@ def save(api, name, content, description="", **kw):
     return b
 
 
+def _row(fields: dict) -> memories.Row:
+    """A ``memories.Row`` holding ``fields`` (the rest empty)."""
+    base = {"memory_id": "m", "name": "", "description": "", "type": "general", "scope": "global", "scope_id": "",
+            "created": "", "updated": "", "last_accessed": "", "access_count": 0, "content": ""}
+    return memories.Row(**{**base, **fields})
+
+
 def test_render_exact():
     rows = [{"name": "a_b", "type": "feedback", "scope": "user", "description": 'say "hi" & <go>',
              "content": "line1\nline2 <tag> & \"q\""},
             {"name": "long", "type": "general", "scope": "global", "description": "",
              "content": "x" * 499 + "\n" + "y" * 10}]
-    assert context.render(rows, 7) == (
+    assert context.render([_row(r) for r in rows], 7) == (
         "<memories>\n"
         '  <memory name="a_b" type="feedback" scope="user" description="say &quot;hi&quot; &amp; &lt;go&gt;">'
         "line1 line2 &lt;tag&gt; &amp; &quot;q&quot;</memory>\n"

@@ -1,0 +1,135 @@
+"""Storage of extraction state in the ``extraction`` table, one partition per session
+(``<org_id>#<session_id>``), typed sort keys:
+
+- ``cursor``: how far the session's transcript was extracted (``position`` messages, the
+  ``last_message_id``, the recent ``turns`` applied);
+- ``job#<turn_id>``: the fingerprints an unfinished job already applied (expires by TTL);
+- ``mem#<bank>#<memory_id>``: provenance, a memory the session taught.
+
+The only extraction module that knows the table and its keys."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.expressions.condition import Condition
+
+from ..clock import now_ms
+from ..storage.tables import ExtractionModel, bind
+
+JOB_ROW_TTL_S = 14 * 24 * 3600  # a job# row outlives the queue's retention (4 days) and its DLQ's (14)
+
+
+def session_key(org_id: str, session_id: str) -> str:
+    """The extraction table's hash key of one session."""
+    return f"{org_id}#{session_id}"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A session's cursor as read: ``position`` (``None`` when unset or damaged), the last
+    message id, the recent turn ids (newest last) and ``updated_at`` as stored (the value a
+    write conditions on; not a number when damaged)."""
+
+    position: int | None
+    last_message_id: str | None
+    turns: list[str]
+    updated_at: object
+
+
+def get_cursor(org_id: str, session_id: str) -> Cursor | None:
+    """The session's cursor (consistent read), or ``None``."""
+    bind()
+    try:
+        row = ExtractionModel.get(session_key(org_id, session_id), "cursor", consistent_read=True)
+    except DoesNotExist:
+        return None
+    pos = row.position
+    return Cursor(int(pos) if isinstance(pos, (int, float)) else None, row.last_message_id,
+                  [str(t) for t in row.turns or []], row.updated_at)
+
+
+def save_cursor(org_id: str, session_id: str, read: Cursor | None, *, position: int, last_message_id: str | None,
+                turns: list[str]) -> bool:
+    """Replace the cursor, conditioned on it being as ``read`` (absent when ``None``; a damaged
+    cursor is overwritten): False when a concurrent write moved it first."""
+    row = ExtractionModel(session_key=session_key(org_id, session_id), sk="cursor", org_id=org_id,
+                          session_id=session_id, position=position, last_message_id=last_message_id, turns=turns,
+                          updated_at=now_ms())
+    cond: Condition
+    if read is None:
+        cond = ExtractionModel.sk.does_not_exist()
+    elif isinstance(read.updated_at, (int, float)):
+        cond = ExtractionModel.updated_at == read.updated_at
+    else:
+        cond = ExtractionModel.sk.exists()
+    try:
+        row.save(condition=cond)
+    except PutError:
+        return False
+    return True
+
+
+def drop_cursor(org_id: str, session_id: str) -> bool:
+    """Delete the session's cursor: False when there was none."""
+    if get_cursor(org_id, session_id) is None:
+        return False
+    ExtractionModel(session_key=session_key(org_id, session_id), sk="cursor").delete()
+    return True
+
+
+@dataclass
+class Progress:
+    """What an unfinished job of turn ``turn_id`` already applied (fingerprints)."""
+
+    org_id: str
+    session_id: str
+    turn_id: str
+    applied: set[str] = field(default_factory=set)
+    expires_at: int = 0
+
+
+def _job_sk(turn_id: str) -> str:
+    return f"job#{turn_id}"
+
+
+def get_progress(org_id: str, session_id: str, turn_id: str) -> Progress:
+    """The job's progress row, or an empty one (not stored until ``mark_applied``)."""
+    bind()
+    try:
+        row = ExtractionModel.get(session_key(org_id, session_id), _job_sk(turn_id), consistent_read=True)
+    except DoesNotExist:
+        return Progress(org_id, session_id, turn_id, set(), int(time.time()) + JOB_ROW_TTL_S)
+    expires = row.expires_at if isinstance(row.expires_at, (int, float)) else int(time.time()) + JOB_ROW_TTL_S
+    return Progress(org_id, session_id, turn_id, set(row.applied or ()), int(expires))
+
+
+def mark_applied(p: Progress, fp: str) -> None:
+    """Add fingerprint ``fp`` to the job's progress row (created on first use, with its TTL)."""
+    p.applied.add(fp)
+    ExtractionModel(session_key=session_key(p.org_id, p.session_id), sk=_job_sk(p.turn_id)).update(
+        actions=[ExtractionModel.applied.add({fp}), ExtractionModel.updated_at.set(now_ms()),
+                 ExtractionModel.org_id.set(p.org_id), ExtractionModel.session_id.set(p.session_id),
+                 ExtractionModel.turn_id.set(p.turn_id), ExtractionModel.expires_at.set(p.expires_at)])
+
+
+def drop_progress(p: Progress) -> None:
+    """Delete the job's progress row (absent is fine)."""
+    ExtractionModel(session_key=session_key(p.org_id, p.session_id), sk=_job_sk(p.turn_id)).delete()
+
+
+def record_provenance(org_id: str, session_id: str, bank: str, memory_id: str, turn_id: str) -> None:
+    """Remember that the session taught ``memory_id`` of ``bank`` (in turn ``turn_id``)."""
+    ExtractionModel(session_key=session_key(org_id, session_id), sk=f"mem#{bank}#{memory_id}", org_id=org_id,
+                    session_id=session_id, bank=bank, memory_id=memory_id, turn_id=turn_id,
+                    updated_at=now_ms()).save()
+
+
+def taught(org_id: str, session_id: str, bank: str) -> list[str]:
+    """The memory_ids of ``bank`` the session taught (its provenance rows; a key query)."""
+    bind()
+    rows = ExtractionModel.query(session_key(org_id, session_id), ExtractionModel.sk.startswith(f"mem#{bank}#"),
+                                 consistent_read=True)
+    return [r.memory_id for r in rows if r.memory_id]
