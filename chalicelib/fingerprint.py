@@ -3,7 +3,8 @@
 ``fingerprint(text)`` = ``"fp"`` + 16 lowercase hex digits of 64-bit FNV-1a over the UTF-8 bytes
 of ``normalize_text(text)``: runs of Unicode White_Space collapsed to one space, trimmed, then
 lower-cased with ``str.lower()``. Re-saving the same sentence therefore reinforces instead of
-duplicating.
+duplicating. When that id is held by a memory whose text has moved away (an update changed its
+text), the new text takes ``fingerprint_variant(text, k)`` for the first free ``k``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def fnv1a64(data: bytes) -> int:
 def fingerprint(text: str) -> str:
     """The memory id of ``text``: ``"fp"`` + 16 hex digits, e.g. ``fp37dab55090b26303``."""
     return f"fp{fnv1a64(normalize_text(text).encode('utf-8')):016x}"
+
+
+def fingerprint_variant(text: str, k: int) -> str:
+    """The ``k``-th alternative id of ``text`` (``k`` >= 1): ``"fp"`` + 16 hex digits of FNV-1a
+    over the normalized text's UTF-8 bytes + NUL + the decimal digits of ``k``."""
+    data = normalize_text(text).encode("utf-8") + b"\x00" + str(k).encode("ascii")
+    return f"fp{fnv1a64(data):016x}"
 
 
 FINGERPRINT_RE = re.compile(r"fp[0-9a-f]{16}")

@@ -32,7 +32,7 @@ from ..core.store import (
     record_of,
 )
 from ..errors import BadRequest, Conflict, NotFound
-from ..fingerprint import FINGERPRINT_RE, fingerprint, fnv1a64, normalize_text
+from ..fingerprint import FINGERPRINT_RE, fingerprint, fingerprint_variant
 from ..idempotency import IdemKey
 from ..names import check_name
 from ..settings import get_settings
@@ -46,9 +46,6 @@ from .records import (
     check_text,
     normalize_handles,
 )
-
-NUL = b"\x00"
-
 
 # --- domain values --------------------------------------------------------------------------
 
@@ -244,10 +241,9 @@ def _merge_tags(existing: list[str], new: list[str]) -> tuple[list[str], list[st
 
 def _free_id(inc: str, text: str) -> str:
     """An id for ``text`` when its fingerprint id is held by a memory whose text moved away:
-    FNV-1a of the normalized text + NUL + k, for the first free k."""
-    base = normalize_text(text).encode("utf-8")
+    ``fingerprint_variant(text, k)`` for the first free k."""
     for k in range(1, 1000):
-        cand = f"fp{fnv1a64(base + NUL + str(k).encode()):016x}"
+        cand = fingerprint_variant(text, k)
         if get_item(inc, cand) is None:
             return cand
     raise Conflict("Could not allocate a memory id.")

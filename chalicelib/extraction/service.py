@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.principal import Principal
 from ..banks.records import MAX_SESSION_ID
-from ..errors import BadRequest
 from ..names import check_name
 from ..validation import Line
 from . import job as jobs
@@ -75,8 +74,6 @@ def submit_turn(principal: Principal, req: TurnCompletedRequest) -> Submitted:
     tune = jobs.tuning()
     if not tune.extraction_enabled:
         return Submitted(False, bank, req.session_id, req.turn_id, reason="extraction_disabled")
-    if any(ch in req.turn_id for ch in "\x00\n\r"):
-        raise BadRequest("turn_id must be printable.", details={"field": "turn_id"})
     job = jobs.make_job(principal.org_id, bank, req.session_id, req.turn_id, req.messages, actor=principal.actor,
                         status=req.status, window_size=tune.extraction_window)
     return Submitted(True, bank, req.session_id, req.turn_id, run=jobs.enqueue(job))

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from chalicelib.fingerprint import WHITE_SPACE, collapse_whitespace, fingerprint, fnv1a64, normalize_text
+from chalicelib.fingerprint import (
+    FINGERPRINT_RE,
+    WHITE_SPACE,
+    collapse_whitespace,
+    fingerprint,
+    fnv1a64,
+    normalize_text,
+)
 
 
 def test_issue_vectors():
@@ -74,3 +81,10 @@ def test_equal_after_collapse_and_lower_share_an_id(text, data):
 def test_fingerprint_is_a_function_of_the_normalized_text(text):
     assert fingerprint(text) == fingerprint(normalize_text(text))
     assert fingerprint(text) == fingerprint(" " + text.replace(" ", " \u00a0\t") + "\u0085")
+
+
+def test_variant_ids_hash_the_normalized_text_nul_and_k():
+    from chalicelib.fingerprint import fingerprint_variant
+    assert fingerprint_variant("  Hello\tWORLD ", 2) == f"fp{fnv1a64(b'hello world' + bytes([0]) + b'2'):016x}"
+    ids = {fingerprint("hello world")} | {fingerprint_variant("hello world", k) for k in range(1, 50)}
+    assert len(ids) == 50 and all(FINGERPRINT_RE.fullmatch(i) for i in ids)
