@@ -163,7 +163,9 @@ def plain_bm25(conv: Conversation) -> Ranker:
     """rank-bm25 Okapi over lowercase word tokens (the README's reference baseline)."""
     from rank_bm25 import BM25Okapi
 
-    tok = lambda t: re.findall(r"\w+", t.lower())  # noqa: E731
+    def tok(t: str) -> list[str]:
+        return re.findall(r"\w+", t.lower())
+
     bm = BM25Okapi([tok(d) for d in conv.docs])
 
     def rank(q: str) -> list[int]:

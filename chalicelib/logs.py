@@ -23,7 +23,7 @@ def configure_logging() -> None:
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._cairn = True  # type: ignore[attr-defined]
+        handler._cairn = True  # type: ignore[attr-defined]  # marks our own handler for the next configure
         root.addHandler(handler)
     root.setLevel(_level())
     root.propagate = False

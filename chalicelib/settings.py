@@ -86,7 +86,7 @@ def from_env(cls: type[S], prefix: str) -> S:
     key = (cls, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(prefix))))
     cached = _cache.get(key)
     if cached is not None:
-        return cached  # type: ignore[return-value]
+        return cached  # type: ignore[return-value]  # the cache is keyed by cls: its value is a cls
     try:
         value = cls()
     except ValidationError as exc:

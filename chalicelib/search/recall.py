@@ -118,7 +118,7 @@ def analyse(query: str) -> QueryTerms:
 
 
 # ranking internals, replaced by the recall-speed work: kept whole until then
-def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,  # noqa: C901
+def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,  # noqa: C901 - ranking internals, see above
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
@@ -449,7 +449,7 @@ def drop_caches(org_id: str | None = None) -> int:
     """Drop this container's cached indexes (every org's, or only ``org_id``'s) and its cached
     tuning (a reload); returns how many bank indexes were dropped."""
     dropped = index_mod.active_cache().drop(org_id)
-    get_tuning.cache_clear()  # type: ignore[attr-defined]
+    get_tuning.cache_clear()  # type: ignore[attr-defined]  # set by tuning.py on its function
     return dropped
 
 

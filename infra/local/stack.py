@@ -270,7 +270,7 @@ class Stack:
             if worker.final is not None:
                 try:
                     worker.final()
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - one worker failing to stop must not keep the others running
                     log(f"{worker.name}: {type(exc).__name__}: {exc}")
         if self.durable is not None and self.durable.active:
             self.durable.close()

@@ -13,10 +13,10 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
     os.environ.pop(var, None)
 
-from moto import mock_aws  # noqa: E402
+from moto import mock_aws  # noqa: E402 - after the fake credentials above, so no client sees real ones
 
-from infra.local import motolock  # noqa: E402
-from infra.local.resources import create_resources  # noqa: E402
+from infra.local import motolock  # noqa: E402 - same reason
+from infra.local.resources import create_resources  # noqa: E402 - same reason
 
 motolock.install()
 

@@ -233,7 +233,9 @@ def test_list_order_paging_filters(api, monkeypatch):
     from chalicelib.banks import service
     from chalicelib.core import store
     t = {"now": 1_700_000_000_000}
-    fake = lambda: t["now"]  # noqa: E731
+    def fake():
+        return t["now"]
+
     for mod in (clock, service, store):
         monkeypatch.setattr(mod, "now_ms", fake)
     ids = []
