@@ -59,7 +59,7 @@ def on_commit(fn: Callable[[str, str, BankModel, list[tuple[int, Memory]]], None
     _on_commit.append(fn)
 
 
-def notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
+def _notify(org_id: str, bank: str, row: BankModel, changes: list[tuple[int, Memory]]) -> None:
     for fn in list(_on_commit):
         # an observer (a cache) must never fail a committed write
         with contextlib.suppress(Exception):
@@ -220,10 +220,6 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         out.append((seq, rec))
     return row, out
 
-
-# The older name, still used by surfaces that stage into their own transaction.
-stage = _stage
-
 T = TypeVar("T")
 
 
@@ -322,7 +318,7 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
 
     result = run_transaction(run, retries=retries)
     for bank, row, changes in last[0].staged if last else []:
-        notify(org_id, bank, row, changes)
+        _notify(org_id, bank, row, changes)
     return result
 
 
