@@ -185,3 +185,11 @@ def test_rest_search_body_edge_values(api):
 def test_rest_empty_non_json_body_is_not_an_object(api, path):
     _refused(lambda: api.call("POST", path, headers={"Content-Type": "text/plain"}), 400, "validation_error",
              _BODY, _field("body"))
+
+
+@pytest.mark.parametrize("method,path", [("POST", "/v1/api/workstreams"), ("POST", "/v1/banks"),
+                                         ("POST", f"{MEM}/entries"), ("PUT", "/api/v1/context/deny-rules")])
+def test_empty_non_json_body_on_a_body_model_route_is_400_not_500(api, method, path):
+    # such a view was once called without its body model and failed with 500 internal_error
+    _refused(lambda: api.call(method, path, headers={"Content-Type": "text/plain"}), 400, "validation_error",
+             _BODY, _field("body"))
