@@ -193,3 +193,30 @@ def test_empty_non_json_body_on_a_body_model_route_is_400_not_500(api, method, p
     # such a view was once called without its body model and failed with 500 internal_error
     _refused(lambda: api.call(method, path, headers={"Content-Type": "text/plain"}), 400, "validation_error",
              _BODY, _field("body"))
+
+
+_OK = {"name": "Deploy notes", "description": "how we deploy", "content": "blue/green"}
+
+
+@pytest.mark.parametrize("body,code,message,field", [
+    ([], "validation_error", _BODY, "body"),
+    ({}, "invalid_name", "memory name is required", "name"),
+    ({"name": 5, "description": 5, "content": 5}, "invalid_name", "memory name is required", "name"),
+    ({"name": "ok", "content": 5, "type": "x"}, "validation_error", "description is required and must be non-empty",
+     "description"),
+    ({"name": "ok", "description": "d", "type": "x"}, "validation_error", "content is required", "content"),
+    ({**_OK, "type": "x", "scope": 5}, "invalid_type", TYPE_MSG, "type"),
+    ({**_OK, "type": ""}, "invalid_type", TYPE_MSG.replace("x;", ";"), "type"),
+    ({**_OK, "scope": 5, "scope_id": 5}, "validation_error", "scope must be a string", "scope"),
+    ({**_OK, "scope_id": 5}, "validation_error", "scope_id must be a string", "scope_id"),
+    ({**_OK, "scope": "x", "scope_id": "y"}, "invalid_scope", SCOPE_MSG, "scope"),
+    ({**_OK, "scope": "global", "scope_id": "a"}, "validation_error", "scope_id is not allowed with global scope",
+     "scope_id"),
+])
+def test_rest_save_body_errors(api, body, code, message, field):
+    _refused(lambda: api.post("/v1/api/memories", body), 400, code, message, _field(field))
+
+
+def test_rest_save_body_nulls_are_absent(api):
+    s, b = api.post("/v1/api/memories", {**_OK, "type": None, "scope": None, "scope_id": None, "extra": 1})
+    assert (s, b["name"], b["type"], b["scope"], b["scope_id"]) == (201, "deploy_notes", "general", "global", ""), b
