@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from chalice import Blueprint
+from pydantic import BaseModel, Field, field_validator
 
 from .. import idempotency
 from ..auth.principal import Permission
@@ -25,7 +26,7 @@ from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
 from ..names import check_name
 from ..settings import get_settings
-from .http import Ctx, Reply, damaged_header, endpoint, query_bool, query_int
+from .http import Ctx, IntRange, QueryBool, Reply, damaged_header, endpoint, parse_json, parse_query
 
 bp = Blueprint(__name__)
 
@@ -69,6 +70,34 @@ def render_import(result: ImportResult) -> dict[str, Any]:
     return asdict(result)
 
 
+class BanksQuery(BaseModel):
+    """``GET /v1/banks?trashed=``."""
+
+    trashed: QueryBool = False
+
+
+class MemoriesQuery(BaseModel):
+    """``GET /v1/banks/{bank}/memories?limit=&cursor=&tag=&include_superseded=``: ``limit`` within
+    1..``Settings.memories_page_max`` (default ``Settings.memories_page_default``), read first."""
+
+    limit: int = Field(default_factory=lambda: get_settings().memories_page_default)
+    cursor: str | None = None
+    tag: str | None = None
+    include_superseded: QueryBool = False
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, v: Any) -> int:
+        settings = get_settings()
+        return IntRange(1, settings.memories_page_max).parse(v, "limit", settings.memories_page_default)
+
+
+class ExportQuery(BaseModel):
+    """``GET /v1/banks/{bank}/export?history=``."""
+
+    history: QueryBool = False
+
+
 def _bank(ctx: Ctx, bank: str) -> str:
     check_name(bank)
     ctx.principal.require_bank(bank)
@@ -88,7 +117,7 @@ def list_banks(ctx: Ctx):
     """``{banks}``; with ``?trashed=true`` the trash entries ``{name, trashed_to, trashed_at}``."""
     org = ctx.principal.org_id
     rows: list[Bank | TrashEntry] = []
-    rows.extend(service.list_trash(org) if query_bool(ctx.query, "trashed") else service.list_banks(org))
+    rows.extend(service.list_trash(org) if parse_query(ctx.query, BanksQuery).trashed else service.list_banks(org))
     if ctx.principal.banks is not None:
         rows = [r for r in rows if r.name in ctx.principal.banks]
     return {"banks": [render_bank(r) for r in rows]}
@@ -139,12 +168,10 @@ def save_memory(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True)
 def list_memories(ctx: Ctx, bank: str):
     """``{memories, total, next_cursor}``, newest first."""
-    settings = get_settings()
-    return render_page(service.list_memories(
-        ctx.principal.org_id, _bank(ctx, bank),
-        limit=query_int(ctx.query, "limit", settings.memories_page_default, 1, settings.memories_page_max),
-        cursor=ctx.query.get("cursor"), tag=ctx.query.get("tag"),
-        include_superseded=query_bool(ctx.query, "include_superseded")))
+    bank = _bank(ctx, bank)  # the bank's name is checked before the query
+    q = parse_query(ctx.query, MemoriesQuery)
+    return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,
+                                             include_superseded=q.include_superseded))
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True)
@@ -207,7 +234,8 @@ def list_tags(ctx: Ctx, bank: str):
 def export_bank(ctx: Ctx, bank: str):
     """``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""
-    result = transfer.export_bank(ctx.principal.org_id, _bank(ctx, bank), history=query_bool(ctx.query, "history"))
+    bank = _bank(ctx, bank)  # the bank's name is checked before the query
+    result = transfer.export_bank(ctx.principal.org_id, bank, history=parse_query(ctx.query, ExportQuery).history)
     if result.data is not None:
         return Reply(200, raw=result.data, content_type="application/x-ndjson",
                      headers={"Content-Disposition": 'attachment; filename="memories.jsonl"',
@@ -223,7 +251,6 @@ def import_bank(ctx: Ctx, bank: str):
     bank = _bank(ctx, bank)
     ctype = (ctx.header("content-type") or "").split(";")[0].strip().lower()
     if ctype == "application/json":
-        from .http import parse_json
         req = parse_json(ctx.raw_body, transfer.ImportUploadRequest)
         return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor))
     return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor))

@@ -21,7 +21,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response
@@ -209,14 +209,40 @@ def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) 
     return IntRange(lo, hi).parse(query.get(name), name, default)
 
 
+@dataclass(frozen=True)
+class Flag:
+    """The one rule for a boolean query parameter: ``true``/``1``/``yes`` or ``false``/``0``/``no``
+    in any case; absent or ``""`` is false. Raises 400 ``validation_error`` ``{field: name}``
+    "<name> must be true or false.".
+
+    Use ``Flag().parse(value, name)`` directly, or as a pydantic type in a ``parse_query`` model:
+    ``history: QueryBool = False``."""
+
+    def parse(self, value: str | None, name: str) -> bool:
+        """``value`` (a query string's text, or ``None`` when absent) as a boolean; see the class."""
+        raw = (value or "").lower()
+        if raw in ("", "false", "0", "no"):
+            return False
+        if raw in ("true", "1", "yes"):
+            return True
+        raise BadRequest(f"{name} must be true or false.", details={"field": name})
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def check(value: object, info: ValidationInfo) -> bool:
+            text = value if isinstance(value, str) or value is None else str(value)
+            # a CairnError is not a ValueError: pydantic lets it through with this exact message
+            return self.parse(text, info.field_name or "value")
+
+        return core_schema.with_info_before_validator_function(check, handler(source))
+
+
+QueryBool = Annotated[bool, Flag()]
+"""A boolean query parameter in a ``parse_query`` model (``Flag``)."""
+
+
 def query_bool(query: dict[str, str], name: str) -> bool:
-    """A boolean query parameter (true/false/1/0); 400 ``validation_error`` otherwise."""
-    raw = (query.get(name) or "").lower()
-    if raw in ("", "false", "0", "no"):
-        return False
-    if raw in ("true", "1", "yes"):
-        return True
-    raise BadRequest(f"{name} must be true or false.", details={"field": name})
+    """The query parameter ``name`` as a boolean (``Flag``); 400 ``validation_error`` naming it."""
+    return Flag().parse(query.get(name), name)
 
 
 def _render(result: Any) -> Response:
@@ -359,6 +385,9 @@ def _context(request: Request, route: _Route, principal: Principal, params: dict
                                        details={"content_type": ctype})
         if "application/json" in route.body_types and ctype == "application/json":
             parsed = parse_json(raw, route.body)
+        elif route.body is not None:
+            # an empty body sent as another type: the view of a body model always gets one
+            raise BadRequest("The request body must be a JSON object.", details={"field": "body"})
     return Ctx(principal=principal, body=parsed, query=query, headers=headers, raw_body=raw,
                route=f"{request.method} {route.path}")
 

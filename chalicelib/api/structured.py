@@ -8,10 +8,10 @@ a bank allow-list gets 403 ``forbidden`` on all of them."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .. import validation
 from ..auth.principal import Permission
@@ -53,21 +53,6 @@ def _tool(result: tool.ToolResult) -> Any:
     if isinstance(result, memories.Deleted):
         return {"status": "ok", "name": result.name}
     return dataclasses.asdict(result)
-
-
-def _obj(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.", details={"field": "body"})
-    return body
-
-
-def _str(body: dict[str, Any], field: str) -> str:
-    value = body.get(field)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadRequest(f"{field} must be a string", details={"field": field})
-    return value
 
 
 # --- query strings -----------------------------------------------------------------------------
@@ -169,42 +154,97 @@ class AuditQuery(BaseModel):
         return _clamp(v, 100, 500)
 
 
+class RestListQuery(BaseModel):
+    """``GET /v1/api/memories?type=&scope=&scope_id=``: type checked (400 ``invalid_type``); the
+    scope rules are ``scopes.rest_envelope``'s, and they answer before ``limit`` is read
+    (``RestListLimit``)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: str = ""
+    scope: str | None = None
+    scope_id: str | None = None
+
+    _check_type = field_validator("type")(_type)
+
+
+class RestListLimit(BaseModel):
+    """``?limit=`` of ``GET /v1/api/memories``: 1..200 (default 100) with Turnstone's messages."""
+
+    model_config = ConfigDict(extra="ignore")
+    limit: Annotated[int, IntRange(1, 200, turnstone=True)] = 100
+
+
+class RestTargetQuery(BaseModel):
+    """``?scope=&scope_id=`` of ``GET``/``DELETE /v1/api/memories/{name}``, checked by
+    ``scopes.rest_target`` (global when empty)."""
+
+    model_config = ConfigDict(extra="ignore")
+    scope: str | None = None
+    scope_id: str | None = None
+
+
+class RestSearchBody(BaseModel):
+    """Body of ``POST /v1/api/memories/search``: ``{query, type?, limit?, scope?, scope_id?}``,
+    checked in this order with Turnstone's messages: query (400 ``query is required``), type
+    ("type must be a string", ``invalid_type``), limit 1..50 (default 20), scope and scope_id
+    ("<field> must be a string"); the scope rules are then ``scopes.rest_envelope``'s."""
+
+    query: str = Field("", validate_default=True)
+    type: str | None = None
+    limit: Annotated[int, IntRange(1, 50, turnstone=True)] = 20
+    scope: str | None = None
+    scope_id: str | None = None
+
+    # each check raises a CairnError, which pydantic lets through: the first bad field answers
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query(cls, v: object) -> object:
+        if not isinstance(v, str) or not v.strip():
+            raise BadRequest("query is required", details={"field": "query"})
+        return v  # searched as sent
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: object) -> str | None:
+        return scopes.check_type(scopes.optional_str(v, "type") or "", allow_empty=True) or None
+
+    @field_validator("scope", "scope_id", mode="before")
+    @classmethod
+    def _scope(cls, v: object, info: ValidationInfo) -> str | None:
+        return scopes.optional_str(v, info.field_name or "scope")
+
+
 # --- REST memory API --------------------------------------------------------------------------
 
 @endpoint(bp, "/v1/api/memories", ["GET"], permission=READ)
 def list_memories(ctx: Ctx):
     """``{memories, total}`` newest first; without scope: global plus the caller's user namespace."""
-    q = ctx.query
-    type_ = scopes.check_type(q.get("type") or "", allow_empty=True) or None
-    targets = scopes.rest_envelope(ctx.principal, q.get("scope"), q.get("scope_id"))
-    return _listing(memories.list_rows(ctx.principal.org_id, targets, type_=type_,
-                                       limit=IntRange(1, 200, turnstone=True).parse(q.get("limit"), "limit", 100)))
+    q = parse_query(ctx.query, RestListQuery)
+    targets = scopes.rest_envelope(ctx.principal, q.scope, q.scope_id)
+    limit = parse_query(ctx.query, RestListLimit).limit  # after the scope rules, which may answer 403/404
+    return _listing(memories.list_rows(ctx.principal.org_id, targets, type_=q.type or None, limit=limit))
 
 
-@endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE)
+@endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave)
 def save_memory(ctx: Ctx):
     """Upsert: 201 with the row when created, 200 when the identity existed."""
-    saved = memories.save_rest(ctx.principal, _obj(ctx.body))
+    saved = memories.save_rest(ctx.principal, ctx.body)
     return Reply(201 if saved.created else 200, dataclasses.asdict(saved.row))
 
 
-@endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ)
+@endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody)
 def search_memories(ctx: Ctx):
     """``{memories, total}`` best first (BM25F over what the caller may see)."""
-    b = _obj(ctx.body)
-    query = b.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise BadRequest("query is required", details={"field": "query"})
-    type_ = scopes.check_type(_str(b, "type"), allow_empty=True) or None
-    limit = IntRange(1, 50, turnstone=True).parse(b.get("limit"), "limit", 20)
-    targets = scopes.rest_envelope(ctx.principal, _str(b, "scope"), _str(b, "scope_id"))
-    return _listing(memories.search_rows(ctx.principal.org_id, targets, query, type_=type_, limit=limit))
+    b = ctx.body
+    targets = scopes.rest_envelope(ctx.principal, b.scope, b.scope_id)
+    return _listing(memories.search_rows(ctx.principal.org_id, targets, b.query, type_=b.type, limit=b.limit))
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ)
 def get_memory(ctx: Ctx, name: str):
     """The row of ``(name, scope, scope_id)`` (scope defaults to global)."""
-    target = scopes.rest_target(ctx.principal, ctx.query.get("scope"), ctx.query.get("scope_id"))
+    q = parse_query(ctx.query, RestTargetQuery)
+    target = scopes.rest_target(ctx.principal, q.scope, q.scope_id)
     return dataclasses.asdict(memories.get(ctx.principal.org_id, target, name))
 
 
@@ -212,7 +252,8 @@ def get_memory(ctx: Ctx, name: str):
 def delete_memory(ctx: Ctx, name: str):
     """``{"status": "ok", "name": name}``; 404 ``Memory '<name>' not found``."""
     p = ctx.principal
-    target = scopes.rest_target(p, ctx.query.get("scope"), ctx.query.get("scope_id"))
+    q = parse_query(ctx.query, RestTargetQuery)
+    target = scopes.rest_target(p, q.scope, q.scope_id)
     return {"status": "ok", "name": memories.delete(p.org_id, target, name, actor=p.actor, surface="rest").name}
 
 

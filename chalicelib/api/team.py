@@ -5,9 +5,10 @@ calls one service function and renders its domain value here (the wire shapes be
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from chalice import Blueprint
+from pydantic import BaseModel, model_validator
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
@@ -15,7 +16,7 @@ from ..team import accept, dlp, entries, retrieval, spaces
 from ..team.limits import get_limits
 from ..team.merge import b64
 from ..team.store import Attribution, Entry, LogRow, Space
-from .http import Ctx, Reply, damaged_header, endpoint, query_int
+from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 
 bp = Blueprint(__name__)
 
@@ -109,6 +110,43 @@ def render_attribution(a: Attribution) -> dict[str, Any]:
     return {"id": a.id, "actor": a.actor, "entries": a.entries, "at": entries.iso(a.at)}
 
 
+# --- query strings ---------------------------------------------------------------------------
+
+class EntriesQuery(BaseModel):
+    """``GET .../entries?spaceId=&status=&kind=&q=&limit=&cursor=``: ``limit`` 1..200 (default 50)
+    is read first; ``entries.list_entries`` checks the rest (400 ``validation_error`` naming it)."""
+
+    limit: Annotated[int, IntRange(1, 200)] = 50
+    spaceId: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    q: str | None = None
+    cursor: str | None = None
+
+
+class UpdatesQuery(BaseModel):
+    """``GET .../entries/{id}/updates?stateVector=`` or ``?sinceSeq=`` (0..10**12, default 0): both
+    present, even empty, is 400 "Give sinceSeq or stateVector, not both." before either is read."""
+
+    stateVector: str | None = None
+    sinceSeq: Annotated[int, IntRange(0, 10**12)] = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_both(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("stateVector") is not None and "sinceSeq" in data:
+            raise BadRequest("Give sinceSeq or stateVector, not both.", details={"field": "stateVector"})
+        return data
+
+
+class AttributionsQuery(BaseModel):
+    """``GET .../attributions?spaceId=&limit=``: ``limit`` 1..1000 (default 100) is read first;
+    ``retrieval.attributions`` checks ``spaceId``."""
+
+    limit: Annotated[int, IntRange(1, 1000)] = 100
+    spaceId: str | None = None
+
+
 def _limits(ctx: Ctx) -> None:
     get_limits()  # an invalid KEYSTONE_CONTEXT_MEMORY_* value fails here as a configuration error
 
@@ -166,9 +204,9 @@ def create_entry(ctx: Ctx):
 @endpoint(bp, f"{MEM}/entries", ["GET"])
 def list_entries(ctx: Ctx):
     """``{entries, cursor?}``; entries left out as damaged are counted in ``X-Cairn-Damaged``."""
-    page = entries.list_entries(ctx.principal, ctx.query.get("spaceId"), status=ctx.query.get("status"),
-                                kind=ctx.query.get("kind"), q=ctx.query.get("q"),
-                                limit=query_int(ctx.query, "limit", 50, 1, 200), cursor=ctx.query.get("cursor"))
+    q = parse_query(ctx.query, EntriesQuery)
+    page = entries.list_entries(ctx.principal, q.spaceId, status=q.status, kind=q.kind, q=q.q, limit=q.limit,
+                                cursor=q.cursor)
     return Reply(200, render_page(page), headers=damaged_header(page.damaged))
 
 
@@ -195,11 +233,9 @@ def post_update(ctx: Ctx, entry_id: str):
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["GET"])
 def get_updates(ctx: Ctx, entry_id: str):
     """``{updates}``, ``{snapshot}`` or ``{update}``."""
-    sv = ctx.query.get("stateVector")
-    if sv is not None and "sinceSeq" in ctx.query:
-        raise BadRequest("Give sinceSeq or stateVector, not both.", details={"field": "stateVector"})
-    return render_catch_up(entries.get_updates(ctx.principal, entry_id, state_vector=sv,
-                                               since_seq=query_int(ctx.query, "sinceSeq", 0, 0, 10**12)))
+    q = parse_query(ctx.query, UpdatesQuery)
+    return render_catch_up(entries.get_updates(ctx.principal, entry_id, state_vector=q.stateVector,
+                                               since_seq=q.sinceSeq))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/accept", ["POST"], body=accept.AcceptBody)
@@ -235,6 +271,6 @@ def retrieve(ctx: Ctx):
 @endpoint(bp, f"{MEM}/attributions", ["GET"], permission=ADMIN)
 def list_attributions(ctx: Ctx):
     """``{attributions}``."""
-    rows = retrieval.attributions(ctx.principal, ctx.query.get("spaceId"),
-                                  limit=query_int(ctx.query, "limit", 100, 1, 1000))
+    q = parse_query(ctx.query, AttributionsQuery)
+    rows = retrieval.attributions(ctx.principal, q.spaceId, limit=q.limit)
     return {"attributions": [render_attribution(a) for a in rows]}

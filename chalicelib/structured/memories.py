@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+
 from .. import audit
 from ..auth.principal import Principal
 from ..clock import now_ms
@@ -50,7 +52,7 @@ from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
 from ..validation import MAX_TIME_MS, check_text
 from . import objects
 from .names import normalize_description, normalize_name
-from .scopes import TYPES, Target, check_type, rest_target
+from .scopes import TYPES, Target, check_type, optional_str, rest_target
 
 REST_MAX_CONTENT = 65536
 DEFAULT_TYPE = "general"
@@ -242,21 +244,55 @@ def save(org_id: str, target: Target, name: object, content: object, description
     return Saved(created, rows(org_id, [rec])[0])
 
 
-def save_rest(p: Principal, body: dict[str, Any]) -> Saved:
-    """``POST /v1/api/memories``: validate every field with Turnstone's messages (name,
-    description, content up to 65536 characters, type), then the scope rules
-    (``scopes.rest_target``), then upsert with surface ``rest``."""
-    normalize_name(body.get("name"))
-    normalize_description(body.get("description"))
-    check_content(body.get("content"), REST_MAX_CONTENT)
-    check_type(body.get("type"))
-    scope, scope_id = body.get("scope"), body.get("scope_id")
-    for fld, value in (("scope", scope), ("scope_id", scope_id)):
-        if value is not None and not isinstance(value, str):
-            raise BadRequest(f"{fld} must be a string", details={"field": fld})
-    target = rest_target(p, scope, scope_id)
-    return save(p.org_id, target, body.get("name"), body.get("content"), body.get("description"), body.get("type"),
-                actor=p.actor, surface="rest")
+class RestSave(BaseModel):
+    """Body of ``POST /v1/api/memories``: ``{name, description, content, type?, scope?,
+    scope_id?}``, checked in this order with Turnstone's messages: name (400 ``invalid_name``),
+    description, content up to 65536 characters (``validation_error``), type (``invalid_type``),
+    scope and scope_id ("<field> must be a string"). Values are kept as sent: ``save`` normalises
+    them, ``save_rest`` applies the scope rules."""
+
+    name: Any = Field(None, validate_default=True)
+    description: Any = Field(None, validate_default=True)
+    content: Any = Field(None, validate_default=True)
+    type: str | None = None
+    scope: str | None = None
+    scope_id: str | None = None
+
+    # each check raises a CairnError, which pydantic lets through: the first bad field answers
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, v: object) -> object:
+        normalize_name(v)
+        return v
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _description(cls, v: object) -> object:
+        normalize_description(v)
+        return v
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, v: object) -> object:
+        check_content(v, REST_MAX_CONTENT)
+        return v
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: Any) -> Any:
+        return check_type(v)
+
+    @field_validator("scope", "scope_id", mode="before")
+    @classmethod
+    def _scope(cls, v: object, info: ValidationInfo) -> str | None:
+        return optional_str(v, info.field_name or "scope")
+
+
+def save_rest(p: Principal, req: RestSave) -> Saved:
+    """``POST /v1/api/memories``: the scope rules (``scopes.rest_target``), then upsert with
+    surface ``rest``."""
+    target = rest_target(p, req.scope, req.scope_id)
+    return save(p.org_id, target, req.name, req.content, req.description, req.type, actor=p.actor, surface="rest")
 
 
 def find(org_id: str, target: Target, name: object) -> Memory | None:

@@ -73,6 +73,14 @@ def check_type(value: str | None, *, allow_empty: bool = False) -> str | None:
     return value
 
 
+def optional_str(value: object, field: str) -> str | None:
+    """``value`` when it is a string or ``None``; 400 ``validation_error`` "<field> must be a
+    string" (Turnstone's message) otherwise."""
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"{field} must be a string", details={"field": field})
+    return value
+
+
 def check_scope(value: str, allowed: tuple[str, ...]) -> str:
     """A scope within ``allowed``; 400 ``invalid_scope`` with Turnstone's message."""
     if value not in allowed:

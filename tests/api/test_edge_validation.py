@@ -395,6 +395,33 @@ def test_one_integer_parameter_rule_as_function_and_as_query_model(value, messag
             ("validation_error", message, {"field": "limit"})
 
 
+@pytest.mark.parametrize("value,expected", [
+    (None, False), ("", False), ("false", False), ("0", False), ("no", False), ("NO", False), ("False", False),
+    ("true", True), ("1", True), ("yes", True), ("YES", True), ("True", True),
+    ("maybe", None), (" true", None), ("2", None), ("on", None),
+])
+def test_one_boolean_parameter_rule_as_function_and_as_query_model(value, expected):
+    """``api.http.Flag`` is the one boolean query-parameter rule: ``query_bool`` and a
+    ``parse_query`` model field (``QueryBool``) give the same answers and the same 400."""
+    from pydantic import BaseModel
+
+    from chalicelib.api.http import QueryBool, parse_query, query_bool
+    from chalicelib.errors import BadRequest
+
+    class Listing(BaseModel):
+        history: QueryBool = False
+
+    query = {} if value is None else {"history": value}
+    if expected is not None:
+        assert query_bool(query, "history") is parse_query(query, Listing).history is expected
+        return
+    for call in (lambda: query_bool(query, "history"), lambda: parse_query(query, Listing)):
+        with pytest.raises(BadRequest) as exc:
+            call()
+        assert (exc.value.code, exc.value.message, exc.value.details) == \
+            ("validation_error", "history must be true or false.", {"field": "history"})
+
+
 @pytest.mark.parametrize("limit", [0, 101, "5", 5.0, True, None])
 def test_recall_limit_is_a_strict_integer_in_range(bank, limit):
     """The recall body's ``limit`` goes through the same rule, strictly (a JSON integer only)."""
