@@ -19,25 +19,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import queue
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import requests  # type: ignore[import-untyped]  # no types-requests in the environment
+
+from infra.local.launch import ROOT, StackProcess
 
 from .harness import median, pct
 from .speed import corpus, queries
 
-ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "cairn_bench_local_token_0123456789abcdef"
 IMPORT_BATCH = 2000
 WRITES = 40
@@ -48,62 +43,29 @@ READY_TIMEOUT_S = 180.0
 MODES = {"durable": [], "no-persist": ["--no-persist"]}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-
-def _forward_lines(stream: IO[bytes] | None, lines: queue.Queue[str | None]) -> None:
-    """Put each line of ``stream`` on ``lines`` (decoded, stripped), then ``None`` at its end."""
-    for x in stream or ():
-        lines.put(x.decode().strip())
-    lines.put(None)
-
 class Launcher:
-    """``python -m infra.local.stack`` in ``root`` on free ports with a temp state dir."""
+    """``python -m infra.local.stack`` in ``root`` on free ports with a temp state dir, as a
+    context manager (``infra.local.launch.StackProcess``)."""
 
     def __init__(self, root: Path, args: list[str]) -> None:
-        self.root, self.args = root, args
+        self.args = args
         self.state = Path(tempfile.mkdtemp(prefix="cairn-bench-local-"))
-        self.port, self.moto_port = _free_port(), _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
+        # no scheduled index snapshots: their bursts of CPU in one stack would land in the other's figures
+        self.stack = StackProcess(self.state / "state", TOKEN, self.state / "stack.log", root=root,
+                                  env={"CAIRN_LOCAL_SCHEDULE_S": "86400"})
+        self.base = ""
 
     def __enter__(self) -> Launcher:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("CAIRN_", "AWS_ENDPOINT_URL")) and k != "AWS_PROFILE"}
-        # no scheduled index snapshots: their bursts of CPU in one stack would land in the other's figures
-        env.update(CAIRN_PORT=str(self.port), CAIRN_MOTO_PORT=str(self.moto_port), CAIRN_STATE_DIR=str(self.state),
-                   CAIRN_DEV_TOKEN=TOKEN, PYTHONUNBUFFERED="1", CAIRN_LOCAL_SCHEDULE_S="86400")
-        self.log = open(self.state / "stack.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "infra.local.stack", *self.args], cwd=self.root, env=env,
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
-        lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=_forward_lines, args=(self.proc.stdout, lines), daemon=True).start()
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            if line == "ready":
-                return self
-        self.__exit__()
-        raise RuntimeError(f"the local stack in {self.root} did not become ready (log: {self.state / 'stack.log'})")
+        try:
+            self.stack.start(*self.args, timeout_s=READY_TIMEOUT_S)
+        except RuntimeError:
+            shutil.rmtree(self.state, ignore_errors=True)
+            raise
+        self.base = self.stack.base_url
+        return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.log.close()
+        self.stack.stop(timeout_s=120)
         shutil.rmtree(self.state, ignore_errors=True)
 
 
