@@ -133,6 +133,17 @@ class BackendUnavailable(CairnError):
         super().__init__(message, **kw)
 
 
+class WriteContended(BackendUnavailable):
+    """503 ``write_contention``: a write lost its race to concurrent writers on every attempt of
+    its retry budget; nothing was written and the request is safe to retry (``Retry-After``)."""
+
+    code = "write_contention"
+
+    def __init__(self, message: str = "The write kept losing to concurrent writes; nothing was written. "
+                                      "Retry shortly.", **kw: Any) -> None:
+        super().__init__(message, **kw)
+
+
 class ConfigError(Exception):
     """A setting is invalid; the message names the variable or file and the key.
 

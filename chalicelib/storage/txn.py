@@ -18,7 +18,8 @@ from pynamodb.connection import Connection
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from ..errors import BackendUnavailable, Conflict
+from .. import metrics
+from ..errors import BackendUnavailable, WriteContended
 from ..settings import get_settings
 from .tables import connection
 
@@ -57,8 +58,10 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
     is written then), and adds conditioned writes to ``tx``; its return value is returned after
     the commit; an attempt that staged nothing sends nothing. A cancelled transaction (a
     condition failed or a conflicting transaction) is retried with full-jitter exponential
-    backoff (2 ms base, 250 ms cap) up to ``Settings.write_retries`` attempts, then ``Conflict``
-    (409 ``conflict``) is raised.
+    backoff (2 ms base, 250 ms cap) up to ``Settings.write_retries`` attempts, then
+    ``WriteContended`` (503 ``write_contention``, ``Retry-After``) is raised and nothing is written.
+    A write that needed retries, or ran out of them, emits a ``write`` metric line
+    (``WriteRetries``, ``WriteContended``).
     """
     settings = get_settings()
     n = retries or settings.write_retries
@@ -67,6 +70,8 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
         try:
             with _TransactWrite(connection=conn) as tx:
                 result = attempt(tx)
+            if i:
+                metrics.emit("write", {"WriteRetries": i, "WriteContended": 0})
             return result
         except Retry:
             pass
@@ -75,7 +80,8 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
             if not reasons & _RETRYABLE_REASONS and not _is_throttle(exc):
                 raise
         time.sleep(random.uniform(0, min(0.25, 0.002 * (2 ** min(i, 10)))))
-    raise Conflict("The write kept conflicting with concurrent writes; retry the request.")
+    metrics.emit("write", {"WriteRetries": n - 1, "WriteContended": 1})
+    raise WriteContended()
 
 
 def _is_throttle(exc: BaseException) -> bool:

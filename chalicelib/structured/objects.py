@@ -115,13 +115,13 @@ def new(org_id: str, kind: str, parts: tuple[str, ...], fields: dict[str, Any]) 
 
 def insert(item: StructuredModel, exists: Conflict) -> None:
     """Write a new record only if its key is free; raises ``exists`` (a 409) when it is taken."""
-    def attempt(tx):
-        tx.save(item, condition=StructuredModel.sk.does_not_exist())
-
+    bind()
     try:
-        run_transaction(attempt, retries=1)
-    except Conflict:
-        raise exists from None
+        item.save(condition=StructuredModel.sk.does_not_exist())
+    except PutError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise exists from None
+        raise
 
 
 def query(org_id: str, kind: str, *parts: str) -> list[StructuredModel]:
