@@ -47,7 +47,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
@@ -56,6 +56,7 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 from .. import metrics
 from ..core import store
 from ..core.records import Memory
+from ..core.store import BankRow
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
@@ -66,25 +67,6 @@ META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
 SNAPSHOT_KEEP = 2
 _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
-
-
-class BankRow(Protocol):
-    """What the recall core and its callers read of a bank row (``core.store``'s rows): its org
-    and name, the ``incarnation`` keying its records, the commit counter ``seq``,
-    ``rules_version`` and ``memories`` (how many are live)."""
-
-    @property
-    def org_id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def incarnation(self) -> str: ...
-    @property
-    def seq(self) -> float: ...
-    @property
-    def rules_version(self) -> float: ...
-    @property
-    def memories(self) -> float: ...
 
 
 class StaleHistory(Exception):

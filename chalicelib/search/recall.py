@@ -37,7 +37,7 @@ from .. import metrics
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
-from ..core.store import CONFIG_NAME, CONFIG_ORG
+from ..core.store import CONFIG_NAME, CONFIG_ORG, BankRow
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
 from ..tuning import (
@@ -49,7 +49,6 @@ from ..tuning import (
 )
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
-from .index import BankRow
 from .schema import from_stored
 from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
 from .whoosh_private import deleted_docs
