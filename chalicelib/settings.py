@@ -46,6 +46,9 @@ class Settings(BaseSettings):
                                    description="How long an Idempotency-Key replays its first response, seconds.")
     write_retries: int = Field(60, ge=1, le=500,
                                description="Attempts for a write that loses an optimistic-concurrency race.")
+    write_lanes: int = Field(16, ge=1, le=64,
+                             description="Write lanes of a new bank: concurrent writers of one bank meet only "
+                                         "within a lane.")
     token_touch_interval_s: int = Field(60, ge=0,
                                         description="Minimum seconds between last_used_at updates of a token.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(

@@ -106,10 +106,15 @@ class TagCount:
 
 # --- banks ----------------------------------------------------------------------------------
 
-def bank_of(row: BankRow) -> Bank:
-    """A bank row as its users see it."""
-    return Bank(name=row.bank_name, description=row.description or "", memories=int(row.memories),
-                pinned=int(row.pinned), rules=int(row.rules))
+def bank_of(org_id: str, row: BankRow) -> Bank:
+    """A bank row as its users see it (its counters summed over its lanes: one more read)."""
+    return banks_of(org_id, [row])[0]
+
+
+def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
+    """Bank rows as their users see them (their lane rows read in one BatchGetItem per 100)."""
+    return [Bank(name=h.row.bank_name, description=h.row.description or "", memories=h.memories,
+                 pinned=h.pinned, rules=int(h.row.rules)) for h in store.heads_of(org_id, rows)]
 
 
 def require_bank(org_id: str, name: str) -> BankRow:
@@ -123,19 +128,19 @@ def require_bank(org_id: str, name: str) -> BankRow:
 
 def get_bank(org_id: str, name: str) -> Bank:
     """Bank ``name``; 404 ``bank_not_found`` when absent."""
-    return bank_of(require_bank(org_id, name))
+    return bank_of(org_id, require_bank(org_id, name))
 
 
 def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) -> tuple[Bank, bool]:
     """Create bank ``name`` or return the existing one: ``(bank, created)``."""
     check_name(name)
     row, created = store.write(org_id, lambda btx: btx.create(name, description))
-    return bank_of(row), created
+    return bank_of(org_id, row), created
 
 
 def list_banks(org_id: str) -> list[Bank]:
     """Every live bank of the org, by name."""
-    return [bank_of(r) for r in store.list_live_bank_rows(org_id)]
+    return banks_of(org_id, store.list_live_bank_rows(org_id))
 
 
 def list_trash(org_id: str) -> list[TrashEntry]:
@@ -199,7 +204,7 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank
 
     live = store.write(org_id, attempt)
     blobs.move_prefix(store.trash_rules_prefix(org_id, trashed_to), store.rules_prefix(org_id, name))
-    return bank_of(live)
+    return bank_of(org_id, live)
 
 
 # --- records --------------------------------------------------------------------------------
@@ -564,7 +569,8 @@ def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: s
     if tag:
         total = store.count_memories(row.incarnation, live_only=live_only, tag=tag)
     else:
-        total = int(row.records if include_superseded else row.memories)
+        head = store.heads_of(org_id, [row])[0]
+        total = head.records if include_superseded else head.memories
     return MemoryPage(memories=[r for r in records if isinstance(r, Memory)], total=int(total),
                       next_cursor=encode_cursor("memories", owner, last) if last is not None else None,
                       damaged=[r.entry() for r in records if isinstance(r, Damaged)])

@@ -6,8 +6,8 @@ to ``export_inline_bytes`` (API Gateway caps a response at 6 MB) else a presigne
 last-wins by id (higher revision wins, a later line wins ties; a line older than the stored
 record is skipped); bad lines are reported by line number (from 1) and skipped, never
 half-applied; purged tombstones carry no content and are skipped. Writes go in transactions of
-up to ``BATCH`` records that each take a range of the bank's ``seq`` values, so the recall index
-sees them in commit order.
+up to ``BATCH`` records grouped by write lane (at most ``BATCH_LANES`` lanes each), each taking a
+range of its lanes' positions, so the recall index sees them in commit order.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from .service import require_bank
 # DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
 # fingerprint pointer, plus the bank row.
 BATCH = 30
+BATCH_LANES = 4  # at most 3 items per record + 4 lane rows: within a transaction's 100 items
 
 
 class ImportUploadRequest(BaseModel):
@@ -93,7 +94,8 @@ def _jsonl(rec: Memory | Damaged, **extra: Any) -> bytes:
 
 def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     """The bank's ``memories.jsonl``: current records (tombstoned included), or with ``history``
-    every revision (with its ``op`` and ``seq``). A record that cannot be read is exported as
+    every revision (with its ``op`` and ``seq``; lane by lane, so each memory's in commit order). A
+    record that cannot be read is exported as
     the line ``{id, damaged: true, reason}`` (an import reports that line as bad). Raises 404."""
     row = require_bank(org_id, bank)
     damaged = 0
@@ -200,9 +202,8 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     """
     check_name(bank)
     out = ImportResult()
-    ordered = _winners(lines, out)
-    for i in range(0, len(ordered), BATCH):
-        batch = ordered[i:i + BATCH]
+    ordered = _first_text_wins(_winners(lines, out), out)
+    for batch in store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES):
         applied = _write_batch(org_id, bank, batch, actor)
         out.imported += applied.imported
         out.skipped += applied.skipped
@@ -211,6 +212,19 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
             progress(len(batch))
     out.errors.sort(key=lambda e: e.line)
     return out
+
+
+def _first_text_wins(ordered: list[tuple[int, Memory]], out: ImportResult) -> list[tuple[int, Memory]]:
+    """``ordered`` without the winners whose text an earlier line's winner of another id has
+    (each an error in ``out``): batches go lane by lane, so the file's order decides here."""
+    first: dict[str, str] = {}
+    kept = []
+    for n, rec in ordered:
+        if first.setdefault(fingerprint(rec.text), rec.id) != rec.id:
+            out.errors.append(LineError(n, "duplicate_text: another memory has this text"))
+        else:
+            kept.append((n, rec))
+    return kept
 
 
 def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:

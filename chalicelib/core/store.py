@@ -2,11 +2,12 @@
 
 A *bank* is the unit of isolation and indexing: a named bank, a structured-memory scope's
 namespace or a team space's retrieval projection, each a ``BankModel`` row whose ``incarnation``
-keys its records. ``write()`` is the one write path: its attempt stages one or more record
-changes (``BankTx.stage``) into a transaction together with the bank's ``seq`` advance
-(conditioned on the value read), so ``seq`` order is commit order and the recall index can catch
-up by querying revisions above its own ``seq``. Observers registered with ``on_commit`` (the
-recall index's own cache) are told after each commit.
+keys its records. A bank's changes are split into write lanes by memory id (see "write lanes"
+below). ``write()`` is the one write path: its attempt stages one or more record changes
+(``BankTx.stage``) into a transaction together with the advance of each lane they fall in
+(conditioned on the position read), so within a lane position order is commit order and the
+recall index can catch up lane by lane by querying the revisions past its own positions.
+Observers registered with ``on_commit`` (the recall index's own cache) are told after each commit.
 
 This module is also the banks area's storage: the key formats (fingerprint pointers ``~fp/``,
 name pointers ``~name/``, trash entries ``.trash/``, revision keys, the S3 prefixes of rules,
@@ -22,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,10 +33,11 @@ from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
 from ..errors import BadRequest, CairnError
+from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
-from ..storage.txn import run_transaction
+from ..storage.txn import Retry, run_transaction
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -42,6 +45,10 @@ POINTER_PREFIX = "~fp/"
 NAME_POINTER_PREFIX = "~name/"
 TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
+LANE_PREFIX = "!lane/"  # a bank's write lanes 1..: ``!lane/<incarnation>/<lane>``
+LANE_SPAN = 10**12  # the revision seq of lane l's k-th change is l * LANE_SPAN + k
+
+T = TypeVar("T")
 
 # The types of a bank row and of a memory item, for annotations outside this module (which
 # never builds one itself).
@@ -96,8 +103,144 @@ def new_bank(org_id: str, name: str, description: str = "") -> BankModel:
     now = now_ms()
     return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
                      description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
-                     rules_version=0, created_at=now, updated_at=now)
+                     rules_version=0, created_at=now, updated_at=now, lanes=get_settings().write_lanes)
 
+
+
+# --- write lanes -------------------------------------------------------------------------------
+#
+# A bank's changes are split into ``lanes`` (fixed when the bank is created) by memory id. Lane 0
+# is counted on the bank row itself; lane l >= 1 on its own row ``!lane/<incarnation>/<l>`` in
+# the banks table. A change of memory m advances only lane_of(m)'s ``seq``, conditioned on the
+# value read, so concurrent writers of one bank meet only when their memories share a lane, and
+# one memory's changes stay in commit order in its lane. Its revision is keyed
+# ``lane * LANE_SPAN + position``. A reader's ``Clock`` is the vector of lane positions.
+
+
+def lane_count(row: BankModel) -> int:
+    """How many write lanes ``row``'s bank has (a row written before lanes existed: 1)."""
+    n = row.lanes
+    return int(n) if isinstance(n, (int, float)) and n >= 1 else 1
+
+
+def lane_of(memory_id: str, lanes: int) -> int:
+    """The lane of memory ``memory_id`` in a bank of ``lanes`` lanes (CRC-32 of the id)."""
+    return zlib.crc32(memory_id.encode("utf-8")) % lanes if lanes > 1 else 0
+
+
+def lane_key(inc: str, lane: int) -> str:
+    """The banks-table sort key of lane ``lane`` (>= 1) of incarnation ``inc``."""
+    return f"{LANE_PREFIX}{inc}/{lane:02d}"
+
+
+def split_seq(seq: int) -> tuple[int, int]:
+    """``(lane, position)`` of a revision's ``seq``."""
+    return divmod(int(seq), LANE_SPAN)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How far a bank incarnation has committed: ``positions[l]`` = changes committed in lane l."""
+
+    positions: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        """Every change committed: grows with each commit (names snapshots)."""
+        return sum(self.positions)
+
+    def covers(self, other: Clock) -> bool:
+        """Whether every lane of ``self`` is at least as far as ``other``'s (same lane count)."""
+        return len(self.positions) == len(other.positions) and all(
+            a >= b for a, b in zip(self.positions, other.positions, strict=True))
+
+
+@dataclass(frozen=True)
+class BankHead:
+    """A bank as one consistent read shows it: its ``row``, its ``clock`` and its counters
+    summed over its lanes (``memories`` live, ``pinned`` live and pinned, ``records`` all)."""
+
+    row: BankModel
+    clock: Clock
+    memories: int
+    pinned: int
+    records: int
+
+    @property
+    def incarnation(self) -> str:
+        return str(self.row.incarnation)
+
+
+def _lane_problem(row: BankModel) -> str | None:
+    for name in ("seq", "memories", "pinned", "records"):
+        if name in row.damaged:
+            return f"{row.name}: {name}: {row.damaged[name]}"
+    return None
+
+
+def _lane_keys(org_id: str, row: BankModel) -> list[tuple[str, str]]:
+    return [(org_id, lane_key(row.incarnation, lane)) for lane in range(1, lane_count(row))]
+
+
+def _head(row: BankModel, lanes: Mapping[str, BankModel]) -> BankHead:
+    """Sum ``row`` and its lane rows (``lanes`` by sort key; an absent one has seen nothing)
+    into a ``BankHead``; 409 ``damaged`` when a lane row cannot be used."""
+    positions = [int(row.seq)]
+    memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
+    for lane in range(1, lane_count(row)):
+        lr = lanes.get(lane_key(row.incarnation, lane))
+        if lr is None:
+            positions.append(0)
+            continue
+        reason = _lane_problem(lr)
+        if reason is not None:
+            raise Damaged("bank", str(row.bank_name), reason, hint="Restore the bank from a backup of its lane rows.")
+        positions.append(int(lr.seq or 0))
+        memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
+            records + int(lr.records or 0)
+    return BankHead(row, Clock(tuple(positions)), memories, pinned, records)
+
+
+def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
+    if not keys:
+        return {}
+    bind()
+    return {(r.org_id, r.name): r for r in BankModel.batch_get(list(dict.fromkeys(keys)), consistent_read=True)}
+
+
+def heads_of(org_id: str, rows: Iterable[BankModel]) -> list[BankHead]:
+    """The ``BankHead`` of each bank row (its lane rows read in consistent BatchGetItem calls)."""
+    rows = list(rows)
+    got = _batch_rows([k for r in rows for k in _lane_keys(org_id, r)])
+    return [_head(r, {name: lr for (_o, name), lr in got.items()}) for r in rows]
+
+
+def get_bank_head(org_id: str, name: str) -> BankHead | None:
+    """The live bank's ``BankHead`` (two consistent reads: its row, then its lane rows), or
+    ``None``; 409 ``damaged`` as ``get_bank_row``."""
+    row = get_bank_row(org_id, name)
+    return heads_of(org_id, [row])[0] if row is not None else None
+
+
+def lane_batches(org_id: str, bank: str, items: list[T], memory_id: Callable[[T], str], *, size: int,
+                 max_lanes: int) -> list[list[T]]:
+    """``items`` cut into the batches of a bulk write (one transaction each), grouped by the lane
+    of ``memory_id(item)`` in ``bank`` (a new bank's lane count when it does not exist yet): at
+    most ``size`` items and ``max_lanes`` lanes per batch, so a batch stays within DynamoDB's 100
+    items per transaction and meets few concurrent writers; the order of ``items`` is kept within
+    a lane."""
+    row = get_bank_row(org_id, bank)
+    lanes = lane_count(row) if row is not None else get_settings().write_lanes
+    keyed = sorted(((lane_of(memory_id(it), lanes), i, it) for i, it in enumerate(items)), key=lambda x: x[:2])
+    out: list[list[T]] = []
+    seen: set[int] = set()
+    for lane, _i, it in keyed:
+        if not out or len(out[-1]) >= size or (lane not in seen and len(seen) >= max_lanes):
+            out.append([])
+            seen = set()
+        out[-1].append(it)
+        seen.add(lane)
+    return out
 
 
 def get_item(inc: str, sk: str) -> MemoryModel | None:
@@ -181,33 +324,96 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
+def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> dict[int, BankModel | None]:
+    """The rows of ``lanes`` of the bank as read now (one consistent BatchGetItem): lane 0 is the
+    bank row, an absent lane row is ``None``. Read just before the commit, so the window in which
+    another writer of the same lane can win is one read and the commit. A bank row gone or of
+    another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt."""
+    keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in lanes}
+    got = _batch_rows(list(keys.values()))
+    out = {lane: got.get(key) for lane, key in keys.items()}
+    for lane, lr in out.items():
+        if lr is None:
+            if lane == 0:
+                raise Retry()
+            continue
+        reason = bank_problem(lr) if lane == 0 else _lane_problem(lr)
+        if reason is not None:
+            raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
+        if lr.incarnation != row.incarnation or lr.sealed:
+            raise Retry()
+    return out
+
+
+def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_row: BankModel | None,
+                writes: list[Write], now: int) -> int:
+    """Stage the advance of lane ``lane`` (>= 1) by ``len(writes)`` changes, conditioned on the
+    position read in ``lane_row`` (``None``: the lane row does not exist yet); returns that position."""
+    live, pinned, records = deltas(writes)
+    pos = int(lane_row.seq or 0) if lane_row is not None else 0
+    same = (BankModel.seq == pos) & (BankModel.incarnation == row.incarnation)
+    cond = BankModel.name.does_not_exist() if lane_row is None else same & BankModel.sealed.does_not_exist()
+    tx.update(BankModel(row.org_id, lane_key(row.incarnation, lane)),
+              actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
+                       BankModel.pinned.add(pinned), BankModel.records.add(records), BankModel.updated_at.set(now),
+                       BankModel.bank_name.set(bank), BankModel.incarnation.set(row.incarnation),
+                       BankModel.created_at.set(BankModel.created_at | now)],
+              condition=cond)
+    return pos
+
+
+def _stage_lane0(tx: TransactWrite, row: BankModel, pos: int, writes: list[Write], now: int) -> BankModel:
+    """Stage the advance of lane 0 (the bank row) from position ``pos``, conditioned on it and on
+    the incarnation; returns the row as it will be after the commit."""
+    live, pinned, records = deltas(writes)
+    tx.update(row, actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
+                            BankModel.pinned.add(pinned), BankModel.records.add(records),
+                            BankModel.updated_at.set(now)],
+              condition=(BankModel.seq == pos) & (BankModel.incarnation == row.incarnation))
+    after = _copy_row(row)
+    after.seq, after.updated_at = pos + len(writes), now
+    after.memories, after.pinned, after.records = row.memories + live, row.pinned + pinned, row.records + records
+    return after
+
+
 def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
            actor: str, *, fresh: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
-    """Stage ``writes`` plus the bank's ``seq`` advance (or the bank's creation) into ``tx``.
-
-    Takes ``len(writes)`` consecutive ``seq`` values; returns the bank row as it will be after the
-    commit and the ``(seq, record)`` pairs.
-    """
-    live, pinned, records = deltas(writes)
+    """Stage ``writes`` plus the advance of each lane they fall in (or the bank's creation) into
+    ``tx``: each lane takes consecutive positions. Returns the bank row as it will be after the
+    commit and the ``(seq, record)`` pairs, in the order of ``writes``."""
     now = now_ms()
+    base = row if row is not None else (fresh or new_bank(org_id, bank))
+    n = lane_count(base)
+    groups: dict[int, list[Write]] = {}
+    for w in writes:
+        groups.setdefault(lane_of(w.record.id, n), []).append(w)
     if row is None:
-        row = fresh or new_bank(org_id, bank)
-        first = 1
-        row.seq, row.memories, row.pinned, row.records, row.updated_at = len(writes), live, pinned, records, now
-        tx.save(row, condition=BankModel.name.does_not_exist())
+        now_rows: dict[int, BankModel | None] = dict.fromkeys(groups)
+    elif n == 1:
+        now_rows = {0: row}  # one lane: the row the attempt read is the lane
     else:
-        first = int(row.seq) + 1
-        tx.update(row, actions=[BankModel.seq.set(int(row.seq) + len(writes)), BankModel.memories.add(live),
-                                BankModel.pinned.add(pinned), BankModel.records.add(records),
-                                BankModel.updated_at.set(now)],
-                  condition=(BankModel.seq == int(row.seq)) & (BankModel.incarnation == row.incarnation))
-        row = BankModel(**{k: getattr(row, k) for k in BankModel.get_attributes()})
-        row.seq, row.updated_at = first + len(writes) - 1, now
-        row.memories, row.pinned, row.records = row.memories + live, row.pinned + pinned, row.records + records
-    inc = row.incarnation
+        now_rows = _lanes_now(org_id, bank, row, groups)
+    starts: dict[int, int] = {}
+    after = base
+    for lane, ws in groups.items():
+        if lane == 0 and row is not None:
+            starts[0] = int(now_rows[0].seq) if now_rows[0] is not None else int(row.seq)
+            after = _stage_lane0(tx, now_rows[0] or row, starts[0], ws, now)
+        elif lane > 0:
+            starts[lane] = _stage_lane(tx, bank, base, lane, now_rows.get(lane), ws, now)
+    if row is None:
+        live, pinned, records = deltas(groups.get(0, []))
+        base.seq, base.memories, base.pinned, base.records, base.updated_at = len(groups.get(0, [])), live, pinned, \
+            records, now
+        tx.save(base, condition=BankModel.name.does_not_exist())
+        starts[0] = 0
+    inc = base.incarnation
+    taken = dict.fromkeys(groups, 0)
     out = []
-    for i, w in enumerate(writes):
-        seq = first + i
+    for w in writes:
+        lane = lane_of(w.record.id, n)
+        taken[lane] += 1
+        seq = lane * LANE_SPAN + starts[lane] + taken[lane]
         rec = w.record
         item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
                            fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
@@ -218,10 +424,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
-    return row, out
-
-T = TypeVar("T")
-
+    return after, out
 
 class BankTx:
     """One attempt of a bank-scoped write (``write``): the open transaction plus what the attempt
@@ -252,8 +455,9 @@ class BankTx:
 
     def stage(self, bank: str, row: BankModel | None, writes: list[Write], actor: str,
               *, fresh: BankModel | None = None) -> list[tuple[int, Memory]]:
-        """Stage ``writes`` and the ``seq`` advance of ``bank`` (or its creation from ``fresh``
-        when ``row`` is ``None``); returns the ``(seq, record)`` pairs."""
+        """Stage ``writes`` and the advance of the lanes they fall in (their positions read just
+        before the commit), or ``bank``'s creation from ``fresh`` when ``row`` is ``None``; returns
+        the ``(seq, record)`` pairs (``seq`` = lane * ``LANE_SPAN`` + position)."""
         after, changes = _stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
         self.staged.append((bank, after, changes))
         return changes
@@ -280,6 +484,19 @@ class BankTx:
         trash.trashed_to, trash.trashed_at = trashed_to, now_ms()
         self.tx.delete(row, condition=(BankModel.incarnation == row.incarnation) & (BankModel.seq == row.seq))
         self.tx.save(trash, condition=BankModel.name.does_not_exist())
+        self._seal(row, True)
+
+    def _seal(self, row: BankModel, sealed: bool) -> None:
+        """Seal (trash) or unseal (restore) every lane row of ``row``'s bank: a writer that read
+        the bank before it moved cannot commit into a sealed lane."""
+        now = now_ms()
+        for lane in range(1, lane_count(row)):
+            # a lane never written is created here, whole, so a writer's condition on it holds
+            self.tx.update(BankModel(row.org_id, lane_key(row.incarnation, lane)), actions=[
+                BankModel.sealed.set(True) if sealed else BankModel.sealed.remove(),
+                BankModel.seq.set(BankModel.seq | 0), BankModel.incarnation.set(row.incarnation),
+                BankModel.bank_name.set(row.bank_name), BankModel.created_at.set(BankModel.created_at | now),
+                BankModel.updated_at.set(now)])
 
     def restore(self, trash: BankModel, name: str) -> BankModel:
         """Bring the trash entry ``trash`` back as live bank ``name`` (none may exist); returns
@@ -289,6 +506,7 @@ class BankTx:
         live.updated_at = now_ms()
         self.tx.save(live, condition=BankModel.name.does_not_exist())
         self.tx.delete(trash, condition=BankModel.name.exists())
+        self._seal(trash, False)
         return live
 
     def set_rule_count(self, row: BankModel, count: int) -> None:
@@ -305,8 +523,9 @@ class BankTx:
 
 def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = None) -> T:
     """The one write path of bank-scoped records: run ``attempt(BankTx)`` in a transaction
-    conditioned on each staged bank's ``seq`` (``stage``), retried from a fresh read on a lost race
-    (``storage.txn.run_transaction``: 409 ``conflict`` after ``Settings.write_retries``), then tell
+    conditioned on the positions of the lanes each staged change takes (``stage``), retried from a
+    fresh read on a lost race (``storage.txn.run_transaction``: 503 ``write_contention`` after
+    ``Settings.write_retries``), then tell
     the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
     a ``CairnError`` it raises writes nothing."""
     last: list[BankTx] = []
@@ -538,10 +757,19 @@ def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
 
 
 def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
-    """``(seq, op, record)`` of every revision with ``seq > after_seq``, in commit order; a
-    damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
+    """``(seq, op, record)`` of every revision with ``seq > after_seq``, lane by lane, each lane
+    in commit order; a damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
     bind()
     for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
+        yield int(rev.seq), str(rev.op), revision_record(rev)
+
+
+def iter_lane_revisions(inc: str, lane: int, after: int) -> Iterable[tuple[int, str, Memory | Damaged]]:
+    """``(seq, op, record)`` of the revisions of lane ``lane`` past position ``after``, in commit
+    order (one key query on that lane's range of ``seq``)."""
+    bind()
+    cond = RevisionModel.seq.between(lane * LANE_SPAN + after + 1, (lane + 1) * LANE_SPAN - 1)
+    for rev in RevisionModel.query(inc, cond, consistent_read=True):
         yield int(rev.seq), str(rev.op), revision_record(rev)
 
 
@@ -591,41 +819,51 @@ CONFIG_NAME = "!config"  # name of every config version row: a key no bank name 
 
 @dataclass(frozen=True)
 class BankRows:
-    """One consistent read of some banks of an org: ``rows`` (usable bank rows by name; absent
-    and damaged ones left out), ``version`` (the global config version) and ``org_version``
-    (the org's own), both 0 before the first reload."""
+    """One consistent read of some banks of an org: ``heads`` (usable banks by name; absent and
+    damaged ones left out), ``version`` (the global config version) and ``org_version`` (the
+    org's own), both 0 before the first reload."""
 
-    rows: dict[str, BankModel]
+    heads: dict[str, BankHead]
     version: int
     org_version: int
 
 
-def get_bank_rows(org_id: str, names: Iterable[str]) -> BankRows:
-    """The bank rows of ``names`` in ``org_id`` and, in the same consistent BatchGetItem, the
-    global and the org's config version rows."""
-    bind()
+def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, tuple[str, int]] | None = None) -> BankRows:
+    """The banks ``names`` of ``org_id`` with their lane rows and, in the same consistent
+    BatchGetItem, the global and the org's config version rows. ``known``: ``{name:
+    (incarnation, lanes)}`` the caller expects (its cached indexes), whose lane rows are read in
+    that same call; a bank not known so (cold, or another incarnation) costs a second
+    BatchGetItem for its lane rows."""
+    known = known or {}
+    wanted = [n for n in dict.fromkeys(names) if n != CONFIG_NAME]
     config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
-    keys = [(org_id, n) for n in dict.fromkeys(names) if n != CONFIG_NAME] + config_keys
-    rows: dict[str, BankModel] = {}
+    guessed = [(org_id, lane_key(inc, lane)) for n in wanted if n in known
+               for inc, lanes in [known[n]] for lane in range(1, lanes)]
+    got = _batch_rows([(org_id, n) for n in wanted] + config_keys + guessed)
     version = org_version = 0
-    for row in BankModel.batch_get(keys, consistent_read=True):
-        if row.name != CONFIG_NAME:
-            if row.org_id == org_id and bank_problem(row) is None:  # a damaged row reads as absent
-                rows[row.name] = row
-            continue
-        seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
-        if row.org_id == CONFIG_ORG:
-            version = seq
-        if row.org_id == org_id:
-            org_version = seq
-    return BankRows(rows, version, org_version)
+    for (o, name), row in got.items():
+        if name == CONFIG_NAME:
+            seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
+            version = seq if o == CONFIG_ORG else version
+            org_version = seq if o == org_id else org_version
+    rows = {n: r for n in wanted if (r := got.get((org_id, n))) is not None and bank_problem(r) is None}
+    unknown = [r for n, r in rows.items() if known.get(n) != (r.incarnation, lane_count(r))]
+    got.update(_batch_rows([k for r in unknown for k in _lane_keys(org_id, r)]))
+    lanes = {name: r for (_o, name), r in got.items() if name.startswith(LANE_PREFIX)}
+    heads = {}
+    for name, row in rows.items():
+        with contextlib.suppress(Damaged):  # a bank with a damaged lane row reads as absent
+            heads[name] = _head(row, lanes)
+    return BankRows(heads, version, org_version)
 
 
 def list_bank_rows(org_id: str | None = None) -> list[BankModel]:
-    """Every row of ``org_id`` (banks, namespaces, trash entries, its config row; consistent
-    query) or, with no org, of every org (a table scan: schedules and the CLI only)."""
+    """Every row of ``org_id`` (banks, namespaces, trash entries, its config row, not the lane
+    rows; consistent query) or, with no org, of every org (a table scan: schedules and the CLI
+    only)."""
     bind()
-    return list(BankModel.query(org_id, consistent_read=True) if org_id is not None else BankModel.scan())
+    rows = BankModel.query(org_id, consistent_read=True) if org_id is not None else BankModel.scan()
+    return [r for r in rows if not r.name.startswith(LANE_PREFIX)]
 
 
 def get_config_row(org_id: str = CONFIG_ORG) -> BankModel | None:

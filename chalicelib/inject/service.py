@@ -112,7 +112,7 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     if row is None and require:
         get_bank_row(org_id, bank)  # 409 damaged when the row is there but unusable
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
-    rules = rules_cache.get_rules(org_id, bank, row) if row is not None else []
+    rules = rules_cache.get_rules(org_id, bank, row.row) if row is not None else []
     hits: list[Picked] = []
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []

@@ -1,22 +1,25 @@
-"""Per-bank Whoosh indexes cached in ``/tmp`` and kept fresh by ``seq``: two
+"""Per-bank Whoosh indexes cached in ``/tmp`` and kept fresh by the bank's lane clock: two
 containers that share only DynamoDB and S3 never serve a stale or a lost memory.
 
-An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank incarnation under its root
-directory (``Settings.index_dir``, default ``private_root()``: a directory of this process's own,
-as a Lambda container's ``/tmp`` is), each with a ``cairn.json``
-naming the org, bank, incarnation and the ``seq`` it has applied. Freshness, given the bank row
-from the recall's one consistent read:
+A bank's changes are split into write lanes by memory id (``core.store``); its ``Clock`` is the
+vector of lane positions. An ``IndexCache`` holds one Whoosh ``FileStorage`` index per bank
+incarnation under its root directory (``Settings.index_dir``, default ``private_root()``: a
+directory of this process's own, as a Lambda container's ``/tmp`` is), each with a ``cairn.json``
+naming the org, bank, incarnation and the clock it has applied. Freshness, given the bank's
+``BankHead`` from the recall's one consistent read:
 
-* warm and current (cache ``seq`` == row ``seq``): nothing to do, no further call;
-* behind: apply the revisions above the cache's ``seq`` (``core.store.iter_revisions``, one key
-  query), in ``seq`` order, never skipping one (a gap means the history cannot be trusted: rebuild);
+* warm and current (every lane of the cache's clock at the head's): nothing to do, no further call;
+* behind: for each lane behind, apply the revisions past the cache's position in it
+  (``core.store.iter_lane_revisions``, one key query per lane, lanes read in parallel), in order,
+  never skipping one (a gap means the history cannot be trusted: rebuild);
 * cold: reuse the directory if this process left one, else load the newest S3 snapshot
-  ``<org>/indexes/<bank>/<seq>.tar.gz`` of this incarnation and catch up, else rebuild from
-  ``core.store.iter_records_any_order``.
+  ``<org>/indexes/<bank>/<clock total>.tar.gz`` of this incarnation and catch up, else rebuild
+  from ``core.store.iter_records_any_order``.
 
 A writer updates its own cache at once: ``IndexCache.on_commit`` is registered with
 ``core.store.on_commit`` (through the *active* cache, see ``using``) and applies the committed
-records if they follow the cache's ``seq`` directly, or catches up from DynamoDB on a gap.
+records if they follow the cache's positions directly, or catches those lanes up from DynamoDB
+on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
 directories exceed ``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
@@ -45,7 +48,8 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +60,7 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader, TermNotFound
 from .. import metrics
 from ..core import store
 from ..core.records import Memory
-from ..core.store import BankRow
+from ..core.store import BankHead, BankRow, Clock, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
@@ -70,7 +74,10 @@ _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
 
 
 class StaleHistory(Exception):
-    """The revisions above the cache's ``seq`` do not follow it directly (rebuild instead)."""
+    """The revisions past the cache's positions do not follow them directly (rebuild instead)."""
+
+
+CATCH_UP_THREADS = 8  # lanes read at once when several are behind
 
 
 TIER_FANOUT = 10  # merge when a size tier (powers of ten) holds this many segments
@@ -127,7 +134,8 @@ def snapshot_prefix(org_id: str, bank: str) -> str:
 
 @dataclass
 class BankIndex:
-    """One bank incarnation's index in this container: its Whoosh index, the ``seq`` applied,
+    """One bank incarnation's index in this container: its Whoosh index, the ``clock`` applied
+    (positions per lane),
     a reader kept open between recalls (refreshed after each commit, unchanged segments reused;
     ``apply`` also finds the documents it replaces through it), and per-segment statistics
     caches (scorer.py)."""
@@ -137,11 +145,16 @@ class BankIndex:
     inc: str
     path: str
     ix: Any
-    seq: int = 0
+    clock: Clock = field(default_factory=lambda: Clock((0,)))
     size_bytes: int = 0
     _reader: Any = None
     _reader_gen: int = -1  # the commit generation the open reader shows
     stats_cache: dict = field(default_factory=dict)
+
+    @property
+    def seq(self) -> int:
+        """Every change applied (the clock's total)."""
+        return self.clock.total
 
     def reader(self):
         """The open reader of the current commit (callers hold the bank lock)."""
@@ -213,7 +226,8 @@ class BankIndex:
     def write_meta(self) -> None:
         tmp = os.path.join(self.path, META_FILE + ".tmp")
         with open(tmp, "w") as fh:
-            json.dump({"org_id": self.org_id, "bank": self.bank, "inc": self.inc, "seq": self.seq}, fh)
+            json.dump({"org_id": self.org_id, "bank": self.bank, "inc": self.inc, "seq": self.seq,
+                       "clock": list(self.clock.positions)}, fh)
         os.replace(tmp, os.path.join(self.path, META_FILE))
 
     def measure(self) -> int:
@@ -221,29 +235,32 @@ class BankIndex:
         return self.size_bytes
 
     def apply(self, changes: Iterable[tuple[int, Memory | Damaged]], *, strict: bool = True) -> int:
-        """Apply ``(seq, record)`` changes in ``seq`` order; returns how many were applied.
+        """Apply ``(seq, record)`` changes; returns how many memories were written.
 
-        Changes at or below the applied ``seq`` are skipped (already in); with ``strict`` the
-        first new change must be ``seq + 1`` and the rest consecutive, else ``StaleHistory``.
-        Per id only the last record is written (its previous document deleted, one commit); a
-        damaged record (``Damaged``, its ``key`` the memory id) only deletes the document, so
-        the memory leaves recall until a readable revision arrives.
+        ``seq`` names a lane and a position in it (``core.store.split_seq``). Changes at or below
+        the lane's applied position are skipped (already in); with ``strict`` each lane's first new
+        change must directly follow its position and the rest of the lane be consecutive, else
+        ``StaleHistory``. Per id only the last record is written (its previous document deleted,
+        one commit); a damaged record (``Damaged``, its ``key`` the memory id) only deletes the
+        document, so the memory leaves recall until a readable revision arrives.
         """
         latest: dict[str, Memory | None] = {}
-        expect = self.seq + 1
-        last = self.seq
+        pos = list(self.clock.positions)
         purge = False
         for seq, rec in changes:
-            if seq <= self.seq:
+            lane, at = split_seq(seq)
+            if lane >= len(pos):
+                raise StaleHistory(f"{self.bank}: lane {lane} of {len(pos)}")
+            if at <= pos[lane]:
                 continue
-            if strict and seq != expect:
-                raise StaleHistory(f"{self.bank}: expected seq {expect}, got {seq}")
-            expect, last = seq + 1, seq
+            if strict and at != pos[lane] + 1:
+                raise StaleHistory(f"{self.bank}: lane {lane} expected {pos[lane] + 1}, got {at}")
+            pos[lane] = at
             key = rec.key if isinstance(rec, Damaged) else rec.id
             latest.pop(key, None)
             latest[key] = None if isinstance(rec, Damaged) else rec
             purge = purge or (isinstance(rec, Memory) and rec.purged_at is not None)
-        if last == self.seq:
+        if tuple(pos) == self.clock.positions:
             return 0
         writer = self.ix.writer()
         try:
@@ -256,7 +273,7 @@ class BankIndex:
             writer.cancel()
             raise
         writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_TIERED)
-        self.seq = last
+        self.clock = Clock(tuple(pos))
         self.write_meta()
         self._refresh()
         self.measure()
@@ -382,60 +399,74 @@ class IndexCache:
         """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
         return self.entries.get((org_id, bank))
 
-    def fresh(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
-        """The bank's index caught up to at least ``row.seq`` (call holding the bank's lock).
+    def known_lanes(self, org_id: str, banks: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """``{bank: (incarnation, lanes)}`` of the banks cached here: the lane rows a recall can
+        read in the same call as the bank rows (``core.store.get_bank_rows``)."""
+        return {b: (e.inc, len(e.clock.positions)) for b in banks if (e := self.entries.get((org_id, b))) is not None}
 
-        ``row`` is the bank row just read consistently. Warm and current: no I/O at all."""
+    def fresh(self, org_id: str, bank: str, head: BankHead) -> BankIndex:
+        """The bank's index caught up to at least ``head.clock`` (call holding the bank's lock).
+
+        ``head`` is the bank just read consistently. Warm and current: no I/O at all."""
         key = (org_id, bank)
         entry = self.entries.get(key)
-        if entry is not None and entry.inc != row.incarnation:
+        if entry is not None and (entry.inc != head.incarnation
+                                  or len(entry.clock.positions) != len(head.clock.positions)):
             self._forget(key)  # trashed and re-created, or restored: another incarnation
             entry = None
         if entry is None:
-            entry = self._open_cold(org_id, bank, row)
+            entry = self._open_cold(org_id, bank, head)
             with self._mu:
                 self.entries[key] = entry
-        if entry.seq < int(row.seq):
-            self.catch_up(entry)
+        if not entry.clock.covers(head.clock):
+            self.catch_up(entry, head.clock)
         self._touch(key)
         self._evict(keep=key)
         return entry
 
-    def catch_up(self, entry: BankIndex) -> int:
-        """Apply every revision above the entry's ``seq`` (one key query); rebuild on a gap.
-        Returns how many memories changed (-1 after a rebuild); emits ``metrics.index_catch_up``."""
+    def catch_up(self, entry: BankIndex, upto: Clock | None = None, lanes: Iterable[int] | None = None) -> int:
+        """Apply the revisions past the entry's position in each lane behind ``upto`` (or in
+        ``lanes``, or in every lane): one key query per lane, several lanes read in parallel;
+        rebuild on a gap. Returns how many memories changed (-1 after a rebuild); emits
+        ``metrics.index_catch_up``."""
         self.counters["catchups"] += 1
         started = time.perf_counter()
+        have = entry.clock.positions
+        if lanes is None:
+            lanes = range(len(have)) if upto is None else [i for i, (a, b) in
+                                                           enumerate(zip(have, upto.positions, strict=True)) if a < b]
+        todo = [lane for lane in lanes if lane < len(have)]
         try:
-            applied = entry.apply((seq, rec) for seq, _op, rec in store.iter_revisions(entry.inc, entry.seq))
+            applied = entry.apply(change for batch in _read_lanes(entry.inc, [(lane, have[lane]) for lane in todo])
+                                  for change in batch)
         except StaleHistory:
             self.rebuild_into(entry)  # emits the rebuild's metric
             return -1
         metrics.index_catch_up(_ms_since(started), changes=applied, source="revisions")
         return applied
 
-    def _open_cold(self, org_id: str, bank: str, row: BankRow) -> BankIndex:
+    def _open_cold(self, org_id: str, bank: str, head: BankHead) -> BankIndex:
         """The bank's index for a cache that holds none: the directory this process left, else
         the newest S3 snapshot of this incarnation, else a rebuild from the records."""
-        path = self._dir(org_id, bank, row.incarnation)
-        entry = self._open_own_dir(org_id, bank, row, path)
+        path = self._dir(org_id, bank, head.incarnation)
+        entry = self._open_own_dir(org_id, bank, head, path)
         if entry is not None:
             return entry
         shutil.rmtree(path, ignore_errors=True)
         started = time.perf_counter()
-        loaded = self._load_snapshot(org_id, bank, row, path)
+        loaded = self._load_snapshot(org_id, bank, head, path)
         if loaded is not None:
             self.counters["snapshot_loads"] += 1
             metrics.index_catch_up(_ms_since(started), changes=loaded.seq, source="snapshot")
             return loaded
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
-        built = BankIndex(org_id, bank, row.incarnation, path, ix, seq=0)
-        self.rebuild_into(built, seq=int(row.seq))
+        built = BankIndex(org_id, bank, head.incarnation, path, ix, clock=_zero(head.clock))
+        self.rebuild_into(built, head.clock)
         return built
 
     @staticmethod
-    def _open_own_dir(org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
+    def _open_own_dir(org_id: str, bank: str, head: BankHead, path: str) -> BankIndex | None:
         """The index this process left in ``path`` for this incarnation, or ``None`` (none, or
         damaged: it is rebuilt, never trusted)."""
         meta_path = os.path.join(path, META_FILE)
@@ -444,26 +475,27 @@ class IndexCache:
         try:
             with open(meta_path) as fh:
                 meta = json.load(fh)
-            if meta.get("inc") != row.incarnation:
+            clock = _meta_clock(meta)
+            if meta.get("inc") != head.incarnation or len(clock.positions) != len(head.clock.positions):
                 return None
             ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
-            entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=int(meta["seq"]))
+            entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=clock)
             entry.measure()
             return entry
         except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
             return None
 
-    def rebuild_into(self, entry: BankIndex, seq: int | None = None) -> None:
+    def rebuild_into(self, entry: BankIndex, clock: Clock | None = None) -> None:
         """Replace the entry's index with one built from the current records.
 
-        The records are read after the bank row, so they may be newer than ``seq``; replaying
-        revisions above ``seq`` later is idempotent (each carries the full record). Emits
+        The records are read after the bank's clock, so they may be newer than ``clock``;
+        replaying revisions past it later is idempotent (each carries the full record). Emits
         ``metrics.index_rebuild``."""
         self.counters["rebuilds"] += 1
         started = time.perf_counter()
-        if seq is None:
-            row = store.get_bank_row(entry.org_id, entry.bank)
-            seq = int(row.seq) if row is not None and row.incarnation == entry.inc else entry.seq
+        if clock is None:
+            head = store.get_bank_head(entry.org_id, entry.bank)
+            clock = head.clock if head is not None and head.incarnation == entry.inc else entry.clock
         entry.close_reader()
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128)
@@ -478,14 +510,15 @@ class IndexCache:
             writer.cancel()
             raise
         writer.commit()
-        entry.ix, entry.seq, entry.stats_cache = ix, seq, {}
+        entry.ix, entry.clock, entry.stats_cache = ix, clock, {}
         entry.write_meta()
         entry.measure()
         metrics.index_rebuild(_ms_since(started), documents=documents)
 
     def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
-        """``core.store.on_commit`` observer: a writer updates its own cache at once, in ``seq``
-        order; a gap (another container wrote in between) is filled from DynamoDB first."""
+        """``core.store.on_commit`` observer: a writer updates its own cache at once, in each
+        lane's order; a gap in a lane (another writer committed in between) is filled from
+        DynamoDB first."""
         key = (org_id, bank)
         if key not in self.entries or not changes:
             return  # not cached here: the next recall loads it
@@ -493,22 +526,21 @@ class IndexCache:
             entry = self.entries.get(key)
             if entry is None or entry.inc != row.incarnation:
                 return
-            if changes[-1][0] <= entry.seq:
-                return
-            if changes[0][0] > entry.seq + 1:
-                self.catch_up(entry)
-            else:
+            try:
                 entry.apply(changes)
+            except StaleHistory:
+                self.catch_up(entry, lanes=sorted({split_seq(seq)[0] for seq, _rec in changes}))
+                entry.apply(changes)  # whatever the catch-up did not already bring
             self._touch(key)
 
     # --- snapshots ------------------------------------------------------------------------
 
-    def _load_snapshot(self, org_id: str, bank: str, row: BankRow, path: str) -> BankIndex | None:
+    def _load_snapshot(self, org_id: str, bank: str, head: BankHead, path: str) -> BankIndex | None:
         prefix = snapshot_prefix(org_id, bank)
         seqs = []
         for obj in blobs.list_objects(prefix):
             m = _SNAP_RE.fullmatch(obj["Key"][len(prefix):])
-            if m and int(m.group(1)) <= int(row.seq):
+            if m and int(m.group(1)) <= head.clock.total:
                 seqs.append(int(m.group(1)))
         for seq in sorted(seqs, reverse=True):
             data = blobs.get_bytes(f"{prefix}{seq}.tar.gz")
@@ -521,18 +553,18 @@ class IndexCache:
                     tar.extractall(tmp, filter="data")
                 with open(os.path.join(tmp, META_FILE)) as fh:
                     meta = json.load(fh)
-                if meta.get("inc") != row.incarnation or meta.get("org_id") != org_id:
+                if meta.get("inc") != head.incarnation or meta.get("org_id") != org_id:
                     shutil.rmtree(tmp, ignore_errors=True)
                     continue  # a previous incarnation's snapshot
-                snap_seq = int(meta["seq"])
-                if not 0 <= snap_seq <= int(row.seq):
-                    raise ValueError("snapshot seq beyond the bank's")
+                snap_clock = _meta_clock(meta)
+                if not head.clock.covers(snap_clock) or min(snap_clock.positions) < 0:
+                    raise ValueError("snapshot clock beyond the bank's")
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 os.replace(tmp, path)
                 ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
-                entry = BankIndex(org_id, bank, row.incarnation, path, ix, seq=snap_seq)
+                entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock)
                 entry.measure()
                 return entry
             except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
@@ -543,7 +575,7 @@ class IndexCache:
         return None
 
     def write_snapshot(self, entry: BankIndex) -> str:
-        """Upload the entry's index as ``<org>/indexes/<bank>/<seq>.tar.gz`` (lock held by the
+        """Upload the entry's index as ``<org>/indexes/<bank>/<clock total>.tar.gz`` (lock held by the
         caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP``; returns the key."""
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -561,7 +593,7 @@ class IndexCache:
 
 
 def newest_snapshot_seq(org_id: str, bank: str) -> int:
-    """The ``seq`` of the bank's newest S3 snapshot, or -1."""
+    """The clock total of the bank's newest S3 snapshot, or -1."""
     prefix = snapshot_prefix(org_id, bank)
     best = -1
     for obj in blobs.list_objects(prefix):
@@ -569,6 +601,31 @@ def newest_snapshot_seq(org_id: str, bank: str) -> int:
         if m:
             best = max(best, int(m.group(1)))
     return best
+
+
+def _zero(clock: Clock) -> Clock:
+    return Clock((0,) * len(clock.positions))
+
+
+def _meta_clock(meta: Mapping[str, Any]) -> Clock:
+    """The clock a ``cairn.json`` names (one written before lanes holds only ``seq``: one lane);
+    raises ``ValueError``/``KeyError``/``TypeError`` when it holds none that is usable."""
+    raw = meta["clock"] if "clock" in meta else [meta["seq"]]
+    if not isinstance(raw, list) or not raw or not all(type(p) is int and p >= 0 for p in raw):
+        raise ValueError("cairn.json: no usable clock")
+    return Clock(tuple(raw))
+
+
+def _read_lanes(inc: str, todo: list[tuple[int, int]]) -> list[list[tuple[int, Memory | Damaged]]]:
+    """The changes past each ``(lane, position)`` of ``todo``, one list per lane, each in commit
+    order: one key query per lane, up to ``CATCH_UP_THREADS`` at once."""
+    def one(item: tuple[int, int]) -> list[tuple[int, Memory | Damaged]]:
+        return [(seq, rec) for seq, _op, rec in store.iter_lane_revisions(inc, *item)]
+
+    if len(todo) <= 1:
+        return [one(t) for t in todo]
+    with ThreadPoolExecutor(max_workers=min(CATCH_UP_THREADS, len(todo))) as pool:
+        return list(pool.map(one, todo))
 
 
 def transient_index(records: Iterable[Memory]):

@@ -37,7 +37,7 @@ from .. import metrics
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
-from ..core.store import CONFIG_NAME, CONFIG_ORG, BankRow
+from ..core.store import CONFIG_NAME, CONFIG_ORG, BankHead
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
 from ..tuning import (
@@ -83,18 +83,20 @@ class RecallResult:
 
 # --- the one consistent read ---------------------------------------------------------------
 
-def read_rows(org_id: str, banks: list[str]) -> dict[str, BankRow]:
-    """The bank rows of ``banks`` (absent and damaged ones left out) and, in the same BatchGetItem,
-    the global and the org's config version rows: one consistent DynamoDB read
+def read_rows(org_id: str, banks: list[str]) -> dict[str, BankHead]:
+    """The banks ``banks`` (``BankHead``: row, lane clock, counters; absent and damaged ones left
+    out) and, in the same BatchGetItem, the global and the org's config version rows: one
+    consistent DynamoDB read when this container's indexes know the banks' lanes
     (``core.store.get_bank_rows``). A moved global version drops this container's index caches and
     tuning (an operator-level reload); a moved org version drops the org's indexes only (the org's
     ``POST /v1/reload`` in another container)."""
-    read = store.get_bank_rows(org_id, banks)
+    cache = index_mod.active_cache()
+    read = store.get_bank_rows(org_id, banks, cache.known_lanes(org_id, banks))
     if set_config_version(read.version):
-        index_mod.active_cache().drop()
+        cache.drop()
     if set_org_config_version(org_id, read.org_version):
-        index_mod.active_cache().drop(org_id)
-    return dict(read.rows)
+        cache.drop(org_id)
+    return dict(read.heads)
 
 
 # --- ranking -------------------------------------------------------------------------------
@@ -285,7 +287,7 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     return result
 
 
-def _require(org_id: str, banks: list[str], rows: dict[str, BankRow]) -> None:
+def _require(org_id: str, banks: list[str], rows: dict[str, BankHead]) -> None:
     """404 ``bank_not_found`` for the first of ``banks`` missing from ``rows`` (409 ``damaged``
     when its row is there but unusable)."""
     for b in banks:
@@ -294,7 +296,7 @@ def _require(org_id: str, banks: list[str], rows: dict[str, BankRow]) -> None:
             raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
 
 
-def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str | QueryTerms, *,
+def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str | QueryTerms, *,
                  limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
                  filter: Callable[[Memory], bool] | None, now: int) -> RecallResult:
     """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
@@ -337,7 +339,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
     return out
 
 
-def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankRow], query: str, *, limit: int,
+def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
                   filter: Callable[[Memory], bool] | None) -> RecallResult:
     leaves: list[tuple[Any, dict, str]] = []
@@ -381,19 +383,19 @@ def top_memories(org_id: str, bank: str, n: int) -> list[Memory]:
 
 
 def ensure_fresh(org_id: str, bank: str) -> None:
-    """Catch this container's index of ``bank`` up to the bank's ``seq`` (loading it if cold)."""
-    row = read_rows(org_id, [bank]).get(bank)
-    if row is None:
+    """Catch this container's index of ``bank`` up to the bank's clock (loading it if cold)."""
+    head = read_rows(org_id, [bank]).get(bank)
+    if head is None:
         return
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
-        cache.fresh(org_id, bank, row)
+        cache.fresh(org_id, bank, head)
 
 
 @dataclass(frozen=True)
 class Rebuilt:
-    """A rebuilt bank index: the bank, the ``seq`` it holds, its live ``documents`` and the S3 key
-    of the snapshot written (``None`` without one)."""
+    """A rebuilt bank index: the bank, the changes it holds (``seq``: its clock's total), its live
+    ``documents`` and the S3 key of the snapshot written (``None`` without one)."""
 
     bank: str
     seq: int
@@ -404,23 +406,23 @@ class Rebuilt:
 def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
     """Rebuild ``bank``'s index from its records (the CLI's repair), then write a snapshot.
     Raises 404 ``bank_not_found``."""
-    row = store.get_bank_row(org_id, bank)
-    if row is None:
+    head = store.get_bank_head(org_id, bank)
+    if head is None:
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
-        entry = cache.fresh(org_id, bank, row)
-        cache.rebuild_into(entry, seq=int(row.seq))
-        cache.catch_up(entry)
+        entry = cache.fresh(org_id, bank, head)
+        cache.rebuild_into(entry, head.clock)
+        cache.catch_up(entry, head.clock)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()
-    return Rebuilt(bank, entry.seq, docs, key)
+    return Rebuilt(bank, entry.clock.total, docs, key)
 
 
 def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
                    banks: list[str] | None = None) -> list[str]:
-    """Write S3 snapshots (``<org>/indexes/<bank>/<seq>.tar.gz``) of the banks whose ``seq`` moved
-    at least ``min_seq_delta`` past their newest snapshot; returns the keys written.
+    """Write S3 snapshots (``<org>/indexes/<bank>/<total>.tar.gz``) of the banks whose clock total
+    moved at least ``min_seq_delta`` past their newest snapshot; returns the keys written.
 
     Scope: ``banks`` of ``org_id``; every bank and namespace of ``org_id``; or, with neither, every
     bank of every org (a table scan: for the schedule and the CLI only, never a request path).
@@ -432,14 +434,18 @@ def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
     written = []
     cache = index_mod.active_cache()
     for row in rows:
-        if (row.org_id == CONFIG_ORG or row.name == CONFIG_NAME or row.name.startswith(store.TRASH_PREFIX)
-                or int(row.seq or 0) == 0):
+        if row.org_id == CONFIG_ORG or row.name == CONFIG_NAME or row.name.startswith(store.TRASH_PREFIX):
             continue
+        try:
+            head = store.heads_of(row.org_id, [row])[0]
+        except Damaged:
+            continue  # reported where it was read; the other banks still get their snapshot
+        total = head.clock.total
         newest = index_mod.newest_snapshot_seq(row.org_id, row.name)
-        if int(row.seq) - max(newest, 0) < min_seq_delta or int(row.seq) <= newest:
+        if total == 0 or total - max(newest, 0) < min_seq_delta or total <= newest:
             continue
         with cache.lock(row.org_id, row.name):
-            entry = cache.fresh(row.org_id, row.name, row)
+            entry = cache.fresh(row.org_id, row.name, head)
             written.append(cache.write_snapshot(entry))
     return written
 

@@ -150,8 +150,11 @@ class TokenModel(_Base):
 
 class BankModel(_Base):
     """A bank row. ``name`` is the bank name for live banks (``[a-z0-9]...``), ``.trash/<id>`` for
-    trash entries and ``!<namespace>`` for internal namespaces: keys no bank name can take.
-    ``seq`` is the commit counter every document write advances in its own transaction."""
+    trash entries, ``!<namespace>`` for internal namespaces and ``!lane/<incarnation>/<lane>`` for
+    a bank's write lanes 1.. (keys no bank name can take). ``seq`` counts the changes committed in
+    lane 0 (the bank row) or in the lane a lane row holds; ``lanes`` (bank rows only; absent: 1) is
+    how many lanes the bank's changes are split into, by memory id; ``sealed`` marks the lanes of
+    a trashed bank."""
 
     class Meta(_Base.Meta):
         pass
@@ -173,6 +176,8 @@ class BankModel(_Base):
     trashed_to = UnicodeAttribute(null=True)
     trashed_at = NumberAttribute(null=True)
     tuning = UnicodeAttribute(null=True)  # the config row only: the last good memory tuning, JSON
+    lanes = NumberAttribute(null=True)
+    sealed = BooleanAttribute(null=True)
 
 
 # --- memories -------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ the audit pages.
 
 Import: one Turnstone row per line (``memory_id?, name, description, type?, scope, scope_id,
 content, created?, updated?, last_accessed?, access_count?``), any of the five scopes. Rows are
-applied per namespace in transactions of up to ``BATCH`` memories, each taking a range of the
-namespace's ``seq`` (the bank import's batching); an existing identity is updated only by a newer
+applied per namespace in transactions of up to ``BATCH`` memories grouped by write lane, each
+taking a range of its lanes' positions (the bank import's batching); an existing identity is updated only by a newer
 row (``updated`` later), otherwise the row is skipped; bad lines are reported by line number
 (from 1) and skipped, never half-applied: ``{imported, skipped, errors: [{line, error}]}``.
 """
@@ -34,6 +34,7 @@ from ..core.store import (
     encode_cursor,
     get_bank_row,
     get_item,
+    lane_batches,
     name_pointer,
     record_of,
     stage_name_pointer,
@@ -46,8 +47,9 @@ from .memories import Listing, Row
 from .names import normalize_description, normalize_name
 from .scopes import NAMESPACE, SCOPES, Target, check_scope, check_type, parse_bank
 
-# Per memory: its record, revision, name pointer, location item and audit event; plus the bank row.
-BATCH = 19
+# Per memory: its record, revision, name pointer, location item and audit event, and at most one
+# lane row (an updated name's stored id may fall in another lane than predicted): 6 x 16 <= 100.
+BATCH = 16
 AUDIT_ACTIONS = ("memory.save", "memory.update", "memory.delete")
 
 
@@ -262,8 +264,8 @@ def import_lines(org_id: str, lines: Iterable[bytes], *, actor: str) -> ImportRe
     imported = refused = 0
     for t, by_name in groups.items():
         ordered = sorted(by_name.values(), key=lambda r: r.line)
-        for i in range(0, len(ordered), BATCH):
-            done, errs = _import_batch(org_id, t, ordered[i:i + BATCH], actor)
+        for batch in lane_batches(org_id, t.bank, ordered, lambda r: r.rec.id, size=BATCH, max_lanes=BATCH):
+            done, errs = _import_batch(org_id, t, batch, actor)
             imported += done
             refused += len(errs)
             errors.extend(errs)

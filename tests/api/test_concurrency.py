@@ -1,6 +1,6 @@
 """Concurrent saves through the service, in-process moto with
 motolock serialising moto's transactions (tests/api/conftest.py): optimistic retries resolve every
-conflict, so no write is lost and ``seq`` advances once per commit."""
+conflict, so no write is lost and the bank's clock (its lanes' positions) advances once per change."""
 
 import threading
 
@@ -8,8 +8,9 @@ N = 20
 
 
 def _bank(name="race", org="default"):
-    from chalicelib.core.store import get_bank_row
-    return get_bank_row(org, name)
+    """The bank's ``BankHead``: row, clock and counters summed over its lanes."""
+    from chalicelib.core.store import get_bank_head
+    return get_bank_head(org, name)
 
 
 def _run_all(fns):
@@ -41,7 +42,7 @@ def _save(text):
 
 def test_twenty_saves_of_one_text(api):
     api.post("/v1/banks", {"name": "race"})
-    seq0 = int(_bank().seq)
+    seq0 = _bank().clock.total
     results = _run_all([_save("Concurrent   SAVE of one text") for _ in range(N)])
     assert sorted(r[0] for r in results) == [200] * (N - 1) + [201]
     assert sorted(r[1]["memory"]["corroboration"] for r in results) == list(range(N))
@@ -50,31 +51,38 @@ def test_twenty_saves_of_one_text(api):
     m = b["memories"][0]
     assert (m["corroboration"], m["revision"]) == (N - 1, N - 1)
     row = _bank()
-    assert int(row.seq) == seq0 + N and int(row.memories) == 1
+    assert row.clock.total == seq0 + N and row.memories == 1
     _s, h = api.get(f"/v1/banks/race/memories/{m['id']}/history")
     assert [r["revision"] for r in h["revisions"]] == list(range(N))
 
 
 def test_twenty_saves_of_twenty_texts(api):
     api.post("/v1/banks", {"name": "race"})
-    seq0 = int(_bank().seq)
+    seq0 = _bank().clock.total
+    _clock0 = _bank().clock.positions
     results = _run_all([_save(f"distinct concurrent text number {i}") for i in range(N)])
     assert all(r[0] == 201 for r in results)
     assert len({r[1]["memory"]["id"] for r in results}) == N
     _s, b = api.get("/v1/banks/race/memories?limit=100")
     assert b["total"] == N and len(b["memories"]) == N
     row = _bank()
-    assert int(row.seq) == seq0 + N and int(row.memories) == N and int(row.records) == N
-    from chalicelib.core.store import iter_revisions
-    seqs = [s for s, _, _ in iter_revisions(row.incarnation, seq0)]
-    assert seqs == list(range(seq0 + 1, seq0 + N + 1))
+    assert row.clock.total == seq0 + N and row.memories == N and row.records == N
+    from chalicelib.core.store import iter_revisions, split_seq
+    before = dict(enumerate(_clock0))
+    revs = [split_seq(s) for s, _, _ in iter_revisions(row.incarnation, 0)]
+    # every lane's positions past where it stood are consecutive, and there are N of them
+    new = [(lane, at) for lane, at in revs if at > before.get(lane, 0)]
+    assert len(new) == N
+    for lane in {lane for lane, _ in new}:
+        ats = [at for la, at in new if la == lane]
+        assert ats == list(range(before.get(lane, 0) + 1, row.clock.positions[lane] + 1))
 
 
 def test_bank_created_by_racing_first_saves(api):
     results = _run_all([_save(f"first use text {i}") for i in range(10)])
     assert all(r[0] == 201 for r in results)
     row = _bank()
-    assert int(row.seq) == 10 and int(row.memories) == 10
+    assert row.clock.total == 10 and row.memories == 10
 
 
 def test_twenty_concurrent_rule_puts_keep_the_rule_count(api):
@@ -84,7 +92,7 @@ def test_twenty_concurrent_rule_puts_keep_the_rule_count(api):
     api.post("/v1/banks", {"name": "race"})
     _run_all([lambda i=i: set_rule("default", "race", f"rule-{i}", f"Rule number {i}.") for i in range(N)])
     assert len(api.get("/v1/banks/race/rules")[1]["rules"]) == N
-    assert int(_bank().rules) == N
+    assert int(_bank().row.rules) == N
     assert api.get("/v1/banks/race")[1]["bank"]["rules"] == N
 
 
@@ -111,4 +119,4 @@ def test_a_stale_rule_count_never_lands_last(api, monkeypatch):
     rules.set_rule("default", "race", "second", "Two.")
     b_done.set()
     a.join(10)
-    assert int(_bank().rules) == 2
+    assert int(_bank().row.rules) == 2

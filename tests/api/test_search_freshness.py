@@ -13,6 +13,8 @@ import json
 
 import pytest
 
+from tests.api.lanes import lane_of_text, other_lanes, same_lane
+
 NOW = 1_900_000_000_000
 QUERIES = ["coffee", "deploy friday", "what do I like", "alice", "tea coffee deploy", "wifi password",
            "東京 天気", "os.path.join"]
@@ -124,23 +126,33 @@ def test_trash_and_recreate_is_a_new_index(pair):
 
 
 def test_writer_gap_catches_up_from_dynamodb(aws, tmp_path):
-    """A writer whose cache missed another container's commit fills the gap before applying."""
+    """A writer whose cache missed another container's commit in the lane it writes fills the
+    gap before applying; a commit in another lane waits for the next read's catch-up."""
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
     from chalicelib.search import index
     from chalicelib.search.recall import ensure_fresh
+    first, second, third = same_lane("gap note", 3)
+    elsewhere = next(t for t in other_lanes("gap elsewhere", 2) if lane_of_text(t) != lane_of_text(first))
     a, b = index.IndexCache(str(tmp_path / "a")), index.IndexCache(str(tmp_path / "b"))
     with index.using(a):
-        service.save_memory("o", "g", SaveRequest(text="first note"), actor="t")
+        service.save_memory("o", "g", SaveRequest(text=first), actor="t")
         ensure_fresh("o", "g")
     with index.using(b):
-        service.save_memory("o", "g", SaveRequest(text="second note"), actor="t")  # a misses seq 2
+        service.save_memory("o", "g", SaveRequest(text=second), actor="t")  # a misses position 2 of the lane
+        service.save_memory("o", "g", SaveRequest(text=elsewhere), actor="t")  # and another lane's change
     with index.using(a):
-        service.save_memory("o", "g", SaveRequest(text="third note"), actor="t")  # a sees seq 3
+        service.save_memory("o", "g", SaveRequest(text=third), actor="t")  # a sees position 3
     entry = a.get("o", "g")
-    assert entry.seq == 3
+    lane = lane_of_text(first)
+    assert entry.clock.positions[lane] == 3 and entry.seq == 3  # the other lane's change not yet
     with a.lock("o", "g"):
         assert entry.reader().doc_count() == 3
+    with index.using(a):
+        ensure_fresh("o", "g")
+    assert entry.seq == 4
+    with a.lock("o", "g"):
+        assert entry.reader().doc_count() == 4
 
 
 def test_snapshot_load_then_catch_up(aws, tmp_path):
@@ -283,3 +295,68 @@ def test_config_version_moved_drops_the_cache(aws, tmp_path):
         assert len(recall("o", ["v"], "probe", limit=3).hits) == 1
     assert config_version() == 7 and c.counters["rebuilds"] == 2
     set_config_version(0)
+
+
+def test_concurrent_writers_in_two_containers_agree(pair):
+    """Eight writers at once, four through each container, over many lanes: saves of distinct
+    texts, reinforcements of one shared text (one lane, one memory), forgets, pins and a
+    supersede; a third container recalls meanwhile. Afterwards every container serves exactly the
+    bank's live memories with the same scores, and the clocks agree with DynamoDB."""
+    import threading
+
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.core.store import get_bank_head
+    from chalicelib.search import index
+    a, b = pair
+    c = Container(a.api, index.IndexCache(str(a.cache.root) + "-c"), "c")
+    ok(a.call("POST", "/v1/banks", {"name": "main"}))
+    texts = other_lanes("concurrent writer memory about coffee", 16)
+    shared = "Everyone agrees that the coffee machine is on floor two"
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(9)
+    done = threading.Event()
+
+    def writer(i: int) -> None:
+        cache = (a if i < 4 else b).cache
+        try:
+            with index.using(cache):
+                barrier.wait()
+                mine = [service.save_memory("default", "main", SaveRequest(text=f"{texts[(2 * i + k) % 16]} {i}"),
+                                            actor="t").memory for k in range(3)]
+                service.save_memory("default", "main", SaveRequest(text=shared), actor="t")
+                service.delete_memory("default", "main", mine[0].id, actor="t")
+                service.pin_memory("default", "main", mine[1].id, True, actor="t")
+                if i % 2:
+                    service.supersede_memory("default", "main", mine[2].id, mine[1].id, actor="t")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        barrier.wait()
+        while not done.is_set():
+            c.recall("coffee")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    rt = threading.Thread(target=reader)
+    for t in [*threads, rt]:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    rt.join()
+    assert not errors, errors
+    live = ok(a.call("GET", "/v1/banks/main/memories?limit=100"))["memories"]
+    assert len(live) == 8 * 3 + 1 - 8 - 4  # each forgot one, the odd ones superseded one
+    expected = {m["id"] for m in live}
+    results = [x.recall("coffee") for x in (a, b, c)]
+    assert {m["memory"]["id"] for m in results[0]["memories"]} == expected
+    assert json.dumps(results[0], sort_keys=True) == json.dumps(results[1], sort_keys=True) \
+        == json.dumps(results[2], sort_keys=True)
+    assert next(m for m in live if m["text"] == shared)["corroboration"] == 7
+    head = get_bank_head("default", "main")
+    assert head.memories == len(live) and head.clock.total == 8 * 3 + 8 + 8 + 8 + 4
+    assert len([p for p in head.clock.positions if p]) > 8  # the writes really spread over the lanes
+    for x in (a, b, c):
+        assert x.cache.get("default", "main").clock == head.clock
+    check(a, b)

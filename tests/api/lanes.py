@@ -1,0 +1,37 @@
+"""Texts chosen by the write lane their memory falls in (a bank's lanes split by memory id, and a
+bank memory's id is its text's fingerprint)."""
+
+from __future__ import annotations
+
+from chalicelib.core.store import lane_of
+from chalicelib.fingerprint import fingerprint
+from chalicelib.settings import get_settings
+
+
+def lane_of_text(text: str, lanes: int | None = None) -> int:
+    """The lane of the memory ``text`` makes in a bank of ``lanes`` lanes (default: a new bank's)."""
+    return lane_of(fingerprint(text), lanes or get_settings().write_lanes)
+
+
+def same_lane(stem: str, n: int, lanes: int | None = None) -> list[str]:
+    """``n`` distinct texts ``"<stem> <i>"`` whose memories share one lane."""
+    by_lane: dict[int, list[str]] = {}
+    i = 0
+    while True:
+        text = f"{stem} {i}"
+        got = by_lane.setdefault(lane_of_text(text, lanes), [])
+        got.append(text)
+        if len(got) == n:
+            return got
+        i += 1
+
+
+def other_lanes(stem: str, n: int, lanes: int | None = None) -> list[str]:
+    """``n`` texts ``"<stem> <i>"`` whose memories fall in ``n`` different lanes."""
+    seen: dict[int, str] = {}
+    i = 0
+    while len(seen) < n:
+        text = f"{stem} {i}"
+        seen.setdefault(lane_of_text(text, lanes), text)
+        i += 1
+    return list(seen.values())
