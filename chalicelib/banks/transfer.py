@@ -23,7 +23,7 @@ from ..clock import now_ms
 from ..core import store
 from ..core.ndjson import check_inline_size, parse_line
 from ..core.records import Memory
-from ..core.store import BankTx, Write, current, get_items, iter_records, iter_revisions
+from ..core.store import BankTx, Write, current, get_items, iter_records
 from ..errors import BadRequest
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
@@ -94,14 +94,13 @@ def _jsonl(rec: Memory | Damaged, **extra: Any) -> bytes:
 
 def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     """The bank's ``memories.jsonl``: current records (tombstoned included), or with ``history``
-    every revision (with its ``op`` and ``seq``; lane by lane, so each memory's in commit order). A
-    record that cannot be read is exported as
-    the line ``{id, damaged: true, reason}`` (an import reports that line as bad). Raises 404."""
+    every revision (with its ``op`` and ``seq``) in commit-time order. A record that cannot be
+    read is exported as the line ``{id, damaged: true, reason}`` (an import reports that line as bad). Raises 404."""
     row = require_bank(org_id, bank)
     damaged = 0
     lines = []
     if history:
-        for seq, op, r in iter_revisions(row.incarnation):
+        for seq, op, r in store.history_in_time_order(row.incarnation):
             damaged += isinstance(r, Damaged)
             lines.append(_jsonl(r, op=op, seq=seq))
     else:

@@ -764,6 +764,16 @@ def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Mem
         yield int(rev.seq), str(rev.op), revision_record(rev)
 
 
+def history_in_time_order(inc: str) -> list[tuple[int, str, Memory | Damaged]]:
+    """``(seq, op, record)`` of every revision of an incarnation in commit-time order (the
+    revision's ``at``, ms; ties by ``seq``): lanes interleaved as their changes happened."""
+    bind()
+    revs = [(int(rev.at or 0) if isinstance(rev.at, (int, float)) else 0, int(rev.seq), str(rev.op),
+             revision_record(rev)) for rev in RevisionModel.query(inc, consistent_read=True)]
+    revs.sort(key=lambda r: (r[0], r[1]))
+    return [(seq, op, rec) for _at, seq, op, rec in revs]
+
+
 def iter_lane_revisions(inc: str, lane: int, after: int) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of the revisions of lane ``lane`` past position ``after``, in commit
     order (one key query on that lane's range of ``seq``)."""

@@ -40,12 +40,9 @@ def test_export_inline_current_and_history(api):
     assert recs[a] == api.get(f"/v1/banks/src/memories/{a}")[1]["memory"]
     s, body = api.get("/v1/banks/src/export?history=true")
     revs = _lines(body)
-    # every revision once; lane by lane, so each memory's in commit order
-    assert sorted((r["id"], r["revision"], r["op"]) for r in revs) == sorted([
-        (a, 0, "create"), (b, 0, "create"), (a, 1, "update"), (b, 1, "delete")])
-    for mid in (a, b):
-        assert [r["revision"] for r in revs if r["id"] == mid] == [0, 1]
-    assert [r["seq"] for r in revs] == sorted(r["seq"] for r in revs)
+    assert [(r["id"], r["revision"], r["op"]) for r in revs] == [
+        (a, 0, "create"), (b, 0, "create"), (a, 1, "update"), (b, 1, "delete")]  # in commit-time order
+    assert len({r["seq"] for r in revs}) == 4
 
 
 def test_export_over_inline_limit_is_a_link(api, monkeypatch, aws):

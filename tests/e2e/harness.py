@@ -18,7 +18,16 @@ class LocalStack(StackProcess):
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 
     def bank_seq(self, bank: str, org: str = "default") -> int:
-        """The bank row's ``seq`` (consistent read), 0 when the bank does not exist."""
-        item = self.dynamodb().get_item(TableName="cairn-local-banks", ConsistentRead=True,
-                                        Key={"org_id": {"S": org}, "name": {"S": bank}}).get("Item")
-        return int(item["seq"]["N"]) if item else 0
+        """The changes the bank committed: its row's ``seq`` plus its lane rows' (consistent
+        reads), 0 when the bank does not exist."""
+        ddb = self.dynamodb()
+        item = ddb.get_item(TableName="cairn-local-banks", ConsistentRead=True,
+                            Key={"org_id": {"S": org}, "name": {"S": bank}}).get("Item")
+        if not item:
+            return 0
+        lanes = ddb.query(TableName="cairn-local-banks", ConsistentRead=True,
+                          KeyConditionExpression="org_id = :o AND begins_with(#n, :p)",
+                          ExpressionAttributeNames={"#n": "name"},
+                          ExpressionAttributeValues={":o": {"S": org},
+                                                     ":p": {"S": f"!lane/{item['incarnation']['S']}/"}})
+        return int(item["seq"]["N"]) + sum(int(it["seq"]["N"]) for it in lanes["Items"])
