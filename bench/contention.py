@@ -36,11 +36,14 @@ import contextlib
 import functools
 import itertools
 import json
+import logging
+import os
 import re
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,18 +87,22 @@ def summary(level: Level, calls: Counter[str]) -> dict[str, Any]:
     """One writer count's row: ``{writers, saves, seconds, saves_per_s, p50_ms, p95_ms, p99_ms,
     failed: {status: n}, transact_per_save, reads_per_save: {GetItem, BatchGetItem, Query, total},
     dynamodb_calls: {operation: n}}``. ``calls``: DynamoDB calls by operation name over the
-    level. Per-save figures are ``None`` when no save succeeded."""
+    level. Per-save figures and latencies are ``None`` when no save succeeded."""
     saves = len(level.latencies_ms)
 
     def per_save(n: int) -> float | None:
         return round(n / saves, 2) if saves else None
 
+    def ms(value: float) -> float | None:
+        return round(value, 1) if saves else None
+
     reads: dict[str, float | None] = {op: per_save(calls.get(op, 0)) for op in READS}
     reads["total"] = per_save(sum(calls.get(op, 0) for op in READS))
+    lat = level.latencies_ms
     return {"writers": level.writers, "saves": saves, "seconds": round(level.seconds, 2),
             "saves_per_s": round(saves / level.seconds, 1) if level.seconds > 0 else None,
-            "p50_ms": round(median(level.latencies_ms), 1), "p95_ms": round(pct(level.latencies_ms, 0.95), 1),
-            "p99_ms": round(pct(level.latencies_ms, 0.99), 1), "failed": dict(sorted(level.failed.items())),
+            "p50_ms": ms(median(lat)), "p95_ms": ms(pct(lat, 0.95)), "p99_ms": ms(pct(lat, 0.99)),
+            "failed": dict(sorted(level.failed.items())),
             "transact_per_save": per_save(calls.get("TransactWriteItems", 0)),
             "reads_per_save": reads, "dynamodb_calls": dict(sorted(calls.items()))}
 
@@ -158,6 +165,20 @@ def _thread_local_requests(app: Any) -> Iterator[None]:
         yield
     finally:
         app.__class__ = original
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No request log lines (logger ``cairn`` at WARNING) and no metric lines (the app's stdout)
+    while inside: thousands of them would bury the report."""
+    logger = logging.getLogger("cairn")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 # --- seeding and the writers -------------------------------------------------------------------
@@ -231,6 +252,12 @@ def run_level(connect: Callable[[], Transport], writers: int, seconds: float, te
     return level
 
 
+def write_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """The documented settings of the write path found in ``env`` (``CAIRN_WRITE_RETRIES``, any
+    ``CAIRN_*LANE*``), passed on to the local stack as well and named in the report header."""
+    return {k: v for k, v in env.items() if k == "CAIRN_WRITE_RETRIES" or (k.startswith("CAIRN_") and "LANE" in k)}
+
+
 def _bank_settings(t: Transport) -> dict[str, Any]:
     """What ``GET /v1/banks/{bank}`` says of the bank's write path (any ``lane`` field), for the
     report header; ``{}`` when it exposes none."""
@@ -253,7 +280,7 @@ def _measure(connect: Callable[[], Transport], counted: Callable[[Callable[[], L
     for n in writers:
         level, calls = counted(functools.partial(run_level, connect, n, seconds, pool))
         out["levels"].append(summary(level, calls))
-        print(f"contention: {n} writers done", flush=True)
+        print(f"contention: {n} writers done", file=sys.stderr, flush=True)
     return out
 
 
@@ -277,7 +304,7 @@ def in_process(counter: Any, writers: list[int], seconds: float, seeded: int) ->
                            and k.count(":") == 1})
             return level, ddb
 
-        with _thread_local_requests(app):
+        with _thread_local_requests(app), _quiet():
             return _measure(lambda: Gateway(app, token), counted, writers, seconds, seeded)
 
 
@@ -286,6 +313,7 @@ def local_stack(writers: list[int], seconds: float, seeded: int) -> dict[str, An
     from .local import ROOT, TOKEN, Launcher
 
     launcher = Launcher(ROOT, ["--no-persist"])
+    launcher.stack.extra_env.update(write_settings(os.environ))  # the launcher drops the caller's CAIRN_*
     launcher.stack.extra_env["MOTO_RECORDER_FILEPATH"] = str(launcher.state / "moto-recording.jsonl")
     with launcher as st:
         moto = st.stack.moto_url
@@ -311,7 +339,8 @@ def run(counter: Any, writers: list[int] | None = None, seconds: float = SECONDS
     """Both settings, one after the other, each on a bank seeded with ``seeded`` memories:
     ``(json, markdown)``. A setting that fails is reported as ``{"error": ...}``."""
     writers = writers or WRITERS
-    out: dict[str, Any] = {"writers": writers, "seconds_per_level": seconds, "seed_memories": seeded, "settings": {}}
+    out: dict[str, Any] = {"writers": writers, "seconds_per_level": seconds, "seed_memories": seeded,
+                           "environment": write_settings(os.environ), "settings": {}}
     steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("in-process", lambda: in_process(counter, writers, seconds, seeded)),
         ("local stack (--no-persist)", lambda: local_stack(writers, seconds, seeded))]
@@ -338,11 +367,12 @@ def markdown(out: dict[str, Any]) -> list[str]:
     md = ["## Writes under contention", "",
           f"Concurrent writers saving distinct new memories into one bank seeded with {out['seed_memories']:,} "
           f"memories, each writer count for {out['seconds_per_level']:g} s (closed loop). Latencies of the "
-          "successful saves in ms; DynamoDB calls per successful save (TransactWriteItems: every attempt).", ""]
+          "successful saves in ms; DynamoDB calls per successful save (TransactWriteItems: every attempt).", "",
+          f"- write-path settings in the environment: {out['environment'] or 'none (the app defaults)'}"]
     for name, s in out["settings"].items():
         if "error" not in s:
             lanes = s["bank"] or "none exposed by GET /v1/banks/{bank}"
-            md.append(f"- {name}: seeded in {s['seed_s']} s; bank write-path settings: {lanes}")
+            md.append(f"- {name}: seeded in {s['seed_s']} s; the bank's write-path fields: {lanes}")
     md += ["", "| setting | writers | saves | saves/s | p50 / p95 / p99 | TransactWriteItems per save | "
            "reads per save: GetItem / BatchGetItem / Query / total | failed saves (status: n) |",
            "|---|---|---|---|---|---|---|---|"]
