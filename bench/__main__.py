@@ -1,8 +1,10 @@
-"""``python -m bench`` (``make bench``): LoCoMo retrieval quality, recall speed and the local stack.
+"""``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``), and ``latest-<part>.md``/``.json`` when that part produced
-figures. Options: ``--quality`` / ``--speed`` / ``--local`` run those parts only (default: all);
+(``quality``, ``speed``, ``local``, ``contention``), and ``latest-<part>.md``/``.json`` when that
+part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` / ``--contention`` run
+those parts only (default: all); ``--writers 1,8,32``, ``--contention-seconds 20`` and
+``--contention-seed 10000`` (memories in the bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
@@ -55,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quality", action="store_true", help="run the LoCoMo quality part only")
     ap.add_argument("--speed", action="store_true", help="run the speed part only")
     ap.add_argument("--local", action="store_true", help="run the local-stack part only")
+    ap.add_argument("--contention", action="store_true",
+                    help="run the writes-under-contention part only (in-process and on the local stack)")
+    ap.add_argument("--writers", type=_sizes, default=[1, 8, 32],
+                    help="contention part: concurrent writer counts (default 1,8,32)")
+    ap.add_argument("--contention-seconds", type=_at_least(1), default=20,
+                    help="contention part: seconds each writer count saves for (default 20)")
+    ap.add_argument("--contention-seed", type=_at_least(0), default=10000,
+                    help="contention part: memories imported into the bank before the writers start")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -64,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    every = not (args.quality or args.speed or args.local)
+    every = not (args.quality or args.speed or args.local or args.contention)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -78,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local"):
+    for part in ("quality", "speed", "local", "contention"):
         if not (every or getattr(args, part)):
             continue
         if part == "quality":
@@ -89,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
             from . import speed
             data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
             ok = not any("error" in r for r in data["sizes"].values())
+            failed = failed or not ok
+        elif part == "contention":
+            from . import contention
+            data, md = contention.run(counter, args.writers, float(args.contention_seconds),
+                                        args.contention_seed)
+            ok = not any("error" in s for s in data["settings"].values())
             failed = failed or not ok
         else:
             from . import local
@@ -105,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     print("results: " + ", ".join(written) + " (and .json)")
     if failed:
-        print("bench: a speed size or local mode failed (see its row); its latest-* kept", file=sys.stderr)
+        print("bench: a speed size, local mode or contention setting failed (see its row); its latest-* kept",
+              file=sys.stderr)
     return 1 if failed else 0
 
 

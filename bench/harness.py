@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import threading
 from collections import Counter
 from collections.abc import Iterator
 
@@ -47,20 +48,24 @@ def backend() -> Iterator[dict[str, str]]:
 class CallCounter:
     """Counts AWS API calls per service/operation through botocore's event hooks
     (``before-call.*.*`` on every client session boto3 and pynamodb create), and the items each
-    Query or Scan returned (``after-call.*.*``, as ``<service>:<operation>:items``)."""
+    Query or Scan returned (``after-call.*.*``, as ``<service>:<operation>:items``). Safe to
+    count from several threads at once (a ``Counter`` increment is not atomic)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.on = False
+        self.lock = threading.Lock()
 
     def _hook(self, model=None, **_kw) -> None:
         if self.on and model is not None:
-            self.calls[f"{model.service_model.service_name}:{model.name}"] += 1
+            with self.lock:
+                self.calls[f"{model.service_model.service_name}:{model.name}"] += 1
 
     def _after(self, model=None, parsed=None, **_kw) -> None:
         # items a Query or Scan returned: the read cost DynamoDB bills for (read units scale with it)
         if self.on and model is not None and isinstance(parsed, dict) and "Count" in parsed:
-            self.calls[f"{model.service_model.service_name}:{model.name}:items"] += int(parsed["Count"])
+            with self.lock:
+                self.calls[f"{model.service_model.service_name}:{model.name}:items"] += int(parsed["Count"])
 
     def install(self) -> None:
         """Register the hook on every botocore session created from now on (boto3's and
