@@ -199,7 +199,7 @@ class Placement:
 
     def learn(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         for table, a in items:
-            if table == "banks":
+            if table == "banks" and not a["name"].startswith("!lane/"):  # a lane row: its bank's
                 self.incarnations[a["incarnation"]] = self.bank_unit(a["org_id"], a["name"], a.get("bank_name"))
                 if a["name"].startswith(".trash/"):
                     self.trash[(a["org_id"], a["name"][len(".trash/"):])] = a.get("bank_name") or ""
@@ -246,6 +246,9 @@ class Placement:
                 # org's; the last good tuning it keeps is the operator's configuration
                 version = [(("_system", "config"), {"seq": a.get("seq")})] if int(a.get("seq") or 0) else []
                 return [*version, (("_system", "tuning"), {k: v for k, v in a.items() if k != "seq"})]
+            if a["name"].startswith("!lane/"):  # a write lane of the bank incarnation it names
+                inc = a["name"].split("/")[1]
+                return [(self.incarnations.get(inc, ("?", "incarnation", inc)), a)]
             return [(self.bank_unit(a["org_id"], a["name"], a.get("bank_name")), a)]
         if table in ("memories", "revisions"):
             return [(self.incarnations.get(a["bank_key"], ("?", "incarnation", a["bank_key"])), a)]
