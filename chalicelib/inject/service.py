@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import audit
 from ..auth.principal import Principal
-from ..core.store import get_bank_row
+from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
@@ -110,7 +110,7 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     row = read_rows(org_id, [bank]).get(bank)  # also applies a moved config version
     tuning = tuning or get_tuning()
     if row is None and require:
-        get_bank_row(org_id, bank)  # 409 damaged when the row is there but unusable
+        get_bank_head(org_id, bank)  # 409 damaged when its row or a lane row is there but unusable
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     rules = rules_cache.get_rules(org_id, bank, row.row) if row is not None else []
     hits: list[Picked] = []

@@ -292,7 +292,7 @@ def _require(org_id: str, banks: list[str], rows: dict[str, BankHead]) -> None:
     when its row is there but unusable)."""
     for b in banks:
         if b not in rows:
-            store.get_bank_row(org_id, b)  # 409 damaged when the row is there but unusable
+            store.get_bank_head(org_id, b)  # 409 damaged when its row or a lane row is there but unusable
             raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
 
 
