@@ -469,11 +469,13 @@ class IndexCache:
         writer = ix.writer(limitmb=128)
         documents = 0
         try:
-            for rec in store.iter_records_any_order(entry.inc):
-                if isinstance(rec, Damaged):
-                    continue  # reported where it was decoded; the rest of the bank still ranks
-                writer.add_document(**to_document(rec))
-                documents += 1
+            # the partition's key ranges read in parallel pages; closed at once if indexing fails
+            with contextlib.closing(store.iter_records_any_order(entry.inc)) as records:
+                for rec in records:
+                    if isinstance(rec, Damaged):
+                        continue  # reported where it was decoded; the rest of the bank still ranks
+                    writer.add_document(**to_document(rec))
+                    documents += 1
         except BaseException:
             writer.cancel()
             raise
