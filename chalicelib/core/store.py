@@ -26,7 +26,7 @@ import json
 import queue
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -593,7 +593,7 @@ def _read_range(inc: str, rng: KeyRange, out: queue.Queue, stop: threading.Event
 
 
 def iter_records_any_order(inc: str, *, threads: int = RECORD_READ_THREADS,
-                           ranges: list[KeyRange] | None = None) -> Iterator[Memory | Damaged]:
+                           ranges: list[KeyRange] | None = None) -> Generator[Memory | Damaged, None, None]:
     """Every memory record of a bank incarnation in sort-key order (index rebuild), a damaged
     one as its ``Damaged``.
 
@@ -615,7 +615,7 @@ def iter_records_any_order(inc: str, *, threads: int = RECORD_READ_THREADS,
             while (got := q.get()) is not _DONE:
                 if isinstance(got, Exception):
                     raise got
-                yield from got  # type: ignore[misc]  # a chunk: list[Memory | Damaged]
+                yield from got  # a chunk: list[Memory | Damaged]
     finally:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)

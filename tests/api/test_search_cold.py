@@ -204,3 +204,49 @@ def test_cold_structured_context_loads_the_newest_usable_snapshot(aws, tmp_path)
         got = recall("o", [t.bank], "figs number", limit=20, now=NOW)
     assert c.counters["snapshot_loads"] == 1 and c.counters["rebuilds"] == 0
     assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+
+
+def test_a_large_cold_rebuild_leaves_a_snapshot_for_the_next_container(aws, tmp_path, monkeypatch):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall
+    from chalicelib.storage import blobs
+    monkeypatch.setattr(index, "COLD_SNAPSHOT_MIN_DOCS", 5)
+    with index.using(index.IndexCache(str(tmp_path / "w"))):
+        for bank, n in (("few", 4), ("many", 6)):
+            for i in range(n):
+                service.save_memory("o", bank, SaveRequest(text=f"{bank} plums number {i}"), actor="t")
+    a = index.IndexCache(str(tmp_path / "a"))
+    with index.using(a):
+        want = recall("o", ["many"], "plums number", limit=20, now=NOW)
+        recall("o", ["few"], "plums number", limit=20, now=NOW)
+    assert a.counters["rebuilds"] == 2 and a.counters["snapshots_left"] == 1
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/many/6.tar.gz"]
+    b = index.IndexCache(str(tmp_path / "b"))
+    with index.using(b):
+        got = recall("o", ["many"], "plums number", limit=20, now=NOW)
+    assert b.counters["snapshot_loads"] == 1 and b.counters["rebuilds"] == 0 and b.counters["snapshots_left"] == 0
+    assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+
+
+def test_a_failed_snapshot_upload_never_fails_the_cold_recall(aws, tmp_path, monkeypatch):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall
+    from chalicelib.storage import blobs
+    monkeypatch.setattr(index, "COLD_SNAPSHOT_MIN_DOCS", 1)
+    with index.using(index.IndexCache(str(tmp_path / "w"))):
+        service.save_memory("o", "up", SaveRequest(text="apricots in the upload test"), actor="t")
+
+    def refuse(*_a, **_k):
+        raise ConnectionError("S3 is away")
+
+    monkeypatch.setattr(blobs, "put_bytes", refuse)
+    a = index.IndexCache(str(tmp_path / "a"))
+    with index.using(a):
+        got = recall("o", ["up"], "apricots", limit=5, now=NOW)
+    assert [h.memory.text for h in got.hits] == ["apricots in the upload test"]
+    assert a.counters["rebuilds"] == 1 and a.counters["snapshots_left"] == 0
+    assert list(blobs.list_objects("o/indexes/")) == []
