@@ -8,8 +8,9 @@ writes and each one costs items x table size. ``install()`` wraps the backend:
   one is applying (``dictionary changed size during iteration`` otherwise);
 - a transaction's backup is the prior state of only the items it names, restored on
   cancellation, instead of copies of whole tables: the same all-or-nothing outcome;
-- two string values compare as strings, without moto's per-comparison type dispatch (a Query
-  sorts its whole partition on every page): the same order, a fraction of the cost.
+- two string values compare as strings, without moto's per-comparison type dispatch, and a
+  base-table Query looks only at its partition's items in its key range, not at the whole table
+  sorted on every page: the same answers, at a cost that grows with the page, as DynamoDB's does.
 
 Real DynamoDB needs none of this; it never runs in chalicelib.
 """
@@ -71,7 +72,39 @@ def install() -> None:
     setattr(DynamoDBBackend, "transact_write_items",  # noqa: B010 - see the comment above
             _transact(DynamoDBBackend.transact_write_items))
     _compare_strings_directly()
+    _query_one_partition()
     _installed = True
+
+
+def _query_one_partition() -> None:
+    """A base-table Query looks at its own partition's items in its key range only.
+
+    moto's ``Table.query`` starts every page from ``all_items()``, the whole table sorted, then
+    keeps the partition and sorts it again: a page cost O(table log table), so reading one bank
+    grew with every other bank. Under the lock (``_locked``), the query is handed the items it
+    could return anyway (same partition, inside the key condition); it pages, filters, projects
+    and counts them itself as before. Index queries and multi-attribute keys are left to moto."""
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+
+    @functools.wraps(original)
+    def query(self: Any, hash_key: Any, range_comparison: Any, range_objs: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[4] if len(args) > 4 else kwargs.get("index_name")
+        conds = kwargs.get("range_key_conditions") or []
+        if (index_name or hash_key is None or self.range_key_attr is None or "all_items" in vars(self)
+                or len(conds) > 1 or (conds and conds[-1][0] != self.range_key_attr)):
+            return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
+        items = list(self.items.get(hash_key, {}).values())
+        if range_comparison:
+            items = [i for i in items if i.range_key.compare(range_comparison, range_objs)]
+        self.all_items = lambda: items  # this call's view; the method again once it returns
+        try:
+            return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    setattr(Table, "query", query)  # noqa: B010 - replacing moto's method is the point
 
 
 def _compare_strings_directly() -> None:
