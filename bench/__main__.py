@@ -1,8 +1,10 @@
 """``python -m bench`` (``make bench``): LoCoMo retrieval quality, recall speed and the local stack.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``), and ``latest-<part>.md``/``.json`` when that part produced
-figures. Options: ``--quality`` / ``--speed`` / ``--local`` run those parts only (default: all);
+(``quality``, ``speed``, ``local``, ``cold``), and ``latest-<part>.md``/``.json`` when that part
+produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` run those parts only (default:
+all three); ``--cold`` the cold first structured context on the local stack (``bench/cold.py``,
+never by default: it imports 10k memories);
 ``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quality", action="store_true", help="run the LoCoMo quality part only")
     ap.add_argument("--speed", action="store_true", help="run the speed part only")
     ap.add_argument("--local", action="store_true", help="run the local-stack part only")
+    ap.add_argument("--cold", action="store_true",
+                    help="run the cold first structured context part (local stack, 10k memories)")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    every = not (args.quality or args.speed or args.local)
+    every = not (args.quality or args.speed or args.local or args.cold)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -78,10 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local"):
-        if not (every or getattr(args, part)):
+    for part in ("quality", "speed", "local", "cold"):
+        if not ((every and part != "cold") or getattr(args, part)):
             continue
-        if part == "quality":
+        if part == "cold":
+            from . import cold
+            data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
+            ok = "error" not in data
+            failed = failed or not ok
+            ok = ok and args.stack_root is None
+        elif part == "quality":
             from . import quality
             data, md = quality.run(tune=args.tune)
             ok = not data.get("skipped")
