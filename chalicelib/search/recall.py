@@ -409,8 +409,10 @@ def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
+        rebuilds = cache.counters["rebuilds"]
         entry = cache.fresh(org_id, bank, row)
-        cache.rebuild_into(entry, seq=int(row.seq))
+        if cache.counters["rebuilds"] == rebuilds:  # not just rebuilt from the records by a cold open
+            cache.rebuild_into(entry, seq=int(row.seq))
         cache.catch_up(entry)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()

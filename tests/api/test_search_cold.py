@@ -250,3 +250,19 @@ def test_a_failed_snapshot_upload_never_fails_the_cold_recall(aws, tmp_path, mon
     assert [h.memory.text for h in got.hits] == ["apricots in the upload test"]
     assert a.counters["rebuilds"] == 1 and a.counters["snapshots_left"] == 0
     assert list(blobs.list_objects("o/indexes/")) == []
+
+
+def test_the_cli_rebuild_builds_once_on_a_cold_cache_and_once_on_a_warm_one(aws, tmp_path):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import rebuild
+    with index.using(index.IndexCache(str(tmp_path / "w"))):
+        for i in range(3):
+            service.save_memory("o", "rb", SaveRequest(text=f"quince number {i}"), actor="t")
+    cold = index.IndexCache(str(tmp_path / "cold"))
+    with index.using(cold):
+        assert rebuild("o", "rb").documents == 3
+        assert cold.counters["rebuilds"] == 1
+        assert rebuild("o", "rb").documents == 3  # warm now: the repair still rebuilds from the records
+        assert cold.counters["rebuilds"] == 2
