@@ -1,10 +1,12 @@
 """``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``, ``contention``), and ``latest-<part>.md``/``.json`` when that
-part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` / ``--contention`` run
-those parts only (default: all); ``--writers 1,8,32``, ``--contention-seconds 20`` and
-``--contention-seed 10000`` (memories in the bank beforehand) size the contention part;
+(``quality``, ``speed``, ``local``, ``contention``, ``cold``), and ``latest-<part>.md``/``.json``
+when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
+``--contention`` run those parts only (default: all four); ``--cold`` the cold first structured
+context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
+``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
+bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="contention part: seconds each writer count saves for (default 20)")
     ap.add_argument("--contention-seed", type=_at_least(0), default=10000,
                     help="contention part: memories imported into the bank before the writers start")
+    ap.add_argument("--cold", action="store_true",
+                    help="run the cold first structured context part (local stack, 10k memories)")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    every = not (args.quality or args.speed or args.local or args.contention)
+    every = not (args.quality or args.speed or args.local or args.contention or args.cold)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -88,10 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local", "contention"):
-        if not (every or getattr(args, part)):
+    for part in ("quality", "speed", "local", "contention", "cold"):
+        if not ((every and part != "cold") or getattr(args, part)):
             continue
-        if part == "quality":
+        if part == "cold":
+            from . import cold
+            data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
+            ok = "error" not in data
+            failed = failed or not ok
+            ok = ok and args.stack_root is None
+        elif part == "quality":
             from . import quality
             data, md = quality.run(tune=args.tune)
             ok = not data.get("skipped")

@@ -70,6 +70,10 @@ from .whoosh_private import move_deletions, read_toc
 META_FILE = "cairn.json"
 INDEX_NAME = "MAIN"
 SNAPSHOT_KEEP = 2
+# A cold rebuild of this many documents leaves a snapshot behind (about 0.3 s of compression and
+# an upload at 10k, against seconds of rebuild for every later cold container); below it a
+# rebuild costs about as little as a snapshot load.
+COLD_SNAPSHOT_MIN_DOCS = 1000
 _SNAP_RE = re.compile(r"(\d+)\.tar\.gz")
 
 
@@ -325,7 +329,7 @@ class IndexCache:
         self._mu = threading.Lock()
         self._locks: dict[tuple[str, str], threading.RLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
-        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0}
+        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0}
 
     # --- locking and bookkeeping ----------------------------------------------------------
 
@@ -462,7 +466,7 @@ class IndexCache:
         os.makedirs(path, exist_ok=True)
         ix = whoosh_index.create_in(path, schema(), indexname=INDEX_NAME)
         built = BankIndex(org_id, bank, head.incarnation, path, ix, clock=_zero(head.clock))
-        self.rebuild_into(built, head.clock)
+        self._leave_snapshot(built, self.rebuild_into(built, head.clock))
         return built
 
     @staticmethod
@@ -485,8 +489,9 @@ class IndexCache:
         except Exception:  # noqa: BLE001 - a damaged cache directory is rebuilt, never trusted
             return None
 
-    def rebuild_into(self, entry: BankIndex, clock: Clock | None = None) -> None:
-        """Replace the entry's index with one built from the current records.
+    def rebuild_into(self, entry: BankIndex, clock: Clock | None = None) -> int:
+        """Replace the entry's index with one built from the current records; returns how many
+        documents it holds.
 
         The records are read after the bank's clock, so they may be newer than ``clock``;
         replaying revisions past it later is idempotent (each carries the full record). Emits
@@ -501,11 +506,13 @@ class IndexCache:
         writer = ix.writer(limitmb=128)
         documents = 0
         try:
-            for rec in store.iter_records_any_order(entry.inc):
-                if isinstance(rec, Damaged):
-                    continue  # reported where it was decoded; the rest of the bank still ranks
-                writer.add_document(**to_document(rec))
-                documents += 1
+            # the partition's key ranges read in parallel pages; closed at once if indexing fails
+            with contextlib.closing(store.iter_records_any_order(entry.inc)) as records:
+                for rec in records:
+                    if isinstance(rec, Damaged):
+                        continue  # reported where it was decoded; the rest of the bank still ranks
+                    writer.add_document(**to_document(rec))
+                    documents += 1
         except BaseException:
             writer.cancel()
             raise
@@ -514,6 +521,19 @@ class IndexCache:
         entry.write_meta()
         entry.measure()
         metrics.index_rebuild(_ms_since(started), documents=documents)
+        return documents
+
+    def _leave_snapshot(self, entry: BankIndex, documents: int) -> None:
+        """After a cold rebuild of at least ``COLD_SNAPSHOT_MIN_DOCS`` documents (lock held),
+        upload its snapshot so the next cold container loads it instead of rebuilding too. A
+        failed upload is counted (metric ``SnapshotWriteFailures``) and never fails the recall."""
+        if documents < COLD_SNAPSHOT_MIN_DOCS:
+            return
+        try:
+            self.write_snapshot(entry)
+            self.counters["snapshots_left"] += 1
+        except Exception as exc:  # noqa: BLE001 - the index is built and current: serve it anyway
+            metrics.emit("index", {"SnapshotWriteFailures": 1}, {"reason": type(exc).__name__})
 
     def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
         """``core.store.on_commit`` observer: a writer updates its own cache at once, in each
@@ -578,7 +598,7 @@ class IndexCache:
         """Upload the entry's index as ``<org>/indexes/<bank>/<clock total>.tar.gz`` (lock held by the
         caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP``; returns the key."""
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:  # 10x faster than 9, 4% larger
             for e in sorted(os.scandir(entry.path), key=lambda e: e.name):
                 if e.is_file() and not e.name.endswith((".lock", ".tmp")) and "LOCK" not in e.name:
                     tar.add(e.path, arcname=e.name)

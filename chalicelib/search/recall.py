@@ -411,9 +411,11 @@ def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
+        rebuilds = cache.counters["rebuilds"]
         entry = cache.fresh(org_id, bank, head)
-        cache.rebuild_into(entry, head.clock)
-        cache.catch_up(entry, head.clock)
+        if cache.counters["rebuilds"] == rebuilds:  # not just rebuilt from the records by a cold open
+            cache.rebuild_into(entry, head.clock)
+        cache.catch_up(entry)
         key = cache.write_snapshot(entry) if snapshot else None
         docs = entry.reader().doc_count()
     return Rebuilt(bank, entry.clock.total, docs, key)

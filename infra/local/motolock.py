@@ -7,7 +7,10 @@ writes and each one costs items x table size. ``install()`` wraps the backend:
 - one process-wide lock serializes transactions and the plain operations that could run while
   one is applying (``dictionary changed size during iteration`` otherwise);
 - a transaction's backup is the prior state of only the items it names, restored on
-  cancellation, instead of copies of whole tables: the same all-or-nothing outcome.
+  cancellation, instead of copies of whole tables: the same all-or-nothing outcome;
+- two string values compare as strings, without moto's per-comparison type dispatch, and a
+  base-table Query looks only at its partition's items in its key range, not at the whole table
+  sorted on every page: the same answers, at a cost that grows with the page, as DynamoDB's does.
 
 Real DynamoDB needs none of this; it never runs in chalicelib.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import operator
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +71,63 @@ def install() -> None:
     # setattr: mypy forbids assigning to a method, and replacing moto's is the point here
     setattr(DynamoDBBackend, "transact_write_items",  # noqa: B010 - see the comment above
             _transact(DynamoDBBackend.transact_write_items))
+    _compare_strings_directly()
+    _query_one_partition()
     _installed = True
+
+
+def _query_one_partition() -> None:
+    """A base-table Query looks at its own partition's items in its key range only.
+
+    moto's ``Table.query`` starts every page from ``all_items()``, the whole table sorted, then
+    keeps the partition and sorts it again: a page cost O(table log table), so reading one bank
+    grew with every other bank. Under the lock (``_locked``), the query is handed the items it
+    could return anyway (same partition, inside the key condition); it pages, filters, projects
+    and counts them itself as before. Index queries and multi-attribute keys are left to moto."""
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+
+    @functools.wraps(original)
+    def query(self: Any, hash_key: Any, range_comparison: Any, range_objs: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[4] if len(args) > 4 else kwargs.get("index_name")
+        conds = kwargs.get("range_key_conditions") or []
+        if (index_name or hash_key is None or self.range_key_attr is None or "all_items" in vars(self)
+                or len(conds) > 1 or (conds and conds[-1][0] != self.range_key_attr)):
+            return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
+        items = list(self.items.get(hash_key, {}).values())
+        if range_comparison:
+            items = [i for i in items if i.range_key.compare(range_comparison, range_objs)]
+        self.all_items = lambda: items  # this call's view; the method again once it returns
+        try:
+            return original(self, hash_key, range_comparison, range_objs, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    setattr(Table, "query", query)  # noqa: B010 - replacing moto's method is the point
+
+
+def _compare_strings_directly() -> None:
+    """Compare two string ``DynamoType`` values as the strings they are.
+
+    moto sorts a whole partition on every page of a Query, and each comparison goes through
+    ``cast_value`` and its chain of type tests: a 10k-memory rebuild spent most of its time
+    there. For two ``S`` values ``cast_value`` is the value itself, so the result is the same."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    def fast(name: str, original: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+        compare = getattr(operator, name)
+
+        @functools.wraps(original)
+        def method(self: Any, other: Any) -> bool:
+            if self.type == "S" and getattr(other, "type", None) == "S":
+                return bool(compare(self.value, other.value))
+            return original(self, other)
+
+        return method
+
+    for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+        setattr(DynamoType, name, fast(name, getattr(DynamoType, name)))
 
 
 def _locked(original: Callable[..., Any]) -> Callable[..., Any]:
