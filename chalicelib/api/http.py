@@ -7,6 +7,7 @@ bank allow-list only when it is declared ``bank_scoped``, i.e. its view checks t
 touches: so a new route is closed to bank-confined tokens until it does), enforces the body size
 and media type, parses JSON into ``Model`` (400 ``invalid_json`` / ``validation_error`` naming the
 field), calls the view with a ``Ctx`` and renders what it returns (a dict -> 200, ``(status, dict)``, or ``Reply``).
+A ``public`` route (the health check) is not authenticated and its view gets no ``Ctx``.
 ``finalize(app)`` adds 405 answers for the methods a path lacks and 404 catch-alls for unknown
 paths, so no Chalice-shaped error body ever reaches a client.
 """

@@ -29,7 +29,7 @@ def aws_calls(monkeypatch):
 @pytest.mark.parametrize("authorization", [None, "Bearer cairn_not_a_token", "Basic Zm9vOmJhcg==", "garbage"])
 def test_health_answers_without_a_token_and_calls_no_backend(client, aws_calls, authorization):
     headers = {"Authorization": authorization} if authorization else {}
-    resp = client.http.get("/v1/health", headers=headers)
+    resp = client.http.get("/v1/health?verbose=1", headers=headers)  # query parameters are ignored
     assert resp.status_code == 200
     assert resp.json_body == {"status": "ok"}
     assert resp.headers["Cache-Control"] == "no-store"
@@ -92,7 +92,10 @@ def test_me_needs_no_permission_any_kind(api):
 
 
 def test_me_refuses_a_missing_revoked_or_expired_token(client, api):
+    before = dump()
     assert client.http.get("/v1/me").status_code == 401
+    assert client.http.get("/v1/me", headers={"Authorization": "Bearer cairn_unknown"}).status_code == 401
+    assert_unchanged(before)
     revoked = mint()
     revoke("default", token_id_for(revoked), actor="test")
     s, e = api.get("/v1/me", token=revoked)
