@@ -265,3 +265,42 @@ def test_list_banks_pages_past_a_thousand_banks(api):
         assert names == ours  # each exactly once, in order; no trash, namespace or other org's bank
     _s, b = api.get("/v1/banks?limit=1&cursor=" + store.encode_cursor("banks", "default", {"after": "bank-00499"}))
     assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0, "rules": 0}]
+
+
+def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(api):
+    """Description changes and rule deletions meet concurrent saves on the bank row (lane 0):
+    lost races retry, and no counter, memory or rule count is lost."""
+    import threading
+
+    from chalicelib.banks import rules, service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.core.store import get_bank_head
+
+    api.post("/v1/banks", {"name": "race"})
+    for i in range(4):
+        assert api.put(f"/v1/banks/race/rules/r{i}", {"content": f"Rule {i}."})[0] == 200
+    texts = [f"Concurrent fact number {i} about lanes" for i in range(12)]
+    jobs = [lambda t=t: service.save_memory("default", "race", SaveRequest(text=t), actor="t") for t in texts]
+    jobs += [lambda i=i: service.update_bank("default", "race", f"description {i}", actor="t") for i in range(4)]
+    jobs += [lambda i=i: rules.delete_rule("default", "race", f"r{i}", actor="t") for i in range(3)]
+    barrier, errors = threading.Barrier(len(jobs)), []
+
+    def run(fn):
+        try:
+            barrier.wait()
+            fn()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    head = get_bank_head("default", "race")
+    assert (head.memories, head.records, head.clock.total) == (12, 12, 12)
+    bank = api.get("/v1/banks/race")[1]["bank"]
+    assert bank["description"] in {f"description {i}" for i in range(4)}
+    assert (bank["memories"], bank["rules"]) == (12, 1)
+    assert len(_audit("bank.update")) == 4 and len(_audit("rule.delete")) == 3
