@@ -2,7 +2,7 @@
 
 from chalice import Chalice
 
-from chalicelib.api import banks, hooks, inject, recall, structured, tokens
+from chalicelib.api import banks, hooks, inject, meta, recall, structured, tokens
 from chalicelib.api import events as event_handlers
 from chalicelib.api import team as team_api
 from chalicelib.api.http import finalize
@@ -11,6 +11,7 @@ from chalicelib.logs import configure_logging
 app = Chalice(app_name="cairn")
 configure_logging()
 
+app.register_blueprint(meta.bp)
 app.register_blueprint(tokens.bp)
 app.register_blueprint(banks.bp)
 app.register_blueprint(recall.bp)

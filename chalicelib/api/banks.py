@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any
 
 from chalice import Blueprint
 from pydantic import BaseModel, Field, field_validator
@@ -13,6 +13,7 @@ from .. import idempotency
 from ..auth.principal import Permission
 from ..banks import rules, service, transfer
 from ..banks.records import (
+    BankPatch,
     BankRequest,
     PinRequest,
     RestoreRequest,
@@ -24,6 +25,7 @@ from ..banks.records import (
 from ..banks.service import Bank, History, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
+from ..errors import BadRequest
 from ..names import check_name
 from ..settings import get_settings
 from .http import Ctx, IntRange, QueryBool, Reply, damaged_header, endpoint, parse_json, parse_query
@@ -71,8 +73,11 @@ def render_import(result: ImportResult) -> dict[str, Any]:
 
 
 class BanksQuery(BaseModel):
-    """``GET /v1/banks?trashed=``."""
+    """``GET /v1/banks?limit=&cursor=&trashed=``: ``limit`` within 1..``BANKS_PAGE_MAX`` (default
+    ``BANKS_PAGE_DEFAULT``); the trash listing (``trashed=true``) is one page, without either."""
 
+    limit: Annotated[int, IntRange(1, service.BANKS_PAGE_MAX)] | None = None
+    cursor: str | None = None
     trashed: QueryBool = False
 
 
@@ -114,19 +119,35 @@ def create_bank(ctx: Ctx):
 
 @endpoint(bp, "/v1/banks", ["GET"], permission=READ, bank_scoped=True)
 def list_banks(ctx: Ctx):
-    """``{banks}``; with ``?trashed=true`` the trash entries ``{name, trashed_to, trashed_at}``."""
-    org = ctx.principal.org_id
-    rows: list[Bank | TrashEntry] = []
-    rows.extend(service.list_trash(org) if parse_query(ctx.query, BanksQuery).trashed else service.list_banks(org))
-    if ctx.principal.banks is not None:
-        rows = [r for r in rows if r.name in ctx.principal.banks]
-    return {"banks": [render_bank(r) for r in rows]}
+    """``{banks, next_cursor?}`` by name, a page at a time (``next_cursor`` only when more follow);
+    with ``?trashed=true`` every trash entry ``{name, trashed_to, trashed_at}``, oldest first.
+    A bank-confined token sees only its banks."""
+    q = parse_query(ctx.query, BanksQuery)
+    org, allowed = ctx.principal.org_id, ctx.principal.banks
+    if q.trashed:
+        for name in ("limit", "cursor"):
+            if getattr(q, name) is not None:
+                raise BadRequest(f"The trash listing is one page: {name} applies to the live banks only.",
+                                 details={"field": name})
+        return {"banks": [render_bank(t) for t in service.list_trash(org) if allowed is None or t.name in allowed]}
+    page = service.list_banks(org, limit=q.limit or service.BANKS_PAGE_DEFAULT, cursor=q.cursor, allowed=allowed)
+    body: dict[str, Any] = {"banks": [render_bank(b) for b in page.banks]}
+    if page.next_cursor is not None:
+        body["next_cursor"] = page.next_cursor
+    return body
 
 
 @endpoint(bp, "/v1/banks/{bank}", ["GET"], permission=READ, bank_scoped=True)
 def get_bank(ctx: Ctx, bank: str):
     """``{bank}``."""
     return {"bank": render_bank(service.get_bank(ctx.principal.org_id, _bank(ctx, bank)))}
+
+
+@endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True)
+def update_bank(ctx: Ctx, bank: str):
+    """Change the description: ``{bank}``; 404 ``bank_not_found``."""
+    return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.description,
+                                                    actor=ctx.principal.actor))}
 
 
 @endpoint(bp, "/v1/banks/{bank}", ["DELETE"], permission=WRITE, bank_scoped=True)
@@ -148,11 +169,25 @@ def list_rules(ctx: Ctx, bank: str):
     return {"rules": rules.list_rules(ctx.principal.org_id, _bank(ctx, bank))}
 
 
+@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["GET"], permission=READ, bank_scoped=True)
+def get_rule(ctx: Ctx, bank: str, name: str):
+    """``{rule: {name, content, updated_at}}``, as the listing shows it; 404 ``rule_not_found``."""
+    return {"rule": rules.get_rule(ctx.principal.org_id, _bank(ctx, bank), name)}
+
+
 @endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["PUT"], permission=WRITE, body=RuleRequest, bank_scoped=True)
 def set_rule(ctx: Ctx, bank: str, name: str):
     """Create, replace or (empty content) remove a rule: ``{exists}``."""
     check_name(name, "rule")
-    return {"exists": rules.set_rule(ctx.principal.org_id, _bank(ctx, bank), name, ctx.body.content)}
+    return {"exists": rules.set_rule(ctx.principal.org_id, _bank(ctx, bank), name, ctx.body.content,
+                                     actor=ctx.principal.actor)}
+
+
+@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["DELETE"], permission=WRITE, bank_scoped=True)
+def delete_rule(ctx: Ctx, bank: str, name: str):
+    """Remove a rule: ``{exists: false}``; 404 ``rule_not_found`` when there is none."""
+    rules.delete_rule(ctx.principal.org_id, _bank(ctx, bank), name, actor=ctx.principal.actor)
+    return {"exists": False}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True)

@@ -7,6 +7,7 @@ bank allow-list only when it is declared ``bank_scoped``, i.e. its view checks t
 touches: so a new route is closed to bank-confined tokens until it does), enforces the body size
 and media type, parses JSON into ``Model`` (400 ``invalid_json`` / ``validation_error`` naming the
 field), calls the view with a ``Ctx`` and renders what it returns (a dict -> 200, ``(status, dict)``, or ``Reply``).
+A ``public`` route (the health check) is not authenticated and its view gets no ``Ctx``.
 ``finalize(app)`` adds 405 answers for the methods a path lacks and 404 catch-alls for unknown
 paths, so no Chalice-shaped error body ever reaches a client.
 """
@@ -289,17 +290,25 @@ class _Route:
     body: type[BaseModel] | None
     body_types: tuple[str, ...]
     bank_scoped: bool
+    public: bool = False
 
 
 def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
              permission: str | None = None, body: type[BaseModel] | None = None,
-             body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False) -> Callable:
+             body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False,
+             public: bool = False) -> Callable:
     """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
 
     ``bank_scoped``: the view applies the token's bank allow-list itself (``Principal.require_bank``
     on every bank it names, or the token grant rules); otherwise a token with an allow-list gets
-    403 ``forbidden`` before the view runs (``Principal.require_org_wide``)."""
-    route = _Route(path, permission, body, body_types, bank_scoped)
+    403 ``forbidden`` before the view runs (``Principal.require_org_wide``).
+
+    ``public``: no authentication (the health check): the view is called as ``view(**path_params)``,
+    without a ``Ctx``, so it knows nothing of a caller and can serve nothing of an org. A public
+    route takes no permission, no body and no bank (``ValueError`` at declaration otherwise)."""
+    if public and (permission or body is not None or bank_scoped):
+        raise ValueError(f"public route {path} cannot take a permission, a body or banks")
+    route = _Route(path, permission, body, body_types, bank_scoped, public)
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         def handler(**params: str) -> Response:
@@ -336,6 +345,8 @@ def _respond(request: Request, route: _Route, view: Callable[..., Any], params: 
         params = {k: unquote(v) for k, v in params.items()}
         headers = {k.lower(): v for k, v in (request.headers or {}).items()}
         raw = _raw_body(request)
+        if route.public:
+            return _render(view(**_checked(params))), None
         principal = _authorize(headers.get("authorization"), route)
         ctx = _context(request, route, principal, params, headers, raw)
         return _render(view(ctx, **params)), principal
@@ -368,13 +379,18 @@ def _authorize(authorization: str | None, route: _Route) -> Principal:
     return principal
 
 
+def _checked(params: dict[str, str]) -> dict[str, str]:
+    """``params`` (path segments), each edge-checked: client text too, so no lone surrogate, no NUL."""
+    for k, v in params.items():
+        validation.check_scalar(v, k)
+    return params
+
+
 def _context(request: Request, route: _Route, principal: Principal, params: dict[str, str],
              headers: dict[str, str], raw: bytes) -> Ctx:
     """The view's ``Ctx``: path and query values edge-checked, the body parsed (415
     ``unsupported_media_type``, 400 ``invalid_json`` / ``validation_error``)."""
-    # path segments and query values are client text too: no lone surrogate, no NUL
-    for k, v in params.items():
-        validation.check_scalar(v, k)
+    _checked(params)
     query = {validation.check_scalar(k, "query"): validation.check_scalar(v, k)
              for k, v in (request.query_params or {}).items()}
     parsed = None

@@ -109,6 +109,14 @@ class BankRequest(BaseModel):
     description: Text = Field("", max_length=1000)
 
 
+class BankPatch(BaseModel):
+    """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
+    characters; ``""`` clears it)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    description: Text = Field(max_length=1000)
+
+
 class RestoreRequest(BaseModel):
     """Body of ``POST /v1/banks/{bank}/restore``."""
 
@@ -125,6 +133,7 @@ class RuleRequest(BaseModel):
 
 __all__ = [
     "MAX_SESSION_ID",
+    "BankPatch",
     "BankRequest",
     "Memory",
     "PinRequest",

@@ -1,4 +1,5 @@
-"""Bank rules: markdown injected whole on every turn (``memory::rule::list`` / ``::set``).
+"""Bank rules: markdown injected whole on every turn (``memory::rule::list`` / ``::set``, and
+reading or deleting one rule).
 
 Rules are S3 objects ``<org>/banks/<bank>/rules/<name>.md``; editing them there by hand is
 equivalent to the API. The bank row keeps a rule count and a ``rules_version`` that every API
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from .. import audit as audit_log
 from ..core import store
 from ..core.store import BankTx, get_bank_row
+from ..errors import NotFound
 from ..names import check_name
 from ..storage import blobs
 from .service import require_bank
@@ -30,32 +33,68 @@ class Rule(TypedDict):
     updated_at: int
 
 
+def _rule(prefix: str, obj: dict) -> Rule | None:
+    """The rule a listed object under ``prefix`` holds, or ``None``: not ``<name>.md`` with a valid
+    rule name (a hand-written object), or gone since it was listed."""
+    fname = obj["Key"][len(prefix):]
+    if not fname.endswith(".md"):
+        return None
+    name = fname[:-3]
+    try:
+        check_name(name, "rule")
+    except Exception:  # noqa: BLE001 - a hand-written object with a bad name is ignored
+        return None
+    data = blobs.get_bytes(obj["Key"])
+    if data is None:
+        return None
+    return Rule(name=name, content=data.decode("utf-8", errors="replace"),
+                updated_at=int(obj["LastModified"].timestamp() * 1000))
+
+
 def list_rules(org_id: str, bank: str) -> list[Rule]:
     """``[{name, content, updated_at}]`` in name order; ``updated_at`` is the object's mtime, ms.
     Objects whose names are not valid rule names are skipped."""
     require_bank(org_id, bank)
     prefix = store.rules_prefix(org_id, bank)
-    out: list[Rule] = []
-    for obj in blobs.list_objects(prefix):
-        fname = obj["Key"][len(prefix):]
-        if not fname.endswith(".md"):
-            continue
-        name = fname[:-3]
-        try:
-            check_name(name, "rule")
-        except Exception:  # noqa: BLE001 - a hand-written object with a bad name is ignored
-            continue
-        data = blobs.get_bytes(obj["Key"])
-        if data is None:
-            continue
-        out.append(Rule(name=name, content=data.decode("utf-8", errors="replace"),
-                        updated_at=int(obj["LastModified"].timestamp() * 1000)))
+    out = [r for obj in blobs.list_objects(prefix) if (r := _rule(prefix, obj)) is not None]
     return sorted(out, key=lambda r: r["name"])
 
 
-def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
+def _rule_not_found(bank: str, name: str) -> NotFound:
+    return NotFound(f"Rule '{name}' not found in bank '{bank}'.", code="rule_not_found")
+
+
+def get_rule(org_id: str, bank: str, name: str) -> Rule:
+    """Rule ``name`` as ``list_rules`` shows it. Raises 400 ``invalid_name``, 404
+    ``bank_not_found`` / ``rule_not_found``."""
+    check_name(name, "rule")
+    require_bank(org_id, bank)
+    prefix, key = store.rules_prefix(org_id, bank), rule_key(org_id, bank, name)
+    # listed, not fetched by key: the listing's mtime is the one list_rules shows
+    for obj in blobs.list_objects(key):
+        if obj["Key"] == key and (rule := _rule(prefix, obj)) is not None:
+            return rule
+    raise _rule_not_found(bank, name)
+
+
+def delete_rule(org_id: str, bank: str, name: str, *, actor: str) -> None:
+    """Remove rule ``name`` and recount the bank's rules (``refresh_rule_count``). Raises 400
+    ``invalid_name``, 404 ``bank_not_found`` / ``rule_not_found`` (nothing written). Audited as
+    ``rule.delete`` (target ``<bank>/<rule>``), in the count's transaction."""
+    check_name(name, "rule")
+    require_bank(org_id, bank)
+    key = rule_key(org_id, bank, name)
+    if blobs.get_bytes(key) is None:
+        raise _rule_not_found(bank, name)
+    blobs.delete(key)
+    refresh_rule_count(org_id, bank, audit=("rule.delete", actor, name))
+
+
+def set_rule(org_id: str, bank: str, name: str, content: str, *, actor: str | None = None) -> bool:
     """Create or replace rule ``name`` (an S3 PUT is an atomic replace); empty or whitespace
-    content removes it. Creates the bank on first use. Returns whether the rule now exists."""
+    content removes it. Creates the bank on first use. Returns whether the rule now exists.
+    With ``actor`` (a caller of the API), audited as ``rule.set`` (target ``<bank>/<rule>``), in
+    the count's transaction."""
     check_name(bank)
     check_name(name, "rule")
     key = rule_key(org_id, bank, name)
@@ -66,12 +105,14 @@ def set_rule(org_id: str, bank: str, name: str, content: str) -> bool:
         blobs.put_text(key, content)
     else:
         blobs.delete(key)
-    refresh_rule_count(org_id, bank)
+    refresh_rule_count(org_id, bank, audit=("rule.set", actor, name) if actor is not None else None)
     return exists
 
 
-def refresh_rule_count(org_id: str, bank: str) -> None:
+def refresh_rule_count(org_id: str, bank: str, *, audit: tuple[str, str, str] | None = None) -> None:
     """Recount a bank's rule objects and bump its ``rules_version`` (also after hand edits).
+    ``audit``: ``(action, actor, rule name)`` of the rule write this count follows, whose audit
+    event commits with the count (target ``<bank>/<rule>``).
 
     The count is written conditioned on the ``rules_version`` read before listing, and retried
     when another writer moved it: the last count to land was listed after every earlier rule
@@ -80,6 +121,9 @@ def refresh_rule_count(org_id: str, bank: str) -> None:
     prefix = store.rules_prefix(org_id, bank)
 
     def attempt(btx: BankTx) -> None:
+        if audit is not None:
+            action, actor, rule = audit
+            audit_log.add_to(btx.tx, org_id, action, actor, f"{bank}/{rule}", {"bank": bank})
         row = btx.row(bank)
         if row is None:
             return  # the bank was trashed meanwhile: nothing to count

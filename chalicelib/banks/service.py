@@ -11,7 +11,7 @@ new bank of the same name.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..core.store import (
 from ..errors import BadRequest, Conflict, NotFound
 from ..fingerprint import FINGERPRINT_RE, fingerprint, fingerprint_variant
 from ..idempotency import IdemKey
-from ..names import check_name
+from ..names import NAME_RE, check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
@@ -138,9 +138,58 @@ def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) ->
     return bank_of(org_id, row), created
 
 
-def list_banks(org_id: str) -> list[Bank]:
-    """Every live bank of the org, by name."""
-    return banks_of(org_id, store.list_live_bank_rows(org_id))
+def update_bank(org_id: str, name: str, description: str, *, actor: str) -> Bank:
+    """Set bank ``name``'s description; returns the bank. Raises 400 ``invalid_name``, 404
+    ``bank_not_found`` (nothing written). Audited as ``bank.update`` (``{fields}``)."""
+    check_name(name)
+
+    def attempt(btx: BankTx) -> BankRow:
+        row = btx.row(name)
+        if row is None:
+            raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
+        after = btx.set_description(row, description)
+        audit.add_to(btx.tx, org_id, "bank.update", actor, name, {"fields": ["description"]})
+        return after
+
+    return bank_of(org_id, store.write(org_id, attempt))
+
+
+BANKS_PAGE_DEFAULT = 100  # banks per page of the listing when no limit is given
+BANKS_PAGE_MAX = 200  # a page's counters cost one BatchGetItem per 100 lane rows
+
+
+@dataclass(frozen=True)
+class BankPage:
+    """One page of the live banks, by name, and the cursor of the next (``None``: the last page)."""
+
+    banks: list[Bank]
+    next_cursor: str | None
+
+
+def list_banks(org_id: str, *, limit: int = BANKS_PAGE_DEFAULT, cursor: str | None = None,
+               allowed: Collection[str] | None = None) -> BankPage:
+    """A page of the org's live banks by name: up to ``limit`` (1..``BANKS_PAGE_MAX``) after the
+    ``cursor`` of the previous page; ``allowed``: only these bank names (a token's allow-list),
+    pages filled from them alone. Raises 400 ``validation_error`` for a limit out of range or a
+    cursor of another listing or org."""
+    if not 1 <= limit <= BANKS_PAGE_MAX:
+        raise BadRequest(f"limit must be between 1 and {BANKS_PAGE_MAX}.", details={"field": "limit"})
+    start = decode_cursor(cursor, "banks", org_id, {"after": str})
+    after = str(start["after"]) if start is not None else None
+    if after is not None and not NAME_RE.fullmatch(after):
+        raise BadRequest("Invalid cursor: it is malformed or was issued by another listing.",
+                         details={"field": "cursor"})
+    rows: list[BankRow] = []
+    more = False
+    for row in store.iter_live_bank_rows(org_id, after, page_size=limit + 1 if allowed is None else None):
+        if allowed is not None and row.name not in allowed:
+            continue
+        if len(rows) == limit:
+            more = True
+            break
+        rows.append(row)
+    next_cursor = encode_cursor("banks", org_id, {"after": rows[-1].name}) if more else None
+    return BankPage(banks=banks_of(org_id, rows), next_cursor=next_cursor)
 
 
 def list_trash(org_id: str) -> list[TrashEntry]:

@@ -28,7 +28,7 @@ import queue
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -514,6 +514,16 @@ class BankTx:
         self._seal(trash, False)
         return live
 
+    def set_description(self, row: BankModel, description: str) -> BankModel:
+        """Set the live bank ``row``'s description (conditioned on its incarnation: the bank was not
+        trashed or replaced since it was read); returns the row as it will be after the commit."""
+        now = now_ms()
+        self.tx.update(row, actions=[BankModel.description.set(description), BankModel.updated_at.set(now)],
+                       condition=BankModel.incarnation == row.incarnation)
+        after = _copy_row(row)
+        after.description, after.updated_at = description, now
+        return after
+
     def set_rule_count(self, row: BankModel, count: int) -> None:
         """Set the bank's rule count and bump its ``rules_version``, conditioned on the version
         read in ``row`` (a row written before the field has none)."""
@@ -562,10 +572,14 @@ def get_pointer(inc: str, fp: str) -> MemoryModel | None:
     return get_item(inc, pointer_key(fp))
 
 
-def list_live_bank_rows(org_id: str) -> list[BankModel]:
-    """Every live bank row of the org, by name (internal namespaces and trash sort before ``0``)."""
+def iter_live_bank_rows(org_id: str, after: str | None = None, *, page_size: int | None = None) -> Iterator[BankModel]:
+    """The org's live bank rows by name, from the first or strictly after the name ``after``: a
+    lazy consistent key query read ``page_size`` rows at a time (DynamoDB's default pages when
+    ``None``). Internal namespaces, lane rows and trash entries sort before ``0``, below every bank
+    name, so an ``after`` below it reads from the first bank."""
     bind()
-    return list(BankModel.query(org_id, BankModel.name >= "0", consistent_read=True))
+    cond = BankModel.name > after if after is not None and after >= "0" else BankModel.name >= "0"
+    return iter(BankModel.query(org_id, cond, consistent_read=True, page_size=page_size))
 
 
 def list_trash_rows(org_id: str) -> list[BankModel]:

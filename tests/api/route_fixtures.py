@@ -80,6 +80,7 @@ class Call:
     expect: int | None = None
     touches: tuple[tuple[str, ...], ...] | None = None
     poison: bool = True  # False: the body repeats another variant's shape; the poison tests skip it
+    public: bool = False  # no authentication: every caller, even with a revoked token, gets the answer
 
     @property
     def url(self) -> str:
@@ -363,6 +364,17 @@ def _restore(w: World) -> Call:
     return Call(f"/v1/banks/{bank}/restore", {"trashed_to": trashed_to}, touches=(("bank", bank),))
 
 
+def _delete_rule(w: World) -> Call:
+    name = w.fresh("rule")
+    w.put(f"/v1/banks/main/rules/{name}", {"content": f"# {name}\n\nMention {w.plant('bank', 'main')}."})
+    return Call(f"/v1/banks/main/rules/{name}", touches=(B,))
+
+
+def _next_banks_page(w: World) -> Call:
+    cursor = w.call("GET", "/v1/banks?limit=1")["next_cursor"]
+    return Call("/v1/banks", query={"limit": "1", "cursor": cursor})
+
+
 def _trash(w: World) -> Call:
     bank = w.fresh_bank()
     return Call(f"/v1/banks/{bank}", touches=(("bank", bank),))
@@ -425,14 +437,23 @@ def _tool(action: dict[str, Any], touches=None, session: str = "session", expect
 
 ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     # --- banks ---
+    ("GET", "/v1/health"): {"health": lambda w: Call("/v1/health", public=True)},
+    ("GET", "/v1/me"): {"me": lambda w: Call("/v1/me")},
     ("GET", "/v1/banks"): {"live": lambda w: Call("/v1/banks"),
+                           "page": lambda w: Call("/v1/banks", query={"limit": "1"}),
+                           "next": _next_banks_page,
                            "trashed": lambda w: Call("/v1/banks", query={"trashed": "true"})},
     ("POST", "/v1/banks"): {"create": lambda w: Call("/v1/banks", {"name": "fresh", "description": "A fresh bank"},
                                                      touches=(("bank", "fresh"),))},
     ("GET", "/v1/banks/{bank}"): {"main": lambda w: Call("/v1/banks/main")},
+    ("PATCH", "/v1/banks/{bank}"): {"describe": lambda w: Call("/v1/banks/main", {"description": "The main bank."},
+                                                               touches=(B,))},
     ("DELETE", "/v1/banks/{bank}"): {"trash": _trash},
     ("POST", "/v1/banks/{bank}/restore"): {"restore": _restore},
     ("GET", "/v1/banks/{bank}/rules"): {"main": lambda w: Call("/v1/banks/main/rules")},
+    ("GET", "/v1/banks/{bank}/rules/{name}"): {"main": lambda w: Call("/v1/banks/main/rules/style"),
+                                               "beta": lambda w: Call("/v1/banks/beta/rules/beta")},
+    ("DELETE", "/v1/banks/{bank}/rules/{name}"): {"delete": _delete_rule},
     ("PUT", "/v1/banks/{bank}/rules/{name}"): {"set": lambda w: Call(
         "/v1/banks/main/rules/style", {"content": "# Answer briefly.\n\nAlways."}, touches=(B,))},
     ("GET", "/v1/banks/{bank}/memories"): {"list": lambda w: Call("/v1/banks/main/memories"),

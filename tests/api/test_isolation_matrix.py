@@ -15,7 +15,8 @@ identically by ``World``, with a canary in every bank, structured-memory scope, 
 - UNEXPECTED WRITE: the backend, hashed per tenant unit (DynamoDB items and S3 objects grouped by
   org, then bank, scope, owner, space or token), changed in a unit the caller may not write, or
   outside the units the variant's fixture says it touches; a refused call (4xx) changes nothing;
-- STATUS: the intended answer where a rule fixes it (401 for revoked and expired tokens, 403 for a
+- STATUS: the intended answer where a rule fixes it (200 on a public route whatever the token, 401
+  for revoked and expired tokens, 403 for a
   bank allow-list on structured-memory, session and admin-memory routes, 403 for ``as_of`` without
   ``admin.memories``, a fixture's ``expect`` for the org's admin).
 
@@ -438,6 +439,8 @@ API_ROUTES_UNDER_ALLOW_LIST = "/v1/api/"  # structured memory, sessions, admin m
 
 def expected_status(c: Caller, grant: Grant, route: tuple[str, str], call: Call) -> int | None:
     """The status the rules fix for this cell, or None."""
+    if call.public:
+        return 200
     if not c.live:
         return 401
     if not c.org_wide and route[1].startswith(API_ROUTES_UNDER_ALLOW_LIST) \

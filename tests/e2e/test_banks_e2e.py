@@ -15,6 +15,17 @@ def _bank() -> str:
     return "e2e-" + uuid.uuid4().hex[:10]
 
 
+def _listed(http) -> list[str]:
+    """Every live bank's name, page after page."""
+    names, params = [], {"limit": "200"}
+    while True:
+        body = http.get("/v1/banks", params=params).json()
+        names += [b["name"] for b in body["banks"]]
+        if "next_cursor" not in body:
+            return names
+        params = {"limit": "200", "cursor": body["next_cursor"]}
+
+
 def test_unknown_route_is_404_and_wrong_method_is_405(http):
     r = http.get("/v1/no-such-route")
     assert r.status_code == 404 and r.json()["code"] == "not_found"
@@ -22,6 +33,8 @@ def test_unknown_route_is_404_and_wrong_method_is_405(http):
     assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
     r = http.get("/v1/banks", token=None)
     assert r.status_code == 401 and r.json()["code"] == "unauthorized"
+    r = http.get("/v1/health", token=None)
+    assert (r.status_code, r.json(), r.headers["Cache-Control"]) == (200, {"status": "ok"}, "no-store")
 
 
 def test_bank_create_list_trash_restore(http):
@@ -33,7 +46,7 @@ def test_bank_create_list_trash_restore(http):
     r = http.post("/v1/banks", json={"name": name})
     assert r.status_code == 200 and r.json()["created"] is False
     assert http.get(f"/v1/banks/{name}").json()["bank"]["name"] == name
-    assert name in [b["name"] for b in http.get("/v1/banks").json()["banks"]]
+    assert name in _listed(http)
 
     assert http.put(f"/v1/banks/{name}/rules/style", json={"content": "# Style\nBe brief."}).json() == {"exists": True}
     saved = http.post(f"/v1/banks/{name}/memories", json={"text": "The deploy runs on Fridays"}).json()["memory"]
@@ -42,7 +55,7 @@ def test_bank_create_list_trash_restore(http):
     r = http.delete(f"/v1/banks/{name}")
     assert r.status_code == 200
     trashed_to = r.json()["trashed_to"]
-    assert name not in [b["name"] for b in http.get("/v1/banks").json()["banks"]]
+    assert name not in _listed(http)
     trash = http.get("/v1/banks", params={"trashed": "true"}).json()["banks"]
     assert {"name": name, "trashed_to": trashed_to} in [{k: t[k] for k in ("name", "trashed_to")} for t in trash]
     assert http.get(f"/v1/banks/{name}/memories").json()["code"] == "bank_not_found"

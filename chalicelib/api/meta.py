@@ -1,0 +1,36 @@
+"""The service's own routes: ``GET /v1/health`` (no authentication) and ``GET /v1/me`` (who the
+calling token is)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint
+
+from ..auth.principal import Principal
+from .http import Ctx, Reply, endpoint
+
+bp = Blueprint(__name__)
+
+
+def render_me(p: Principal) -> dict[str, Any]:
+    """``{token_id, org_id, kind, user_id, permissions, banks, expires_at}``: ``permissions``
+    sorted, ``banks`` the allow-list (``null``: every bank), ``expires_at`` ms since epoch or
+    ``null``; never the secret."""
+    return {"token_id": p.token_id, "org_id": p.org_id, "kind": p.kind, "user_id": p.user_id,
+            "permissions": sorted(p.permissions), "banks": list(p.banks) if p.banks is not None else None,
+            "expires_at": p.expires_at}
+
+
+@endpoint(bp, "/v1/health", ["GET"], public=True)
+def health():
+    """``{status: "ok"}`` for load balancers and uptime checks: no token, no storage call (an outage
+    of a backend shows on the routes that use it, and in ``/v1/doctor``), never cached."""
+    return Reply(200, {"status": "ok"}, headers={"Cache-Control": "no-store"})
+
+
+# bank_scoped: it names no bank and shows only the caller's own token, so a bank-confined token may ask
+@endpoint(bp, "/v1/me", ["GET"], bank_scoped=True)
+def me(ctx: Ctx):
+    """The calling token (``render_me``); any valid token, no permission needed."""
+    return render_me(ctx.principal)
