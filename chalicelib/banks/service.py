@@ -114,7 +114,7 @@ def bank_of(org_id: str, row: BankRow) -> Bank:
 def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
     """Bank rows as their users see them (their lane rows read in one BatchGetItem per 100)."""
     return [Bank(name=h.row.bank_name, description=h.row.description or "", memories=h.memories,
-                 pinned=h.pinned, rules=int(h.row.rules)) for h in store.heads_of(org_id, rows)]
+                 pinned=h.pinned, rules=int(h.row.rules)) for h in store.heads_of(org_id, rows, strict=False)]
 
 
 def require_bank(org_id: str, name: str) -> BankRow:
@@ -395,6 +395,8 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard)], actor, fresh=fresh)
         if not target.has_pointer:
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
+        else:  # found through the pointer: it must still name this memory when the save commits
+            btx.check_pointer(fresh.incarnation, save.fp, rec.id)
         result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         return result
@@ -457,6 +459,8 @@ def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Ex
         if old_fp:
             btx.drop_pointer(inc, old_fp, rec.id)
         btx.put_pointer(inc, new_fp, rec.id, taking_over=ptr.memory_id if ptr is not None else None)
+        if other is not None and ptr is not None and ptr.memory_id != rec.id:
+            btx.check_unchanged(other)  # still retired: a save resurrecting it meanwhile wins
 
     return extra
 
@@ -618,7 +622,7 @@ def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: s
     if tag:
         total = store.count_memories(row.incarnation, live_only=live_only, tag=tag)
     else:
-        head = store.heads_of(org_id, [row])[0]
+        head = store.heads_of(org_id, [row], strict=False)[0]
         total = head.records if include_superseded else head.memories
     return MemoryPage(memories=[r for r in records if isinstance(r, Memory)], total=int(total),
                       next_cursor=encode_cursor("memories", owner, last) if last is not None else None,

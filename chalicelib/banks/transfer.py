@@ -36,8 +36,10 @@ from .service import require_bank
 
 # DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
 # fingerprint pointer, plus the bank row.
-BATCH = 30
-BATCH_LANES = 4  # at most 3 items per record + 4 lane rows: within a transaction's 100 items
+# Per record at most 4 items (the record, its revision, and two pointer moves or one pointer
+# check), plus at most BATCH_LANES lane rows: 24 x 4 + 4 = 100, DynamoDB's limit per transaction.
+BATCH = 24
+BATCH_LANES = 4
 
 
 class ImportUploadRequest(BaseModel):
@@ -236,10 +238,11 @@ def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor:
 @dataclass
 class _Batch:
     """What one import transaction stages: the writes and, per write, ``(previous fingerprint
-    whose pointer to release, new fingerprint to point)`` (empty strings for none)."""
+    whose pointer to release, new fingerprint to point, fingerprint whose pointer must still name
+    the record)`` (empty strings for none)."""
 
     writes: list[Write] = field(default_factory=list)
-    moves: list[tuple[str, str]] = field(default_factory=list)
+    moves: list[tuple[str, str, str]] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)
     result: ImportResult = field(default_factory=ImportResult)
 
@@ -270,7 +273,7 @@ def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, rec: Memory, fp
     if old_fp:  # release the old text's pointer only if it still points here
         old_ptr = store.get_pointer(inc, old_fp)
         old_fp = old_fp if old_ptr is not None and old_ptr.memory_id == rec.id else None
-    plan.moves.append((old_fp or "", fp if ptr is None else ""))
+    plan.moves.append((old_fp or "", fp if ptr is None else "", fp if ptr is not None else ""))
 
 
 def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
@@ -288,11 +291,13 @@ def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, Memory]], actor
     if not plan.writes:
         return plan.result
     btx.stage(bank, row, plan.writes, actor, fresh=fresh)
-    for w, (old_fp, new_fp) in zip(plan.writes, plan.moves, strict=True):
+    for w, (old_fp, new_fp, held_fp) in zip(plan.writes, plan.moves, strict=True):
         if old_fp:
             btx.drop_pointer(inc, old_fp, w.record.id)
         if new_fp:
             btx.put_pointer(inc, new_fp, w.record.id)
+        if held_fp:  # the text's pointer already names the record: it must still when this commits
+            btx.check_pointer(inc, held_fp, w.record.id)
     plan.result.imported = len(plan.writes)
     return plan.result
 

@@ -52,6 +52,7 @@ TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
 LANE_PREFIX = "!lane/"  # a bank's write lanes 1..: ``!lane/<incarnation>/<lane>``
 LANE_SPAN = 10**12  # the revision seq of lane l's k-th change is l * LANE_SPAN + k
+MAX_LANES = 64  # a trash seals every lane in one transaction: within DynamoDB's 100 items
 
 T = TypeVar("T")
 
@@ -86,6 +87,11 @@ def bank_problem(row: BankModel) -> str | None:
             return f"{name}: {row.damaged[name]}"
     if not isinstance(row.incarnation, str) or not row.incarnation:
         return "incarnation: missing"
+    if "lanes" in row.damaged:
+        return f"lanes: {row.damaged['lanes']}"
+    lanes = row.lanes
+    if lanes is not None and (type(lanes) is not int or not 1 <= lanes <= MAX_LANES):
+        return f"lanes: {lanes!r} is not a lane count (1..{MAX_LANES})"
     return None
 
 
@@ -123,9 +129,10 @@ def new_bank(org_id: str, name: str, description: str = "") -> BankModel:
 
 
 def lane_count(row: BankModel) -> int:
-    """How many write lanes ``row``'s bank has (a row written before lanes existed: 1)."""
+    """How many write lanes ``row``'s bank has (a row written before lanes existed: 1); a row
+    whose ``lanes`` is unusable is refused earlier (``bank_problem``)."""
     n = row.lanes
-    return int(n) if isinstance(n, (int, float)) and n >= 1 else 1
+    return int(n) if isinstance(n, (int, float)) and 1 <= n <= MAX_LANES else 1
 
 
 def lane_of(memory_id: str, lanes: int) -> int:
@@ -176,10 +183,14 @@ class BankHead:
         return str(self.row.incarnation)
 
 
-def _lane_problem(row: BankModel) -> str | None:
-    for name in ("seq", "memories", "pinned", "records"):
-        if name in row.damaged:
-            return f"{row.name}: {name}: {row.damaged[name]}"
+def _lane_problem(lane_row: BankModel, inc: str) -> str | None:
+    """Why a lane row cannot order changes (its position, its incarnation, its seal), or
+    ``None``; a damaged counter reads as 0, as a bank row's does."""
+    for name in ("seq", "incarnation", "sealed"):
+        if name in lane_row.damaged:
+            return f"{lane_row.name}: {name}: {lane_row.damaged[name]}"
+    if lane_row.incarnation != inc:
+        return f"{lane_row.name}: incarnation: {lane_row.incarnation!r} is not the bank's"
     return None
 
 
@@ -187,9 +198,10 @@ def _lane_keys(org_id: str, row: BankModel) -> list[tuple[str, str]]:
     return [(org_id, lane_key(row.incarnation, lane)) for lane in range(1, lane_count(row))]
 
 
-def _head(row: BankModel, lanes: Mapping[str, BankModel]) -> BankHead:
+def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -> BankHead:
     """Sum ``row`` and its lane rows (``lanes`` by sort key; an absent one has seen nothing)
-    into a ``BankHead``; 409 ``damaged`` when a lane row cannot be used."""
+    into a ``BankHead``; 409 ``damaged`` when a lane row cannot order changes (with ``strict``;
+    else its position reads as 0: counters for a listing, never a freshness decision)."""
     positions = [int(row.seq)]
     memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
     for lane in range(1, lane_count(row)):
@@ -197,10 +209,10 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel]) -> BankHead:
         if lr is None:
             positions.append(0)
             continue
-        reason = _lane_problem(lr)
-        if reason is not None:
+        reason = _lane_problem(lr, row.incarnation)
+        if reason is not None and strict:
             raise Damaged("bank", str(row.bank_name), reason, hint="Restore the bank from a backup of its lane rows.")
-        positions.append(int(lr.seq or 0))
+        positions.append(int(lr.seq or 0) if reason is None else 0)
         memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
             records + int(lr.records or 0)
     return BankHead(row, Clock(tuple(positions)), memories, pinned, records)
@@ -213,11 +225,13 @@ def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]
     return {(r.org_id, r.name): r for r in BankModel.batch_get(list(dict.fromkeys(keys)), consistent_read=True)}
 
 
-def heads_of(org_id: str, rows: Iterable[BankModel]) -> list[BankHead]:
-    """The ``BankHead`` of each bank row (its lane rows read in consistent BatchGetItem calls)."""
+def heads_of(org_id: str, rows: Iterable[BankModel], *, strict: bool = True) -> list[BankHead]:
+    """The ``BankHead`` of each bank row (its lane rows read in consistent BatchGetItem calls);
+    409 ``damaged`` for a lane row that cannot order changes, unless not ``strict`` (a listing:
+    its position reads as 0)."""
     rows = list(rows)
     got = _batch_rows([k for r in rows for k in _lane_keys(org_id, r)])
-    return [_head(r, {name: lr for (_o, name), lr in got.items()}) for r in rows]
+    return [_head(r, {name: lr for (_o, name), lr in got.items()}, strict) for r in rows]
 
 
 def get_bank_head(org_id: str, name: str) -> BankHead | None:
@@ -227,24 +241,34 @@ def get_bank_head(org_id: str, name: str) -> BankHead | None:
     return heads_of(org_id, [row])[0] if row is not None else None
 
 
+TX_BYTES = 3_500_000  # what a bulk write's batch may weigh: DynamoDB refuses a transaction over 4 MB
+
+
 def lane_batches(org_id: str, bank: str, items: list[T], memory_id: Callable[[T], str], *, size: int,
-                 max_lanes: int) -> list[list[T]]:
+                 max_lanes: int, weight: Callable[[T], int] | None = None) -> list[list[T]]:
     """``items`` cut into the batches of a bulk write (one transaction each), grouped by the lane
     of ``memory_id(item)`` in ``bank`` (a new bank's lane count when it does not exist yet): at
-    most ``size`` items and ``max_lanes`` lanes per batch, so a batch stays within DynamoDB's 100
-    items per transaction and meets few concurrent writers; the order of ``items`` is kept within
-    a lane."""
+    most ``size`` items, ``max_lanes`` lanes and ``TX_BYTES`` of ``weight`` (UTF-8 bytes an item
+    stages) per batch, so a batch stays within DynamoDB's 100 items and 4 MB per transaction and
+    meets few concurrent writers; the order of ``items`` is kept within a lane. Raises 409
+    ``damaged`` (before anything is written) when the bank or one of its lane rows cannot be used."""
     row = get_bank_row(org_id, bank)
+    if row is not None:
+        heads_of(org_id, [row])  # a damaged lane row fails the import whole, never half-way
     lanes = lane_count(row) if row is not None else get_settings().write_lanes
     keyed = sorted(((lane_of(memory_id(it), lanes), i, it) for i, it in enumerate(items)), key=lambda x: x[:2])
     out: list[list[T]] = []
     seen: set[int] = set()
+    load = 0
     for lane, _i, it in keyed:
-        if not out or len(out[-1]) >= size or (lane not in seen and len(seen) >= max_lanes):
+        w = weight(it) if weight is not None else 0
+        if (not out or len(out[-1]) >= size or (lane not in seen and len(seen) >= max_lanes)
+                or (out[-1] and load + w > TX_BYTES)):
             out.append([])
-            seen = set()
+            seen, load = set(), 0
         out[-1].append(it)
         seen.add(lane)
+        load += w
     return out
 
 
@@ -342,10 +366,12 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> 
             if lane == 0:
                 raise Retry()
             continue
-        reason = bank_problem(lr) if lane == 0 else _lane_problem(lr)
+        if lane == 0 and lr.incarnation != row.incarnation:
+            raise Retry()  # trashed and re-created since the attempt read it
+        reason = bank_problem(lr) if lane == 0 else _lane_problem(lr, row.incarnation)
         if reason is not None:
             raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
-        if lr.incarnation != row.incarnation or lr.sealed:
+        if lr.sealed:
             raise Retry()
     return out
 
@@ -357,7 +383,8 @@ def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_ro
     live, pinned, records = deltas(writes)
     pos = int(lane_row.seq or 0) if lane_row is not None else 0
     same = (BankModel.seq == pos) & (BankModel.incarnation == row.incarnation)
-    cond = BankModel.name.does_not_exist() if lane_row is None else same & BankModel.sealed.does_not_exist()
+    unsealed = BankModel.sealed.does_not_exist() | (BankModel.sealed == False)  # noqa: E712 - a pynamodb condition
+    cond = BankModel.name.does_not_exist() if lane_row is None else same & unsealed
     tx.update(BankModel(row.org_id, lane_key(row.incarnation, lane)),
               actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
                        BankModel.pinned.add(pinned), BankModel.records.add(records), BankModel.updated_at.set(now),
@@ -476,6 +503,16 @@ class BankTx:
     def drop_pointer(self, inc: str, fp: str, memory_id: str) -> None:
         """Delete the pointer of ``fp``, on condition that it still points at ``memory_id``."""
         self.tx.delete(MemoryModel(bank_key=inc, sk=pointer_key(fp)), condition=MemoryModel.memory_id == memory_id)
+
+    def check_pointer(self, inc: str, fp: str, memory_id: str) -> None:
+        """Commit only while the pointer of text fingerprint ``fp`` still names ``memory_id``
+        (a write that found its memory through the pointer: another memory taking the text over
+        meanwhile, in another lane, makes it retry)."""
+        self.tx.condition_check(MemoryModel, inc, pointer_key(fp), condition=MemoryModel.memory_id == memory_id)
+
+    def check_unchanged(self, item: MemoryModel) -> None:
+        """Commit only while the memory ``item`` is as it was read (``guard_of``)."""
+        self.tx.condition_check(MemoryModel, item.bank_key, item.sk, condition=guard_of(item))
 
     def check_revision(self, inc: str, memory_id: str, revision: int) -> None:
         """Commit only while memory ``memory_id`` is still at ``revision``."""

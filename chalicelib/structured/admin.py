@@ -14,6 +14,7 @@ row (``updated`` later), otherwise the row is skipped; bad lines are reported by
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -264,13 +265,20 @@ def import_lines(org_id: str, lines: Iterable[bytes], *, actor: str) -> ImportRe
     imported = refused = 0
     for t, by_name in groups.items():
         ordered = sorted(by_name.values(), key=lambda r: r.line)
-        for batch in lane_batches(org_id, t.bank, ordered, lambda r: r.rec.id, size=BATCH, max_lanes=BATCH):
+        for batch in lane_batches(org_id, t.bank, ordered, lambda r: r.rec.id, size=BATCH, max_lanes=BATCH,
+                                  weight=_staged_bytes):
             done, errs = _import_batch(org_id, t, batch, actor)
             imported += done
             refused += len(errs)
             errors.extend(errs)
     errors.sort(key=lambda e: e[0])
     return ImportResult(imported, valid - imported - refused, errors)
+
+
+def _staged_bytes(r: ImportRow) -> int:
+    """About what importing ``r`` stages, UTF-8 bytes: its record twice (the memory and its
+    revision) plus the pointer, location and audit items."""
+    return 2 * len(json.dumps(r.rec.model_dump(mode="json"))) + 2048  # stored ASCII-escaped, as here
 
 
 def _import_write(inc: str | None, r: ImportRow, org_id: str) -> Write | str | None:
@@ -301,11 +309,15 @@ def _import_batch(org_id: str, t: Target, batch: list[ImportRow], actor: str) ->
         writes: list[Write] = []
         news: list[ImportRow] = []
         errs: list[tuple[int, str]] = []
+        taken: set[str] = set()
         for r in batch:
             w = _import_write(inc if brow is not None else None, r, org_id)
+            if w is not None and not isinstance(w, str) and w.record.id in taken:
+                w = f"memory_id {w.record.id} already exists"  # an earlier row of this batch has it
             if isinstance(w, str):
                 errs.append((r.line, w))
             elif w is not None:
+                taken.add(w.record.id)
                 writes.append(w)
                 if w.prev is None:
                     news.append(r)
