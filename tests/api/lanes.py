@@ -1,7 +1,10 @@
 """Texts chosen by the write lane their memory falls in (a bank's lanes split by memory id, and a
-bank memory's id is its text's fingerprint)."""
+bank memory's id is its text's fingerprint), and raw rows of the banks table as an operator with
+the AWS console sees them."""
 
 from __future__ import annotations
+
+import boto3
 
 from chalicelib.core.store import lane_of
 from chalicelib.fingerprint import fingerprint
@@ -35,3 +38,19 @@ def other_lanes(stem: str, n: int, lanes: int | None = None) -> list[str]:
         seen.setdefault(lane_of_text(text, lanes), text)
         i += 1
     return list(seen.values())
+
+
+def banks_table() -> str:
+    """The banks table's physical name."""
+    return get_settings().table_name("banks")
+
+
+def row_item(org: str, name: str) -> dict:
+    """The raw item ``(org, name)`` of the banks table (consistent read), ``{}`` when absent."""
+    return boto3.client("dynamodb", region_name="us-east-1").get_item(
+        TableName=banks_table(), Key={"org_id": {"S": org}, "name": {"S": name}}, ConsistentRead=True).get("Item", {})
+
+
+def put_row_item(item: dict) -> None:
+    """Write a raw banks-table item back, as a hand edit would."""
+    boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=banks_table(), Item=item)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-import boto3
 import pytest
 
 from chalicelib.core.store import lane_of
+from tests.api.lanes import put_row_item, row_item
 
 ND = {"Content-Type": "application/x-ndjson"}
 
@@ -41,18 +41,6 @@ def test_reimport_with_changed_texts_stays_within_100_items(api):
     assert r["imported"] == 30, r
 
 
-def _ddb():
-    return boto3.client("dynamodb", region_name="us-east-1")
-
-
-def _banks_table() -> str:
-    from chalicelib.settings import get_settings
-    return get_settings().table_name("banks")
-
-
-def _row_item(org: str, name: str) -> dict:
-    return _ddb().get_item(TableName=_banks_table(), Key={"org_id": {"S": org}, "name": {"S": name}},
-                           ConsistentRead=True).get("Item", {})
 
 
 @pytest.mark.parametrize("planted", [{"S": "16"}, {"N": "0"}, {"N": "-3"}, {"BOOL": True}])
@@ -67,9 +55,9 @@ def test_a_damaged_lanes_attribute_is_not_silently_one_lane(api, planted):
         assert api.post("/v1/banks/dl/memories", {"text": t})[0] == 201
     assert any(lane_of_text(t) != 0 for t in texts)
     assert api.get("/v1/banks/dl")[1]["bank"]["memories"] == 6
-    item = _row_item("default", "dl")
+    item = row_item("default", "dl")
     item["lanes"] = planted
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     s, body = api.get("/v1/banks/dl")
     assert s == 409 or body["bank"]["memories"] == 6, (s, body)
 
@@ -163,9 +151,9 @@ def test_a_bank_row_claiming_too_many_lanes_is_damaged_not_a_500_on_trash(api):
     damaged ``seq``), never an internal error, and it must not be half-trashed."""
     assert api.post("/v1/banks", {"name": "wide"})[0] == 201
     assert api.post("/v1/banks/wide/memories", {"text": "a memory of a bank with too many lanes"})[0] == 201
-    item = _row_item("default", "wide")
+    item = row_item("default", "wide")
     item["lanes"] = {"N": "200"}
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     s, body = api.delete("/v1/banks/wide")
     assert s in (200, 409), (s, body)
 
@@ -236,9 +224,9 @@ def test_a_damaged_lane_row_is_409_damaged_for_its_writers_not_endless_retries(a
     assert api.post("/v1/banks/dmg/memories", {"text": text})[0] == 201
     inc = get_bank_head("default", "dmg").incarnation
     key = lane_key(inc, lane_of_text(text))
-    item = _row_item("default", key)
+    item = row_item("default", key)
     item[attr] = planted
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     s, body = api.post("/v1/banks/dmg/memories", {"text": text})
     assert s == 409 and body["code"] == "damaged", (s, body)
 
@@ -251,9 +239,9 @@ def test_a_lane_unsealed_as_false_by_an_operator_takes_writes(api):
     text = next(t for t in other_lanes("unsealed lane row writer", 4) if lane_of_text(t) != 0)
     assert api.post("/v1/banks/unsealed/memories", {"text": text})[0] == 201
     key = lane_key(get_bank_head("default", "unsealed").incarnation, lane_of_text(text))
-    item = _row_item("default", key)
+    item = row_item("default", key)
     item["sealed"] = {"BOOL": False}
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     s, body = api.post("/v1/banks/unsealed/memories", {"text": text})
     assert s == 200 and body["memory"]["corroboration"] == 1, (s, body)
 
@@ -477,9 +465,9 @@ def test_one_damaged_lane_row_does_not_hide_every_bank_of_the_org(api):
     text = next(t for t in other_lanes("damaged lane listing memory", 4) if lane_of_text(t) != 0)
     assert api.post("/v1/banks/hurt/memories", {"text": text})[0] == 201
     key = lane_key(get_bank_head("default", "hurt").incarnation, lane_of_text(text))
-    item = _row_item("default", key)
+    item = row_item("default", key)
     item["memories"] = {"S": "many"}
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     s, b = api.get("/v1/banks")
     assert s == 200, (s, b)
     assert "fine" in [x["name"] for x in b["banks"]]
@@ -496,7 +484,7 @@ def test_import_into_a_bank_with_one_damaged_lane_row_is_not_a_silent_partial_im
     inc = get_bank_head("default", "part").incarnation
     item = {"org_id": {"S": "default"}, "name": {"S": lane_key(inc, 10)}, "bank_name": {"S": "part"},
             "incarnation": {"S": inc}, "seq": {"S": "three"}, "created_at": {"N": "1"}, "updated_at": {"N": "1"}}
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     before = _census(inc)
     s, b = _import(api, "part", [{"id": f"fp{i:016x}", "text": f"partial import line {i}"} for i in range(200)])
     after = _census(inc)

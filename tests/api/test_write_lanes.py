@@ -4,25 +4,10 @@ before lanes existed keeps working as one lane."""
 
 from __future__ import annotations
 
-import boto3
 import pytest
 
-from tests.api.lanes import lane_of_text, other_lanes, same_lane
+from tests.api.lanes import lane_of_text, other_lanes, put_row_item, row_item, same_lane
 from tests.api.state import assert_unchanged, dump
-
-
-def _ddb():
-    return boto3.client("dynamodb", region_name="us-east-1")
-
-
-def _banks_table() -> str:
-    from chalicelib.settings import get_settings
-    return get_settings().table_name("banks")
-
-
-def _row_item(org: str, name: str) -> dict:
-    return _ddb().get_item(TableName=_banks_table(), Key={"org_id": {"S": org}, "name": {"S": name}},
-                           ConsistentRead=True).get("Item", {})
 
 
 def test_lane_of_is_stable_and_spreads_over_every_lane(api):
@@ -45,12 +30,12 @@ def test_a_save_advances_only_its_lane(api):
     from chalicelib.core.store import get_bank_head, lane_key
     text = next(t for t in other_lanes("lane test memory", 4) if lane_of_text(t) != 0)
     assert api.post("/v1/banks", {"name": "lanes"})[0] == 201
-    row_before = _row_item("default", "lanes")
+    row_before = row_item("default", "lanes")
     assert api.post("/v1/banks/lanes/memories", {"text": text})[0] == 201
-    assert _row_item("default", "lanes") == row_before
+    assert row_item("default", "lanes") == row_before
     head = get_bank_head("default", "lanes")
     lane = lane_of_text(text)
-    lane_row = _row_item("default", lane_key(head.incarnation, lane))
+    lane_row = row_item("default", lane_key(head.incarnation, lane))
     assert int(lane_row["seq"]["N"]) == 1 and int(lane_row["memories"]["N"]) == 1
     assert head.clock.positions[lane] == 1 and head.clock.total == 1 and head.memories == 1
     assert api.get("/v1/banks/lanes")[1]["bank"]["memories"] == 1
@@ -62,13 +47,13 @@ def test_a_bank_made_before_lanes_is_one_lane(api):
     own ``seq``, as before, and recall follows it."""
     from chalicelib.core.store import get_bank_head
     assert api.post("/v1/banks", {"name": "legacy"})[0] == 201
-    item = _row_item("default", "legacy")
+    item = row_item("default", "legacy")
     item.pop("lanes")
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     for t in ["a memory from before lanes", *other_lanes("legacy bank memory", 3)]:
         assert api.post("/v1/banks/legacy/memories", {"text": t})[0] == 201
     head = get_bank_head("default", "legacy")
-    assert head.clock.positions == (4,) and int(_row_item("default", "legacy")["seq"]["N"]) == 4
+    assert head.clock.positions == (4,) and int(row_item("default", "legacy")["seq"]["N"]) == 4
     hits = api.post("/v1/banks/legacy/recall", {"query": "legacy bank memory", "limit": 10})[1]["memories"]
     assert len(hits) == 4
 
@@ -133,9 +118,9 @@ def test_a_damaged_lane_row_is_409_on_the_bank_and_absent_from_recall_of_others(
     assert api.post("/v1/banks/hurt/memories", {"text": text})[0] == 201
     head = get_bank_head("default", "hurt")
     key = lane_key(head.incarnation, lane_of_text(text))
-    item = _row_item("default", key)
+    item = row_item("default", key)
     item["seq"] = {"S": "seven"}
-    _ddb().put_item(TableName=_banks_table(), Item=item)
+    put_row_item(item)
     snap = dump()
     s, b = api.post("/v1/banks/hurt/recall", {"query": "damaged lane memory"})
     assert (s, b["code"]) == (409, "damaged")
