@@ -110,7 +110,7 @@ def test_writers_and_trash_restore_at_once_lose_nothing_and_count_exactly(api, m
             except CairnError as exc:
                 if exc.status not in (404, 409, 503):
                     errors.append(exc)
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001 - reported by the test thread below
                 errors.append(exc)
 
     def trasher() -> None:
@@ -124,7 +124,7 @@ def test_writers_and_trash_restore_at_once_lose_nothing_and_count_exactly(api, m
             except CairnError as exc:
                 if exc.status not in (404, 409, 503):
                     errors.append(exc)
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001 - reported by the test thread below
                 errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(6)] + [threading.Thread(target=trasher)]
@@ -436,7 +436,7 @@ def test_update_to_a_retired_memorys_text_racing_its_resurrection_leaves_one_liv
     def run_update() -> None:
         try:
             out.append(service.update_memory("default", "race", x, UpdateRequest(text=text_t), actor="t"))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the outcome is asserted below
             out.append(exc)
 
     store.BankTx.stage = stage
