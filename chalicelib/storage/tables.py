@@ -13,7 +13,8 @@ Tables (logical name: hash key, range key; index): purpose.
 - ``revisions`` (bank_key, seq; LSI memory-index (bank_key, rev_key)): append-only history; ``seq``
   order is commit order
 - ``idempotency`` (key): first responses replayed for an Idempotency-Key
-- ``audit`` (org_id, sk; LSI action-index (org_id, action_sk)): audit events, never content
+- ``audit`` (org_id, sk; LSI action-index (org_id, action_sk); GSIs actor-index (actor_key, sk) and
+  target-index (target_key, sk)): audit events, never content
 - ``team_spaces`` (org_id, sk): team spaces, memberships, deny rules
 - ``team_entries`` (org_id, entry_id; LSI space-index (org_id, space_sk)): team-memory entries
   (metadata, derived text, counters)
@@ -276,6 +277,29 @@ class AuditByAction(LocalSecondaryIndex):
     action_sk = UnicodeAttribute(range_key=True)
 
 
+class AuditByActor(GlobalSecondaryIndex):
+    """An org's audit events by one actor, oldest first: ``actor_key`` = org + ``#`` + actor."""
+
+    class Meta:
+        index_name = "actor-index"
+        projection = AllProjection()
+
+    actor_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
+class AuditByTarget(GlobalSecondaryIndex):
+    """An org's audit events on one target, oldest first: ``target_key`` = org + ``#`` + target
+    (absent, so not indexed, for an event without a target)."""
+
+    class Meta:
+        index_name = "target-index"
+        projection = AllProjection()
+
+    target_key = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
 class AuditModel(_Base):
     """One audit event: who did what to which target, when. Never memory text or secrets."""
 
@@ -291,7 +315,11 @@ class AuditModel(_Base):
     target = UnicodeAttribute(null=True)
     details: MapAttribute[str, Any] = MapAttribute(null=True)
     at = NumberAttribute()
+    actor_key = UnicodeAttribute(null=True)  # absent on events written before the actor index
+    target_key = UnicodeAttribute(null=True)
     by_action = AuditByAction()
+    by_actor = AuditByActor()
+    by_target = AuditByTarget()
 
 
 # --- structured memory --------------------------------------------------------------
