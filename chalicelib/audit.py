@@ -3,26 +3,58 @@ or secrets. Writers add the event to the same transaction as the change it recor
 (``add_to``), so an audited change and its event commit or fail together.
 
 Stored in the ``audit`` table: ``(org_id, sk)`` with ``sk`` = ``<at ms, 13 digits>#<uuid hex>``
-(time order), and ``action_sk`` = ``<action>#<sk>`` for the per-action index."""
+(time order), ``action_sk`` = ``<action>#<sk>`` for the per-action index, and ``actor_key`` /
+``target_key`` = ``<org_id>#<actor or target>`` for the per-actor and per-target global indexes
+(sort key ``sk``; an event without a target is not in the target index).
+
+Reading (``query``, ``page``): every filter is a key condition on one index, never a scan. With
+several filters the most selective key is used (target, then actor, then action, then the table)
+and the others are filtered server-side in the same query. The global indexes are eventually
+consistent: an event may reach an actor or target listing a moment after it commits."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
 from .clock import now_ms
+from .core.store import decode_cursor, encode_cursor
+from .errors import BadRequest
 from .storage.tables import AuditModel, bind
+
+MEMORY_ACTIONS = ("memory.save", "memory.update", "memory.delete")
+# Every action the service writes; ``_event`` refuses any other, so this list stays complete.
+ACTIONS: tuple[str, ...] = (
+    *MEMORY_ACTIONS, "memory.purge",
+    "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete",
+    "token.mint", "token.revoke", "session.forget", "hook.refused",
+    "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove",
+    "context.deny_rules",
+    "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept",
+    "context.memory.supersede", "context.memory.archive",
+)
+_SK = re.compile(r"\d{13}#[0-9a-f]{32}")
+
+
+def _scoped(org_id: str, value: str) -> str:
+    return f"{org_id}#{value}"
 
 
 def _event(org_id: str, action: str, actor: str, target: str | None, details: dict[str, Any] | None,
            at: int | None = None) -> AuditModel:
+    if action not in ACTIONS:  # a programming error: a new action must be listed to be readable
+        raise ValueError(f"unknown audit action {action!r}")
     at = at if at is not None else now_ms()
     sk = f"{at:013d}#{uuid.uuid4().hex}"
     return AuditModel(org_id=org_id, sk=sk, action_sk=f"{action}#{sk}", action=action, actor=actor,
-                      target=target, details=details or None, at=at)
+                      target=target, details=details or None, at=at, actor_key=_scoped(org_id, actor),
+                      target_key=_scoped(org_id, target) if target is not None else None)
 
 
 def add_to(tx: TransactWrite, org_id: str, action: str, actor: str, target: str | None = None,
@@ -74,3 +106,89 @@ def events(org_id: str, *, since_ms: int, after: str | None, action: str | None,
     cond = (AuditModel.sk > after) if after else (AuditModel.sk >= lo)
     for ev in AuditModel.query(org_id, cond, consistent_read=True, filter_condition=AuditModel.action.is_in(*actions)):
         yield ev.sk, ev
+
+
+# --- reading every event, filtered ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Filter:
+    """What ``query`` reads: events with ``since <= at < until`` (ms since the epoch; ``until``
+    ``None`` = no end), of ``action``, ``actor`` and ``target`` when given (exact matches)."""
+
+    action: str | None = None
+    actor: str | None = None
+    target: str | None = None
+    since: int = 0
+    until: int | None = None
+
+    def tag(self) -> str:
+        """The filter as one string, so a cursor is bound to the filter that issued it."""
+        return "|".join(str(v) for v in (self.action, self.actor, self.target, self.since, self.until))
+
+
+def _sk_bounds(flt: Filter, after: str | None) -> tuple[str, str]:
+    """The inclusive ``sk`` range of ``flt``'s time window, starting at ``after`` when given."""
+    lo = after or f"{max(0, flt.since):013d}"
+    hi = f"{flt.until - 1:013d}#~" if flt.until is not None else "~"
+    return lo, hi
+
+
+def _also(*conds: Condition | None) -> Condition | None:
+    out = None
+    for c in conds:
+        if c is not None:
+            out = c if out is None else out & c
+    return out
+
+
+def query(org_id: str, flt: Filter, *, after: str | None = None) -> Iterator[AuditModel]:
+    """``org_id``'s events matching ``flt``, oldest first, strictly after the event whose ``sk`` is
+    ``after`` when given. One key query on the most selective index (target, actor, action, then
+    the table); the other filters are applied server-side in that query."""
+    bind()
+    lo, hi = _sk_bounds(flt, after)
+    by_action = AuditModel.action == flt.action if flt.action else None
+    if flt.target is not None or flt.actor is not None:
+        index, key = ((AuditModel.by_target, _scoped(org_id, flt.target)) if flt.target is not None
+                      else (AuditModel.by_actor, _scoped(org_id, str(flt.actor))))
+        by_actor = AuditModel.actor == flt.actor if flt.target is not None and flt.actor is not None else None
+        # the org is in the key; checking it again keeps an org id holding '#' from reaching another's
+        cond = _also(AuditModel.org_id == org_id, by_action, by_actor)
+        rows = index.query(key, AuditModel.sk.between(lo, hi), filter_condition=cond)
+    elif flt.action:
+        rows = AuditModel.by_action.query(org_id, AuditModel.action_sk.between(f"{flt.action}#{lo}",
+                                                                                f"{flt.action}#{hi}"),
+                                          consistent_read=True)
+    else:
+        rows = AuditModel.query(org_id, AuditModel.sk.between(lo, hi), consistent_read=True)
+    for ev in rows:
+        if ev.sk != after:
+            yield ev
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of events (``to_dict`` shapes), oldest first, and the next page's cursor (``None``
+    on the last)."""
+
+    events: list[AuditEvent]
+    next_cursor: str | None
+
+
+def page(org_id: str, flt: Filter, *, cursor: str | None, limit: int) -> Page:
+    """At most ``limit`` of ``org_id``'s events matching ``flt``, after ``cursor``. A cursor from
+    another listing, org or filter, or not made here, is 400 ``validation_error`` naming
+    ``cursor``."""
+    owner = f"{org_id}|{flt.tag()}"
+    cur = decode_cursor(cursor, "audit-events", owner, {"k": str})
+    if cur is not None and not _SK.fullmatch(cur["k"]):
+        raise BadRequest("Invalid cursor: it is malformed or was issued by another listing.",
+                         details={"field": "cursor"})
+    events: list[AuditEvent] = []
+    last = ""
+    for ev in query(org_id, flt, after=cur["k"] if cur else None):
+        if len(events) == limit:
+            return Page(events, encode_cursor("audit-events", owner, {"k": last}))
+        events.append(to_dict(ev))
+        last = ev.sk
+    return Page(events, None)

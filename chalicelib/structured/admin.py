@@ -51,7 +51,7 @@ from .scopes import NAMESPACE, SCOPES, Target, check_scope, check_type, parse_ba
 # Per memory: its record, revision, name pointer, location item and audit event, and at most one
 # lane row (an updated name's stored id may fall in another lane than predicted): 6 x 16 <= 100.
 BATCH = 16
-AUDIT_ACTIONS = ("memory.save", "memory.update", "memory.delete")
+AUDIT_ACTIONS = audit.MEMORY_ACTIONS
 
 
 def admin_targets(org_id: str, scope: str, scope_id: str) -> list[Target]:

@@ -36,6 +36,7 @@ FINALIZE_VIEWS = ("not_found", "method_not_allowed")  # the 404/405 answers fina
 MEM = "/api/v1/context/memory"
 SPACES = "/api/v1/context/spaces"
 RW = ["context:space:read", "context:space:write"]
+MAX_MS = 9_999_999_999_999
 
 CANARY_RE = re.compile(r"zq[g-v]{10}")  # g-v: never hex, so no id, digest or fingerprint holds one
 
@@ -578,6 +579,10 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "name": w.fresh("imported"), "description": "d", "content": "c", "scope": "global", "type": "reference",
         "created": "2026-03-10T10:00:00", "access_count": 2}, touches=_scope(w, "global"))},
     ("GET", "/v1/api/admin/audit"): {"all": lambda w: Call("/v1/api/admin/audit")},
+    ("GET", "/v1/audit"): {"all": lambda w: Call("/v1/audit"),
+                           "action": lambda w: Call("/v1/audit", query={"action": "token.mint", "limit": "5"}),
+                           "actor": lambda w: Call("/v1/audit", query={"actor": f"person:{w.user}", "since": "1"}),
+                           "target": lambda w: Call("/v1/audit", query={"target": w.sid, "until": str(MAX_MS)})},
     # --- team memory: spaces ---
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {
         "name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
