@@ -1,0 +1,185 @@
+"""``GET /v1/audit``: every event the service writes is readable, filtered on keys (action, actor,
+target, time), paged past 1,000 events, never with memory text; bad input is a 400 that writes
+nothing, and another org's events never show."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import mint
+from tests.api.state import assert_unchanged, dump
+from tests.api.team_support import MEM, SPACES, World
+
+SECRET = "zzsecretmemorytext"  # planted in every text a change carries; never in an event
+
+
+def _all(api, query: str = "", token=None) -> list[dict]:
+    """Every event of a listing, following its cursors (pages of 500)."""
+    out, cursor = [], ""
+    while True:
+        sep = "&" if query else ""
+        s, page = api.get(f"/v1/audit?limit=500{sep}{query}" + (f"&cursor={cursor}" if cursor else ""), token=token)
+        assert s == 200, page
+        out += page["events"]
+        if page["next_cursor"] is None:
+            return out
+        cursor = page["next_cursor"]
+
+
+def _bank_events(api) -> None:
+    assert api.post("/v1/banks", {"name": "main"})[0] in (200, 201)
+    s, b = api.post("/v1/banks/main/memories", {"text": f"the user drinks tea {SECRET}"})
+    assert s == 201, b
+    assert api.post(f"/v1/banks/main/memories/{b['memory']['id']}/purge")[0] == 200
+    assert api.put("/v1/banks/main/rules/style", {"content": f"be brief {SECRET}"})[0] == 200
+    assert api.delete("/v1/banks/main/rules/style")[0] == 200
+    assert api.patch("/v1/banks/main", {"description": f"notes {SECRET}"})[0] == 200
+    assert api.post("/v1/banks/main/forget-session", {"session_id": "s1", "purge": True})[0] == 200
+    s, b = api.delete("/v1/banks/main")
+    assert s == 200, b
+    assert api.post("/v1/banks/main/restore", {"trashed_to": b["trashed_to"]})[0] == 200
+    s, b = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": SECRET}],
+                                                "metadata": {"memory_bank": "no such bank!"}})
+    assert s == 200, b
+
+
+def _structured_and_token_events(api) -> None:
+    body = {"name": "deploy", "description": "d", "content": f"deploy via CI {SECRET}"}
+    assert api.post("/v1/api/memories", body)[0] == 201
+    assert api.post("/v1/api/memories", {**body, "content": f"deploy via CD {SECRET}"})[0] in (200, 201)
+    assert api.delete("/v1/api/memories/deploy")[0] == 200
+    s, b = api.post("/v1/api/admin/tokens", {"kind": "api_key", "permissions": ["memory:read"], "label": "ci"})
+    assert s == 201, b
+    assert api.delete(f"/v1/api/admin/tokens/{b['token_id']}")[0] == 200
+
+
+def _team_events(api) -> None:
+    w = World(api)
+    assert api.patch(f"{SPACES}/{w.space}", {"classification": "internal"})[0] == 200
+    assert api.delete(f"{SPACES}/{w.space}/members/carol")[0] in (200, 204)
+    assert api.put("/api/v1/context/deny-rules", {"rules": []})[0] == 200
+    e = w.create()
+    assert w.call("alice", "PATCH", f"{MEM}/entries/{e['id']}", {"title": "Use Postgres 16"})[0] == 200
+    w.write_text("alice", e["id"], f"Orders live in Postgres {SECRET}")
+    assert w.accept("bob", e["id"])[0] == 200
+    e2 = w.create(supersedes=e["id"])
+    w.write_text("alice", e2["id"], f"Orders moved {SECRET}")
+    assert w.accept("bob", e2["id"])[0] == 200
+    e3 = w.create()
+    assert w.call("alice", "POST", f"{MEM}/entries/{e3['id']}/archive", {})[0] == 200
+
+
+def test_every_event_kind_is_readable_and_holds_no_memory_text(api):
+    from chalicelib import audit
+    _bank_events(api)
+    _structured_and_token_events(api)
+    _team_events(api)
+    events = _all(api)
+    assert {e["action"] for e in events} == set(audit.ACTIONS)  # every action the service writes
+    assert SECRET not in str(events)
+    assert [e["at"] for e in events] == sorted(e["at"] for e in events)
+    # the memory-only admin route still answers exactly what it did: memory save, update, delete
+    s, page = api.get("/v1/api/admin/audit?limit=500")
+    assert s == 200 and {e["action"] for e in page["events"]} == {"memory.save", "memory.update", "memory.delete"}
+    for action in audit.ACTIONS:  # each action's own listing, on its index
+        assert {e["action"] for e in _all(api, f"action={action}")} == {action}
+
+
+def test_filters_combine_on_keys(api):
+    alice = mint(user_id="alice")
+    for i in range(3):
+        assert api.put(f"/v1/banks/b{i}/rules/r", {"content": "x"}, token=alice if i else None)[0] == 200
+    assert api.delete("/v1/banks/b1/rules/r")[0] == 200
+    by_alice = _all(api, "actor=person:alice")
+    assert [(e["action"], e["target"]) for e in by_alice] == [("rule.set", "b1/r"), ("rule.set", "b2/r")]
+    on_b1 = _all(api, "target=b1/r")
+    assert [(e["action"], e["actor"]) for e in on_b1] == [("rule.set", "person:alice"), ("rule.delete", "person:admin")]
+    assert [e["action"] for e in _all(api, "target=b1/r&actor=person:admin")] == ["rule.delete"]
+    assert [e["action"] for e in _all(api, "target=b1/r&action=rule.set")] == ["rule.set"]
+    assert _all(api, "actor=person:alice&action=rule.delete") == []
+    assert _all(api, "target=nothing") == [] and _all(api, "actor=person:nobody") == []
+    # the time window: since inclusive, until exclusive
+    ats = [e["at"] for e in on_b1]
+    assert [e["at"] for e in _all(api, f"target=b1/r&since={ats[1]}")] == [ats[1]]
+    assert [e["at"] for e in _all(api, f"target=b1/r&until={ats[1]}")] == ([ats[0]] if ats[0] < ats[1] else [])
+    assert len(_all(api, f"since={ats[0]}&until={ats[1] + 1}")) >= 2
+
+
+def test_paging_past_a_thousand_events_under_each_key(api):
+    from chalicelib import audit
+    for i in range(1030):
+        audit.record("default", "rule.set", "person:bulk" if i % 2 else "person:other", f"bank/r{i % 3}",
+                     {"bank": "bank"})
+    everything = _all(api)  # and the mint of the test's own token
+    assert len(everything) == 1031 and len({e["id"] for e in everything}) == 1031
+    assert [e["id"] for e in everything] == sorted(e["id"] for e in everything)
+    assert len(_all(api, "action=rule.set")) == 1030
+    assert len(_all(api, "actor=person:bulk")) == 515
+    assert len(_all(api, "target=bank/r0")) == 344
+    assert len(_all(api, "target=bank/r0&actor=person:bulk")) == 172
+    s, p1 = api.get("/v1/audit?limit=2&actor=person:bulk")
+    s, p2 = api.get(f"/v1/audit?limit=2&actor=person:bulk&cursor={p1['next_cursor']}")
+    assert [e["id"] for e in p1["events"] + p2["events"]] == [e["id"] for e in _all(api, "actor=person:bulk")[:4]]
+
+
+@pytest.mark.parametrize("query,field,message", [
+    ("action=memory.nothing", "action", None),
+    ("since=x", "since", None),
+    ("since=-1", "since", None),
+    ("until=0", "until", None),
+    ("since=5&until=5", "until", "until must be greater than since (ms since epoch)."),
+    ("limit=0", "limit", None),
+    ("limit=501", "limit", None),
+    ("limit=x", "limit", None),
+    ("actor=" + "a" * 301, "actor", None),
+    ("target=" + "t" * 1001, "target", None),
+    ("cursor=!!", "cursor", None),
+])
+def test_bad_input_is_a_400_that_writes_nothing(api, query, field, message):
+    api.put("/v1/banks/main/rules/r", {"content": "x"})
+    before = dump()
+    s, b = api.get(f"/v1/audit?{query}")
+    assert (s, b["code"], b["details"]["field"]) == (400, "validation_error", field), b
+    if message:
+        assert b["error"] == message
+    assert_unchanged(before)
+
+
+def test_cursors_are_bound_to_listing_org_and_filter(api):
+    from chalicelib.core.store import encode_cursor
+    for i in range(3):
+        api.put(f"/v1/banks/main/rules/r{i}", {"content": "x"})
+    s, page = api.get("/v1/audit?limit=1&action=rule.set")
+    cursor = page["next_cursor"]
+    assert cursor and api.get(f"/v1/audit?limit=1&action=rule.set&cursor={cursor}")[0] == 200
+    s, legacy = api.get("/v1/api/admin/audit?limit=1")
+    other = mint(org="acme", user_id="o")
+    forged = encode_cursor("audit-events", "default|None|None|None|0|None", {"k": "not a position"})
+    before = dump()
+    for path, token in [("/v1/audit?limit=1", None), ("/v1/audit?limit=1&action=rule.delete", None),
+                        ("/v1/audit?limit=1&action=rule.set&since=1", None),
+                        ("/v1/audit?limit=1&action=rule.set", other)]:
+        s, b = api.get(f"{path}&cursor={cursor}", token=token)
+        assert (s, b["code"], b["details"]["field"]) == (400, "validation_error", "cursor"), path
+    for bad in (forged, legacy["next_cursor"] or "x"):
+        s, b = api.get(f"/v1/audit?cursor={bad}")
+        assert (s, b["code"]) == (400, "validation_error"), b
+    assert_unchanged(before)
+
+
+def test_an_org_never_sees_another_orgs_events(api):
+    api.put("/v1/banks/main/rules/r", {"content": "x"})
+    other = mint(org="acme", user_id="admin")
+    assert [e["action"] for e in _all(api, token=other)] == ["token.mint"]  # its own token's mint only
+    for q in ("actor=person:admin", "target=main/r", "action=rule.set"):
+        assert _all(api, q, token=other) == [], q
+        assert len(_all(api, q)) == 1
+
+
+def test_needs_admin_memories_and_an_org_wide_token(api):
+    reader = mint(user_id="rita", permissions=["memory:read"])
+    s, b = api.get("/v1/audit", token=reader)
+    assert (s, b["code"]) == (403, "forbidden")
+    confined = mint(user_id="dana", permissions=["admin.memories"], banks=["main"])
+    s, b = api.get("/v1/audit", token=confined)
+    assert (s, b["code"]) == (403, "forbidden")
