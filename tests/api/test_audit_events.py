@@ -117,8 +117,9 @@ def test_paging_past_a_thousand_events_under_each_key(api):
     assert len(_all(api, "actor=person:bulk")) == 515
     assert len(_all(api, "target=bank/r0")) == 344
     assert len(_all(api, "target=bank/r0&actor=person:bulk")) == 172
-    s, p1 = api.get("/v1/audit?limit=2&actor=person:bulk")
-    s, p2 = api.get(f"/v1/audit?limit=2&actor=person:bulk&cursor={p1['next_cursor']}")
+    s1, p1 = api.get("/v1/audit?limit=2&actor=person:bulk")
+    s2, p2 = api.get(f"/v1/audit?limit=2&actor=person:bulk&cursor={p1['next_cursor']}")
+    assert s1 == s2 == 200
     assert [e["id"] for e in p1["events"] + p2["events"]] == [e["id"] for e in _all(api, "actor=person:bulk")[:4]]
 
 
@@ -151,6 +152,7 @@ def test_cursors_are_bound_to_listing_org_and_filter(api):
         api.put(f"/v1/banks/main/rules/r{i}", {"content": "x"})
     s, page = api.get("/v1/audit?limit=1&action=rule.set")
     cursor = page["next_cursor"]
+    assert s == 200
     assert cursor and api.get(f"/v1/audit?limit=1&action=rule.set&cursor={cursor}")[0] == 200
     s, legacy = api.get("/v1/api/admin/audit?limit=1")
     other = mint(org="acme", user_id="o")
