@@ -185,3 +185,11 @@ def test_needs_admin_memories_and_an_org_wide_token(api):
     confined = mint(user_id="dana", permissions=["admin.memories"], banks=["main"])
     s, b = api.get("/v1/audit", token=confined)
     assert (s, b["code"]) == (403, "forbidden")
+
+
+def test_an_action_missing_from_the_list_is_never_written(api):
+    from chalicelib import audit
+    before = dump()
+    with pytest.raises(ValueError, match="unknown audit action"):
+        audit.record("default", "memory.teleport", "person:admin", "x")
+    assert_unchanged(before)
