@@ -14,6 +14,7 @@ consistent: an event may reach an actor or target listing a moment after it comm
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -123,7 +124,7 @@ class Filter:
 
     def tag(self) -> str:
         """The filter as one string, so a cursor is bound to the filter that issued it."""
-        return "|".join(str(v) for v in (self.action, self.actor, self.target, self.since, self.until))
+        return json.dumps([self.action, self.actor, self.target, self.since, self.until])
 
 
 def _sk_bounds(flt: Filter, after: str | None) -> tuple[str, str]:

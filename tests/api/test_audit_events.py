@@ -156,7 +156,12 @@ def test_cursors_are_bound_to_listing_org_and_filter(api):
     assert cursor and api.get(f"/v1/audit?limit=1&action=rule.set&cursor={cursor}")[0] == 200
     s, legacy = api.get("/v1/api/admin/audit?limit=1")
     other = mint(org="acme", user_id="o")
-    forged = encode_cursor("audit-events", "default|None|None|None|0|None", {"k": "not a position"})
+    from chalicelib.audit import Filter
+    forged = encode_cursor("audit-events", f"default|{Filter().tag()}", {"k": "not a position"})
+    unfiltered = encode_cursor("audit-events", f"default|{Filter().tag()}", {"k": "0" * 13 + "#" + "0" * 32})
+    assert api.get(f"/v1/audit?cursor={unfiltered}")[0] == 200
+    s, b = api.get(f"/v1/audit?target=None&cursor={unfiltered}")
+    assert (s, b["code"]) == (400, "validation_error"), b  # "None" as a target is not the absent filter
     before = dump()
     for path, token in [("/v1/audit?limit=1", None), ("/v1/audit?limit=1&action=rule.delete", None),
                         ("/v1/audit?limit=1&action=rule.set&since=1", None),
