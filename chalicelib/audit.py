@@ -128,8 +128,9 @@ class Filter:
 
 
 def _sk_bounds(flt: Filter, after: str | None) -> tuple[str, str]:
-    """The inclusive ``sk`` range of ``flt``'s time window, starting at ``after`` when given."""
-    lo = after or f"{max(0, flt.since):013d}"
+    """The inclusive ``sk`` range of ``flt``'s time window, starting at ``after`` when given (a
+    position outside the window, which only a forged cursor holds, never widens it)."""
+    lo = max(after or "", f"{max(0, flt.since):013d}")
     hi = f"{flt.until - 1:013d}#~" if flt.until is not None else "~"
     return lo, hi
 
@@ -148,6 +149,8 @@ def query(org_id: str, flt: Filter, *, after: str | None = None) -> Iterator[Aud
     the table); the other filters are applied server-side in that query."""
     bind()
     lo, hi = _sk_bounds(flt, after)
+    if lo > hi:  # a forged cursor past the window: nothing (DynamoDB refuses an inverted range)
+        return
     by_action = AuditModel.action == flt.action if flt.action else None
     if flt.target is not None or flt.actor is not None:
         index, key = ((AuditModel.by_target, _scoped(org_id, flt.target)) if flt.target is not None

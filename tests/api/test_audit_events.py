@@ -162,6 +162,13 @@ def test_cursors_are_bound_to_listing_org_and_filter(api):
     assert api.get(f"/v1/audit?cursor={unfiltered}")[0] == 200
     s, b = api.get(f"/v1/audit?target=None&cursor={unfiltered}")
     assert (s, b["code"]) == (400, "validation_error"), b  # "None" as a target is not the absent filter
+    # forged with the right binding: a position outside the window never widens it
+    late, early = 9_999_999_999_998, "0" * 13 + "#" + "0" * 32  # a window after every event; a position before
+    for query, flt, k in (("since=2&until=3", Filter(since=2, until=3), "9" * 13 + "#" + "f" * 32),
+                          (f"since={late}", Filter(since=late), early)):
+        forged_here = encode_cursor("audit-events", f"default|{flt.tag()}", {"k": k})
+        s, b = api.get(f"/v1/audit?{query}&cursor={forged_here}")
+        assert (s, b["events"]) == (200, []), b
     before = dump()
     for path, token in [("/v1/audit?limit=1", None), ("/v1/audit?limit=1&action=rule.delete", None),
                         ("/v1/audit?limit=1&action=rule.set&since=1", None),
