@@ -376,7 +376,7 @@ def _next_banks_page(w: World) -> Call:
 
 
 def _next_page(path: str, fresh: dict[str, Any] | None = None) -> Builder:
-    """The second page of a structured listing, its cursor issued to the world's user (``fresh``:
+    """The second page of a listing, its cursor issued to the world's user (``fresh``:
     the body of one more object first, so there is a second page)."""
     def build(w: World) -> Call:
         if fresh is not None:
@@ -595,6 +595,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "created": "2026-03-10T10:00:00", "access_count": 2}, touches=_scope(w, "global"))},
     ("GET", "/v1/api/admin/audit"): {"all": lambda w: Call("/v1/api/admin/audit")},
     # --- team memory: spaces ---
+    ("GET", SPACES): {"list": lambda w: Call(SPACES), "next": _next_page(SPACES)},
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {
         "name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
         "teamMemoryEnabled": True}, touches=(("space", "*"),))},
