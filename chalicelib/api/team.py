@@ -264,6 +264,16 @@ def accept_entry(ctx: Ctx, entry_id: str):
     return render_entry(accept.accept(ctx.principal, entry_id, ctx.body))
 
 
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accepted", ["GET"])
+def get_accepted(ctx: Ctx, entry_id: str):
+    """``{entryId, revision, title, text, dlpFindings, documentSha256, acceptedBy, acceptedAt}``:
+    the last accepted revision; 404 ``entry_not_accepted`` when there is none."""
+    a = accept.last_accepted(ctx.principal, entry_id)
+    return {"entryId": a.entry_id, "revision": a.revision, "title": a.title, "text": a.text,
+            "dlpFindings": a.dlp_findings, "documentSha256": a.document_sha256, "acceptedBy": a.accepted_by,
+            "acceptedAt": entries.iso(a.accepted_at)}
+
+
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/supersede", ["POST"], body=accept.SupersedeBody)
 def supersede_entry(ctx: Ctx, entry_id: str):
     """The superseded entry."""

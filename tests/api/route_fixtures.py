@@ -627,6 +627,9 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("GET", f"{MEM}/entries/{{entry_id}}/updates"): {"updates": lambda w: Call(f"{MEM}/entries/{w.draft}/updates")},
     ("POST", f"{MEM}/entries/{{entry_id}}/updates"): {"update": lambda w: Call(f"{MEM}/entries/{w.edited}/updates", {
         "updateId": "upd-00000001", "update": base64.b64encode(b"\x00\x00").decode()}, touches=_space(w))},
+    ("GET", f"{MEM}/entries/{{entry_id}}/accepted"): {
+        "accepted": lambda w: Call(f"{MEM}/entries/{w.old_entry}/accepted"),
+        "never": lambda w: Call(f"{MEM}/entries/{w.fresh_entry()[0]}/accepted", expect=404)},
     ("GET", f"{MEM}/entries/{{entry_id}}/history"): {"history": lambda w: Call(f"{MEM}/entries/{w.old_entry}/history")},
     ("POST", f"{MEM}/entries/{{entry_id}}/accept"): {"accept": _accept},
     ("POST", f"{MEM}/entries/{{entry_id}}/supersede"): {"supersede": _supersede_entry},
