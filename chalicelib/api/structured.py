@@ -19,6 +19,7 @@ from ..errors import BadRequest
 from ..structured import (
     admin,
     context,
+    listing,
     memories,
     projects,
     scopes,
@@ -154,6 +155,23 @@ class AuditQuery(BaseModel):
         return _clamp(v, 100, 500)
 
 
+class ObjectsQuery(BaseModel):
+    """``GET /v1/api/workstreams|projects|sessions?limit=&cursor=``: ``limit`` within
+    1..``listing.PAGE_MAX`` (default ``listing.PAGE_DEFAULT``)."""
+
+    limit: Annotated[int, IntRange(1, listing.PAGE_MAX)] = listing.PAGE_DEFAULT
+    cursor: str | None = None
+
+
+def _page(name: str, page: listing.Page[Any], render: Any = dataclasses.asdict) -> Reply:
+    """``{<name>: [...], next_cursor?}`` (``next_cursor`` only when more follow); objects left
+    out as damaged are counted in ``X-Cairn-Damaged``."""
+    body: dict[str, Any] = {name: [render(it) for it in page.items]}
+    if page.next_cursor is not None:
+        body["next_cursor"] = page.next_cursor
+    return Reply(200, body, headers=damaged_header(page.damaged))
+
+
 class RestListQuery(BaseModel):
     """``GET /v1/api/memories?type=&scope=&scope_id=``: type checked (400 ``invalid_type``); the
     scope rules are ``scopes.rest_envelope``'s, and they answer before ``limit`` is read
@@ -265,6 +283,22 @@ def create_workstream(ctx: Ctx):
     return Reply(201, dataclasses.asdict(workstreams.create(ctx.principal, ctx.body)))
 
 
+@endpoint(bp, "/v1/api/workstreams", ["GET"], permission=READ)
+def list_workstreams(ctx: Ctx):
+    """``{workstreams: [{workstream_id, title, owner}], next_cursor?}`` by id: the caller's own (a
+    ``service`` principal: every one of the org)."""
+    q = parse_query(ctx.query, ObjectsQuery)
+    return _page("workstreams", workstreams.list_page(ctx.principal, limit=q.limit, cursor=q.cursor))
+
+
+@endpoint(bp, "/v1/api/projects", ["GET"], permission=READ)
+def list_projects(ctx: Ctx):
+    """``{projects: [{project_id, name, active, owner}], next_cursor?}`` by id: those the caller
+    owns or is a member of (active ones); an ``admin.memories`` principal: every one of the org."""
+    q = parse_query(ctx.query, ObjectsQuery)
+    return _page("projects", projects.list_page(ctx.principal, limit=q.limit, cursor=q.cursor))
+
+
 @endpoint(bp, "/v1/api/projects", ["POST"], permission=WRITE, body=projects.ProjectRequest)
 def create_project(ctx: Ctx):
     """201 ``{project_id, name, active, owner}``."""
@@ -302,6 +336,14 @@ def _session(s: sessions.Session) -> dict[str, Any]:
 def create_session(ctx: Ctx):
     """201 ``{session_id, kind, user_id, workstream_id, project_id, ...}``."""
     return Reply(201, _session(sessions.create(ctx.principal, ctx.body)))
+
+
+@endpoint(bp, "/v1/api/sessions", ["GET"], permission=READ)
+def list_sessions(ctx: Ctx):
+    """``{sessions: [session], next_cursor?}`` by id: the sessions the caller may use (its user's;
+    an anonymous token's own; a ``service`` principal: every one of the org)."""
+    q = parse_query(ctx.query, ObjectsQuery)
+    return _page("sessions", sessions.list_page(ctx.principal, limit=q.limit, cursor=q.cursor), _session)
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, model_validator
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
-from ..team import accept, dlp, entries, retrieval, spaces
+from ..team import accept, dlp, entries, permissions, retrieval, spaces
 from ..team.limits import get_limits
 from ..team.merge import b64
 from ..team.store import Attribution, Entry, LogRow, Space
@@ -124,6 +124,14 @@ class EntriesQuery(BaseModel):
     cursor: str | None = None
 
 
+class SpacesQuery(BaseModel):
+    """``GET .../spaces?limit=&cursor=``: ``limit`` 1..``permissions.SPACES_PAGE_MAX`` (default
+    ``permissions.SPACES_PAGE_DEFAULT``)."""
+
+    limit: Annotated[int, IntRange(1, permissions.SPACES_PAGE_MAX)] = permissions.SPACES_PAGE_DEFAULT
+    cursor: str | None = None
+
+
 class UpdatesQuery(BaseModel):
     """``GET .../entries/{id}/updates?stateVector=`` or ``?sinceSeq=`` (0..10**12, default 0): both
     present, even empty, is 400 "Give sinceSeq or stateVector, not both." before either is read."""
@@ -155,6 +163,18 @@ def _limits(ctx: Ctx) -> None:
 def create_space(ctx: Ctx):
     """201 the space."""
     return 201, render_space(spaces.create_space(ctx.principal.org_id, ctx.body, ctx.principal.actor))
+
+
+@endpoint(bp, f"{BASE}/spaces", ["GET"])
+def list_spaces(ctx: Ctx):
+    """``{spaces, next_cursor?}`` by id: every space of the org for ``context:admin``, else the
+    spaces the caller may read; spaces left out as damaged are counted in ``X-Cairn-Damaged``."""
+    q = parse_query(ctx.query, SpacesQuery)
+    page = permissions.visible_spaces(ctx.principal, limit=q.limit, cursor=q.cursor)
+    body: dict[str, Any] = {"spaces": [render_space(s) for s in page.spaces]}
+    if page.next_cursor is not None:
+        body["next_cursor"] = page.next_cursor
+    return Reply(200, body, headers=damaged_header(page.damaged))
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["PATCH"], permission=ADMIN, body=spaces.SpacePatch)
@@ -242,6 +262,16 @@ def get_updates(ctx: Ctx, entry_id: str):
 def accept_entry(ctx: Ctx, entry_id: str):
     """The accepted entry."""
     return render_entry(accept.accept(ctx.principal, entry_id, ctx.body))
+
+
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accepted", ["GET"])
+def get_accepted(ctx: Ctx, entry_id: str):
+    """``{entryId, revision, title, text, dlpFindings, documentSha256, acceptedBy, acceptedAt}``:
+    the last accepted revision; 404 ``entry_not_accepted`` when there is none."""
+    a = accept.last_accepted(ctx.principal, entry_id)
+    return {"entryId": a.entry_id, "revision": a.revision, "title": a.title, "text": a.text,
+            "dlpFindings": a.dlp_findings, "documentSha256": a.document_sha256, "acceptedBy": a.accepted_by,
+            "acceptedAt": entries.iso(a.accepted_at)}
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/supersede", ["POST"], body=accept.SupersedeBody)

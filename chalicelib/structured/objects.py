@@ -7,7 +7,8 @@ the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` .
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ from ..errors import Conflict
 from ..storage.damage import Damaged
 from ..storage.tables import StructuredModel, bind
 from ..storage.txn import run_transaction
+
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # an object id (never ``#`` or ``~``)
 
 
 def key(kind: str, *parts: str) -> str:
@@ -129,6 +132,23 @@ def query(org_id: str, kind: str, *parts: str) -> list[StructuredModel]:
     bind()
     prefix = key(kind, *parts) + "#"
     return list(StructuredModel.query(org_id, StructuredModel.sk.startswith(prefix), consistent_read=True))
+
+
+def iter_kind(org_id: str, kind: str, after: str | None = None) -> Iterator[tuple[str, Stored | Damaged]]:
+    """``(id, decoded data or its Damaged)`` of the org's objects of a one-part ``kind``
+    (``session``, ``workstream``, ``project``) by id, from the first or strictly after id
+    ``after``: a lazy consistent key query on ``<kind>#`` (ids never hold ``~``, which sorts above
+    every id character)."""
+    bind()
+    lo, hi = key(kind, after or ""), key(kind, "~")
+    for item in StructuredModel.query(org_id, StructuredModel.sk.between(lo, hi), consistent_read=True):
+        if after is not None and item.sk == lo:
+            continue
+        object_id = item.sk[len(kind) + 1:]
+        try:
+            yield object_id, decode(item, kind)
+        except Damaged as exc:
+            yield object_id, exc
 
 
 def count_of(org_id: str, kind: str, *parts: str) -> int:

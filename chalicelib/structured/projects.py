@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..auth.principal import Permission, Principal
 from ..errors import Conflict, Forbidden, NotFound
 from ..validation import Line
-from . import objects
+from . import listing, objects
 from .workstreams import check_id
 
 Access = Literal["read", "write"]
@@ -132,3 +132,21 @@ def set_active(p: Principal, project_id: str, active: bool) -> Project:
     if d is None:  # deleted since ``_manage`` read it
         raise _not_found(project_id)
     return _of(d)
+
+
+def visible_to(p: Principal, project: Project) -> bool:
+    """True when ``p`` may see the project: its owner, a member with live access (``access``: an
+    inactive project shows to its owner only), or an ``admin.memories`` principal, who manages
+    every project's members."""
+    if p.has(Permission.ADMIN_MEMORIES) or (p.user_id is not None and project.owner == p.user_id):
+        return True
+    return access(p.org_id, project, p.user_id) is not None
+
+
+def list_page(p: Principal, *, limit: int, cursor: str | None) -> listing.Page[Project]:
+    """A page of the projects ``p`` may see, by id (``listing.page``'s limit and errors)."""
+    def shown(d: objects.Stored) -> Project | None:
+        proj = _of(d)
+        return proj if visible_to(p, proj) else None
+
+    return listing.page(p.org_id, "project", shown, limit=limit, cursor=cursor)

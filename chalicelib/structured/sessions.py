@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Forbidden, NotFound
 from ..validation import Line
-from . import objects, projects, workstreams
+from . import listing, objects, projects, workstreams
 from .workstreams import check_id
 
 
@@ -127,15 +127,17 @@ def create(p: Principal, req: SessionRequest) -> Session:
     return s
 
 
-def load(org_id: str, session_id: str) -> Session | None:
-    """The session, or ``None``; 409 ``damaged`` when its stored object cannot be read."""
-    d = objects.data(org_id, "session", session_id)
-    if d is None:
-        return None
+def _of(d: objects.Stored) -> Session:
     return Session(session_id=d.text("session_id"), kind=d.text("kind"), user_id=d.opt("user_id"),
                    workstream_id=d.opt("workstream_id"), project_id=d.opt("project_id"),
                    parent_session_id=d.opt("parent_session_id"), memory_enabled=d.flag("memory_enabled", True),
                    resumed=d.flag("resumed", False), token_id=d.text("token_id"))
+
+
+def load(org_id: str, session_id: str) -> Session | None:
+    """The session, or ``None``; 409 ``damaged`` when its stored object cannot be read."""
+    d = objects.data(org_id, "session", session_id)
+    return _of(d) if d is not None else None
 
 
 def require(p: Principal, session_id: str) -> Session:
@@ -150,3 +152,13 @@ def delete(p: Principal, session_id: str) -> None:
     """End a session (its memories stay); 404 ``session_not_found`` as ``require``."""
     require(p, session_id)
     objects.remove(p.org_id, "session", session_id, must_exist=True)
+
+
+def list_page(p: Principal, *, limit: int, cursor: str | None) -> listing.Page[Session]:
+    """A page of the sessions ``p`` may use (the rule of ``require``), by id (``listing.page``'s
+    limit and errors)."""
+    def shown(d: objects.Stored) -> Session | None:
+        s = _of(d)
+        return s if _may_use(p, s) else None
+
+    return listing.page(p.org_id, "session", shown, limit=limit, cursor=cursor)

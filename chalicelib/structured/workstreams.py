@@ -6,18 +6,17 @@ had one before is *resuming* it (the resume nudge)."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..auth.principal import Principal
+from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Conflict, NotFound
 from ..validation import Line
-from . import objects
+from . import listing, objects
 
-ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+ID_RE = objects.ID_RE
 
 
 class WorkstreamRequest(BaseModel):
@@ -75,3 +74,18 @@ def require(org_id: str, workstream_id: str) -> Workstream:
 def sessions_attached(org_id: str, workstream_id: str) -> int:
     """How many sessions were attached to the workstream so far."""
     return objects.count_of(org_id, "workstream", workstream_id)
+
+
+def visible_to(p: Principal, ws: Workstream) -> bool:
+    """True when ``p`` may see the workstream: its owner (a signed-in user), or a ``service``
+    principal, the callers that may use its memories."""
+    return p.has(Permission.SERVICE) or (p.user_id is not None and ws.owner == p.user_id)
+
+
+def list_page(p: Principal, *, limit: int, cursor: str | None) -> listing.Page[Workstream]:
+    """A page of the workstreams ``p`` may see, by id (``listing.page``'s limit and errors)."""
+    def shown(d: objects.Stored) -> Workstream | None:
+        ws = _of(d)
+        return ws if visible_to(p, ws) else None
+
+    return listing.page(p.org_id, "workstream", shown, limit=limit, cursor=cursor)

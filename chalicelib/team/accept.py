@@ -27,7 +27,8 @@ from .. import audit, clock
 from ..auth.principal import Principal
 from ..core import store as core_store
 from ..core.records import Memory, Source
-from ..errors import BadRequest, Conflict, Forbidden
+from ..errors import BadRequest, Conflict, Forbidden, NotFound
+from ..storage.damage import Damaged
 from ..validation import Line
 from . import canonical, dlp, entries, permissions, store
 from .store import Entry, EntryDoc, Space
@@ -243,3 +244,53 @@ def _retire(btx: core_store.BankTx, principal: Principal, row: Entry, space: Spa
     if superseded_by:
         doc["superseded_by"] = superseded_by
     return store.stage_status(btx.tx, row, status, doc, now)
+
+
+@dataclass(frozen=True)
+class AcceptedRevision:
+    """An entry's last accepted revision, as its projection holds it: the title and text
+    (DLP-gated like every read of entry text, ``dlp_findings`` the kinds found), the
+    ``document_sha256`` the reviewer accepted, who accepted it (member id) and when (ms)."""
+
+    entry_id: str
+    revision: int
+    title: str
+    text: str
+    dlp_findings: list[str]
+    document_sha256: str
+    accepted_by: str | None
+    accepted_at: int | None
+
+
+def _accepted_text(rec: Memory, title: str) -> str:
+    """The text of an accepted document from its projection (``canonical.indexed_text``: the
+    one-line title, a blank line, the text; the title alone for an empty text)."""
+    if rec.text == title:
+        return ""
+    if not rec.text.startswith(title + "\n\n"):
+        raise Damaged("team entry projection", rec.id, "text: does not start with the accepted title")
+    return rec.text[len(title) + 2:]
+
+
+def last_accepted(principal: Principal, entry_id: str) -> AcceptedRevision:
+    """The entry's last accepted revision (what a reviewer diffs against), also once it is
+    superseded or archived. Errors: 404 ``not_found`` (as reading the entry), 404
+    ``entry_not_accepted`` when it was never accepted, 409 ``damaged`` when its projection is
+    missing or cannot be read."""
+    row, space = entries.for_read(principal, entry_id)
+    sha = row.doc.get("projection_sha256")
+    if row.revision < 1 or not sha:
+        raise NotFound("This entry has never been accepted.", code="entry_not_accepted")
+    bank_row = core_store.get_bank_row(principal.org_id, namespace(space.id))
+    item = core_store.get_item(bank_row.incarnation, entry_id) if bank_row is not None else None
+    if item is None:
+        raise Damaged("team entry projection", entry_id, "missing")
+    rec = core_store.record_of(item)
+    stored_title = rec.meta.get("title") if isinstance(rec.meta, dict) else None
+    if not isinstance(stored_title, str):
+        raise Damaged("team entry projection", entry_id, "meta.title: missing or wrong type")
+    title, k1 = dlp.gated(stored_title)
+    text, k2 = dlp.gated(_accepted_text(rec, stored_title))
+    return AcceptedRevision(entry_id=entry_id, revision=row.revision, title=title, text=text,
+                            dlp_findings=sorted(set(k1) | set(k2)), document_sha256=sha,
+                            accepted_by=row.doc.get("accepted_by"), accepted_at=row.doc.get("accepted_at"))

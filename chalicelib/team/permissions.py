@@ -9,12 +9,15 @@ cannot read. An unreadable space, and another org's, answer exactly like a missi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from ..auth.principal import Principal
-from ..errors import Forbidden, NotFound
+from ..auth.principal import Permission, Principal
+from ..core.store import decode_cursor, encode_cursor
+from ..errors import BadRequest, Forbidden, NotFound
+from ..storage.damage import Damaged
 from . import spaces
-from .store import Space
+from .store import DenyRuleJSON, Space
 
 
 def member_id(principal: Principal) -> str:
@@ -36,13 +39,19 @@ def access(principal: Principal, space_id: str) -> Access | None:
     space = spaces.get_space(principal.org_id, space_id)
     if space is None:
         return None
-    mid = member_id(principal)
-    have = spaces.grants(principal.org_id, space_id, mid)
-    for rule in spaces.deny_rules(principal.org_id):
-        if rule.get("memberId") == mid and rule.get("spaceId") in (None, space_id):
-            have -= set(rule.get("permissions") or spaces.GRANTS)
+    have = _granted(principal, space_id, spaces.deny_rules(principal.org_id))
     read = spaces.READ in have
     return Access(space=space, read=read, write=read and spaces.WRITE in have)
+
+
+def _granted(principal: Principal, space_id: str, rules: list[DenyRuleJSON]) -> set[str]:
+    """The caller's member grants in the space less what the org's deny ``rules`` take away."""
+    mid = member_id(principal)
+    have = spaces.grants(principal.org_id, space_id, mid)
+    for rule in rules:
+        if rule.get("memberId") == mid and rule.get("spaceId") in (None, space_id):
+            have -= set(rule.get("permissions") or spaces.GRANTS)
+    return have
 
 
 def readable(principal: Principal, space_id: str) -> Space:
@@ -69,3 +78,55 @@ def require_collab(space: Space) -> None:
     if not space.team_memory_enabled:
         raise Forbidden("Team memory is disabled for this space (collaboration policy).",
                         code="context.collab_policy.capability_disabled", details={"capability": "team_memory"})
+
+
+SPACES_PAGE_DEFAULT = 50  # spaces per page of the listing when no limit is given
+SPACES_PAGE_MAX = 200
+_SPACE_ID_RE = re.compile(r"[^#~]{1,128}")  # a space id as its key holds it
+
+
+@dataclass(frozen=True)
+class SpacePage:
+    """One page of the spaces the caller may see, by id; ``next_cursor`` ``None`` on the last
+    page; ``damaged`` counts stored spaces read that could not be decoded and were left out."""
+
+    spaces: list[Space]
+    next_cursor: str | None
+    damaged: int
+
+
+def _after(principal: Principal, cursor: str | None) -> str | None:
+    start = decode_cursor(cursor, "context.spaces", principal.org_id, {"after": str})
+    after = str(start["after"]) if start is not None else None
+    if after is not None and not _SPACE_ID_RE.fullmatch(after):
+        raise BadRequest("Invalid cursor: it is malformed or was issued by another listing.",
+                         details={"field": "cursor"})
+    return after
+
+
+def visible_spaces(principal: Principal, *, limit: int = SPACES_PAGE_DEFAULT, cursor: str | None = None) -> SpacePage:
+    """A page of the spaces the caller may see, by id: every space of the org for a
+    ``context:admin`` principal (the space routes' rule), else those it may read (``readable``:
+    a read grant no deny rule takes away). Up to ``limit`` (1..``SPACES_PAGE_MAX``) after the
+    ``cursor`` of the previous page. Raises 400 ``validation_error`` for a limit out of range or
+    a cursor of another listing or org; 409 ``damaged`` when the deny rules cannot be read."""
+    if not 1 <= limit <= SPACES_PAGE_MAX:
+        raise BadRequest(f"limit must be between 1 and {SPACES_PAGE_MAX}.", details={"field": "limit"})
+    after = _after(principal, cursor)
+    admin = principal.has(Permission.CONTEXT_ADMIN)
+    rules = [] if admin else spaces.deny_rules(principal.org_id)
+    found: list[Space] = []
+    last, more, damaged = "", False, 0
+    for space_id, space in spaces.iter_spaces(principal.org_id, after):
+        if isinstance(space, Damaged):
+            damaged += 1
+            continue
+        if not admin and spaces.READ not in _granted(principal, space_id, rules):
+            continue
+        if len(found) == limit:
+            more = True
+            break
+        found.append(space)
+        last = space_id
+    next_cursor = encode_cursor("context.spaces", principal.org_id, {"after": last}) if more else None
+    return SpacePage(spaces=found, next_cursor=next_cursor, damaged=damaged)

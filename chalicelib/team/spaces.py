@@ -12,6 +12,7 @@ create and change spaces, put and delete members, and replace the org's deny rul
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -88,6 +89,12 @@ def get_space(org_id: str, space_id: str) -> Space | None:
     """The space (with ``entries_live``), or ``None``; consistent read. 409 ``damaged`` when the
     stored space lacks a field or has an unknown classification."""
     return store.get_space(org_id, space_id, CLASSIFICATIONS)
+
+
+def iter_spaces(org_id: str, after: str | None) -> Iterator[tuple[str, Space | Damaged]]:
+    """``(space id, space or its Damaged)`` of the org's spaces by id, after space id ``after``
+    (``None``: from the first); a lazy key query."""
+    return store.iter_spaces(org_id, after, CLASSIFICATIONS)
 
 
 def require_space(org_id: str, space_id: str) -> Space:

@@ -158,14 +158,33 @@ def get_space(org_id: str, space_id: str, classifications: tuple[str, ...]) -> S
     """The space (consistent read) or ``None``; 409 ``damaged`` when it lacks ``id``, ``name``,
     ``kind`` or ``classification`` or the classification is not one of ``classifications``."""
     row = _get_space_row(org_id, space_id)
-    if row is None:
-        return None
+    return _space(row, classifications) if row is not None else None
+
+
+def _space(row: TeamSpaceModel, classifications: tuple[str, ...]) -> Space:
+    """The one decoder of a stored space row (``get_space``'s checks); raises ``Damaged``."""
     _check_data(row, "team space", {"id": str, "name": str, "kind": str, "classification": str})
     data = row.data
     if data["classification"] not in classifications:
         raise Damaged("team space", row.sk, "classification: unknown value")
     entries_live = row.entries_live if isinstance(row.entries_live, (int, float)) else 0
     return Space(data=dict(data), entries_live=int(entries_live))
+
+
+def iter_spaces(org_id: str, after: str | None,
+                classifications: tuple[str, ...]) -> Iterator[tuple[str, Space | Damaged]]:
+    """``(space id, space or its Damaged)`` of the org's spaces by id, from the first or strictly
+    after space id ``after``: a lazy consistent key query on ``space#`` (``~`` sorts above every
+    space id character)."""
+    bind()
+    lo, hi = _space_sk(after or ""), _space_sk("~")
+    for row in TeamSpaceModel.query(org_id, TeamSpaceModel.sk.between(lo, hi), consistent_read=True):
+        if after is not None and row.sk == lo:
+            continue
+        try:
+            yield row.sk[len("space#"):], _space(row, classifications)
+        except Damaged as exc:
+            yield row.sk[len("space#"):], exc
 
 
 def stage_new_space(tx: TransactWrite, org_id: str, data: dict[str, Any], now: int) -> None:

@@ -376,6 +376,16 @@ def _next_banks_page(w: World) -> Call:
     return Call("/v1/banks", query={"limit": "1", "cursor": cursor})
 
 
+def _next_page(path: str, fresh: dict[str, Any] | None = None) -> Builder:
+    """The second page of a listing, its cursor issued to the world's user (``fresh``:
+    the body of one more object first, so there is a second page)."""
+    def build(w: World) -> Call:
+        if fresh is not None:
+            w.post(path, {k: w.fresh(v) if k.endswith("_id") else v for k, v in fresh.items()})
+        return Call(path, query={"limit": "1", "cursor": w.call("GET", f"{path}?limit=1")["next_cursor"]})
+    return build
+
+
 def _trash(w: World) -> Call:
     bank = w.fresh_bank()
     return Call(f"/v1/banks/{bank}", touches=(("bank", bank),))
@@ -537,6 +547,12 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
                                          "user": lambda w: Call("/v1/api/memories/mine", query={"scope": "user"})},
     ("DELETE", "/v1/api/memories/{name}"): {"delete": _delete_structured},
     # --- workstreams, projects, sessions ---
+    ("GET", "/v1/api/workstreams"): {"list": lambda w: Call("/v1/api/workstreams"),
+                                     "next": _next_page("/v1/api/workstreams", {"workstream_id": "ws"})},
+    ("GET", "/v1/api/projects"): {"list": lambda w: Call("/v1/api/projects"),
+                                  "next": _next_page("/v1/api/projects")},
+    ("GET", "/v1/api/sessions"): {"list": lambda w: Call("/v1/api/sessions"),
+                                  "next": _next_page("/v1/api/sessions")},
     ("POST", "/v1/api/workstreams"): {"create": lambda w: Call("/v1/api/workstreams", {
         "workstream_id": w.fresh("ws"), "title": "Next"}, touches=(("owner", "*"),))},
     ("POST", "/v1/api/projects"): {"create": lambda w: Call("/v1/api/projects", {
@@ -584,6 +600,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
                            "actor": lambda w: Call("/v1/audit", query={"actor": f"person:{w.user}", "since": "1"}),
                            "target": lambda w: Call("/v1/audit", query={"target": w.sid, "until": str(MAX_MS)})},
     # --- team memory: spaces ---
+    ("GET", SPACES): {"list": lambda w: Call(SPACES), "next": _next_page(SPACES)},
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {
         "name": "Infra", "kind": "team", "classification": "internal", "dlpPolicy": "redact",
         "teamMemoryEnabled": True}, touches=(("space", "*"),))},
@@ -615,6 +632,9 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("GET", f"{MEM}/entries/{{entry_id}}/updates"): {"updates": lambda w: Call(f"{MEM}/entries/{w.draft}/updates")},
     ("POST", f"{MEM}/entries/{{entry_id}}/updates"): {"update": lambda w: Call(f"{MEM}/entries/{w.edited}/updates", {
         "updateId": "upd-00000001", "update": base64.b64encode(b"\x00\x00").decode()}, touches=_space(w))},
+    ("GET", f"{MEM}/entries/{{entry_id}}/accepted"): {
+        "accepted": lambda w: Call(f"{MEM}/entries/{w.old_entry}/accepted"),
+        "never": lambda w: Call(f"{MEM}/entries/{w.fresh_entry()[0]}/accepted", expect=404)},
     ("GET", f"{MEM}/entries/{{entry_id}}/history"): {"history": lambda w: Call(f"{MEM}/entries/{w.old_entry}/history")},
     ("POST", f"{MEM}/entries/{{entry_id}}/accept"): {"accept": _accept},
     ("POST", f"{MEM}/entries/{{entry_id}}/supersede"): {"supersede": _supersede_entry},
