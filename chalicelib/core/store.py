@@ -252,10 +252,8 @@ def lane_batches(org_id: str, bank: str, items: list[T], memory_id: Callable[[T]
     stages) per batch, so a batch stays within DynamoDB's 100 items and 4 MB per transaction and
     meets few concurrent writers; the order of ``items`` is kept within a lane. Raises 409
     ``damaged`` (before anything is written) when the bank or one of its lane rows cannot be used."""
-    row = get_bank_row(org_id, bank)
-    if row is not None:
-        heads_of(org_id, [row])  # a damaged lane row fails the import whole, never half-way
-    lanes = lane_count(row) if row is not None else get_settings().write_lanes
+    head = get_bank_head(org_id, bank)  # a damaged lane row fails the import whole, never half-way
+    lanes = len(head.clock.positions) if head is not None else get_settings().write_lanes
     keyed = sorted(((lane_of(memory_id(it), lanes), i, it) for i, it in enumerate(items)), key=lambda x: x[:2])
     out: list[list[T]] = []
     seen: set[int] = set()
