@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAGE ?= dev
 
-.PHONY: venv run test test-unit test-fast bench package lint clean
+.PHONY: venv run test test-unit test-fast bench package lint clean openapi
 
 # Create the virtualenv if missing; re-install whenever a requirements file changes (stamp file).
 venv: $(STAMP)
@@ -53,3 +53,7 @@ lint: venv
 
 clean:
 	rm -rf build .pytest_cache
+
+# The committed OpenAPI document (openapi.json), from the routes' declarations.
+openapi: venv
+	$(BIN)/python -c "import app; from chalicelib.api.openapi import dumps; print(dumps(), end='')" > openapi.json

@@ -153,3 +153,69 @@ class ConfigError(Exception):
     def __init__(self, message: str, *, problems: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         self.problems = problems or []
+
+
+CODES: dict[str, tuple[int, str]] = {
+    # the request pipeline: any route
+    "validation_error": (400, "A field, parameter or path segment is invalid; details.field names it."),
+    "invalid_json": (400, "The body is not JSON within the edge limits (depth, size, numbers, text)."),
+    "unauthorized": (401, "The bearer token is missing, unknown, revoked or expired."),
+    "forbidden": (403, "The token lacks the permission or the bank this route needs."),
+    "not_found": (404, "No such route, or no such object."),
+    "method_not_allowed": (405, "The path exists; the Allow header lists its methods."),
+    "payload_too_large": (413, "The body is over the size limit; details.limit_bytes gives it."),
+    "unsupported_media_type": (415, "The Content-Type is not one this route takes."),
+    "internal_error": (500, "An unexpected failure; details.request_id identifies it in the logs."),
+    "misconfigured": (500, "The operator's configuration is invalid; the message names the setting."),
+    "backend_unavailable": (503, "A storage backend is throttled or unreachable; retry after Retry-After."),
+    "write_contention": (503, "A write lost to concurrent writes on every retry; nothing was written."),
+    "rate_limited": (429, "Too many requests; retry after Retry-After seconds."),
+    # names and values
+    "invalid_name": (400, "A name breaks the naming rule; details.pattern gives it."),
+    "invalid_config": (400, "A configuration value is invalid."),
+    "invalid_type": (400, "A structured memory's type is not one of the known types."),
+    "invalid_scope": (400, "A structured memory's scope is not one this session or route may use."),
+    "scope_unavailable": (400, "The scope needs a workstream, project or user this request lacks."),
+    "coordinator_requires_user": (400, "A coordinator session needs a user token."),
+    # permissions beyond the token's grant
+    "scope_forbidden": (403, "The session's kind may not use this scope."),
+    "coordinator_only": (403, "Only a coordinator session may do this."),
+    "project_access_denied": (403, "The caller is not a member of the project."),
+    "project_read_only": (403, "The caller's project role is read-only."),
+    "client_id_owned": (403, "This Yjs client id belongs to another author."),
+    "context.person_required": (403, "Only a signed-in person (a person token) may do this."),
+    "context.memory.self_accept": (403, "The creator or a recent author cannot accept the entry; another member must."),
+    "context.collab_policy.capability_disabled": (403, "The space's policy turns this capability off."),
+    # objects that do not exist
+    "bank_not_found": (404, "No live bank of that name in the caller's org."),
+    "memory_not_found": (404, "No memory of that id or name."),
+    "rule_not_found": (404, "No rule of that name in the bank."),
+    "workstream_not_found": (404, "No workstream of that id."),
+    "project_not_found": (404, "No project of that id."),
+    "session_not_found": (404, "No session of that id."),
+    "member_not_found": (404, "No member of that id."),
+    "entry_not_accepted": (404, "The team entry has no accepted revision yet."),
+    # state conflicts
+    "conflict": (409, "The change conflicts with the current state."),
+    "bank_exists": (409, "A bank of that name exists (live or in the trash)."),
+    "duplicate_text": (409, "Another live memory has the same text."),
+    "memory_retired": (409, "The memory is forgotten or superseded; it cannot change."),
+    "workstream_exists": (409, "A workstream of that id exists."),
+    "project_exists": (409, "A project of that id exists."),
+    "project_inactive": (409, "The project is archived."),
+    "meta_version_conflict": (409, "The entry's metadata changed since the version given."),
+    "update_id_reused": (409, "The update id was used for a different update."),
+    "document_changed": (409, "The entry's text changed since the hash given; review it again."),
+    "invalid_transition": (409, "The entry's status does not allow this change."),
+    "entry_read_only": (409, "The entry is archived or superseded."),
+    "missing_dependency": (409, "The Yjs update depends on updates the server has not seen."),
+    "damaged": (409, "A stored record is unreadable; the operator's doctor reports it."),
+    # well-formed but not acceptable
+    "unprocessable": (422, "The request is well-formed but cannot be processed."),
+    "personal_space": (422, "A personal space cannot take this change."),
+    "dlp_blocked": (422, "The text holds what looks like a secret; details name the findings."),
+    "unsupported_update": (422, "The Yjs update changes something other than the entry's text."),
+}
+"""Every stable error ``code`` a client can get: code -> (HTTP status, what it means). A route's
+``errors`` name codes from here (``chalicelib.api.http.endpoint``) and the OpenAPI document lists
+them per status."""

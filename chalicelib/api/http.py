@@ -27,13 +27,15 @@ from urllib.parse import unquote
 
 from chalice import Blueprint, Chalice, Response
 from chalice.app import Request
-from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError, ValidationInfo
+from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError, ValidationInfo
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
 from .. import validation
 from ..auth.principal import Principal
 from ..auth.tokens import authenticate
 from ..errors import (
+    CODES,
     BadRequest,
     CairnError,
     ConfigError,
@@ -203,6 +205,11 @@ class IntRange:
 
         return core_schema.with_info_before_validator_function(check, handler(source))
 
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        out = handler(schema)
+        out.update(minimum=self.lo, maximum=self.hi)
+        return out
+
 
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
     """The query parameter ``name`` as an integer within [lo, hi] (``IntRange``); 400
@@ -235,6 +242,10 @@ class Flag:
             return self.parse(text, info.field_name or "value")
 
         return core_schema.with_info_before_validator_function(check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # a query string's boolean: these words in any case (absent is false)
+        return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}
 
 
 QueryBool = Annotated[bool, Flag()]
@@ -282,22 +293,53 @@ def _current(app: Blueprint | Chalice) -> Request:
 
 
 @dataclass(frozen=True)
-class _Route:
-    """What ``endpoint`` declared for one route."""
+class Raw:
+    """A response body that is not JSON (``responses={200: Raw("application/x-ndjson")}``)."""
+
+    media_type: str
+    description: str = ""
+
+
+Responses = dict[int, "type[BaseModel] | Raw | None"]
+"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or
+``None`` for no body."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """What ``endpoint`` declared for one route: the request pipeline's rules and the contract the
+    OpenAPI document is built from (``chalicelib.api.openapi``)."""
 
     path: str
+    methods: tuple[str, ...]
     permission: str | None
     body: type[BaseModel] | None
     body_types: tuple[str, ...]
     bank_scoped: bool
     public: bool = False
+    query: type[BaseModel] | None = None
+    responses: Responses = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+    name: str = ""
+    doc: str = ""
+
+
+ROUTES: list[Route] = []
+"""Every route declared through ``endpoint``, in declaration order."""
 
 
 def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = None, *,
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False,
-             public: bool = False) -> Callable:
+             public: bool = False, query: type[BaseModel] | None = None, responses: Responses | None = None,
+             errors: tuple[str, ...] = ()) -> Callable:
     """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
+
+    The contract, which the OpenAPI document shows: ``body`` (the model the JSON body is parsed
+    into), ``query`` (the model the view parses its query string with, ``parse_query``),
+    ``responses`` (success statuses and their body models) and ``errors``: the codes of
+    ``chalicelib.errors.CODES`` the view itself can answer (those of the pipeline, such as
+    ``unauthorized`` or ``validation_error``, are added from the declaration).
 
     ``bank_scoped``: the view applies the token's bank allow-list itself (``Principal.require_bank``
     on every bank it names, or the token grant rules); otherwise a token with an allow-list gets
@@ -308,9 +350,15 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     route takes no permission, no body and no bank (``ValueError`` at declaration otherwise)."""
     if public and (permission or body is not None or bank_scoped):
         raise ValueError(f"public route {path} cannot take a permission, a body or banks")
-    route = _Route(path, permission, body, body_types, bank_scoped, public)
+    unknown = [c for c in errors if c not in CODES]
+    if unknown:
+        raise ValueError(f"route {path}: error codes {unknown} are not in chalicelib.errors.CODES")
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
+        route = Route(path, tuple(methods or ["GET"]), permission, body, body_types, bank_scoped, public,
+                      query, dict(responses or {200: None}), tuple(errors), view.__name__, view.__doc__ or "")
+        ROUTES.append(route)
+
         def handler(**params: str) -> Response:
             return _handle(_current(bp), route, view, params)
 
@@ -322,7 +370,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     return wrap
 
 
-def _handle(request: Request, route: _Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
+def _handle(request: Request, route: Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
     """The pipeline around one view call: respond, stamp ``X-Request-Id``, log one line."""
     started = time.perf_counter()
     request_id = _request_id(request)
@@ -335,7 +383,7 @@ def _handle(request: Request, route: _Route, view: Callable[..., Any], params: d
     return response
 
 
-def _respond(request: Request, route: _Route, view: Callable[..., Any], params: dict[str, str],
+def _respond(request: Request, route: Route, view: Callable[..., Any], params: dict[str, str],
              request_id: str) -> tuple[Response, Principal | None]:
     """The view's rendered response, or the error it or the pipeline raised as an error body;
     with the authenticated caller (None when authentication did not get that far)."""
@@ -368,7 +416,7 @@ def _raw_body(request: Request) -> bytes:
     return raw
 
 
-def _authorize(authorization: str | None, route: _Route) -> Principal:
+def _authorize(authorization: str | None, route: Route) -> Principal:
     """The caller (401), holding the route's permission and, unless the route is bank-scoped, no
     bank allow-list (403 ``forbidden``)."""
     principal = authenticate(authorization)
@@ -386,7 +434,7 @@ def _checked(params: dict[str, str]) -> dict[str, str]:
     return params
 
 
-def _context(request: Request, route: _Route, principal: Principal, params: dict[str, str],
+def _context(request: Request, route: Route, principal: Principal, params: dict[str, str],
              headers: dict[str, str], raw: bytes) -> Ctx:
     """The view's ``Ctx``: path and query values edge-checked, the body parsed (415
     ``unsupported_media_type``, 400 ``invalid_json`` / ``validation_error``)."""

@@ -1,5 +1,5 @@
-"""The service's own routes: ``GET /v1/health`` (no authentication) and ``GET /v1/me`` (who the
-calling token is)."""
+"""The service's own routes: ``GET /v1/health`` and ``GET /v1/openapi.json`` (no authentication),
+``GET /v1/me`` (who the calling token is)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from chalice import Blueprint
 
 from ..auth.principal import Principal
+from . import openapi
 from .http import Ctx, Reply, endpoint
 
 bp = Blueprint(__name__)
@@ -34,3 +35,10 @@ def health():
 def me(ctx: Ctx):
     """The calling token (``render_me``); any valid token, no permission needed."""
     return render_me(ctx.principal)
+
+
+@endpoint(bp, "/v1/openapi.json", ["GET"], public=True)
+def openapi_document():
+    """The OpenAPI 3.1 document of this API: every route, its parameters and their limits, its
+    bodies, and every status it can answer with the error codes behind it. No token needed."""
+    return openapi.document()

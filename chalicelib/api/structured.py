@@ -235,7 +235,7 @@ class RestSearchBody(BaseModel):
 # --- REST memory API --------------------------------------------------------------------------
 
 @endpoint(bp, "/v1/api/memories", ["GET"], permission=READ)
-def list_memories(ctx: Ctx):
+def list_structured_memories(ctx: Ctx):
     """``{memories, total}`` newest first; without scope: global plus the caller's user namespace."""
     q = parse_query(ctx.query, RestListQuery)
     targets = scopes.rest_envelope(ctx.principal, q.scope, q.scope_id)
@@ -244,14 +244,14 @@ def list_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave)
-def save_memory(ctx: Ctx):
+def save_structured_memory(ctx: Ctx):
     """Upsert: 201 with the row when created, 200 when the identity existed."""
     saved = memories.save_rest(ctx.principal, ctx.body)
     return Reply(201 if saved.created else 200, dataclasses.asdict(saved.row))
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody)
-def search_memories(ctx: Ctx):
+def search_structured_memories(ctx: Ctx):
     """``{memories, total}`` best first (BM25F over what the caller may see)."""
     b = ctx.body
     targets = scopes.rest_envelope(ctx.principal, b.scope, b.scope_id)
@@ -259,7 +259,7 @@ def search_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ)
-def get_memory(ctx: Ctx, name: str):
+def get_structured_memory(ctx: Ctx, name: str):
     """The row of ``(name, scope, scope_id)`` (scope defaults to global)."""
     q = parse_query(ctx.query, RestTargetQuery)
     target = scopes.rest_target(ctx.principal, q.scope, q.scope_id)
@@ -267,7 +267,7 @@ def get_memory(ctx: Ctx, name: str):
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["DELETE"], permission=WRITE)
-def delete_memory(ctx: Ctx, name: str):
+def delete_structured_memory(ctx: Ctx, name: str):
     """``{"status": "ok", "name": name}``; 404 ``Memory '<name>' not found``."""
     p = ctx.principal
     q = parse_query(ctx.query, RestTargetQuery)
@@ -313,13 +313,13 @@ def patch_project(ctx: Ctx, project_id: str):
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["PUT"], permission=WRITE,
           body=projects.MemberRequest)
-def put_member(ctx: Ctx, project_id: str, user_id: str):
+def put_project_member(ctx: Ctx, project_id: str, user_id: str):
     """``{project_id, user_id, access}``."""
     return dataclasses.asdict(projects.set_member(ctx.principal, project_id, user_id, ctx.body.access))
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["DELETE"], permission=WRITE)
-def delete_member(ctx: Ctx, project_id: str, user_id: str):
+def delete_project_member(ctx: Ctx, project_id: str, user_id: str):
     """``{status: "ok"}``."""
     projects.remove_member(ctx.principal, project_id, user_id)
     return {"status": "ok"}
@@ -370,7 +370,7 @@ def session_context(ctx: Ctx, session_id: str):
 # --- admin ------------------------------------------------------------------------------------
 
 @endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN)
-def admin_list(ctx: Ctx):
+def admin_list_memories(ctx: Ctx):
     """``{memories, total}`` across every scope."""
     q = parse_query(ctx.query, AdminListQuery)
     return _listing(admin.list_all(ctx.principal.org_id, type_=q.type or None, scope=q.scope, scope_id=q.scope_id,
@@ -378,7 +378,7 @@ def admin_list(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN)
-def admin_search(ctx: Ctx):
+def admin_search_memories(ctx: Ctx):
     """``{memories, total}`` best first."""
     q = parse_query(ctx.query, AdminSearchQuery)
     return _listing(admin.search_all(ctx.principal.org_id, q.q, type_=q.type or None, scope=q.scope,
@@ -395,27 +395,27 @@ def admin_import(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN)
-def admin_get(ctx: Ctx, memory_id: str):
+def admin_get_memory(ctx: Ctx, memory_id: str):
     """The row; 404 ``Memory not found``."""
     return dataclasses.asdict(admin.get_by_id(ctx.principal.org_id, memory_id))
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["PATCH"], permission=ADMIN, body=admin.DescriptionPatch)
-def admin_patch(ctx: Ctx, memory_id: str):
+def admin_patch_memory(ctx: Ctx, memory_id: str):
     """The row with its new description."""
     return dataclasses.asdict(admin.patch_description(ctx.principal.org_id, memory_id, ctx.body.description,
                                                       actor=ctx.principal.actor))
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["DELETE"], permission=ADMIN)
-def admin_delete(ctx: Ctx, memory_id: str):
+def admin_delete_memory(ctx: Ctx, memory_id: str):
     """``{"status": "ok"}``; 404 ``Memory not found`` with no audit event."""
     admin.delete_by_id(ctx.principal.org_id, memory_id, actor=ctx.principal.actor)
     return {"status": "ok"}
 
 
 @endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN)
-def admin_audit(ctx: Ctx):
+def admin_memory_audit(ctx: Ctx):
     """``{events, next_cursor}``: memory audit events, oldest first."""
     q = parse_query(ctx.query, AuditQuery)
     page = admin.audit_page(ctx.principal.org_id, action=q.action, since=q.since, cursor=q.cursor, limit=q.limit)

@@ -190,14 +190,14 @@ def get_space(ctx: Ctx, space_id: str):
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["PUT"], permission=ADMIN, body=spaces.MemberPut)
-def put_member(ctx: Ctx, space_id: str, member_id: str):
+def put_space_member(ctx: Ctx, space_id: str, member_id: str):
     """``{spaceId, memberId, permissions}``."""
     m = spaces.put_member(ctx.principal.org_id, space_id, member_id, ctx.body, ctx.principal.actor)
     return {"spaceId": m.space_id, "memberId": m.member_id, "permissions": m.permissions}
 
 
 @endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["DELETE"], permission=ADMIN)
-def delete_member(ctx: Ctx, space_id: str, member_id: str):
+def delete_space_member(ctx: Ctx, space_id: str, member_id: str):
     """``{removed}``."""
     return {"removed": spaces.delete_member(ctx.principal.org_id, space_id, member_id, ctx.principal.actor)}
 
@@ -244,14 +244,14 @@ def patch_entry(ctx: Ctx, entry_id: str):
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["POST"], body=entries.UpdatePost)
-def post_update(ctx: Ctx, entry_id: str):
+def post_entry_update(ctx: Ctx, entry_id: str):
     """``{duplicate, seq, stateVector?}``."""
     _limits(ctx)
     return render_update(entries.post_update(ctx.principal, entry_id, ctx.body))
 
 
 @endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["GET"])
-def get_updates(ctx: Ctx, entry_id: str):
+def get_entry_updates(ctx: Ctx, entry_id: str):
     """``{updates}``, ``{snapshot}`` or ``{update}``."""
     q = parse_query(ctx.query, UpdatesQuery)
     return render_catch_up(entries.get_updates(ctx.principal, entry_id, state_vector=q.stateVector,
@@ -293,7 +293,7 @@ def entry_history(ctx: Ctx, entry_id: str):
 
 
 @endpoint(bp, f"{MEM}/retrieve", ["POST"], body=retrieval.RetrieveBody)
-def retrieve(ctx: Ctx):
+def retrieve_entries(ctx: Ctx):
     """``{results, attributionId, retrieval}``."""
     return render_retrieval(retrieval.retrieve(ctx.principal, ctx.body))
 
