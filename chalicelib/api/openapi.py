@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..errors import CODES
 from .http import ROUTES, Raw, Route
@@ -88,16 +88,15 @@ class _Schemas:
     used by several routes is one component."""
 
     def __init__(self) -> None:
-        self.models: dict[tuple[type[BaseModel], str], None] = {}
+        self.models: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {}
 
-    def add(self, model: type[BaseModel], mode: str) -> None:
+    def add(self, model: type[BaseModel], mode: JsonSchemaMode) -> None:
         self.models[(model, mode)] = None
 
     def build(self) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
         """(``{(model, mode): schema or $ref}``, the ``$defs`` every model's schema refers to)."""
         keys = list(self.models)
-        # the keys are (model, mode) pairs; pydantic types the mode as a Literal we build from strings
-        refs, top = models_json_schema(keys, ref_template=REF)  # type: ignore[arg-type] - see above
+        refs, top = models_json_schema(keys, ref_template=REF)
         return dict(refs), top.get("$defs", {})
 
 

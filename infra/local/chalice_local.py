@@ -13,6 +13,8 @@ It runs Chalice's CLI unchanged with its local server patched (``install()``):
   no route matches (deeper than the app's catch-all routes) 404 ``not_found``, where Chalice
   answered 403 quoting the Authorization header; a malformed request its 4xx/5xx status; each
   with an ``X-Request-Id`` as the app's own answers have;
+- with ``CAIRN_CONTRACT_LOG`` set (the test mode), every response is checked against the OpenAPI
+  document and each violation appended to that file (``infra.local.contract``);
 - the process dies with the launcher (``PR_SET_PDEATHSIG`` on Linux, a watchdog thread elsewhere)
   when ``CAIRN_LOCAL_PARENT_PID`` names it, and SIGTERM exits through ``sys.exit`` so atexit
   handlers run (the private index directory is removed).
@@ -38,6 +40,8 @@ from chalice import local
 
 from chalicelib.errors import CairnError, MethodNotAllowed, NotFound
 
+from .contract import ContractLog, from_environment
+
 BACKLOG = 128
 WRITE_BUFFER = 64 * 1024
 PARENT_PID_ENV = "CAIRN_LOCAL_PARENT_PID"
@@ -57,6 +61,9 @@ def _path_only(target: str) -> str:
     return urlsplit(target).path if target else target
 
 
+_CONTRACT: ContractLog | None = None
+
+
 class NoRoute(Exception):
     """No route of the app matches the request's path."""
 
@@ -71,6 +78,13 @@ class Gateway(local.LocalGateway):
             raise NoRoute(path) from None
 
     def handle_request(self, method: str, path: str, headers: Any, body: Any) -> Any:
+        response = self._answer(method, path, headers, body)
+        if _CONTRACT is not None:
+            _CONTRACT.record(method, _path_only(path), response["statusCode"], response.get("headers") or {},
+                             response.get("body") or b"")
+        return response
+
+    def _answer(self, method: str, path: str, headers: Any, body: Any) -> Any:
         try:
             return super().handle_request(method, path, headers, body)
         except NoRoute:
@@ -171,6 +185,8 @@ def main() -> int:
         die_with_parent(int(parent))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     install()
+    global _CONTRACT
+    _CONTRACT = from_environment()
     sys.argv[0] = "chalice"
     return chalice_main()
 

@@ -3,7 +3,9 @@ and Chalice's test client over the real app."""
 
 from __future__ import annotations
 
+import functools
 import os
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -41,12 +43,33 @@ def app(aws):
     return chalice_app
 
 
+@functools.cache
+def _contract():
+    from chalicelib.api.openapi import document
+    from infra.local.contract import ResponseContract
+    return ResponseContract(document())
+
+
 @pytest.fixture
 def client(app):
-    """chalice.test.Client over the real app."""
+    """chalice.test.Client over the real app; with ``CAIRN_CONTRACT=1`` every response it gets is
+    checked against the OpenAPI document, and a test that got one breaking it fails."""
     from chalice.test import Client
+    violations: list[str] = []
     with Client(app) as c:
+        if os.environ.get("CAIRN_CONTRACT") == "1":
+            send = c.http.request
+
+            def request(method, path, headers=None, body=b""):
+                resp = send(method, path, headers=headers, body=body)
+                route = urlsplit(path).path
+                for problem in _contract().check(method, route, resp.status_code, resp.headers, resp.body):
+                    violations.append(f"{method} {route} -> {resp.status_code}: {problem}")
+                return resp
+
+            c.http.request = request
         yield c
+    assert not violations, "responses break openapi.json:\n" + "\n".join(violations[:20])
 
 
 def mint(org="default", kind="person", user_id="admin", permissions=None, **kw):

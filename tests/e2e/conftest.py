@@ -8,6 +8,7 @@ import requests
 from .harness import LocalStack
 
 DEV_TOKEN = "cairn_e2e_dev_token_0123456789abcdef"
+CONTRACT_LOG = "contract.log"
 
 
 def pytest_collection_modifyitems(items):
@@ -20,9 +21,27 @@ def pytest_collection_modifyitems(items):
 def stack(tmp_path_factory):
     """The running local stack (free ports, a temp state dir, a fixed CAIRN_DEV_TOKEN)."""
     base = tmp_path_factory.mktemp("cairn-e2e")
-    s = LocalStack(base / "state", DEV_TOKEN, base / "stack.log").start()
+    s = LocalStack(base / "state", DEV_TOKEN, base / "stack.log",
+                   env={"CAIRN_CONTRACT_LOG": str(base / CONTRACT_LOG)}).start()
     yield s
     assert s.stop() == 0, (base / "stack.log").read_text()[-3000:]
+
+
+@pytest.fixture(autouse=True)
+def _responses_keep_the_document(request):
+    """A test on the session's stack fails when a response it got broke openapi.json (the
+    launcher's test mode appends each violation to the contract log)."""
+    if "stack" not in request.fixturenames:
+        yield
+        return
+    log = request.getfixturevalue("stack").state_dir.parent / CONTRACT_LOG
+    start = log.stat().st_size if log.exists() else 0
+    yield
+    if log.exists():
+        with log.open(encoding="utf-8") as f:
+            f.seek(start)
+            broken = f.read().strip()
+        assert not broken, f"responses break openapi.json:\n{broken[:4000]}"
 
 
 class Http:
