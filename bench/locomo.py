@@ -160,7 +160,7 @@ Ranker = Callable[[str], list[int]]
 
 
 def plain_bm25(conv: Conversation) -> Ranker:
-    """rank-bm25 Okapi over lowercase word tokens (the README's reference baseline)."""
+    """rank-bm25 Okapi over lowercase word tokens (the reference baseline of docs/benchmark.md)."""
     from rank_bm25 import BM25Okapi
 
     def tok(t: str) -> list[str]:

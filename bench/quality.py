@@ -12,7 +12,7 @@ from .harness import backend, fast_moto_transactions
 
 ORG = "bench"
 # The weights the benchmark recommends, chosen by ``choose`` over ``GRID`` on the tune split
-# (run with --tune to re-check; README "How recall ranks"). Empty = the tuning's defaults.
+# (run with --tune to re-check; docs/banks.md, "How recall ranks"). Empty = the tuning's defaults.
 TUNED: dict[str, Any] = {"w_entity": 1.5, "recency_floor": 0.9, "decay_half_life_days": 30.0}
 CAT5_MARGIN = 0.01
 GRID = {"w_entity": [0.0, 0.3, 0.6, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0],

@@ -15,7 +15,7 @@ container's, else the one the last successful ``POST /v1/reload`` persisted in t
 else the defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
 refuses an invalid tuning with 400 ``invalid_config`` and doctor reports it.
 
-Recall weights (the bank worker's defaults; see README "How recall ranks"):
+Recall weights (the bank worker's defaults; see docs/banks.md, "How recall ranks"):
 ``base = w_bm25*bm25 + w_entity*entity_hits + w_corroboration*ln(1+corroboration) + w_pinned*pinned``,
 ``score = base * max(0.5 ** (age_days / decay_half_life_days), recency_floor)``.
 """
@@ -59,7 +59,7 @@ class MemoryTuning(BaseModel):
     default_bank: str = "main"
     w_bm25: float = Field(1.0, ge=0)
     # Tuned on LoCoMo conv-26/30/41 (bench/quality.py states the rule): the worker's 0.6 and 0.35
-    # miss the targets; 1.5 and 0.9 meet them, held-out conversations included (README, Benchmark).
+    # miss the targets; 1.5 and 0.9 meet them, held-out conversations included (docs/benchmark.md).
     w_entity: float = Field(1.5, ge=0)
     w_corroboration: float = Field(0.3, ge=0)
     w_pinned: float = Field(0.75, ge=0)

@@ -7,7 +7,7 @@ dev admin token, and runs ``chalice local`` as a child process pointed at moto (
 this process). It prints the base URL and the token, then "ready" once the API answers.
 SIGINT/SIGTERM stop the child, compact the state and stop moto.
 
-Persistence (README, "Local stack"; ``infra.local.durable``): every write to moto's DynamoDB
+Persistence (docs/operations.md, "Local stack"; ``infra.local.durable``): every write to moto's DynamoDB
 and S3 is journaled (its after-images, fsynced before moto answers) and replayed over the last
 snapshot on start, so an acknowledged write survives ``kill -9`` of the whole stack. The state
 dir is taken with ``flock`` (one stack per state dir). ``--fresh`` deletes the saved state;

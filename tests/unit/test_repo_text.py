@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # what is searched; a path that does not exist is skipped
-SEARCHED = ("chalicelib", "infra", "tests", "bench", "clients", "app.py", "README.md", "Makefile", ".ci")
+SEARCHED = ("chalicelib", "infra", "tests", "bench", "clients", "app.py", "README.md", "docs", "ARCHITECTURE.md",
+            "Makefile", ".ci")
 SKIPPED_DIRS = {"node_modules", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 SKIPPED_PATHS = ("bench/results",)
 
