@@ -131,6 +131,7 @@ def _banks_and_memories(c: Cairn) -> None:
     assert data(c.rules.get(bank, "style"))["rule"]["name"] == "style"
     assert [r["name"] for r in data(c.rules.list(bank))["rules"]] == ["style"]
     assert data(c.rules.delete(bank, "style")) == {"exists": False}
+    assert data(c.memories.pin(bank, mid, False))["memory"]["pinned"] is False
     assert data(c.memories.supersede(bank, mid, other_mid))["memory"]["superseded_by"] == other_mid
     gone = data(c.memories.save(bank, "A fact to delete"))["memory"]["id"]
     assert data(c.memories.delete(bank, gone))["memory"]["id"] == gone
@@ -174,7 +175,7 @@ def _service(c: Cairn, stack, transport: httpx.BaseTransport) -> None:
 
 
 def _structured(c: Cairn) -> None:
-    name = uid("cl-note")
+    name = uid("cl_note").replace("-", "_")  # structured names are stored with underscores
     row = data(c.structured.save(name, "Deploys go through CI.", description="How we deploy"))
     assert row["name"] == name
     assert data(c.structured.get(name))["content"] == "Deploys go through CI."
@@ -184,7 +185,7 @@ def _structured(c: Cairn) -> None:
     assert data(c.admin.update_memory(row["memory_id"], "New description"))["description"] == "New description"
     assert data(c.admin.list_memories())["total"] >= 1
     assert data(c.admin.search_memories("deploys"))["total"] >= 1
-    imported = uid("cl-imported")
+    imported = uid("cl_imported").replace("-", "_")
     line = {"name": imported, "description": "d", "content": "c", "scope": "global", "type": "reference"}
     assert data(c.admin.import_memories([line]))["imported"] == 1
     audit = [data(e) for e in c.admin.iter_memory_audit(limit=1)]
