@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-
 from cairn_client import AsyncCairn, Cairn, Conflict, NotFound, ServiceUnavailable, Unauthorized, as_data
 from cairn_client._operations import OPERATIONS
+
 from chalicelib.fingerprint import fingerprint
 from tests.api.team_support import Editor, b64
 

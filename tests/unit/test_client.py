@@ -1,0 +1,106 @@
+"""The Python client (clients/python) without a server: its generated modules match openapi.json,
+every operation has a method, errors map by status, the retry policy's waits, and no runtime import
+of the service's code."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cairn_client
+import httpx
+import pytest
+from cairn_client import AsyncCairn, Cairn, CairnError, RetryPolicy, errors
+from cairn_client._core import retry_after
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = ROOT / "clients" / "python"
+GENERATED = ("models.py", "_operations.py", "_sync_client.py")
+
+
+def _documented_operations() -> set[str]:
+    doc = json.loads((ROOT / "openapi.json").read_text())
+    return {op["operationId"] for item in doc["paths"].values() for m, op in item.items()
+            if m in ("get", "put", "post", "delete", "patch", "head", "options")}
+
+
+def test_generated_modules_match_openapi_json(tmp_path):
+    """`make client` output is committed: regenerating from openapi.json changes nothing."""
+    subprocess.run([sys.executable, str(CLIENT / "scripts" / "generate.py"), "--out", str(tmp_path)], check=True)
+    stale = [name for name in GENERATED
+             if (tmp_path / name).read_text() != (CLIENT / "cairn_client" / name).read_text()]
+    assert not stale, f"run `make client`: {stale} differ from what openapi.json generates"
+
+
+def test_every_operation_of_the_document_has_a_client_method():
+    methods = Cairn.operation_methods()
+    missing = _documented_operations() - set(methods)
+    assert not missing, f"add a client method (clients/python/cairn_client/_async_client.py) for {sorted(missing)}"
+    assert set(methods) <= _documented_operations(), "a client method calls an operation the document lacks"
+    assert AsyncCairn.operation_methods() == methods
+    assert len(set(methods.values())) == len(methods)  # one method per operation
+    assert methods["save_memory"] == "memories.save" and methods["health"] == "health"
+
+
+def test_only_keyed_operations_carry_an_idempotency_key():
+    from cairn_client._operations import OPERATIONS
+    assert {op_id for op_id, op in OPERATIONS.items() if op.keyed} == {"save_memory"}
+
+
+@pytest.mark.parametrize(("status", "cls"), [
+    (400, errors.BadRequest), (401, errors.Unauthorized), (403, errors.Forbidden), (404, errors.NotFound),
+    (409, errors.Conflict), (413, errors.PayloadTooLarge), (415, errors.UnsupportedMediaType),
+    (422, errors.Unprocessable), (429, errors.RateLimited), (500, errors.ServerError),
+    (503, errors.ServiceUnavailable), (418, CairnError), (502, CairnError)])
+def test_each_status_maps_to_its_class_with_the_envelope(status, cls):
+    response = httpx.Response(status, headers={"X-Request-Id": "req-1"},
+                              json={"error": "Nope.", "code": "some_code", "details": {"field": "x"}})
+    err = errors.from_response(response)
+    assert type(err) is cls and isinstance(err, CairnError)
+    assert (err.status, err.code, err.message, err.details, err.request_id) == (
+        status, "some_code", "Nope.", {"field": "x"}, "req-1")
+
+
+def test_an_error_without_the_envelope_keeps_its_text():
+    err = errors.from_response(httpx.Response(502, text="<html>Bad gateway</html>"))
+    assert (err.status, err.code, err.message, err.request_id) == (502, None, "<html>Bad gateway</html>", None)
+
+
+def test_retry_after_in_seconds_or_as_a_date_and_capped():
+    assert retry_after(httpx.Response(503, headers={"Retry-After": "3"})) == 3.0
+    assert retry_after(httpx.Response(503)) is None
+    assert retry_after(httpx.Response(503, headers={"Retry-After": "soon"})) is None
+    later = email.utils.formatdate(time.time() + 120, usegmt=True)
+    assert 100 < (retry_after(httpx.Response(503, headers={"Retry-After": later})) or 0) <= 120
+    policy = RetryPolicy(max_retry_after=10)
+    assert policy.delay(0, httpx.Response(429, headers={"Retry-After": "3600"})) == 10
+
+
+def test_backoff_doubles_within_its_jitter_and_stops_at_the_cap():
+    policy = RetryPolicy(backoff=1.0, max_backoff=4.0)
+    for attempt, cap in ((0, 1.0), (1, 2.0), (2, 4.0), (5, 4.0)):
+        waits = [policy.delay(attempt, None) for _ in range(50)]
+        assert all(cap / 2 <= w <= cap for w in waits), (attempt, waits)
+        assert len(set(waits)) > 1  # jittered
+
+
+def test_the_client_imports_nothing_of_the_service():
+    code = "import sys, cairn_client; assert not [m for m in sys.modules if m.startswith('chalicelib')]"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    sources = "".join(p.read_text() for p in (CLIENT / "cairn_client").glob("*.py"))
+    assert "chalicelib" not in sources
+    assert cairn_client.__all__ and "Cairn" in cairn_client.__all__
+
+
+def test_base_url_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("CAIRN_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("CAIRN_TOKEN", "cairn_x")
+    with Cairn() as c:
+        assert (c._t.base_url, c._t.token) == ("http://127.0.0.1:9", "cairn_x")
+    monkeypatch.delenv("CAIRN_URL")
+    with pytest.raises(ValueError, match="CAIRN_URL"):
+        Cairn()
