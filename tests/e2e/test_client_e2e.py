@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -384,3 +387,29 @@ def test_async_client_saves_iterates_and_maps_errors(stack):
     texts, status, code = asyncio.run(run())
     assert sorted(texts) == ["Async fact 0", "Async fact 1", "Async fact 2"]
     assert status == 404 and code == "memory_not_found"
+
+
+# --- the documented snippets ---------------------------------------------------------------------
+
+def _client_snippets() -> list[tuple[str, str]]:
+    """``(file, code)`` of each fenced Python block that imports the client, in the client's README
+    and the repository's."""
+    found = []
+    for readme in (ROOT / "clients" / "python" / "README.md", ROOT / "README.md"):
+        for code in re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S):
+            if "cairn_client" in code:
+                found.append((readme.relative_to(ROOT).as_posix(), code))
+    return found
+
+
+def test_the_readme_snippets_run_against_the_stack(stack, tmp_path):
+    """Each snippet runs as a user would run it: a fresh interpreter, $CAIRN_URL and $CAIRN_TOKEN."""
+    snippets = _client_snippets()
+    assert snippets, "clients/python/README.md shows no client snippet"
+    env = {**os.environ, "CAIRN_URL": stack.base_url, "CAIRN_TOKEN": stack.token}
+    for where, code in snippets:
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, f"{where} snippet failed:\n{code}\n{done.stderr[-2000:]}"
+    with Cairn(stack.base_url, stack.token) as c:
+        assert data(c.memories.get("notes", fingerprint("The deploy runs on Fridays")))["memory"]
