@@ -14,7 +14,7 @@ from collections import abc
 from typing import Any
 
 import httpx
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped]  # no types-tqdm in the environment
 
 from . import _core
 from ._core import (
