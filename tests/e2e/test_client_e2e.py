@@ -354,6 +354,45 @@ def test_retries_are_bounded(stack):
     assert 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0  # backoff doubles, jittered
 
 
+class AsyncDropAfterForwarding(httpx.AsyncBaseTransport):
+    """``DropAfterForwarding`` for the async client."""
+
+    def __init__(self, method: str, path_suffix: str) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.method, self.suffix, self.drops = method, path_suffix, 1
+        self.keys: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.method == self.method and request.url.path.endswith(self.suffix):
+            self.keys.append(request.headers["Idempotency-Key"])
+            if self.drops:
+                self.drops -= 1
+                await response.aread()
+                await response.aclose()
+                raise httpx.ReadError("connection reset", request=request)
+        return response
+
+
+def test_the_async_client_retries_a_dropped_save_once_too(stack):
+    bank, text = uid("cl-adrop"), "The async build host is called lovelace"
+    drop = AsyncDropAfterForwarding("POST", f"/v1/banks/{bank}/memories")
+    sleeps: list[float] = []
+
+    async def nap(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    async def run() -> dict[str, Any]:
+        async with AsyncCairn(stack.base_url, stack.token, transport=drop, sleep=nap) as c:
+            await c.memories.save(bank, text)
+            await c.memories.save(bank, text)
+            return data(await c.memories.get(bank, fingerprint(text)))["memory"]
+
+    mem = asyncio.run(run())
+    assert len(drop.keys) == 3 and drop.keys[0] == drop.keys[1] != drop.keys[2] and len(sleeps) == 1
+    assert (mem["revision"], mem["corroboration"]) == (1, 1)  # created once, reinforced once
+
+
 # --- export and import ------------------------------------------------------------------------------
 
 def test_export_to_a_file_and_import_it_with_progress(cairn, tmp_path, capsys):

@@ -104,3 +104,21 @@ def test_base_url_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("CAIRN_URL")
     with pytest.raises(ValueError, match="CAIRN_URL"):
         Cairn()
+
+
+def test_listing_fields_are_read_from_models_by_their_wire_name():
+    """Iterators read a page's list and cursor by wire name, from JSON or from a generated model
+    (which renames a keyword field: ``from`` -> ``from_`` with an alias)."""
+    from typing import Annotated
+
+    from cairn_client._core import as_data, field_of
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Item(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        from_: Annotated[str | None, Field(alias="from")] = None
+
+    item = Item.model_validate({"from": "x", "later": 1})
+    assert (field_of(item, "from"), field_of(item, "later"), field_of(item, "absent")) == ("x", 1, None)
+    assert field_of({"next_cursor": "c"}, "next_cursor") == "c"
+    assert as_data(item) == {"from": "x", "later": 1}

@@ -169,10 +169,10 @@ def field_of(value: Any, name: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(name)
     if isinstance(value, BaseModel):
-        got = getattr(value, name, None)
-        if got is None and value.model_extra:
-            got = value.model_extra.get(name)
-        return got
+        for attr, info in type(value).model_fields.items():
+            if name in (attr, info.alias):  # a generated model renames keywords: ``from`` -> ``from_``
+                return getattr(value, attr)
+        return (value.model_extra or {}).get(name)
     return None
 
 
