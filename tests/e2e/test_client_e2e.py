@@ -23,6 +23,9 @@ from cairn_client._operations import OPERATIONS
 from chalicelib.fingerprint import fingerprint
 from tests.api.team_support import Editor, b64
 
+from .conftest import DEV_TOKEN
+from .harness import LocalStack
+
 ROOT = Path(__file__).resolve().parents[2]
 RW = ["context:space:read", "context:space:write"]
 
@@ -56,8 +59,10 @@ class Recorder(httpx.BaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.HTTPTransport()
         self.seen: dict[str, set[int]] = {}
+        self.requests: list[httpx.Request] = []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
         response = self.inner.handle_request(request)
         op_id = _operation_of(request.method, request.url.path)
         if op_id is not None:
@@ -406,6 +411,27 @@ def test_export_to_a_file_and_import_it_with_progress(cairn, tmp_path, capsys):
     assert "export" in capsys.readouterr().err  # the tqdm bar went to stderr
     assert sorted(m["text"] for m in map(data, cairn.memories.iter(dst))) == [
         f"Exported fact number {i}" for i in range(5)]
+
+
+def test_a_large_export_downloads_from_its_presigned_url(tmp_path, capsys):
+    """A stack whose inline export limit is tiny answers ``{url, expires_at}``: the client follows the
+    URL (S3 on moto, no token sent there) into the file, with a progress bar."""
+    stack = LocalStack(tmp_path / "state", DEV_TOKEN, tmp_path / "stack.log",
+                       env={"CAIRN_EXPORT_INLINE_BYTES": "64"}).start()
+    seen = Recorder()
+    try:
+        with Cairn(stack.base_url, stack.token, transport=seen) as c:
+            c.banks.import_("big", [{"text": f"Large export fact number {i}"} for i in range(20)])
+            path = tmp_path / "big.jsonl"
+            assert c.banks.export("big", path, progress=True) == path.stat().st_size > 64
+            assert len(path.read_bytes().splitlines()) == 20
+            assert b"".join(sorted(path.read_bytes().splitlines())) == b"".join(
+                sorted(c.banks.export("big").splitlines()))
+        to_s3 = [r for r in seen.requests if r.url.port == stack.moto_port]
+        assert [r.method for r in to_s3] == ["GET", "GET"] and not any("authorization" in r.headers for r in to_s3)
+    finally:
+        assert stack.stop() == 0, (tmp_path / "stack.log").read_text()[-3000:]
+    assert "export big" in capsys.readouterr().err
 
 
 # --- async --------------------------------------------------------------------------------------
