@@ -19,7 +19,7 @@ from cairn_client._core import retry_after
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "python"
-GENERATED = ("models.py", "_operations.py", "_sync_client.py")
+GENERATED = ("models.py", "_operations.py", "_responses.py", "_sync_client.py")
 
 
 def _documented_operations() -> set[str]:
@@ -44,6 +44,23 @@ def test_every_operation_of_the_document_has_a_client_method():
     assert AsyncCairn.operation_methods() == methods
     assert len(set(methods.values())) == len(methods)  # one method per operation
     assert methods["save_memory"] == "memories.save" and methods["health"] == "health"
+
+
+def test_each_method_is_annotated_with_its_operations_success_type():
+    """A method returns ``_responses.<CamelCaseOperationId>`` (the document's model once it names one)."""
+    from cairn_client import _responses
+
+    for cls in (Cairn, AsyncCairn):
+        client = cls("http://127.0.0.1:9")
+        for op_id, dotted in cls.operation_methods().items():
+            owner: object = client
+            *surfaces, name = dotted.split(".")
+            for surface in surfaces:
+                owner = getattr(owner, surface)
+            returns = getattr(type(owner), name).__annotations__["return"]
+            camel = "".join(part.capitalize() for part in op_id.split("_"))
+            assert hasattr(_responses, camel)
+            assert returns == ("bytes | int" if op_id == "export_bank" else f"r.{camel}"), (dotted, returns)
 
 
 def test_only_keyed_operations_carry_an_idempotency_key():

@@ -17,6 +17,7 @@ import httpx
 from tqdm import tqdm  # type: ignore[import-untyped]  # no types-tqdm in the environment
 
 from . import _core
+from . import _responses as r
 from ._core import (
     USER_AGENT,
     RetryPolicy,
@@ -170,7 +171,7 @@ class Memories(Surface):
     @operation("save_memory")
     def save(self, bank: str, text: str, *, entities: Strs | None = None, tags: Strs | None = None,
                    pinned: bool | None = None, session_id: str | None = None, idempotency_key: str | None = None,
-                   **fields: Any) -> Any:
+                   **fields: Any) -> r.SaveMemory:
         """Save ``text`` (a new memory, or a reinforcement of the same fact). An ``Idempotency-Key``
         (``idempotency_key`` or a new uuid4) goes with every attempt, so a retry never reinforces twice."""
         body = clean_body({"text": text, "entities": entities, "tags": tags, "pinned": pinned,
@@ -179,7 +180,7 @@ class Memories(Surface):
 
     @operation("list_memories")
     def list(self, bank: str, *, limit: int | None = None, cursor: str | None = None, tag: str | None = None,
-                   include_superseded: bool | None = None) -> Any:
+                   include_superseded: bool | None = None) -> r.ListMemories:
         """One page, newest first: ``{memories, total, next_cursor}``."""
         return self._t.call("list_memories", path={"bank": bank},
                                   query={"limit": limit, "cursor": cursor, "tag": tag,
@@ -192,40 +193,40 @@ class Memories(Surface):
                              query={"limit": limit, "tag": tag, "include_superseded": include_superseded})
 
     @operation("get_memory")
-    def get(self, bank: str, memory_id: str) -> Any:
+    def get(self, bank: str, memory_id: str) -> r.GetMemory:
         """``{memory}``, retired ones included; 404 ``NotFound``."""
         return self._t.call("get_memory", path={"bank": bank, "memory_id": memory_id})
 
     @operation("update_memory")
     def update(self, bank: str, memory_id: str, *, text: str | None = None, entities: Strs | None = None,
-                     tags: Strs | None = None, pinned: bool | None = None, **fields: Any) -> Any:
+                     tags: Strs | None = None, pinned: bool | None = None, **fields: Any) -> r.UpdateMemory:
         """Revise in place: ``{memory}``."""
         body = clean_body({"text": text, "entities": entities, "tags": tags, "pinned": pinned, **fields})
         return self._t.call("update_memory", path={"bank": bank, "memory_id": memory_id}, json=body)
 
     @operation("delete_memory")
-    def delete(self, bank: str, memory_id: str) -> Any:
+    def delete(self, bank: str, memory_id: str) -> r.DeleteMemory:
         """Tombstone: ``{memory}``."""
         return self._t.call("delete_memory", path={"bank": bank, "memory_id": memory_id})
 
     @operation("pin_memory")
-    def pin(self, bank: str, memory_id: str, pinned: bool = True) -> Any:
+    def pin(self, bank: str, memory_id: str, pinned: bool = True) -> r.PinMemory:
         """Pin (or, ``pinned=False``, unpin): ``{memory}``."""
         return self._t.call("pin_memory", path={"bank": bank, "memory_id": memory_id}, json={"pinned": pinned})
 
     @operation("supersede_memory")
-    def supersede(self, bank: str, memory_id: str, superseded_by: str) -> Any:
+    def supersede(self, bank: str, memory_id: str, superseded_by: str) -> r.SupersedeMemory:
         """Retire ``memory_id`` in favour of ``superseded_by``: ``{memory}``."""
         return self._t.call("supersede_memory", path={"bank": bank, "memory_id": memory_id},
                                   json={"superseded_by": superseded_by})
 
     @operation("memory_history")
-    def history(self, bank: str, memory_id: str) -> Any:
+    def history(self, bank: str, memory_id: str) -> r.MemoryHistory:
         """``{revisions}``, oldest first."""
         return self._t.call("memory_history", path={"bank": bank, "memory_id": memory_id})
 
     @operation("purge_memory")
-    def purge(self, bank: str, memory_id: str) -> Any:
+    def purge(self, bank: str, memory_id: str) -> r.PurgeMemory:
         """Erase the content everywhere (``admin.memories``): ``{memory}``, a content-free tombstone."""
         return self._t.call("purge_memory", path={"bank": bank, "memory_id": memory_id})
 
@@ -234,22 +235,22 @@ class Rules(Surface):
     """``cairn.rules``: a bank's rules (injected into every prompt)."""
 
     @operation("list_rules")
-    def list(self, bank: str) -> Any:
+    def list(self, bank: str) -> r.ListRules:
         """``{rules: [{name, content, updated_at}]}``."""
         return self._t.call("list_rules", path={"bank": bank})
 
     @operation("get_rule")
-    def get(self, bank: str, name: str) -> Any:
+    def get(self, bank: str, name: str) -> r.GetRule:
         """``{rule}``; 404 ``NotFound`` (``rule_not_found``)."""
         return self._t.call("get_rule", path={"bank": bank, "name": name})
 
     @operation("set_rule")
-    def set(self, bank: str, name: str, content: str) -> Any:
+    def set(self, bank: str, name: str, content: str) -> r.SetRule:
         """Create or replace (empty ``content``: remove): ``{exists}``."""
         return self._t.call("set_rule", path={"bank": bank, "name": name}, json={"content": content})
 
     @operation("delete_rule")
-    def delete(self, bank: str, name: str) -> Any:
+    def delete(self, bank: str, name: str) -> r.DeleteRule:
         """Remove: ``{exists: false}``; 404 ``NotFound`` when there is none."""
         return self._t.call("delete_rule", path={"bank": bank, "name": name})
 
@@ -258,12 +259,13 @@ class Banks(Surface):
     """``cairn.banks``: memory banks, their recall, export and import."""
 
     @operation("create_bank")
-    def create(self, name: str, description: str | None = None) -> Any:
+    def create(self, name: str, description: str | None = None) -> r.CreateBank:
         """Create or ensure: ``{bank, created}``."""
         return self._t.call("create_bank", json=clean_body({"name": name, "description": description}))
 
     @operation("list_banks")
-    def list(self, *, limit: int | None = None, cursor: str | None = None, trashed: bool | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None,
+                   trashed: bool | None = None) -> r.ListBanks:
         """One page by name: ``{banks, next_cursor?}``; ``trashed=True``: every trash entry."""
         return self._t.call("list_banks", query={"limit": limit, "cursor": cursor, "trashed": trashed})
 
@@ -272,51 +274,52 @@ class Banks(Surface):
         return self._t.pages("list_banks", "banks", "next_cursor", query={"limit": limit})
 
     @operation("get_bank")
-    def get(self, bank: str) -> Any:
+    def get(self, bank: str) -> r.GetBank:
         """``{bank}``; 404 ``NotFound`` (``bank_not_found``)."""
         return self._t.call("get_bank", path={"bank": bank})
 
     @operation("update_bank")
-    def update(self, bank: str, description: str) -> Any:
+    def update(self, bank: str, description: str) -> r.UpdateBank:
         """Change the description: ``{bank}``."""
         return self._t.call("update_bank", path={"bank": bank}, json={"description": description})
 
     @operation("trash_bank")
-    def trash(self, bank: str) -> Any:
+    def trash(self, bank: str) -> r.TrashBank:
         """Move to trash: ``{trashed_to}``."""
         return self._t.call("trash_bank", path={"bank": bank})
 
     @operation("restore_bank")
-    def restore(self, bank: str, trashed_to: str) -> Any:
+    def restore(self, bank: str, trashed_to: str) -> r.RestoreBank:
         """Restore a trashed bank whole: ``{bank}``; 409 ``Conflict`` when the name is taken."""
         return self._t.call("restore_bank", path={"bank": bank}, json={"trashed_to": trashed_to})
 
     @operation("list_tags")
-    def tags(self, bank: str) -> Any:
+    def tags(self, bank: str) -> r.ListTags:
         """``{tags: [{tag, count}]}``, most used first."""
         return self._t.call("list_tags", path={"bank": bank})
 
     @operation("recall")
     def recall(self, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
-                     include_superseded: bool | None = None, as_of: int | None = None) -> Any:
+                     include_superseded: bool | None = None, as_of: int | None = None) -> r.Recall:
         """Ranked recall: ``{memories: [{memory, score, signals}], retrieval}`` (``as_of``: ms since epoch)."""
         body = clean_body({"query": query, "limit": limit, "tag": tag, "include_superseded": include_superseded,
                            "as_of": as_of})
         return self._t.call("recall", path={"bank": bank}, json=body)
 
     @operation("preview")
-    def preview(self, bank: str, query: str) -> Any:
+    def preview(self, bank: str, query: str) -> r.Preview:
         """What would be injected for ``query``: ``{system_prompt_section, rules, memories, ...}``."""
         return self._t.call("preview", path={"bank": bank}, json={"query": query})
 
     @operation("forget_session")
-    def forget_session(self, bank: str, session_id: str, *, purge: bool | None = None) -> Any:
+    def forget_session(self, bank: str, session_id: str, *, purge: bool | None = None) -> r.ForgetSession:
         """Retire (``purge=True``: purge) what a session's turns extracted: ``{session_id, retired, purged, ...}``."""
         return self._t.call("forget_session", path={"bank": bank},
                                   json=clean_body({"session_id": session_id, "purge": purge}))
 
     @operation("export_bank")
-    def export(self, bank: str, dest: Any = None, *, history: bool = False, progress: bool = False) -> Any:
+    def export(self, bank: str, dest: Any = None, *, history: bool = False,
+                     progress: bool = False) -> bytes | int:
         """The bank as NDJSON (``memories.jsonl``), inline or through the presigned URL the server
         gives for large banks. ``dest`` ``None``: returns the bytes; a path or binary file: writes
         there and returns the byte count. ``progress``: a tqdm bar on stderr."""
@@ -333,7 +336,8 @@ class Banks(Surface):
         return sink.result()
 
     @operation("import_bank")
-    def import_(self, bank: str, source: Any, *, upload: bool | None = None, progress: bool = False) -> Any:
+    def import_(self, bank: str, source: Any, *, upload: bool | None = None,
+                      progress: bool = False) -> r.ImportBank:
         """Import NDJSON (``_core.ndjson_bytes``: bytes, text, a path, a binary file or dicts):
         ``{imported, skipped, errors: [{line, error}]}``. Larger than ``IMPORT_INLINE_BYTES`` (or
         ``upload=True``) it goes through a presigned upload first. ``progress``: a tqdm bar."""
@@ -351,7 +355,7 @@ class Banks(Surface):
         return self._t.call("import_bank", path={"bank": bank}, json={"s3_key": field_of(target, "s3_key")})
 
     @operation("import_upload_url")
-    def upload_url(self, bank: str) -> Any:
+    def upload_url(self, bank: str) -> r.ImportUploadUrl:
         """A presigned PUT for a large import: ``{url, s3_key, expires_at}`` (``import_`` uses it)."""
         return self._t.call("import_upload_url", path={"bank": bank})
 
@@ -361,7 +365,8 @@ class Hooks(Surface):
 
     @operation("pre_generate")
     def pre_generate(self, *, session_id: str | None = None, messages: Dicts | None = None,
-                           metadata: dict[str, Any] | None = None, step: int | None = None, **fields: Any) -> Any:
+                           metadata: dict[str, Any] | None = None, step: int | None = None,
+                           **fields: Any) -> r.PreGenerate:
         """The per-turn injection: ``{mutations: {system_prompt_append, append_messages}, retrieval}``."""
         body = clean_body({"session_id": session_id, "messages": messages, "metadata": metadata, "step": step,
                            **fields})
@@ -370,14 +375,14 @@ class Hooks(Surface):
     @operation("turn_completed")
     def turn_completed(self, session_id: str, turn_id: str, messages: Dicts, *,
                              metadata: dict[str, Any] | None = None, status: str | None = None,
-                             **fields: Any) -> Any:
+                             **fields: Any) -> r.TurnCompleted:
         """Queue extraction of a finished turn: ``{accepted, bank, session_id, turn_id, ...}``."""
         body = clean_body({"session_id": session_id, "turn_id": turn_id, "messages": messages,
                            "metadata": metadata, "status": status, **fields})
         return self._t.call("turn_completed", json=body)
 
     @operation("session_deleted")
-    def session_deleted(self, session_id: str) -> Any:
+    def session_deleted(self, session_id: str) -> r.SessionDeleted:
         """Drop a session's extraction cursor: ``{session_id, dropped}``."""
         return self._t.call("session_deleted", json={"session_id": session_id})
 
@@ -389,14 +394,14 @@ class Structured(Surface):
 
     @operation("list_structured_memories")
     def list(self, *, type: str | None = None, scope: str | None = None, scope_id: str | None = None,
-                   limit: int | None = None) -> Any:
+                   limit: int | None = None) -> r.ListStructuredMemories:
         """``{memories, total}``, newest first."""
         return self._t.call("list_structured_memories",
                                   query={"type": type, "scope": scope, "scope_id": scope_id, "limit": limit})
 
     @operation("save_structured_memory")
     def save(self, name: str, content: str, *, description: str | None = None, type: str | None = None,
-                   scope: str | None = None, scope_id: str | None = None, **fields: Any) -> Any:
+                   scope: str | None = None, scope_id: str | None = None, **fields: Any) -> r.SaveStructuredMemory:
         """Upsert by ``(name, scope, scope_id)``: the row."""
         body = clean_body({"name": name, "content": content, "description": description, "type": type,
                            "scope": scope, "scope_id": scope_id, **fields})
@@ -404,19 +409,20 @@ class Structured(Surface):
 
     @operation("search_structured_memories")
     def search(self, query: str, *, type: str | None = None, limit: int | None = None,
-                     scope: str | None = None, scope_id: str | None = None) -> Any:
+                     scope: str | None = None, scope_id: str | None = None) -> r.SearchStructuredMemories:
         """``{memories, total}``, best first."""
         body = clean_body({"query": query, "type": type, "limit": limit, "scope": scope, "scope_id": scope_id})
         return self._t.call("search_structured_memories", json=body)
 
     @operation("get_structured_memory")
-    def get(self, name: str, *, scope: str | None = None, scope_id: str | None = None) -> Any:
+    def get(self, name: str, *, scope: str | None = None, scope_id: str | None = None) -> r.GetStructuredMemory:
         """The row; 404 ``NotFound``."""
         return self._t.call("get_structured_memory", path={"name": name},
                                   query={"scope": scope, "scope_id": scope_id})
 
     @operation("delete_structured_memory")
-    def delete(self, name: str, *, scope: str | None = None, scope_id: str | None = None) -> Any:
+    def delete(self, name: str, *, scope: str | None = None,
+                     scope_id: str | None = None) -> r.DeleteStructuredMemory:
         """``{status: "ok", name}``."""
         return self._t.call("delete_structured_memory", path={"name": name},
                                   query={"scope": scope, "scope_id": scope_id})
@@ -426,13 +432,13 @@ class Workstreams(Surface):
     """``cairn.workstreams``."""
 
     @operation("create_workstream")
-    def create(self, title: str | None = None, *, workstream_id: str | None = None) -> Any:
+    def create(self, title: str | None = None, *, workstream_id: str | None = None) -> r.CreateWorkstream:
         """``{workstream_id, title, owner}``."""
         return self._t.call("create_workstream",
                                   json=clean_body({"title": title, "workstream_id": workstream_id}))
 
     @operation("list_workstreams")
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> r.ListWorkstreams:
         """One page by id: ``{workstreams, next_cursor?}``."""
         return self._t.call("list_workstreams", query={"limit": limit, "cursor": cursor})
 
@@ -444,13 +450,13 @@ class Projects(Surface):
     """``cairn.projects``."""
 
     @operation("create_project")
-    def create(self, name: str, *, project_id: str | None = None, active: bool | None = None) -> Any:
+    def create(self, name: str, *, project_id: str | None = None, active: bool | None = None) -> r.CreateProject:
         """``{project_id, name, active, owner}``."""
         return self._t.call("create_project",
                                   json=clean_body({"name": name, "project_id": project_id, "active": active}))
 
     @operation("list_projects")
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> r.ListProjects:
         """One page by id: ``{projects, next_cursor?}``."""
         return self._t.call("list_projects", query={"limit": limit, "cursor": cursor})
 
@@ -458,18 +464,18 @@ class Projects(Surface):
         return self._t.pages("list_projects", "projects", "next_cursor", query={"limit": limit})
 
     @operation("patch_project")
-    def update(self, project_id: str, *, active: bool) -> Any:
+    def update(self, project_id: str, *, active: bool) -> r.PatchProject:
         """Activate or deactivate: the project."""
         return self._t.call("patch_project", path={"project_id": project_id}, json={"active": active})
 
     @operation("put_project_member")
-    def set_member(self, project_id: str, user_id: str, access: str) -> Any:
+    def set_member(self, project_id: str, user_id: str, access: str) -> r.PutProjectMember:
         """``{project_id, user_id, access}``."""
         return self._t.call("put_project_member", path={"project_id": project_id, "user_id": user_id},
                                   json={"access": access})
 
     @operation("delete_project_member")
-    def remove_member(self, project_id: str, user_id: str) -> Any:
+    def remove_member(self, project_id: str, user_id: str) -> r.DeleteProjectMember:
         """``{status: "ok"}``."""
         return self._t.call("delete_project_member", path={"project_id": project_id, "user_id": user_id})
 
@@ -480,7 +486,7 @@ class Sessions(Surface):
     @operation("create_session")
     def create(self, *, kind: str | None = None, workstream_id: str | None = None,
                      project_id: str | None = None, parent_session_id: str | None = None,
-                     memory_enabled: bool | None = None, user_id: str | None = None) -> Any:
+                     memory_enabled: bool | None = None, user_id: str | None = None) -> r.CreateSession:
         """``{session_id, kind, user_id, workstream_id, project_id, ...}``."""
         body = clean_body({"kind": kind, "workstream_id": workstream_id, "project_id": project_id,
                            "parent_session_id": parent_session_id, "memory_enabled": memory_enabled,
@@ -488,7 +494,7 @@ class Sessions(Surface):
         return self._t.call("create_session", json=body)
 
     @operation("list_sessions")
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> r.ListSessions:
         """One page by id: ``{sessions, next_cursor?}``."""
         return self._t.call("list_sessions", query={"limit": limit, "cursor": cursor})
 
@@ -496,18 +502,18 @@ class Sessions(Surface):
         return self._t.pages("list_sessions", "sessions", "next_cursor", query={"limit": limit})
 
     @operation("delete_session")
-    def delete(self, session_id: str) -> Any:
+    def delete(self, session_id: str) -> r.DeleteSession:
         """``{status: "ok", session_id}``."""
         return self._t.call("delete_session", path={"session_id": session_id})
 
     @operation("session_memory")
-    def memory(self, session_id: str, action: str, **args: Any) -> Any:
+    def memory(self, session_id: str, action: str, **args: Any) -> r.SessionMemory:
         """Call the memory tool (``action`` and its arguments): the REST equivalent's answer."""
         return self._t.call("session_memory", path={"session_id": session_id},
                                   json=clean_body({"action": action, **args}))
 
     @operation("session_context")
-    def context(self, session_id: str, messages: Dicts | None = None) -> Any:
+    def context(self, session_id: str, messages: Dicts | None = None) -> r.SessionContext:
         """The turn's context: ``{system_message, injected, candidates, in_scope, nudge}``."""
         return self._t.call("session_context", path={"session_id": session_id},
                                   json=clean_body({"messages": messages}))
@@ -518,42 +524,42 @@ class Admin(Surface):
 
     @operation("admin_list_memories")
     def list_memories(self, *, type: str | None = None, scope: str | None = None,
-                            scope_id: str | None = None, limit: int | None = None) -> Any:
+                            scope_id: str | None = None, limit: int | None = None) -> r.AdminListMemories:
         """``{memories, total}``."""
         return self._t.call("admin_list_memories",
                                   query={"type": type, "scope": scope, "scope_id": scope_id, "limit": limit})
 
     @operation("admin_search_memories")
     def search_memories(self, q: str, *, type: str | None = None, scope: str | None = None,
-                              scope_id: str | None = None, limit: int | None = None) -> Any:
+                              scope_id: str | None = None, limit: int | None = None) -> r.AdminSearchMemories:
         """``{memories, total}``, best first."""
         return self._t.call("admin_search_memories", query={"q": q, "type": type, "scope": scope,
                                                                   "scope_id": scope_id, "limit": limit})
 
     @operation("admin_import")
-    def import_memories(self, source: Any) -> Any:
+    def import_memories(self, source: Any) -> r.AdminImport:
         """NDJSON of Turnstone rows (as ``banks.import_`` takes it): ``{imported, skipped, errors}``."""
         return self._t.call("admin_import", content=ndjson_bytes(source), content_type=NDJSON)
 
     @operation("admin_get_memory")
-    def get_memory(self, memory_id: str) -> Any:
+    def get_memory(self, memory_id: str) -> r.AdminGetMemory:
         """The row; 404 ``NotFound``."""
         return self._t.call("admin_get_memory", path={"memory_id": memory_id})
 
     @operation("admin_patch_memory")
-    def update_memory(self, memory_id: str, description: str) -> Any:
+    def update_memory(self, memory_id: str, description: str) -> r.AdminPatchMemory:
         """The row with its new description."""
         return self._t.call("admin_patch_memory", path={"memory_id": memory_id},
                                   json={"description": description})
 
     @operation("admin_delete_memory")
-    def delete_memory(self, memory_id: str) -> Any:
+    def delete_memory(self, memory_id: str) -> r.AdminDeleteMemory:
         """``{status: "ok"}``."""
         return self._t.call("admin_delete_memory", path={"memory_id": memory_id})
 
     @operation("admin_memory_audit")
     def memory_audit(self, *, action: str | None = None, since: int | None = None, limit: int | None = None,
-                           cursor: str | None = None) -> Any:
+                           cursor: str | None = None) -> r.AdminMemoryAudit:
         """Memory audit events, oldest first: ``{events, next_cursor}``."""
         return self._t.call("admin_memory_audit",
                                   query={"action": action, "since": since, "limit": limit, "cursor": cursor})
@@ -569,19 +575,19 @@ class Tokens(Surface):
 
     @operation("mint_token")
     def mint(self, kind: str, *, user_id: str | None = None, permissions: Strs | None = None,
-                   label: str | None = None, expires_at: int | None = None, banks: Strs | None = None) -> Any:
+                   label: str | None = None, expires_at: int | None = None, banks: Strs | None = None) -> r.MintToken:
         """The new token with its secret (``token``), shown this once."""
         body = clean_body({"kind": kind, "user_id": user_id, "permissions": permissions, "label": label,
                            "expires_at": expires_at, "banks": banks})
         return self._t.call("mint_token", json=body)
 
     @operation("list_tokens")
-    def list(self) -> Any:
+    def list(self) -> r.ListTokens:
         """``{tokens}``, never a secret."""
         return self._t.call("list_tokens")
 
     @operation("revoke_token")
-    def revoke(self, token_id: str) -> Any:
+    def revoke(self, token_id: str) -> r.RevokeToken:
         """``{token}`` with ``revoked_at`` set."""
         return self._t.call("revoke_token", path={"token_id": token_id})
 
@@ -592,7 +598,7 @@ class Audit(Surface):
     @operation("list_events")
     def list(self, *, action: str | None = None, actor: str | None = None, target: str | None = None,
                    since: int | None = None, until: int | None = None, limit: int | None = None,
-                   cursor: str | None = None) -> Any:
+                   cursor: str | None = None) -> r.ListEvents:
         """One page, oldest first: ``{events, next_cursor}`` (``since``/``until``: ms since epoch)."""
         return self._t.call("list_events", query={"action": action, "actor": actor, "target": target,
                                                         "since": since, "until": until, "limit": limit,
@@ -611,12 +617,12 @@ class Spaces(Surface):
     """``cairn.team.spaces``: team-memory spaces and their members."""
 
     @operation("create_space")
-    def create(self, name: str, **fields: Any) -> Any:
+    def create(self, name: str, **fields: Any) -> r.CreateSpace:
         """The new space (``fields``: ``kind``, ``classification``, ``dlpPolicy``, ``teamMemoryEnabled``)."""
         return self._t.call("create_space", json=clean_body({"name": name, **fields}))
 
     @operation("list_spaces")
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> r.ListSpaces:
         """One page by id: ``{spaces, next_cursor?}``."""
         return self._t.call("list_spaces", query={"limit": limit, "cursor": cursor})
 
@@ -624,23 +630,23 @@ class Spaces(Surface):
         return self._t.pages("list_spaces", "spaces", "next_cursor", query={"limit": limit})
 
     @operation("get_space")
-    def get(self, space_id: str) -> Any:
+    def get(self, space_id: str) -> r.GetSpace:
         """The space."""
         return self._t.call("get_space", path={"space_id": space_id})
 
     @operation("patch_space")
-    def update(self, space_id: str, **fields: Any) -> Any:
+    def update(self, space_id: str, **fields: Any) -> r.PatchSpace:
         """The changed space (``fields`` as ``create``'s)."""
         return self._t.call("patch_space", path={"space_id": space_id}, json=clean_body(fields))
 
     @operation("put_space_member")
-    def set_member(self, space_id: str, member_id: str, permissions: Strs) -> Any:
+    def set_member(self, space_id: str, member_id: str, permissions: Strs) -> r.PutSpaceMember:
         """``{spaceId, memberId, permissions}``."""
         return self._t.call("put_space_member", path={"space_id": space_id, "member_id": member_id},
                                   json={"permissions": permissions})
 
     @operation("delete_space_member")
-    def remove_member(self, space_id: str, member_id: str) -> Any:
+    def remove_member(self, space_id: str, member_id: str) -> r.DeleteSpaceMember:
         """``{removed}``."""
         return self._t.call("delete_space_member", path={"space_id": space_id, "member_id": member_id})
 
@@ -649,14 +655,14 @@ class Entries(Surface):
     """``cairn.team.entries``: team-memory entries (Yjs documents with a review flow)."""
 
     @operation("create_entry")
-    def create(self, space_id: str, kind: str, title: str, **fields: Any) -> Any:
+    def create(self, space_id: str, kind: str, title: str, **fields: Any) -> r.CreateEntry:
         """The new draft (``fields``: ``links``, ``supersedes``, ``classification``)."""
         return self._t.call("create_entry",
                                   json=clean_body({"spaceId": space_id, "kind": kind, "title": title, **fields}))
 
     @operation("list_entries")
     def list(self, *, space_id: str | None = None, status: str | None = None, kind: str | None = None,
-                   q: str | None = None, limit: int | None = None, cursor: str | None = None) -> Any:
+                   q: str | None = None, limit: int | None = None, cursor: str | None = None) -> r.ListEntries:
         """One page: ``{entries, cursor?}``."""
         return self._t.call("list_entries", query={"spaceId": space_id, "status": status, "kind": kind,
                                                          "q": q, "limit": limit, "cursor": cursor})
@@ -668,51 +674,52 @@ class Entries(Surface):
         return self._t.pages("list_entries", "entries", "cursor", query=query)
 
     @operation("get_entry")
-    def get(self, entry_id: str) -> Any:
+    def get(self, entry_id: str) -> r.GetEntry:
         """The entry with its text, hashes, state vector, snapshot and limits."""
         return self._t.call("get_entry", path={"entry_id": entry_id})
 
     @operation("patch_entry")
-    def update(self, entry_id: str, **fields: Any) -> Any:
+    def update(self, entry_id: str, **fields: Any) -> r.PatchEntry:
         """Change metadata (``title``, ``kind``, ``links``, ``supersedes``, ``classification``, ``ifMetaVersion``)."""
         return self._t.call("patch_entry", path={"entry_id": entry_id}, json=clean_body(fields))
 
     @operation("post_entry_update")
-    def post_update(self, entry_id: str, update_id: str, update: str) -> Any:
+    def post_update(self, entry_id: str, update_id: str, update: str) -> r.PostEntryUpdate:
         """Apply a Yjs update (base64): ``{duplicate, seq, stateVector?}``."""
         return self._t.call("post_entry_update", path={"entry_id": entry_id},
                                   json={"updateId": update_id, "update": update})
 
     @operation("get_entry_updates")
-    def updates(self, entry_id: str, *, since_seq: int | None = None, state_vector: str | None = None) -> Any:
+    def updates(self, entry_id: str, *, since_seq: int | None = None,
+                      state_vector: str | None = None) -> r.GetEntryUpdates:
         """Catch up: ``{updates}``, ``{snapshot}`` or ``{update}``, each with ``seq``."""
         return self._t.call("get_entry_updates", path={"entry_id": entry_id},
                                   query={"sinceSeq": since_seq, "stateVector": state_vector})
 
     @operation("accept_entry")
-    def accept(self, entry_id: str, document_sha256: str) -> Any:
+    def accept(self, entry_id: str, document_sha256: str) -> r.AcceptEntry:
         """Accept the revision whose document hashes to ``document_sha256``: the entry."""
         return self._t.call("accept_entry", path={"entry_id": entry_id},
                                   json={"documentSha256": document_sha256})
 
     @operation("get_accepted")
-    def accepted(self, entry_id: str) -> Any:
+    def accepted(self, entry_id: str) -> r.GetAccepted:
         """The last accepted revision: ``{entryId, revision, title, text, documentSha256, ...}``."""
         return self._t.call("get_accepted", path={"entry_id": entry_id})
 
     @operation("supersede_entry")
-    def supersede(self, entry_id: str, superseded_by: str) -> Any:
+    def supersede(self, entry_id: str, superseded_by: str) -> r.SupersedeEntry:
         """The superseded entry."""
         return self._t.call("supersede_entry", path={"entry_id": entry_id},
                                   json={"supersededBy": superseded_by})
 
     @operation("archive_entry")
-    def archive(self, entry_id: str) -> Any:
+    def archive(self, entry_id: str) -> r.ArchiveEntry:
         """The archived entry."""
         return self._t.call("archive_entry", path={"entry_id": entry_id})
 
     @operation("entry_history")
-    def history(self, entry_id: str) -> Any:
+    def history(self, entry_id: str) -> r.EntryHistory:
         """``{events}``."""
         return self._t.call("entry_history", path={"entry_id": entry_id})
 
@@ -726,23 +733,23 @@ class Team(Surface):
         self.entries = Entries(transport)
 
     @operation("retrieve_entries")
-    def retrieve(self, space_ids: Strs, query: str, *, limit: int | None = None) -> Any:
+    def retrieve(self, space_ids: Strs, query: str, *, limit: int | None = None) -> r.RetrieveEntries:
         """``{results, attributionId, retrieval}``."""
         return self._t.call("retrieve_entries",
                                   json=clean_body({"spaceIds": space_ids, "query": query, "limit": limit}))
 
     @operation("list_attributions")
-    def attributions(self, *, space_id: str | None = None, limit: int | None = None) -> Any:
+    def attributions(self, *, space_id: str | None = None, limit: int | None = None) -> r.ListAttributions:
         """``{attributions}``: which entries each retrieval used."""
         return self._t.call("list_attributions", query={"spaceId": space_id, "limit": limit})
 
     @operation("get_deny_rules")
-    def deny_rules(self) -> Any:
+    def deny_rules(self) -> r.GetDenyRules:
         """``{rules}``."""
         return self._t.call("get_deny_rules")
 
     @operation("put_deny_rules")
-    def set_deny_rules(self, rules: Dicts) -> Any:
+    def set_deny_rules(self, rules: Dicts) -> r.PutDenyRules:
         """Replace the whole list: ``{rules}``."""
         return self._t.call("put_deny_rules", json={"rules": rules})
 
@@ -788,27 +795,27 @@ class Cairn:
         return operation_methods(cls("http://localhost"))
 
     @operation("health")
-    def health(self) -> Any:
+    def health(self) -> r.Health:
         """``{status: "ok"}``; no token needed."""
         return self._t.call("health")
 
     @operation("me")
-    def me(self) -> Any:
+    def me(self) -> r.Me:
         """The calling token: ``{token_id, org_id, kind, user_id, permissions, banks, expires_at}``."""
         return self._t.call("me")
 
     @operation("openapi_document")
-    def openapi(self) -> Any:
+    def openapi(self) -> r.OpenapiDocument:
         """The service's OpenAPI 3.1 document (a dict); no token needed."""
         return self._t.call("openapi_document")
 
     @operation("run_doctor")
-    def doctor(self) -> Any:
+    def doctor(self) -> r.RunDoctor:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return self._t.call("run_doctor")
 
     @operation("reload_caches")
-    def reload(self) -> Any:
+    def reload(self) -> r.ReloadCaches:
         """Drop the org's cached indexes and rules everywhere: ``{config_version, banks}``."""
         return self._t.call("reload_caches")
 

@@ -6,6 +6,8 @@ Writes into ``cairn_client/`` (or ``--out DIR``, which the up-to-date test uses)
   options (no timestamp, the builtin formatter), so the same document gives the same file;
 - ``_operations.py``: ``OPERATIONS``, one ``Op`` per operationId (method, path, the model of each
   success status, whether the server honours an ``Idempotency-Key``);
+- ``_responses.py``: each operation's success type (``SaveMemory`` for ``save_memory``), which the
+  client's methods are annotated with;
 - ``_sync_client.py``: ``Cairn``, rewritten from ``_async_client.py`` (``AsyncCairn``) by plain
   text substitutions, so the two clients never drift apart.
 
@@ -111,6 +113,39 @@ def operations(doc: dict[str, Any]) -> str:
     return "\n".join(lines).replace("'", '"') + "\n"
 
 
+def type_name(op_id: str) -> str:
+    """``save_memory`` -> ``SaveMemory``: the name of an operation's success type in ``_responses.py``."""
+    return "".join(part.capitalize() for part in op_id.split("_"))
+
+
+def responses(doc: dict[str, Any], model_names: set[str]) -> str:
+    lines = [HEADER, '"""The success type of each operation, named after its operationId (``save_memory`` ->',
+             '``SaveMemory``): its model from ``models`` (a union when its statuses answer different ones), ``Any``',
+             'while the document names none."""', "", "from typing import Any, TypeAlias", ""]
+    found = []
+    for item in doc["paths"].values():
+        for method, op in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            names = sorted({n for s, r in op.get("responses", {}).items() if s.isdigit() and 200 <= int(s) < 300
+                            for n in [_schema_name(r, doc)] if n in model_names}
+                           | ({"None"} if _untyped_success(op, doc, model_names) else set()))
+            found.append((type_name(op["operationId"]), names))
+    aliases = []
+    for name, named in sorted(found):
+        typed = [f"models.{m}" for m in named if m != "None"]
+        aliases.append(f"{name}: TypeAlias = {' | '.join(typed) if typed and 'None' not in named else 'Any'}")
+    if any("models." in a for a in aliases):
+        lines += ["from . import models", ""]
+    return "\n".join(lines + aliases) + "\n"
+
+
+def _untyped_success(op: dict[str, Any], doc: dict[str, Any], model_names: set[str]) -> bool:
+    """Whether some success status of ``op`` has no named model (its answer stays plain JSON)."""
+    return any(_schema_name(r, doc) not in model_names for s, r in op.get("responses", {}).items()
+               if s.isdigit() and 200 <= int(s) < 300)
+
+
 def unasync(source: str) -> str:
     for old, new in UNASYNC:
         source = source.replace(old, new)
@@ -121,7 +156,10 @@ def unasync(source: str) -> str:
 def generate(openapi: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     models(openapi, out / "models.py")
-    (out / "_operations.py").write_text(operations(json.loads(openapi.read_text())))
+    doc = json.loads(openapi.read_text())
+    (out / "_operations.py").write_text(operations(doc))
+    defined = set(re.findall(r"^class (\w+)\(", (out / "models.py").read_text(), flags=re.M))
+    (out / "_responses.py").write_text(responses(doc, defined))
     (out / "_sync_client.py").write_text(unasync((PACKAGE / "_async_client.py").read_text()))
 
 
