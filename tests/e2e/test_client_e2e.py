@@ -409,6 +409,9 @@ def test_export_to_a_file_and_import_it_with_progress(cairn, tmp_path, capsys):
     assert n == path.stat().st_size and len(path.read_bytes().splitlines()) == 5
     assert data(cairn.banks.import_(dst, path, progress=True, upload=True))["imported"] == 5
     assert "export" in capsys.readouterr().err  # the tqdm bar went to stderr
+    with pytest.raises(NotFound) as caught:
+        cairn.banks.export(uid("cl-missing"), tmp_path / "missing.jsonl")
+    assert caught.value.code == "bank_not_found" and (tmp_path / "missing.jsonl").read_bytes() == b""
     assert sorted(m["text"] for m in map(data, cairn.memories.iter(dst))) == [
         f"Exported fact number {i}" for i in range(5)]
 

@@ -323,15 +323,19 @@ class AsyncBanks(Surface):
         gives for large banks. ``dest`` ``None``: returns the bytes; a path or binary file: writes
         there and returns the byte count. ``progress``: a tqdm bar on stderr."""
         sink = Sink(dest)
-        with _bar(progress, f"export {bank}") as bar:
-            response = await self._t.send("export_bank", path={"bank": bank}, query={"history": history or None})
-            ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if ctype == "application/json":
-                await self._t.download(response.json()["url"], sink, bar)
-            else:
-                bar.reset(total=len(response.content))
-                sink.write(response.content)
-                bar.update(len(response.content))
+        try:
+            with _bar(progress, f"export {bank}") as bar:
+                response = await self._t.send("export_bank", path={"bank": bank}, query={"history": history or None})
+                ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if ctype == "application/json":
+                    await self._t.download(response.json()["url"], sink, bar)
+                else:
+                    bar.reset(total=len(response.content))
+                    sink.write(response.content)
+                    bar.update(len(response.content))
+        except BaseException:
+            sink.abort()
+            raise
         return sink.result()
 
     @operation("import_bank")

@@ -232,6 +232,11 @@ class Sink:
         self._file.write(chunk)
         self.count += len(chunk)
 
+    def abort(self) -> None:
+        """Close a file this sink opened (an export that failed leaves what it wrote)."""
+        if self._owned:
+            self._file.close()
+
     def result(self) -> bytes | int:
         if self._keep:
             return bytes(self._file.getvalue())
