@@ -437,6 +437,25 @@ def test_a_large_export_downloads_from_its_presigned_url(tmp_path, capsys):
     assert "export big" in capsys.readouterr().err
 
 
+def test_iterators_follow_each_listings_cursor_page_after_page(stack):
+    """``memories.iter`` (``next_cursor``) and ``team.entries.iter`` (``cursor``) request every page."""
+    bank = uid("cl-pages")
+    seen = Recorder()
+    with Cairn(stack.base_url, stack.token, transport=seen) as c:
+        c.banks.import_(bank, [{"text": f"Paged fact number {i}"} for i in range(5)])
+        texts = [data(m)["text"] for m in c.memories.iter(bank, limit=2)]
+        pages = [r for r in seen.requests if r.url.path.endswith(f"/{bank}/memories")]
+        space = data(c.team.spaces.create(uid("Paged")))["id"]
+        c.team.spaces.set_member(space, "dev", RW)
+        made = {data(c.team.entries.create(space, "decision", f"Paged entry {i}"))["id"] for i in range(3)}
+        listed = {data(e)["id"] for e in c.team.entries.iter(space_id=space, limit=1)}
+    assert sorted(texts) == sorted(f"Paged fact number {i}" for i in range(5))
+    assert [r.url.params.get("cursor") is None for r in pages] == [True, False, False]
+    assert listed == made
+    entry_pages = [r for r in seen.requests if r.url.path.endswith("/memory/entries") and r.method == "GET"]
+    assert len(entry_pages) >= 3
+
+
 # --- async --------------------------------------------------------------------------------------
 
 def test_async_client_saves_iterates_and_maps_errors(stack):
