@@ -46,6 +46,17 @@ def test_every_operation_of_the_document_has_a_client_method():
     assert methods["save_memory"] == "memories.save" and methods["health"] == "health"
 
 
+def test_every_named_success_schema_is_parsed_into_its_model():
+    """A response component the document names maps to a generated class, so the client parses it
+    into that model instead of falling back to plain JSON."""
+    from cairn_client import models
+    from cairn_client._operations import OPERATIONS
+
+    named = {name for op in OPERATIONS.values() for name in op.responses.values() if name}
+    assert not [n for n in named if not isinstance(getattr(models, n, None), type)], \
+        "clients/python/scripts/generate.py's class_name no longer matches datamodel-code-generator's class names"
+
+
 def test_each_method_is_annotated_with_its_operations_success_type():
     """A method returns ``_responses.<CamelCaseOperationId>`` (the document's model once it names one)."""
     from cairn_client import _responses

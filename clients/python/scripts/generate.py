@@ -83,12 +83,21 @@ def models(openapi: Path, out: Path) -> None:
 
 
 def _schema_name(response: dict[str, Any], doc: dict[str, Any]) -> str | None:
-    """The component name of a success response's JSON schema, or None when it has none."""
+    """The class ``models.py`` has for a success response's JSON schema (``class_name`` of its
+    component), or None when the schema is no component."""
     if "$ref" in response:
         response = doc["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
     schema = response.get("content", {}).get("application/json", {}).get("schema", {})
     ref = schema.get("$ref")
-    return ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith("#/components/schemas/") else None
+    if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+        return class_name(ref.rsplit("/", 1)[-1])
+    return None
+
+
+def class_name(component: str) -> str:
+    """The class datamodel-code-generator makes of a component name: its alphanumeric runs, each
+    capitalised, joined (``Page_BankMemory_`` -> ``PageBankMemory``, ``list`` -> ``List``)."""
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^0-9A-Za-z]+", component) if p)
 
 
 def operations(doc: dict[str, Any]) -> str:
