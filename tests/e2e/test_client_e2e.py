@@ -499,4 +499,4 @@ def test_the_readme_snippets_run_against_the_stack(stack, tmp_path):
                               timeout=120)
         assert done.returncode == 0, f"{where} snippet failed:\n{code}\n{done.stderr[-2000:]}"
     with Cairn(stack.base_url, stack.token) as c:
-        assert data(c.memories.get("notes", fingerprint("The deploy runs on Fridays")))["memory"]
+        assert data(c.memories.get("main", fingerprint("User prefers tea")))["memory"]

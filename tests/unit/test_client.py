@@ -171,3 +171,16 @@ def test_listing_fields_are_read_from_models_by_their_wire_name():
     assert (field_of(item, "from"), field_of(item, "later"), field_of(item, "absent")) == ("x", 1, None)
     assert field_of({"next_cursor": "c"}, "next_cursor") == "c"
     assert as_data(item) == {"from": "x", "later": 1}
+
+
+def test_answers_without_a_model_read_by_key_and_by_attribute():
+    from cairn_client._core import Op, parse
+
+    got = parse(Op("POST", "/v1/banks/{bank}/memories", {201: None}),
+                httpx.Response(201, json={"created": True, "memory": {"id": "m1", "tags": [{"tag": "a"}]}}))
+    assert got.memory.id == got["memory"]["id"] == "m1" and got.memory.tags[0].tag == "a"
+    assert got == {"created": True, "memory": {"id": "m1", "tags": [{"tag": "a"}]}}
+    with pytest.raises(AttributeError):
+        _ = got.missing
+    assert parse(Op("GET", "/x", {200: None}), httpx.Response(200, content=b"a\n", headers={
+        "Content-Type": "application/x-ndjson"})) == b"a\n"

@@ -152,7 +152,8 @@ def clean_body(body: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse(op: Op, response: httpx.Response) -> Any:
     """A success answer as the document describes it: its model from ``cairn_client.models`` when
-    the document names one for that status, else the decoded JSON (``dict``), else the raw bytes."""
+    the document names one for that status, else the decoded JSON (objects as ``Record``), else the
+    raw bytes."""
     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         return response.content
@@ -161,7 +162,28 @@ def parse(op: Op, response: httpx.Response) -> Any:
     model = getattr(models, name, None) if name else None
     if isinstance(model, type) and issubclass(model, BaseModel):
         return model.model_validate(data)
-    return data
+    return record(data)
+
+
+class Record(dict[str, Any]):
+    """A JSON object of an answer the document names no model for: a ``dict`` whose keys also
+    read as attributes (``saved.memory.id``), as a model's fields do. A key that is also a dict
+    method's name (``items``, ``keys``...) reads only as ``r["items"]``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def record(value: Any) -> Any:
+    """JSON data with every object made a ``Record``."""
+    if isinstance(value, dict):
+        return Record((k, record(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [record(v) for v in value]
+    return value
 
 
 def field_of(value: Any, name: str) -> Any:
