@@ -130,7 +130,7 @@ def type_name(op_id: str) -> str:
 def responses(doc: dict[str, Any], model_names: set[str]) -> str:
     lines = [HEADER, '"""The success type of each operation, named after its operationId (``save_memory`` ->',
              '``SaveMemory``): its model from ``models`` (a union when its statuses answer different ones), ``Any``',
-             'while the document names none."""', "", "from typing import Any, TypeAlias", ""]
+             'while the document names none."""', ""]
     found = []
     for item in doc["paths"].values():
         for method, op in item.items():
@@ -144,6 +144,8 @@ def responses(doc: dict[str, Any], model_names: set[str]) -> str:
     for name, named in sorted(found):
         typed = [f"models.{m}" for m in named if m != "None"]
         aliases.append(f"{name}: TypeAlias = {' | '.join(typed) if typed and 'None' not in named else 'Any'}")
+    lines += ["from typing import Any, TypeAlias" if any(a.endswith("= Any") for a in aliases)
+              else "from typing import TypeAlias", ""]
     if any("models." in a for a in aliases):
         lines += ["from . import models", ""]
     return "\n".join(lines + aliases) + "\n"
