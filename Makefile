@@ -60,7 +60,7 @@ clean:
 openapi: venv
 	$(BIN)/python -c "import app; from chalicelib.api.openapi import dumps; print(dumps(), end='')" > openapi.json
 
-# The Python client's generated modules (models, operation table, sync client) from openapi.json:
-# run after `make openapi`; tests/client fails while they are stale.
+# The Python client's generated modules (models, operation table, response types, sync client) from
+# openapi.json: run after `make openapi`; tests/unit/test_client.py fails while they are stale.
 client: venv
 	$(BIN)/python clients/python/scripts/generate.py
