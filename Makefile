@@ -5,16 +5,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAGE ?= dev
 
-.PHONY: venv run test test-unit test-fast bench package lint clean openapi
+.PHONY: venv run test test-unit test-fast bench package lint clean openapi client
 
-# Create the virtualenv if missing; re-install whenever a requirements file changes (stamp file).
+# Create the virtualenv if missing; re-install whenever a requirements file or the Python client's
+# pyproject.toml changes (stamp file). The client (clients/python) is installed editable for its tests.
 venv: $(STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+$(STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e ./clients/python
 	touch $(STAMP)
 
 # The local stack: moto on 127.0.0.1:$$CAIRN_MOTO_PORT (5005), the API on 127.0.0.1:$$CAIRN_PORT (8000).
@@ -57,3 +59,8 @@ clean:
 # The committed OpenAPI document (openapi.json), from the routes' declarations.
 openapi: venv
 	$(BIN)/python -c "import app; from chalicelib.api.openapi import dumps; print(dumps(), end='')" > openapi.json
+
+# The Python client's generated modules (models, operation table, response types, sync client) from
+# openapi.json: run after `make openapi`; tests/unit/test_client.py fails while they are stale.
+client: venv
+	$(BIN)/python clients/python/scripts/generate.py
