@@ -27,7 +27,7 @@ class EventsQuery(BaseModel):
     within 1..500 (default 100). An empty parameter is no filter."""
 
     model_config = ConfigDict(extra="ignore")
-    action: str | None = Field(None, json_schema_extra={"enum": [*audit.ACTIONS, None]})
+    action: str | None = Field(None, json_schema_extra={"enum": [*audit.ACTIONS, "", None]})
     actor: str | None = Field(None, max_length=300)
     target: str | None = Field(None, max_length=1000)
     since: Annotated[int, IntRange(0, MAX_MS)] = 0

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..team import accept, dlp, entries, permissions, retrieval, spaces
 from ..team.limits import get_limits
 from ..team.merge import b64
-from ..team.store import Attribution, Entry, LogRow, Space
+from ..team.store import KINDS, STATUSES, Attribution, Entry, LogRow, Space
 from . import team_models as m
 from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 
@@ -113,14 +113,21 @@ def render_attribution(a: Attribution) -> dict[str, Any]:
 
 # --- query strings ---------------------------------------------------------------------------
 
+def _required_space(schema: dict[str, Any]) -> None:
+    # the service answers a missing spaceId itself (its own message), so the model leaves it optional
+    schema["properties"]["spaceId"] = {"type": "string", "minLength": 1, "description": "The space's id."}
+    schema["required"] = ["spaceId"]
+
+
 class EntriesQuery(BaseModel):
     """``GET .../entries?spaceId=&status=&kind=&q=&limit=&cursor=``: ``limit`` 1..200 (default 50)
     is read first; ``entries.list_entries`` checks the rest (400 ``validation_error`` naming it)."""
 
+    model_config = ConfigDict(json_schema_extra=_required_space)
     limit: Annotated[int, IntRange(1, 200)] = 50
     spaceId: str | None = None
-    status: str | None = None
-    kind: str | None = None
+    status: str | None = Field(None, json_schema_extra={"enum": [*STATUSES, None]})
+    kind: str | None = Field(None, json_schema_extra={"enum": [*KINDS, None]})
     q: str | None = None
     cursor: str | None = None
 
@@ -152,6 +159,7 @@ class AttributionsQuery(BaseModel):
     """``GET .../attributions?spaceId=&limit=``: ``limit`` 1..1000 (default 100) is read first;
     ``retrieval.attributions`` checks ``spaceId``."""
 
+    model_config = ConfigDict(json_schema_extra=_required_space)
     limit: Annotated[int, IntRange(1, 1000)] = 100
     spaceId: str | None = None
 
