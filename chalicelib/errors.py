@@ -209,12 +209,17 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_transition": (409, "The entry's status does not allow this change."),
     "entry_read_only": (409, "The entry is archived or superseded."),
     "missing_dependency": (409, "The Yjs update depends on updates the server has not seen."),
+    "space_entry_limit": (409, "The space holds its maximum of entries; details name the variable and limit."),
+    "update_log_full": (409, "The entry's edit log is full; continue in a new entry that supersedes it."),
     "damaged": (409, "A stored record is unreadable; the operator's doctor reports it."),
     # well-formed but not acceptable
     "unprocessable": (422, "The request is well-formed but cannot be processed."),
     "personal_space": (422, "A personal space cannot take this change."),
     "dlp_blocked": (422, "The text holds what looks like a secret; details name the findings."),
     "unsupported_update": (422, "The Yjs update changes something other than the entry's text."),
+    "unit_cap_reached": (422, "The entry reached its unit cap and accepts deletions only."),
+    "text_too_large": (422, "The entry's text would exceed its size limit; details name the variable."),
+    "update_too_large": (413, "The Yjs update is over its size limit; details name the variable and limit."),
 }
 """Every stable error ``code`` a client can get: code -> (HTTP status, what it means). A route's
 ``errors`` name codes from here (``chalicelib.api.http.endpoint``) and the OpenAPI document lists

@@ -27,7 +27,7 @@ class EventsQuery(BaseModel):
     within 1..500 (default 100). An empty parameter is no filter."""
 
     model_config = ConfigDict(extra="ignore")
-    action: str | None = None
+    action: str | None = Field(None, json_schema_extra={"enum": [*audit.ACTIONS, "", None]})
     actor: str | None = Field(None, max_length=300)
     target: str | None = Field(None, max_length=1000)
     since: Annotated[int, IntRange(0, MAX_MS)] = 0
@@ -54,9 +54,29 @@ class EventsQuery(BaseModel):
         return self
 
 
-@endpoint(bp, "/v1/audit", ["GET"], permission=Permission.ADMIN_MEMORIES)
+class OrgAuditEvent(BaseModel):
+    """One audit event: who did what to which target, never memory text."""
+
+    id: str = Field(description="The event's position: `<at, 13 digits>#<hex>`.")
+    action: str = Field(description="One of the actions `action` filters by.")
+    actor: str = Field(description="`<kind>:<user or token id>`.")
+    target: str | None = Field(description="The object acted on (a bank, memory id, space or entry id...).")
+    details: dict[str, Any] = Field(description="What the action changed (`{}` when nothing).")
+    at: int | None = Field(description="ms since epoch.")
+
+
+class OrgAuditEventPage(BaseModel):
+    """A page of the org's audit events, oldest first."""
+
+    events: list[OrgAuditEvent]
+    next_cursor: str | None = Field(description="Pass it as `cursor` for the next page; null on the last.")
+
+
+@endpoint(bp, "/v1/audit", ["GET"], permission=Permission.ADMIN_MEMORIES, query=EventsQuery,
+          responses={200: OrgAuditEventPage})
 def list_events(ctx: Ctx):
-    """``{events: [{id, action, actor, target, details, at}], next_cursor}``, oldest first."""
+    """List the org's audit events, oldest first, filtered by action, actor, target and time:
+    ``{events: [{id, action, actor, target, details, at}], next_cursor}`` (``OrgAuditEventPage``)."""
     q = parse_query(ctx.query, EventsQuery)
     flt = audit.Filter(action=q.action, actor=q.actor, target=q.target, since=q.since, until=q.until)
     page = audit.page(ctx.principal.org_id, flt, cursor=q.cursor, limit=q.limit)

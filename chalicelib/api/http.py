@@ -208,7 +208,10 @@ class IntRange:
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         out = handler(schema)
         out.update(minimum=self.lo, maximum=self.hi)
-        return out
+        if self.strict:
+            return out
+        # an empty value reads as the default: it is valid input too
+        return {"anyOf": [out, {"type": "string", "maxLength": 0}]}
 
 
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -244,8 +247,8 @@ class Flag:
         return core_schema.with_info_before_validator_function(check, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # a query string's boolean: these words in any case (absent is false)
-        return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}
+        # a query string's boolean: these words in any case (absent or empty is false)
+        return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", ""]}
 
 
 QueryBool = Annotated[bool, Flag()]

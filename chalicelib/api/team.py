@@ -8,14 +8,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..team import accept, dlp, entries, permissions, retrieval, spaces
 from ..team.limits import get_limits
 from ..team.merge import b64
-from ..team.store import Attribution, Entry, LogRow, Space
+from ..team.store import KINDS, STATUSES, Attribution, Entry, LogRow, Space
+from . import team_models as m
 from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 
 bp = Blueprint(__name__)
@@ -112,14 +113,21 @@ def render_attribution(a: Attribution) -> dict[str, Any]:
 
 # --- query strings ---------------------------------------------------------------------------
 
+def _required_space(schema: dict[str, Any]) -> None:
+    # the service answers a missing spaceId itself (its own message), so the model leaves it optional
+    schema["properties"]["spaceId"] = {"type": "string", "minLength": 1, "description": "The space's id."}
+    schema["required"] = ["spaceId"]
+
+
 class EntriesQuery(BaseModel):
     """``GET .../entries?spaceId=&status=&kind=&q=&limit=&cursor=``: ``limit`` 1..200 (default 50)
     is read first; ``entries.list_entries`` checks the rest (400 ``validation_error`` naming it)."""
 
+    model_config = ConfigDict(json_schema_extra=_required_space)
     limit: Annotated[int, IntRange(1, 200)] = 50
     spaceId: str | None = None
-    status: str | None = None
-    kind: str | None = None
+    status: str | None = Field(None, json_schema_extra={"enum": [*STATUSES, None]})
+    kind: str | None = Field(None, json_schema_extra={"enum": [*KINDS, None]})
     q: str | None = None
     cursor: str | None = None
 
@@ -151,6 +159,7 @@ class AttributionsQuery(BaseModel):
     """``GET .../attributions?spaceId=&limit=``: ``limit`` 1..1000 (default 100) is read first;
     ``retrieval.attributions`` checks ``spaceId``."""
 
+    model_config = ConfigDict(json_schema_extra=_required_space)
     limit: Annotated[int, IntRange(1, 1000)] = 100
     spaceId: str | None = None
 
@@ -159,16 +168,19 @@ def _limits(ctx: Ctx) -> None:
     get_limits()  # an invalid KEYSTONE_CONTEXT_MEMORY_* value fails here as a configuration error
 
 
-@endpoint(bp, f"{BASE}/spaces", ["POST"], permission=ADMIN, body=spaces.SpaceCreate)
+@endpoint(bp, f"{BASE}/spaces", ["POST"], permission=ADMIN, body=spaces.SpaceCreate,
+          responses={201: m.TeamSpace})
 def create_space(ctx: Ctx):
-    """201 the space."""
+    """Create a team or personal space: 201 the space (snake_case or camelCase names in the body)."""
     return 201, render_space(spaces.create_space(ctx.principal.org_id, ctx.body, ctx.principal.actor))
 
 
-@endpoint(bp, f"{BASE}/spaces", ["GET"])
+@endpoint(bp, f"{BASE}/spaces", ["GET"], query=SpacesQuery, responses={200: m.TeamSpacePage},
+          errors=("damaged",))
 def list_spaces(ctx: Ctx):
-    """``{spaces, next_cursor?}`` by id: every space of the org for ``context:admin``, else the
-    spaces the caller may read; spaces left out as damaged are counted in ``X-Cairn-Damaged``."""
+    """List the spaces the caller may see, by id: ``{spaces, next_cursor?}``: every space of the
+    org for ``context:admin``, else the spaces the caller may read; spaces left out as damaged are
+    counted in ``X-Cairn-Damaged``."""
     q = parse_query(ctx.query, SpacesQuery)
     page = permissions.visible_spaces(ctx.principal, limit=q.limit, cursor=q.cursor)
     body: dict[str, Any] = {"spaces": [render_space(s) for s in page.spaces]}
@@ -177,130 +189,157 @@ def list_spaces(ctx: Ctx):
     return Reply(200, body, headers=damaged_header(page.damaged))
 
 
-@endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["PATCH"], permission=ADMIN, body=spaces.SpacePatch)
+@endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["PATCH"], permission=ADMIN, body=spaces.SpacePatch,
+          responses={200: m.TeamSpace}, errors=("not_found", "damaged"))
 def patch_space(ctx: Ctx, space_id: str):
-    """The changed space."""
+    """Change a space's name, classification, DLP policy or team-memory switch: the changed space."""
     return render_space(spaces.patch_space(ctx.principal.org_id, space_id, ctx.body, ctx.principal.actor))
 
 
-@endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["GET"], permission=ADMIN)
+@endpoint(bp, f"{BASE}/spaces/{{space_id}}", ["GET"], permission=ADMIN, responses={200: m.TeamSpace},
+          errors=("not_found", "damaged"))
 def get_space(ctx: Ctx, space_id: str):
-    """The space."""
+    """Read a space."""
     return render_space(spaces.require_space(ctx.principal.org_id, space_id))
 
 
-@endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["PUT"], permission=ADMIN, body=spaces.MemberPut)
+@endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["PUT"], permission=ADMIN, body=spaces.MemberPut,
+          responses={200: m.TeamSpaceMember}, errors=("not_found", "damaged"))
 def put_space_member(ctx: Ctx, space_id: str, member_id: str):
-    """``{spaceId, memberId, permissions}``."""
+    """Set a member's grants in a space, replacing earlier ones: ``{spaceId, memberId, permissions}``."""
     m = spaces.put_member(ctx.principal.org_id, space_id, member_id, ctx.body, ctx.principal.actor)
     return {"spaceId": m.space_id, "memberId": m.member_id, "permissions": m.permissions}
 
 
-@endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["DELETE"], permission=ADMIN)
+@endpoint(bp, f"{BASE}/spaces/{{space_id}}/members/{{member_id}}", ["DELETE"], permission=ADMIN,
+          responses={200: m.TeamSpaceMemberRemoved}, errors=("not_found", "damaged"))
 def delete_space_member(ctx: Ctx, space_id: str, member_id: str):
-    """``{removed}``."""
+    """Remove a member from a space: ``{removed}``, false when it was not a member."""
     return {"removed": spaces.delete_member(ctx.principal.org_id, space_id, member_id, ctx.principal.actor)}
 
 
-@endpoint(bp, f"{BASE}/deny-rules", ["PUT"], permission=ADMIN, body=spaces.DenyRules)
+@endpoint(bp, f"{BASE}/deny-rules", ["PUT"], permission=ADMIN, body=spaces.DenyRules,
+          responses={200: m.TeamDenyRules})
 def put_deny_rules(ctx: Ctx):
-    """``{rules}`` (the whole list, replaced)."""
+    """Replace the org's deny rules: ``{rules}``, the whole list."""
     return {"rules": spaces.put_deny_rules(ctx.principal.org_id, ctx.body, ctx.principal.actor)}
 
 
-@endpoint(bp, f"{BASE}/deny-rules", ["GET"], permission=ADMIN)
+@endpoint(bp, f"{BASE}/deny-rules", ["GET"], permission=ADMIN, responses={200: m.TeamDenyRules},
+          errors=("damaged",))
 def get_deny_rules(ctx: Ctx):
-    """``{rules}``."""
+    """The org's deny rules: ``{rules}``."""
     return {"rules": spaces.deny_rules(ctx.principal.org_id)}
 
 
-@endpoint(bp, f"{MEM}/entries", ["POST"], body=entries.EntryCreate)
+@endpoint(bp, f"{MEM}/entries", ["POST"], body=entries.EntryCreate, responses={201: m.TeamEntry},
+          errors=("not_found", "context.collab_policy.capability_disabled", "space_entry_limit", "damaged",
+                  "personal_space"))
 def create_entry(ctx: Ctx):
-    """201 the new draft."""
+    """Create an empty draft entry in a team space: 201 the draft."""
     _limits(ctx)
     return 201, render_entry(entries.create(ctx.principal, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/entries", ["GET"])
+@endpoint(bp, f"{MEM}/entries", ["GET"], query=EntriesQuery, responses={200: m.TeamEntryPage},
+          errors=("not_found", "damaged"))
 def list_entries(ctx: Ctx):
-    """``{entries, cursor?}``; entries left out as damaged are counted in ``X-Cairn-Damaged``."""
+    """List or search a space's entries, oldest first: ``{entries, cursor?}``; entries left out as
+    damaged are counted in ``X-Cairn-Damaged``."""
     q = parse_query(ctx.query, EntriesQuery)
     page = entries.list_entries(ctx.principal, q.spaceId, status=q.status, kind=q.kind, q=q.q, limit=q.limit,
                                 cursor=q.cursor)
     return Reply(200, render_page(page), headers=damaged_header(page.damaged))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["GET"])
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["GET"], responses={200: m.TeamEntryDetail},
+          errors=("not_found", "damaged"))
 def get_entry(ctx: Ctx, entry_id: str):
-    """The entry with text, hashes, state vector, snapshot and limits."""
+    """Read an entry with its text, hashes, state vector, snapshot and limits."""
     _limits(ctx)
     return render_detail(entries.get(ctx.principal, entry_id))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["PATCH"], body=entries.EntryPatch)
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}", ["PATCH"], body=entries.EntryPatch, responses={200: m.TeamEntry},
+          errors=("not_found", "context.collab_policy.capability_disabled", "meta_version_conflict",
+                  "entry_read_only", "damaged"))
 def patch_entry(ctx: Ctx, entry_id: str):
-    """The entry."""
+    """Change an entry's title, kind, links, supersedes or classification: the entry."""
     return render_entry(entries.patch(ctx.principal, entry_id, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["POST"], body=entries.UpdatePost)
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["POST"], body=entries.UpdatePost,
+          responses={200: m.TeamUpdateResult},
+          errors=("rate_limited", "client_id_owned", "not_found", "context.collab_policy.capability_disabled",
+                  "update_id_reused", "entry_read_only", "missing_dependency", "update_log_full", "damaged",
+                  "update_too_large", "unsupported_update", "unit_cap_reached", "text_too_large"))
 def post_entry_update(ctx: Ctx, entry_id: str):
-    """``{duplicate, seq, stateVector?}``."""
+    """Post one Yjs V1 update to an entry's text: ``{duplicate, seq, stateVector?}``."""
     _limits(ctx)
     return render_update(entries.post_update(ctx.principal, entry_id, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["GET"])
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/updates", ["GET"], query=UpdatesQuery, responses={200: m.TeamCatchUp},
+          errors=("not_found", "conflict", "damaged"))
 def get_entry_updates(ctx: Ctx, entry_id: str):
-    """``{updates}``, ``{snapshot}`` or ``{update}``."""
+    """Catch up on an entry's edits: ``{updates}``, ``{snapshot}`` or ``{update}``, with ``seq``."""
     q = parse_query(ctx.query, UpdatesQuery)
     return render_catch_up(entries.get_updates(ctx.principal, entry_id, state_vector=q.stateVector,
                                                since_seq=q.sinceSeq))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accept", ["POST"], body=accept.AcceptBody)
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accept", ["POST"], body=accept.AcceptBody, responses={200: m.TeamEntry},
+          errors=("context.person_required", "context.memory.self_accept",
+                  "context.collab_policy.capability_disabled", "not_found", "invalid_transition",
+                  "document_changed", "damaged", "dlp_blocked"))
 def accept_entry(ctx: Ctx, entry_id: str):
-    """The accepted entry."""
+    """Accept the entry's current document as a new revision, pinned by its hash: the accepted entry."""
     return render_entry(accept.accept(ctx.principal, entry_id, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accepted", ["GET"])
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/accepted", ["GET"], responses={200: m.TeamAcceptedRevision},
+          errors=("not_found", "entry_not_accepted", "damaged"))
 def get_accepted(ctx: Ctx, entry_id: str):
-    """``{entryId, revision, title, text, dlpFindings, documentSha256, acceptedBy, acceptedAt}``:
-    the last accepted revision; 404 ``entry_not_accepted`` when there is none."""
+    """Read an entry's last accepted revision: ``{entryId, revision, title, text, dlpFindings,
+    documentSha256, acceptedBy, acceptedAt}``; 404 ``entry_not_accepted`` when there is none."""
     a = accept.last_accepted(ctx.principal, entry_id)
     return {"entryId": a.entry_id, "revision": a.revision, "title": a.title, "text": a.text,
             "dlpFindings": a.dlp_findings, "documentSha256": a.document_sha256, "acceptedBy": a.accepted_by,
             "acceptedAt": entries.iso(a.accepted_at)}
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/supersede", ["POST"], body=accept.SupersedeBody)
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/supersede", ["POST"], body=accept.SupersedeBody,
+          responses={200: m.TeamEntry}, errors=("not_found", "invalid_transition", "damaged"))
 def supersede_entry(ctx: Ctx, entry_id: str):
-    """The superseded entry."""
+    """Supersede an accepted entry by another accepted entry of the same space: the superseded entry."""
     return render_entry(accept.supersede(ctx.principal, entry_id, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/archive", ["POST"])
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/archive", ["POST"], responses={200: m.TeamEntry},
+          errors=("not_found", "invalid_transition", "damaged"))
 def archive_entry(ctx: Ctx, entry_id: str):
-    """The archived entry."""
+    """Archive an entry, retiring it from retrieval: the archived entry."""
     return render_entry(accept.archive(ctx.principal, entry_id))
 
 
-@endpoint(bp, f"{MEM}/entries/{{entry_id}}/history", ["GET"])
+@endpoint(bp, f"{MEM}/entries/{{entry_id}}/history", ["GET"], responses={200: m.TeamEntryHistory},
+          errors=("not_found", "damaged"))
 def entry_history(ctx: Ctx, entry_id: str):
-    """``{events}``."""
+    """An entry's status events and edits, with authors and times: ``{events}``."""
     return {"events": [render_history_item(e) for e in entries.history(ctx.principal, entry_id)]}
 
 
-@endpoint(bp, f"{MEM}/retrieve", ["POST"], body=retrieval.RetrieveBody)
+@endpoint(bp, f"{MEM}/retrieve", ["POST"], body=retrieval.RetrieveBody, responses={200: m.TeamRetrieval},
+          errors=("not_found", "damaged"))
 def retrieve_entries(ctx: Ctx):
-    """``{results, attributionId, retrieval}``."""
+    """Rank the accepted entries of the spaces asked for: ``{results, attributionId, retrieval}``."""
     return render_retrieval(retrieval.retrieve(ctx.principal, ctx.body))
 
 
-@endpoint(bp, f"{MEM}/attributions", ["GET"], permission=ADMIN)
+@endpoint(bp, f"{MEM}/attributions", ["GET"], permission=ADMIN, query=AttributionsQuery,
+          responses={200: m.TeamAttributionList}, errors=("not_found", "damaged"))
 def list_attributions(ctx: Ctx):
-    """``{attributions}``."""
+    """A space's retrieval attributions, newest first: ``{attributions}``."""
     q = parse_query(ctx.query, AttributionsQuery)
     rows = retrieval.attributions(ctx.principal, q.spaceId, limit=q.limit)
     return {"attributions": [render_attribution(a) for a in rows]}

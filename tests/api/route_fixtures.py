@@ -450,6 +450,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     # --- banks ---
     ("GET", "/v1/health"): {"health": lambda w: Call("/v1/health", public=True)},
     ("GET", "/v1/me"): {"me": lambda w: Call("/v1/me")},
+    ("GET", "/v1/openapi.json"): {"document": lambda w: Call("/v1/openapi.json", public=True)},
     ("GET", "/v1/banks"): {"live": lambda w: Call("/v1/banks"),
                            "page": lambda w: Call("/v1/banks", query={"limit": "1"}),
                            "next": _next_banks_page,

@@ -91,3 +91,17 @@ def test_lists_page_past_a_thousand_spaces(world, api):
     everything = sorted([*ids, world.space])
     assert _all(api, None, 200) == (everything, 6)
     assert _all(api, None) == (everything, 23)
+
+
+def test_an_empty_limit_is_the_default_and_the_document_admits_it(world, api):
+    """``?limit=`` reads as the default page size; the document must list it as valid input, or a
+    fuzzer sends it expecting a 400 (and 0, 201 or ``x`` stay invalid there)."""
+    from jsonschema import Draft202012Validator
+
+    from chalicelib.api.openapi import document
+    params = document()["paths"][SPACES]["get"]["parameters"]
+    schema = Draft202012Validator(next(p for p in params if p["name"] == "limit")["schema"])
+    assert schema.is_valid("") and schema.is_valid(1) and schema.is_valid(200)
+    assert not any(schema.is_valid(v) for v in (0, 201, "x", " "))
+    s, b = api.get(f"{SPACES}?limit=")
+    assert s == 200 and [x["id"] for x in b["spaces"]] == [world.space]
