@@ -300,9 +300,9 @@ class Raw:
     description: str = ""
 
 
-Responses = dict[int, "type[BaseModel] | Raw | None"]
-"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or
-``None`` for no body."""
+Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...] | None"]
+"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, a
+tuple of these (one status, several media types), or ``None`` for no body."""
 
 
 @dataclass(frozen=True)
