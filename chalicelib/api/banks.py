@@ -82,11 +82,19 @@ class BanksQuery(BaseModel):
     trashed: QueryBool = False
 
 
+def _page_limit_schema(schema: dict[str, Any]) -> None:
+    """The document's ``limit`` of a memories page: an integer from 1 (its maximum is a setting),
+    or ``""`` (the default)."""
+    schema.pop("type", None)
+    schema["anyOf"] = [{"type": "integer", "minimum": 1}, {"const": ""}]
+
+
 class MemoriesQuery(BaseModel):
     """``GET /v1/banks/{bank}/memories?limit=&cursor=&tag=&include_superseded=``: ``limit`` within
     1..``Settings.memories_page_max`` (default ``Settings.memories_page_default``), read first."""
 
-    limit: int = Field(default_factory=lambda: get_settings().memories_page_default)
+    limit: int = Field(default_factory=lambda: get_settings().memories_page_default,
+                       json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
     include_superseded: QueryBool = False

@@ -208,7 +208,8 @@ class IntRange:
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         out = handler(schema)
         out.update(minimum=self.lo, maximum=self.hi)
-        return out
+        # not strict: "" reads as the default, so a query string may send it
+        return out if self.strict else {"anyOf": [out, {"const": ""}]}
 
 
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -244,8 +245,8 @@ class Flag:
         return core_schema.with_info_before_validator_function(check, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # a query string's boolean: these words in any case (absent is false)
-        return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no"]}
+        # a query string's boolean: these words in any case (absent or "" is false)
+        return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", ""]}
 
 
 QueryBool = Annotated[bool, Flag()]
