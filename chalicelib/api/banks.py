@@ -28,7 +28,8 @@ from ..core.records import SaveResult
 from ..errors import BadRequest
 from ..names import check_name
 from ..settings import get_settings
-from .http import Ctx, IntRange, QueryBool, Reply, damaged_header, endpoint, parse_json, parse_query
+from . import banks_models as m
+from .http import Ctx, IntRange, QueryBool, Raw, Reply, damaged_header, endpoint, parse_json, parse_query
 
 bp = Blueprint(__name__)
 
@@ -81,11 +82,19 @@ class BanksQuery(BaseModel):
     trashed: QueryBool = False
 
 
+def _page_limit_schema(schema: dict[str, Any]) -> None:
+    """The document's ``limit`` of a memories page: an integer from 1 (its maximum is a setting),
+    or ``""`` (the default)."""
+    schema.pop("type", None)
+    schema["anyOf"] = [{"type": "integer", "minimum": 1}, {"const": ""}]
+
+
 class MemoriesQuery(BaseModel):
     """``GET /v1/banks/{bank}/memories?limit=&cursor=&tag=&include_superseded=``: ``limit`` within
     1..``Settings.memories_page_max`` (default ``Settings.memories_page_default``), read first."""
 
-    limit: int = Field(default_factory=lambda: get_settings().memories_page_default)
+    limit: int = Field(default_factory=lambda: get_settings().memories_page_default,
+                       json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
     include_superseded: QueryBool = False
@@ -109,17 +118,19 @@ def _bank(ctx: Ctx, bank: str) -> str:
     return bank
 
 
-@endpoint(bp, "/v1/banks", ["POST"], permission=WRITE, body=BankRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks", ["POST"], permission=WRITE, body=BankRequest, bank_scoped=True,
+          responses={201: m.BankCreated, 200: m.BankCreated}, errors=("invalid_name", "damaged"))
 def create_bank(ctx: Ctx):
-    """Create or ensure a bank: 201 ``{bank, created: true}`` or 200 ``{bank, created: false}``."""
+    """Create a bank, or ensure it exists: 201 ``{bank, created: true}`` or 200 ``{bank, created: false}``."""
     name = _bank(ctx, ctx.body.name)
     bank, created = service.ensure_bank(ctx.principal.org_id, name, ctx.body.description, actor=ctx.principal.actor)
     return (201 if created else 200), {"bank": render_bank(bank), "created": created}
 
 
-@endpoint(bp, "/v1/banks", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks", ["GET"], permission=READ, bank_scoped=True, query=BanksQuery,
+          responses={200: m.BankListPage}, errors=("damaged",))
 def list_banks(ctx: Ctx):
-    """``{banks, next_cursor?}`` by name, a page at a time (``next_cursor`` only when more follow);
+    """List the banks: ``{banks, next_cursor?}`` by name, a page at a time (``next_cursor`` only when more follow);
     with ``?trashed=true`` every trash entry ``{name, trashed_to, trashed_at}``, oldest first.
     A bank-confined token sees only its banks."""
     q = parse_query(ctx.query, BanksQuery)
@@ -137,62 +148,73 @@ def list_banks(ctx: Ctx):
     return body
 
 
-@endpoint(bp, "/v1/banks/{bank}", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}", ["GET"], permission=READ, bank_scoped=True, responses={200: m.BankReply},
+          errors=("bank_not_found", "damaged"))
 def get_bank(ctx: Ctx, bank: str):
-    """``{bank}``."""
+    """Read a bank and its counts: ``{bank}``."""
     return {"bank": render_bank(service.get_bank(ctx.principal.org_id, _bank(ctx, bank)))}
 
 
-@endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True,
+          responses={200: m.BankReply}, errors=("bank_not_found", "damaged"))
 def update_bank(ctx: Ctx, bank: str):
-    """Change the description: ``{bank}``; 404 ``bank_not_found``."""
+    """Change a bank's description: ``{bank}``; 404 ``bank_not_found``."""
     return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.description,
                                                     actor=ctx.principal.actor))}
 
 
-@endpoint(bp, "/v1/banks/{bank}", ["DELETE"], permission=WRITE, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}", ["DELETE"], permission=WRITE, bank_scoped=True,
+          responses={200: m.BankTrashReply}, errors=("bank_not_found", "damaged"))
 def trash_bank(ctx: Ctx, bank: str):
-    """Move the bank to trash: ``{trashed_to}``."""
+    """Move a bank to the trash: ``{trashed_to}``."""
     return {"trashed_to": service.trash_bank(ctx.principal.org_id, _bank(ctx, bank), actor=ctx.principal.actor)}
 
 
-@endpoint(bp, "/v1/banks/{bank}/restore", ["POST"], permission=WRITE, body=RestoreRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/restore", ["POST"], permission=WRITE, body=RestoreRequest, bank_scoped=True,
+          responses={200: m.BankReply}, errors=("not_found", "bank_exists", "damaged"))
 def restore_bank(ctx: Ctx, bank: str):
     """Restore a trashed bank whole: ``{bank}``; 409 ``bank_exists`` when the name is taken."""
     return {"bank": render_bank(service.restore_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.trashed_to,
                                                      actor=ctx.principal.actor))}
 
 
-@endpoint(bp, "/v1/banks/{bank}/rules", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/rules", ["GET"], permission=READ, bank_scoped=True,
+          responses={200: m.BankRuleList}, errors=("bank_not_found", "damaged"))
 def list_rules(ctx: Ctx, bank: str):
-    """``{rules: [{name, content, updated_at}]}``."""
+    """List a bank's rules: ``{rules: [{name, content, updated_at}]}``."""
     return {"rules": rules.list_rules(ctx.principal.org_id, _bank(ctx, bank))}
 
 
-@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["GET"], permission=READ, bank_scoped=True,
+          responses={200: m.BankRuleReply}, errors=("bank_not_found", "rule_not_found", "damaged"))
 def get_rule(ctx: Ctx, bank: str, name: str):
-    """``{rule: {name, content, updated_at}}``, as the listing shows it; 404 ``rule_not_found``."""
+    """Read one rule: ``{rule: {name, content, updated_at}}``, as the listing shows it; 404 ``rule_not_found``."""
     return {"rule": rules.get_rule(ctx.principal.org_id, _bank(ctx, bank), name)}
 
 
-@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["PUT"], permission=WRITE, body=RuleRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["PUT"], permission=WRITE, body=RuleRequest, bank_scoped=True,
+          responses={200: m.BankRuleState}, errors=("damaged",))
 def set_rule(ctx: Ctx, bank: str, name: str):
-    """Create, replace or (empty content) remove a rule: ``{exists}``."""
+    """Create, replace or (empty content) remove a rule: ``{exists}``; the bank is created on first use."""
     check_name(name, "rule")
     return {"exists": rules.set_rule(ctx.principal.org_id, _bank(ctx, bank), name, ctx.body.content,
                                      actor=ctx.principal.actor)}
 
 
-@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["DELETE"], permission=WRITE, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["DELETE"], permission=WRITE, bank_scoped=True,
+          responses={200: m.BankRuleState}, errors=("bank_not_found", "rule_not_found", "damaged"))
 def delete_rule(ctx: Ctx, bank: str, name: str):
     """Remove a rule: ``{exists: false}``; 404 ``rule_not_found`` when there is none."""
     rules.delete_rule(ctx.principal.org_id, _bank(ctx, bank), name, actor=ctx.principal.actor)
     return {"exists": False}
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True,
+          responses={201: m.MemorySaved, 200: m.MemorySaved}, errors=("conflict", "damaged"))
 def save_memory(ctx: Ctx, bank: str):
-    """Save: 201 ``{created: true, memory}`` / 200 ``{created: false, memory}``."""
+    """Save a memory, or reinforce the one with the same text: 201 ``{created: true, memory}`` / 200
+    ``{created: false, memory}``. The bank is created on first use; an ``Idempotency-Key`` header
+    makes a retry return the first result (409 ``conflict`` when reused for another body)."""
     bank = _bank(ctx, bank)
     idem = idempotency.make(ctx.principal.token_id, f"save:{bank}", ctx.header("idempotency-key"), ctx.raw_body)
     status, body = render_save(service.save_memory(ctx.principal.org_id, bank, ctx.body, actor=ctx.principal.actor,
@@ -200,74 +222,86 @@ def save_memory(ctx: Ctx, bank: str):
     return Reply(status, body)
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True, query=MemoriesQuery,
+          responses={200: m.BankMemoryPage}, errors=("bank_not_found", "damaged"))
 def list_memories(ctx: Ctx, bank: str):
-    """``{memories, total, next_cursor}``, newest first."""
+    """List a bank's memories: ``{memories, total, next_cursor}``, newest first."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     q = parse_query(ctx.query, MemoriesQuery)
     return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,
                                              include_superseded=q.include_superseded))
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True,
+          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def get_memory(ctx: Ctx, bank: str, memory_id: str):
-    """``{memory}``, retired ones included."""
+    """Read one memory: ``{memory}``, retired ones included."""
     return {"memory": service.get_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["PATCH"], permission=WRITE, body=UpdateRequest,
-          bank_scoped=True)
+          bank_scoped=True, responses={200: m.BankMemoryReply},
+          errors=("bank_not_found", "memory_not_found", "memory_retired", "duplicate_text", "damaged"))
 def update_memory(ctx: Ctx, bank: str, memory_id: str):
-    """``{memory}`` after an in-place revision."""
+    """Revise a memory in place: ``{memory}``."""
     return {"memory": service.update_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
                                             actor=ctx.principal.actor).public()}
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["DELETE"], permission=WRITE, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["DELETE"], permission=WRITE, bank_scoped=True,
+          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def delete_memory(ctx: Ctx, bank: str, memory_id: str):
-    """Tombstone: ``{memory}``."""
+    """Tombstone a memory: ``{memory}``."""
     return {"memory": service.delete_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
                                             actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/pin", ["POST"], permission=WRITE, body=PinRequest,
-          bank_scoped=True)
+          bank_scoped=True, responses={200: m.BankMemoryReply},
+          errors=("bank_not_found", "memory_not_found", "memory_retired", "damaged"))
 def pin_memory(ctx: Ctx, bank: str, memory_id: str):
-    """``{memory}`` pinned or unpinned."""
+    """Pin or unpin a memory: ``{memory}``."""
     return {"memory": service.pin_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body.pinned,
                                          actor=ctx.principal.actor).public()}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/supersede", ["POST"], permission=WRITE, body=SupersedeRequest,
-          bank_scoped=True)
+          bank_scoped=True, responses={200: m.BankMemoryReply},
+          errors=("bank_not_found", "memory_not_found", "memory_retired", "conflict", "damaged"))
 def supersede_memory(ctx: Ctx, bank: str, memory_id: str):
-    """``{memory}`` retired in favour of ``superseded_by``."""
+    """Retire a memory in favour of ``superseded_by``: ``{memory}``."""
     return {"memory": service.supersede_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
                                                ctx.body.superseded_by, actor=ctx.principal.actor).public()}
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/history", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/history", ["GET"], permission=READ, bank_scoped=True,
+          responses={200: m.MemoryHistory}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def memory_history(ctx: Ctx, bank: str, memory_id: str):
-    """``{revisions}`` oldest first."""
+    """A memory's revisions: ``{revisions}`` oldest first."""
     return render_history(service.history(ctx.principal.org_id, _bank(ctx, bank), memory_id))
 
 
-@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/purge", ["POST"], permission=ADMIN, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/purge", ["POST"], permission=ADMIN, bank_scoped=True,
+          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def purge_memory(ctx: Ctx, bank: str, memory_id: str):
-    """Erase content everywhere: ``{memory}`` (a content-free tombstone)."""
+    """Erase a memory's content everywhere: ``{memory}`` (a content-free tombstone)."""
     return {"memory": service.purge_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
                                            actor=ctx.principal.actor).public()}
 
 
-@endpoint(bp, "/v1/banks/{bank}/tags", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/tags", ["GET"], permission=READ, bank_scoped=True, responses={200: m.BankTagList},
+          errors=("bank_not_found", "damaged"))
 def list_tags(ctx: Ctx, bank: str):
-    """``{tags: [{tag, count}]}`` over live memories, most used first."""
+    """Count a bank's tags: ``{tags: [{tag, count}]}`` over live memories, most used first."""
     return {"tags": [asdict(t) for t in service.tags(ctx.principal.org_id, _bank(ctx, bank))]}
 
 
-@endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True, query=ExportQuery,
+          responses={200: (Raw("application/x-ndjson", "memories.jsonl: one memory (or revision) a line."),
+                           m.ExportLink)},
+          errors=("bank_not_found", "damaged"))
 def export_bank(ctx: Ctx, bank: str):
-    """``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
+    """Export a bank: ``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     result = transfer.export_bank(ctx.principal.org_id, bank, history=parse_query(ctx.query, ExportQuery).history)
@@ -280,9 +314,11 @@ def export_bank(ctx: Ctx, bank: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/import", ["POST"], permission=WRITE,
-          body_types=("application/x-ndjson", "application/json", "text/plain"), bank_scoped=True)
+          body_types=("application/x-ndjson", "application/json", "text/plain"), bank_scoped=True,
+          responses={200: m.ImportReport}, errors=("damaged",))
 def import_bank(ctx: Ctx, bank: str):
-    """ndjson body, or JSON ``{s3_key}`` of an uploaded file: ``{imported, skipped, errors}``."""
+    """Import memories into a bank (created on first use): an ndjson body, or JSON ``{s3_key}`` of an
+    uploaded file: ``{imported, skipped, errors}``."""
     bank = _bank(ctx, bank)
     ctype = (ctx.header("content-type") or "").split(";")[0].strip().lower()
     if ctype == "application/json":
@@ -291,7 +327,8 @@ def import_bank(ctx: Ctx, bank: str):
     return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor))
 
 
-@endpoint(bp, "/v1/banks/{bank}/import-uploads", ["POST"], permission=WRITE, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/import-uploads", ["POST"], permission=WRITE, bank_scoped=True,
+          responses={200: m.ImportUpload})
 def import_upload_url(ctx: Ctx, bank: str):
-    """``{url, s3_key, expires_at}``: a presigned PUT for a large ndjson file."""
+    """Get a presigned PUT for a large ndjson import file: ``{url, s3_key, expires_at}``."""
     return asdict(transfer.create_upload(ctx.principal.org_id, _bank(ctx, bank)))

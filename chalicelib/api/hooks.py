@@ -16,6 +16,7 @@ from chalice import Blueprint
 from .. import doctor
 from ..auth.principal import Permission
 from ..extraction import service
+from . import banks_models as m
 from .http import Ctx, Reply, endpoint
 
 bp = Blueprint(__name__)
@@ -24,10 +25,11 @@ WRITE, ADMIN = Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
 @endpoint(bp, "/v1/hooks/turn-completed", ["POST"], permission=WRITE, body=service.TurnCompletedRequest,
-          bank_scoped=True)
+          bank_scoped=True, responses={202: m.TurnAccepted}, errors=("invalid_name",))
 def turn_completed(ctx: Ctx):
-    """202 ``{accepted, bank, session_id, turn_id, queued, outcome?}`` (``{accepted: false,
-    reason, bank, session_id, turn_id}`` when extraction is disabled)."""
+    """Extract memories from a completed turn (queued): 202 ``{accepted, bank, session_id, turn_id,
+    queued, outcome?}`` (``{accepted: false, reason, bank, session_id, turn_id}`` when extraction is
+    disabled)."""
     r = service.submit_turn(ctx.principal, ctx.body)
     base = {"bank": r.bank, "session_id": r.session_id, "turn_id": r.turn_id}
     if r.run is None:
@@ -36,20 +38,22 @@ def turn_completed(ctx: Ctx):
     return Reply(202, {"accepted": True, **base, "queued": r.run.queued, **ran})
 
 
-@endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest)
+@endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest,
+          responses={200: m.SessionDropped})
 def session_deleted(ctx: Ctx):
-    """``{session_id, dropped}``."""
+    """Drop a deleted session's extraction cursor: ``{session_id, dropped}``."""
     return {"session_id": ctx.body.session_id, "dropped": service.session_deleted(ctx.principal, ctx.body)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest,
-          bank_scoped=True)
+          bank_scoped=True, responses={200: m.SessionForgotten}, errors=("bank_not_found", "damaged"))
 def forget_session(ctx: Ctx, bank: str):
-    """``{session_id, retired, purged, memory_ids}``."""
+    """Retire (or, with ``purge``, erase) every memory a session taught in a bank:
+    ``{session_id, retired, purged, memory_ids}``."""
     return dataclasses.asdict(service.forget_session(ctx.principal, bank, ctx.body))
 
 
-@endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN)
+@endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN, responses={200: m.DoctorReport})
 def run_doctor(ctx: Ctx):
-    """``{ok, checks: [{name, ok, required, detail, ms}]}``."""
+    """Check the deployment end to end: ``{ok, checks: [{name, ok, required, detail, ms}]}``."""
     return doctor.run_checks(ctx.principal.actor)

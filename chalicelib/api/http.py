@@ -208,10 +208,8 @@ class IntRange:
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         out = handler(schema)
         out.update(minimum=self.lo, maximum=self.hi)
-        if self.strict:
-            return out
-        # an empty value reads as the default: it is valid input too
-        return {"anyOf": [out, {"type": "string", "maxLength": 0}]}
+        # not strict: "" reads as the default, so a query string may send it
+        return out if self.strict else {"anyOf": [out, {"const": ""}]}
 
 
 def query_int(query: dict[str, str], name: str, default: int, lo: int, hi: int) -> int:
@@ -247,7 +245,7 @@ class Flag:
         return core_schema.with_info_before_validator_function(check, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # a query string's boolean: these words in any case (absent or empty is false)
+        # a query string's boolean: these words in any case (absent or "" is false)
         return {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", ""]}
 
 
@@ -303,9 +301,9 @@ class Raw:
     description: str = ""
 
 
-Responses = dict[int, "type[BaseModel] | Raw | None"]
-"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or
-``None`` for no body."""
+Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...] | None"]
+"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, a
+tuple of these (one status, several media types), or ``None`` for no body."""
 
 
 @dataclass(frozen=True)

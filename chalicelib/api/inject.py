@@ -7,31 +7,37 @@ from typing import Any
 from chalice import Blueprint
 
 from ..inject import reload, service
+from . import banks_models as m
 from .banks import ADMIN, READ, _bank
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
 
 
-@endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True,
+          responses={200: m.InjectionPreview}, errors=("bank_not_found", "damaged"))
 def preview(ctx: Ctx, bank: str):
-    """``{system_prompt_section, rules, rules_truncated, memories: [{memory, score}], message?,
-    retrieval}``; 404 ``bank_not_found``."""
+    """Preview exactly what a turn asking ``query`` would get injected: ``{system_prompt_section,
+    rules, rules_truncated, memories: [{memory, score}], message?, retrieval}``; 404
+    ``bank_not_found``."""
     return render_preview(service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query))
 
 
-@endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True)
+@endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True,
+          responses={200: m.HookInjection})
 def pre_generate(ctx: Ctx):
-    """``{mutations: {system_prompt_append, append_messages}, retrieval}`` for the session's
-    bank; never denies (``service.hook``)."""
+    """The rules and memories to inject into this turn: ``{mutations: {system_prompt_append,
+    append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``)."""
     return render_hook(service.hook(ctx.principal, ctx.body))
 
 
-@endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN)
+@endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN, responses={200: m.ReloadResult},
+          errors=("invalid_config",))
 def reload_caches(ctx: Ctx):
-    """Validate the tuning, drop the caller's org's indexes and rules here and bump the org's
-    config version, so every container drops that org's caches and no other org's:
-    ``{config_version, banks}``; 400 ``invalid_config`` naming what is wrong."""
+    """Reload the org's tuning and rules everywhere. Validate the tuning, drop the caller's org's
+    indexes and rules here and bump the org's config version, so every container drops that org's
+    caches and no other org's: ``{config_version, banks}``; 400 ``invalid_config`` naming what is
+    wrong."""
     done = reload.reload_org(ctx.principal.org_id)
     return {"config_version": done.config_version, "banks": done.banks}
 

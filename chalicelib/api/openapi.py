@@ -97,7 +97,21 @@ class _Schemas:
         """(``{(model, mode): schema or $ref}``, the ``$defs`` every model's schema refers to)."""
         keys = list(self.models)
         refs, top = models_json_schema(keys, ref_template=REF)
-        return dict(refs), top.get("$defs", {})
+        defs = top.get("$defs", {})
+        _word_defaults(defs)
+        return dict(refs), defs
+
+
+def _word_defaults(node: Any) -> None:
+    """A query string's boolean (``http.Flag``) is a string enum: its default is the word too."""
+    if isinstance(node, dict):
+        if isinstance(node.get("default"), bool) and all(isinstance(e, str) for e in node.get("enum", [0])):
+            node["default"] = "true" if node["default"] else "false"
+        for value in node.values():
+            _word_defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            _word_defaults(value)
 
 
 def _parameters(route: Route, query_schema: dict[str, Any] | None, defs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,6 +166,10 @@ def _error_responses(codes: list[str], shared: dict[str, Any]) -> dict[str, Any]
 
 def _success(status: int, body: Any, refs: dict[Any, Any]) -> dict[str, Any]:
     headers = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
+    if isinstance(body, tuple):  # one status, several media types: their contents together
+        parts = [_success(status, b, refs) for b in body]
+        return {"description": " Or: ".join(p["description"] for p in parts), "headers": headers,
+                "content": {k: v for p in parts for k, v in p["content"].items()}}
     if isinstance(body, Raw):
         return {"description": body.description or body.media_type, "headers": headers,
                 "content": {body.media_type: {"schema": {"type": "string"}}}}
@@ -211,9 +229,10 @@ def _gather(routes: list[Route]) -> _Schemas:
             schemas.add(route.body, "validation")
         if route.query is not None:
             schemas.add(route.query, "validation")
-        for body in route.responses.values():
-            if isinstance(body, type):
-                schemas.add(body, "serialization")
+        for declared in route.responses.values():
+            for body in declared if isinstance(declared, tuple) else (declared,):
+                if isinstance(body, type):
+                    schemas.add(body, "serialization")
     return schemas
 
 

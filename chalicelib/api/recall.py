@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..validation import Line, Millis
+from . import banks_models as m
 from .banks import ADMIN, READ, _bank
 from .http import Ctx, IntRange, endpoint
 
@@ -29,10 +30,12 @@ class RecallRequest(BaseModel):
     as_of: Millis | None = None
 
 
-@endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest, bank_scoped=True)
+@endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest, bank_scoped=True,
+          responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"))
 def recall(ctx: Ctx, bank: str):
-    """``{memories: [{memory, score, signals: {bm25, entity, corroboration, pinned, recency}}],
-    retrieval}``; 404 ``bank_not_found``; 403 ``forbidden`` for ``as_of`` without ``admin.memories``."""
+    """Recall a bank's memories best ranked for a query: ``{memories: [{memory, score, signals:
+    {bm25, entity, corroboration, pinned, recency}}], retrieval}``; 404 ``bank_not_found``; 403
+    ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
     if b.as_of is not None:
         ctx.principal.require(ADMIN)

@@ -17,6 +17,7 @@ from ..core.records import (  # noqa: F401 - re-exported
     Source,
 )
 from ..errors import BadRequest
+from ..names import NAME_RE
 from ..validation import Line, Text
 
 MAX_HANDLES = 8
@@ -105,7 +106,8 @@ class BankRequest(BaseModel):
     """Body of ``POST /v1/banks``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    name: StrictStr
+    # the pattern is checked by ``check_name`` (400 ``invalid_name``); here it is only documented
+    name: StrictStr = Field(json_schema_extra={"pattern": f"^{NAME_RE.pattern}$"})
     description: Text = Field("", max_length=1000)
 
 

@@ -43,6 +43,11 @@ class _Operation:
     op: dict[str, Any]
 
 
+def _is_json(media: str) -> bool:
+    """A JSON body's media type (``application/json``, ``...+json``); ndjson is lines of JSON, not JSON."""
+    return media == "application/json" or media.endswith("+json")
+
+
 class ResponseContract:
     """The document's operations, ready to check responses (thread-safe)."""
 
@@ -106,7 +111,7 @@ class ResponseContract:
         media = (lower.get("content-type") or "").split(";")[0].strip().lower()
         if media not in content:
             return [*problems, f"Content-Type {media!r} is not one of {sorted(content)}"]
-        if "json" not in media or "schema" not in content[media]:
+        if not _is_json(media) or "schema" not in content[media]:
             return problems
         try:
             data = json.loads(body or b"null")

@@ -304,3 +304,20 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     assert bank["description"] in {f"description {i}" for i in range(4)}
     assert (bank["memories"], bank["rules"]) == (12, 1)
     assert len(_audit("bank.update")) == 4 and len(_audit("rule.delete")) == 3
+
+
+@pytest.mark.parametrize("path,names", [("/v1/banks", ("limit", "trashed")),
+                                        ("/v1/banks/{bank}/memories", ("limit", "include_superseded")),
+                                        ("/v1/banks/{bank}/export", ("history",))])
+def test_empty_query_values_are_defaults_and_the_document_allows_them(api, path, names):
+    """An empty ``limit=`` or boolean reads as its default (200), so the document's parameter
+    schemas must accept ``""`` too: a fuzzer counted the 200 as a schema-violating request accepted."""
+    from jsonschema import Draft202012Validator
+
+    from chalicelib.api.openapi import document
+    assert api.post("/v1/banks/main/memories", {"text": "The sky is blue."})[0] == 201
+    status, _ = api.get(path.replace("{bank}", "main") + "?" + "&".join(f"{n}=" for n in names))
+    assert status == 200
+    params = {p["name"]: p["schema"] for p in document()["paths"][path]["get"]["parameters"] if p["in"] == "query"}
+    for name in names:
+        assert Draft202012Validator(params[name]).is_valid(""), name

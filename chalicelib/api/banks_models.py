@@ -1,0 +1,373 @@
+"""The bodies the memory-bank routes answer (``/v1/banks``, recall, injection, hooks, doctor,
+reload), as the OpenAPI document describes them. Each is exactly what its renderer in
+``chalicelib.api.banks`` / ``recall`` / ``inject`` / ``hooks`` produces; times are ms since epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class BankMemorySource(BaseModel):
+    """Provenance of a memory: only the fields that are set."""
+
+    session_id: str | None = None
+    """The session whose turn taught it (extraction) or that saved it."""
+    entry_id: str | None = None
+    agent: str | None = None
+
+
+class BankMemory(BaseModel):
+    """A bank memory: one sentence, its entities and tags, and how well established it is."""
+
+    id: str
+    """``fp`` and 16 hex digits: the fingerprint of the text it was first saved with."""
+    text: str
+    """Empty once purged."""
+    entities: list[str]
+    tags: list[str]
+    confidence: Literal["stated", "inferred", "extracted"]
+    corroboration: int
+    """How many times the same text was saved again (reinforcements)."""
+    pinned: bool
+    source: BankMemorySource
+    created_at: int
+    updated_at: int
+    invalid_at: int | None = None
+    """When it was tombstoned or superseded (ms); absent while live."""
+    superseded_by: str | None = None
+    """The id of the memory that replaced it."""
+    revision: int
+    """0 when created, +1 per change."""
+    purged_at: int | None = None
+    """When its content was erased (ms)."""
+
+
+class DamagedRecord(BaseModel):
+    """A stored record that could not be read, left out of a listing."""
+
+    id: str
+    reason: str
+
+
+class DamagedRevision(BaseModel):
+    """A stored revision that could not be read, left out of a history."""
+
+    id: str
+    seq: int
+    reason: str
+
+
+class MemoryBank(BaseModel):
+    """A memory bank and its counts."""
+
+    name: str
+    description: str
+    memories: int
+    """Live memories."""
+    pinned: int
+    """Live pinned memories."""
+    rules: int
+
+
+class TrashedBank(BaseModel):
+    """A bank in the trash, restorable whole by ``trashed_to``."""
+
+    name: str
+    trashed_to: str
+    """The trash entry's id: what ``POST /v1/banks/{bank}/restore`` takes."""
+    trashed_at: int
+
+
+class BankCreated(BaseModel):
+    """The bank, and whether this request created it."""
+
+    bank: MemoryBank
+    created: bool
+
+
+class BankListPage(BaseModel):
+    """Banks by name, a page at a time; with ``trashed=true``, the trash entries (one page)."""
+
+    banks: list[MemoryBank | TrashedBank]
+    next_cursor: str | None = None
+    """Present only when more banks follow: pass it back as ``cursor``."""
+
+
+class BankReply(BaseModel):
+    """One bank."""
+
+    bank: MemoryBank
+
+
+class BankTrashReply(BaseModel):
+    """The bank moved to the trash."""
+
+    trashed_to: str
+    """The trash entry's id, for restoring it."""
+
+
+class BankRule(BaseModel):
+    """A markdown rule of a bank."""
+
+    name: str
+    content: str
+    updated_at: int | None = None
+
+
+class BankRuleList(BaseModel):
+    """The bank's rules in name order."""
+
+    rules: list[BankRule]
+
+
+class BankRuleReply(BaseModel):
+    """One rule, as the listing shows it."""
+
+    rule: BankRule
+
+
+class BankRuleState(BaseModel):
+    """Whether the rule exists after the change."""
+
+    exists: bool
+
+
+class SaveDetails(BaseModel):
+    """What a reinforcement could not keep."""
+
+    tags_dropped: list[str]
+    """Tags beyond the cap that were not merged."""
+
+
+class MemorySaved(BaseModel):
+    """The memory as saved: ``created`` for new (or resurrected) text, else a reinforcement."""
+
+    created: bool
+    memory: BankMemory | None = None
+    """Absent only when an idempotent replay finds its bank's records gone."""
+    details: SaveDetails | None = None
+
+
+class BankMemoryPage(BaseModel):
+    """Memories newest first, a page at a time."""
+
+    memories: list[BankMemory]
+    total: int
+    """Memories listed by this query across every page."""
+    next_cursor: str | None
+    """Pass it back as ``cursor`` for the next page; null on the last."""
+    damaged: list[DamagedRecord] | None = None
+    """Records left out because they could not be read (only when there are some)."""
+
+
+class BankMemoryReply(BaseModel):
+    """One memory."""
+
+    memory: BankMemory
+
+
+class MemoryRevision(BankMemory):
+    """One revision of a memory: the record as it was, the operation that wrote it, its sequence."""
+
+    op: str
+    """What wrote it: ``create``, ``reinforce``, ``resurrect``, ``update``, ``pin``, ``delete``,
+    ``supersede``, ``purge``, ``import``..."""
+    seq: int
+
+
+class MemoryHistory(BaseModel):
+    """A memory's revisions, oldest first."""
+
+    revisions: list[MemoryRevision]
+    damaged: list[DamagedRevision] | None = None
+    """Revisions left out because they could not be read (only when there are some)."""
+
+
+class BankTag(BaseModel):
+    """A tag and how many live memories carry it."""
+
+    tag: str
+    count: int
+
+
+class BankTagList(BaseModel):
+    """Tags over live memories, most used first."""
+
+    tags: list[BankTag]
+
+
+class ExportLink(BaseModel):
+    """A presigned GET of the export (``memories.jsonl``) when it is over the inline limit."""
+
+    url: str
+    expires_at: int
+    damaged: int | None = None
+    """How many exported lines mark a damaged record (only when there are some)."""
+
+
+class ImportLineError(BaseModel):
+    """A line the import rejected."""
+
+    line: int
+    """1-based line number."""
+    error: str
+
+
+class ImportReport(BaseModel):
+    """What an import wrote and rejected."""
+
+    imported: int
+    skipped: int
+    errors: list[ImportLineError]
+
+
+class ImportUpload(BaseModel):
+    """A presigned PUT for a large ndjson import file."""
+
+    url: str
+    s3_key: str
+    """What ``POST /v1/banks/{bank}/import`` takes as ``{s3_key}`` once the file is uploaded."""
+    expires_at: int
+
+
+class RecallSignals(BaseModel):
+    """The parts of a recall score."""
+
+    bm25: float
+    entity: float
+    """Query entities the memory names."""
+    corroboration: float
+    pinned: float
+    """1 when pinned, else 0."""
+    recency: float
+    """The recency factor, within the tuning's floor and 1."""
+
+
+class RecallHit(BaseModel):
+    """A recalled memory, its score and the signals the score is made of."""
+
+    memory: BankMemory
+    score: float
+    signals: RecallSignals
+
+
+class BankRecall(BaseModel):
+    """The best-ranked memories, and the retrieval mode that ran."""
+
+    memories: list[RecallHit]
+    retrieval: str
+    """``bm25-entity`` (``+as_of``, ``+last-good-tuning`` when these apply)."""
+
+
+class InjectedMemory(BaseModel):
+    """A memory picked for injection and its score."""
+
+    memory: BankMemory
+    score: float
+
+
+class InjectionPreview(BaseModel):
+    """Exactly what a turn asking ``query`` would get injected."""
+
+    system_prompt_section: str
+    """The rules section appended to the system prompt."""
+    rules: int
+    """Rules in the section."""
+    rules_truncated: bool
+    memories: list[InjectedMemory]
+    message: str | None = None
+    """The memory message appended to the conversation (only when memories are injected)."""
+    retrieval: str
+
+
+class HookMessage(BaseModel):
+    """A message to append to the conversation."""
+
+    role: Literal["user"]
+    content: str
+
+
+class HookMutations(BaseModel):
+    """What the runtime applies to the turn."""
+
+    system_prompt_append: str
+    append_messages: list[HookMessage]
+
+
+class HookInjection(BaseModel):
+    """The mutations for this turn and the retrieval mode that ran."""
+
+    mutations: HookMutations
+    retrieval: str
+
+
+class ReloadResult(BaseModel):
+    """The org's new config version and how many of its banks' caches were dropped here."""
+
+    config_version: int
+    banks: int
+
+
+class ExtractionOutcome(BaseModel):
+    """What an inline extraction job did."""
+
+    status: str
+    """``applied``, ``duplicate``, ``too_small`` or ``disabled``."""
+    saved: int
+    reinforced: int
+    skipped: int
+    rule_lines: int
+    model_called: bool
+
+
+class TurnAccepted(BaseModel):
+    """Whether the turn's extraction was accepted, and how it ran."""
+
+    accepted: bool
+    bank: str
+    session_id: str
+    turn_id: str
+    reason: str | None = None
+    """Why it was not accepted (``extraction_disabled``)."""
+    queued: bool | None = None
+    """Accepted: true when the job went to the queue, false when it ran inline."""
+    outcome: ExtractionOutcome | None = None
+    """What the job did when it ran inline."""
+
+
+class SessionDropped(BaseModel):
+    """Whether the session had an extraction cursor to drop."""
+
+    session_id: str
+    dropped: bool
+
+
+class SessionForgotten(BaseModel):
+    """The memories the session taught, retired or purged."""
+
+    session_id: str
+    retired: int
+    purged: int
+    memory_ids: list[str]
+
+
+class DoctorCheck(BaseModel):
+    """One check's result."""
+
+    name: str
+    ok: bool
+    required: bool
+    detail: str
+    """What was done, or what failed."""
+    ms: float
+    """Its duration in milliseconds."""
+
+
+class DoctorReport(BaseModel):
+    """Every check; ``ok`` when every required one passed."""
+
+    ok: bool
+    checks: list[DoctorCheck]
