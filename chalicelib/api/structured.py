@@ -109,6 +109,13 @@ def _required_text(schema: dict[str, Any]) -> None:
     schema["pattern"] = r"\S"  # not blank
 
 
+def _int_param(description: str, lo: int = -validation.MAX_SAFE_INT,
+               hi: int = validation.MAX_SAFE_INT) -> WithJsonSchema:
+    """An integer parameter's schema: an empty value reads as absent (the default)."""
+    return WithJsonSchema({"anyOf": [{"type": "integer", "minimum": lo, "maximum": hi},
+                                     {"type": "string", "maxLength": 0}], "description": description})
+
+
 _ABSENT = Field(json_schema_extra=_no_default)
 TypeParam = Annotated[str, _words(*sorted(scopes.TYPES), description="Only memories of this type.")]
 AnyScopeParam = Annotated[str, _words(*scopes.SCOPES, description="Only memories of this scope.")]
@@ -129,7 +136,7 @@ class AdminMemoryListQuery(BaseModel):
     type: TypeParam = ""
     scope: AnyScopeParam = ""
     scope_id: str = ""
-    limit: int = Field(100, description="At most this many (clamped to 1..200).")
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..200).")] = 100
 
     _check_type = field_validator("type")(_type)
     _check_scope = field_validator("scope")(_scope)
@@ -150,7 +157,7 @@ class AdminMemorySearchQuery(BaseModel):
     type: TypeParam = ""
     scope: AnyScopeParam = ""
     scope_id: str = ""
-    limit: int = Field(20, description="At most this many (clamped to 1..50).")
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..50).")] = 20
 
     _check_type = field_validator("type")(_type)
     _check_scope = field_validator("scope")(_scope)
@@ -175,8 +182,8 @@ class MemoryAuditQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     action: Annotated[str, _words(*admin.AUDIT_ACTIONS, description="Only events of this action.")] = ""
-    since: int = Field(0, description="Only events at or after this time, ms since the epoch.")
-    limit: int = Field(100, description="At most this many (clamped to 1..500).")
+    since: Annotated[int, _int_param("Only events at or after this time, ms since the epoch.")] = 0
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..500).")] = 100
     cursor: CursorParam = None
 
     @field_validator("action")
@@ -204,7 +211,8 @@ class StructuredPageQuery(BaseModel):
     """``GET /v1/api/workstreams|projects|sessions?limit=&cursor=``: ``limit`` within
     1..``listing.PAGE_MAX`` (default ``listing.PAGE_DEFAULT``)."""
 
-    limit: Annotated[int, IntRange(1, listing.PAGE_MAX)] = listing.PAGE_DEFAULT
+    limit: Annotated[int, IntRange(1, listing.PAGE_MAX),
+                     _int_param("At most this many.", 1, listing.PAGE_MAX)] = listing.PAGE_DEFAULT
     cursor: CursorParam = None
 
 
@@ -234,7 +242,7 @@ class RestListLimit(BaseModel):
     """``?limit=`` of ``GET /v1/api/memories``: 1..200 (default 100) with Turnstone's messages."""
 
     model_config = ConfigDict(extra="ignore")
-    limit: Annotated[int, IntRange(1, 200, turnstone=True)] = 100
+    limit: Annotated[int, IntRange(1, 200, turnstone=True), _int_param("At most this many.", 1, 200)] = 100
 
 
 class MemoryListQuery(RestListLimit, RestListQuery):
