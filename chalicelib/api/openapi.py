@@ -184,7 +184,8 @@ def _request_body(route: Route, refs: dict[Any, Any]) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for media in route.body_types:
         if media == "application/json":
-            content[media] = {"schema": refs[(route.body, "validation")] if route.body else {"type": "object"}}
+            # no model: the view reads the raw body (an import's ndjson lines), so any JSON text
+            content[media] = {"schema": refs[(route.body, "validation")] if route.body else {}}
         else:
             content[media] = {"schema": {"type": "string"}}
     return {"required": route.body is not None, "content": content}

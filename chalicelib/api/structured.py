@@ -11,7 +11,7 @@ import dataclasses
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from .. import validation
 from ..auth.principal import Permission
@@ -28,6 +28,25 @@ from ..structured import (
     workstreams,
 )
 from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
+from .structured_models import (
+    AdminMemoryDeleted,
+    MemoryAuditPage,
+    MemoryImportReport,
+    MemoryToolResult,
+    Project,
+    ProjectMember,
+    ProjectMemberRemoved,
+    ProjectPage,
+    SessionContext,
+    SessionEnded,
+    StructuredMemory,
+    StructuredMemoryDeleted,
+    StructuredMemoryList,
+    StructuredSession,
+    StructuredSessionPage,
+    Workstream,
+    WorkstreamPage,
+)
 
 bp = Blueprint(__name__)
 
@@ -76,16 +95,48 @@ def _scope(v: str) -> str:
     return scopes.check_scope(v, scopes.SCOPES) if v else v
 
 
-class AdminListQuery(BaseModel):
+def _words(*words: str, description: str) -> WithJsonSchema:
+    """A string parameter's schema: one of ``words`` (``""``: no filter)."""
+    return WithJsonSchema({"type": "string", "enum": ["", *words], "description": description})
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)  # an absent parameter reads as None, which is no string
+
+
+def _required_text(schema: dict[str, Any]) -> None:
+    _no_default(schema)
+    schema["pattern"] = r"\S"  # not blank
+
+
+def _int_param(description: str, lo: int = -validation.MAX_SAFE_INT,
+               hi: int = validation.MAX_SAFE_INT) -> WithJsonSchema:
+    """An integer parameter's schema: an empty value reads as absent (the default)."""
+    return WithJsonSchema({"anyOf": [{"type": "integer", "minimum": lo, "maximum": hi},
+                                     {"type": "string", "maxLength": 0}], "description": description})
+
+
+_ABSENT = Field(json_schema_extra=_no_default)
+TypeParam = Annotated[str, _words(*sorted(scopes.TYPES), description="Only memories of this type.")]
+AnyScopeParam = Annotated[str, _words(*scopes.SCOPES, description="Only memories of this scope.")]
+RestScopeParam = Annotated[str | None, _words(*scopes.PUBLIC_SCOPES, description="The scope (global when empty)."),
+                           _ABSENT]
+ScopeIdParam = Annotated[str | None, WithJsonSchema({"type": "string", "description": "The scope's qualifier."}),
+                         _ABSENT]
+CursorParam = Annotated[str | None, WithJsonSchema(
+    {"type": "string", "description": "The `next_cursor` of the previous page."}), _ABSENT]
+
+
+class AdminMemoryListQuery(BaseModel):
     """``GET /v1/api/admin/memories?type=&scope=&scope_id=&limit=``, checked in this order with
     the REST API's messages (400 ``invalid_type``, ``invalid_scope``, ``limit must be an
     integer``); limit clamped to 1..200 (default 100)."""
 
     model_config = ConfigDict(extra="ignore")
-    type: str = ""
-    scope: str = ""
+    type: TypeParam = ""
+    scope: AnyScopeParam = ""
     scope_id: str = ""
-    limit: int = 100
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..200).")] = 100
 
     _check_type = field_validator("type")(_type)
     _check_scope = field_validator("scope")(_scope)
@@ -96,16 +147,17 @@ class AdminListQuery(BaseModel):
         return _clamp(v, 100, 200)
 
 
-class AdminSearchQuery(BaseModel):
+class AdminMemorySearchQuery(BaseModel):
     """``GET /v1/api/admin/memories/search?q=&type=&scope=&scope_id=&limit=``: ``q`` first (400
-    ``query is required``), then as ``AdminListQuery``; limit clamped to 1..50 (default 20)."""
+    ``query is required``), then as ``AdminMemoryListQuery``; limit clamped to 1..50 (default 20)."""
 
-    model_config = ConfigDict(extra="ignore")
-    q: str = Field("", validate_default=True)
-    type: str = ""
-    scope: str = ""
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"required": ["q"]})
+    q: str = Field("", validate_default=True, description="The search query (not blank).",
+                   json_schema_extra=_required_text)
+    type: TypeParam = ""
+    scope: AnyScopeParam = ""
     scope_id: str = ""
-    limit: int = 20
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..50).")] = 20
 
     _check_type = field_validator("type")(_type)
     _check_scope = field_validator("scope")(_scope)
@@ -123,16 +175,16 @@ class AdminSearchQuery(BaseModel):
         return _clamp(v, 20, 50)
 
 
-class AuditQuery(BaseModel):
+class MemoryAuditQuery(BaseModel):
     """``GET /v1/api/admin/audit?action=&since=&cursor=&limit=``: ``action`` one of
     ``admin.AUDIT_ACTIONS`` (all when empty), ``since`` ms since the epoch, limit clamped to
     1..500 (default 100)."""
 
     model_config = ConfigDict(extra="ignore")
-    action: str = ""
-    since: int = 0
-    limit: int = 100
-    cursor: str | None = None
+    action: Annotated[str, _words(*admin.AUDIT_ACTIONS, description="Only events of this action.")] = ""
+    since: Annotated[int, _int_param("Only events at or after this time, ms since the epoch.")] = 0
+    limit: Annotated[int, _int_param("At most this many (clamped to 1..500).")] = 100
+    cursor: CursorParam = None
 
     @field_validator("action")
     @classmethod
@@ -155,12 +207,13 @@ class AuditQuery(BaseModel):
         return _clamp(v, 100, 500)
 
 
-class ObjectsQuery(BaseModel):
+class StructuredPageQuery(BaseModel):
     """``GET /v1/api/workstreams|projects|sessions?limit=&cursor=``: ``limit`` within
     1..``listing.PAGE_MAX`` (default ``listing.PAGE_DEFAULT``)."""
 
-    limit: Annotated[int, IntRange(1, listing.PAGE_MAX)] = listing.PAGE_DEFAULT
-    cursor: str | None = None
+    limit: Annotated[int, IntRange(1, listing.PAGE_MAX),
+                     _int_param("At most this many.", 1, listing.PAGE_MAX)] = listing.PAGE_DEFAULT
+    cursor: CursorParam = None
 
 
 def _page(name: str, page: listing.Page[Any], render: Any = dataclasses.asdict) -> Reply:
@@ -178,9 +231,9 @@ class RestListQuery(BaseModel):
     (``RestListLimit``)."""
 
     model_config = ConfigDict(extra="ignore")
-    type: str = ""
-    scope: str | None = None
-    scope_id: str | None = None
+    type: TypeParam = ""
+    scope: RestScopeParam = None
+    scope_id: ScopeIdParam = None
 
     _check_type = field_validator("type")(_type)
 
@@ -189,16 +242,21 @@ class RestListLimit(BaseModel):
     """``?limit=`` of ``GET /v1/api/memories``: 1..200 (default 100) with Turnstone's messages."""
 
     model_config = ConfigDict(extra="ignore")
-    limit: Annotated[int, IntRange(1, 200, turnstone=True)] = 100
+    limit: Annotated[int, IntRange(1, 200, turnstone=True), _int_param("At most this many.", 1, 200)] = 100
 
 
-class RestTargetQuery(BaseModel):
+class MemoryListQuery(RestListLimit, RestListQuery):
+    """The query string of ``GET /v1/api/memories`` as the document shows it: the view reads it
+    in two steps (``RestListQuery``, then ``RestListLimit``) so that the scope rules answer first."""
+
+
+class MemoryTargetQuery(BaseModel):
     """``?scope=&scope_id=`` of ``GET``/``DELETE /v1/api/memories/{name}``, checked by
     ``scopes.rest_target`` (global when empty)."""
 
     model_config = ConfigDict(extra="ignore")
-    scope: str | None = None
-    scope_id: str | None = None
+    scope: RestScopeParam = None
+    scope_id: ScopeIdParam = None
 
 
 class RestSearchBody(BaseModel):
@@ -234,93 +292,135 @@ class RestSearchBody(BaseModel):
 
 # --- REST memory API --------------------------------------------------------------------------
 
-@endpoint(bp, "/v1/api/memories", ["GET"], permission=READ)
+# what the REST scope rules (``scopes.rest_target``/``rest_envelope``) and a type filter answer
+_REST_SCOPE_ERRORS = ("invalid_type", "invalid_scope", "workstream_not_found", "damaged")
+# what managing a project answers (``projects._manage``)
+_PROJECT_ERRORS = ("project_not_found", "damaged")
+
+@endpoint(bp, "/v1/api/memories", ["GET"], permission=READ, query=MemoryListQuery,
+          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
 def list_structured_memories(ctx: Ctx):
-    """``{memories, total}`` newest first; without scope: global plus the caller's user namespace."""
+    """List structured memories, newest first.
+
+    ``{memories, total}``; without a scope: global plus the caller's user namespace."""
     q = parse_query(ctx.query, RestListQuery)
     targets = scopes.rest_envelope(ctx.principal, q.scope, q.scope_id)
     limit = parse_query(ctx.query, RestListLimit).limit  # after the scope rules, which may answer 403/404
     return _listing(memories.list_rows(ctx.principal.org_id, targets, type_=q.type or None, limit=limit))
 
 
-@endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave)
+@endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave,
+          responses={201: StructuredMemory, 200: StructuredMemory}, errors=("invalid_name", *_REST_SCOPE_ERRORS))
 def save_structured_memory(ctx: Ctx):
-    """Upsert: 201 with the row when created, 200 when the identity existed."""
+    """Save a structured memory (an upsert of its name, scope and scope_id).
+
+    201 with the memory when created, 200 when the identity existed (memory_id kept)."""
     saved = memories.save_rest(ctx.principal, ctx.body)
     return Reply(201 if saved.created else 200, dataclasses.asdict(saved.row))
 
 
-@endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody)
+@endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody,
+          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
 def search_structured_memories(ctx: Ctx):
-    """``{memories, total}`` best first (BM25F over what the caller may see)."""
+    """Search structured memories, best first.
+
+    ``{memories, total}``: BM25F over what the caller may see (without a scope: global plus the
+    caller's user namespace)."""
     b = ctx.body
     targets = scopes.rest_envelope(ctx.principal, b.scope, b.scope_id)
     return _listing(memories.search_rows(ctx.principal.org_id, targets, b.query, type_=b.type, limit=b.limit))
 
 
-@endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ)
+@endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ, query=MemoryTargetQuery,
+          responses={200: StructuredMemory}, errors=("invalid_name", "memory_not_found", *_REST_SCOPE_ERRORS))
 def get_structured_memory(ctx: Ctx, name: str):
-    """The row of ``(name, scope, scope_id)`` (scope defaults to global)."""
-    q = parse_query(ctx.query, RestTargetQuery)
+    """Get a structured memory by name.
+
+    The memory of ``(name, scope, scope_id)`` (scope defaults to global)."""
+    q = parse_query(ctx.query, MemoryTargetQuery)
     target = scopes.rest_target(ctx.principal, q.scope, q.scope_id)
     return dataclasses.asdict(memories.get(ctx.principal.org_id, target, name))
 
 
-@endpoint(bp, "/v1/api/memories/{name}", ["DELETE"], permission=WRITE)
+@endpoint(bp, "/v1/api/memories/{name}", ["DELETE"], permission=WRITE, query=MemoryTargetQuery,
+          responses={200: StructuredMemoryDeleted},
+          errors=("invalid_name", "memory_not_found", *_REST_SCOPE_ERRORS))
 def delete_structured_memory(ctx: Ctx, name: str):
-    """``{"status": "ok", "name": name}``; 404 ``Memory '<name>' not found``."""
+    """Delete a structured memory by name.
+
+    ``{"status": "ok", "name": name}``; 404 ``Memory '<name>' not found``."""
     p = ctx.principal
-    q = parse_query(ctx.query, RestTargetQuery)
+    q = parse_query(ctx.query, MemoryTargetQuery)
     target = scopes.rest_target(p, q.scope, q.scope_id)
     return {"status": "ok", "name": memories.delete(p.org_id, target, name, actor=p.actor, surface="rest").name}
 
 
 # --- workstreams, projects, sessions --------------------------------------------------------
 
-@endpoint(bp, "/v1/api/workstreams", ["POST"], permission=WRITE, body=workstreams.WorkstreamRequest)
+@endpoint(bp, "/v1/api/workstreams", ["POST"], permission=WRITE, body=workstreams.WorkstreamRequest,
+          responses={201: Workstream}, errors=("workstream_exists",))
 def create_workstream(ctx: Ctx):
-    """201 ``{workstream_id, title, owner}``."""
+    """Create a workstream owned by the caller.
+
+    201 ``{workstream_id, title, owner}``."""
     return Reply(201, dataclasses.asdict(workstreams.create(ctx.principal, ctx.body)))
 
 
-@endpoint(bp, "/v1/api/workstreams", ["GET"], permission=READ)
+@endpoint(bp, "/v1/api/workstreams", ["GET"], permission=READ, query=StructuredPageQuery,
+          responses={200: WorkstreamPage})
 def list_workstreams(ctx: Ctx):
-    """``{workstreams: [{workstream_id, title, owner}], next_cursor?}`` by id: the caller's own (a
+    """List workstreams by id.
+
+    ``{workstreams: [{workstream_id, title, owner}], next_cursor?}``: the caller's own (a
     ``service`` principal: every one of the org)."""
-    q = parse_query(ctx.query, ObjectsQuery)
+    q = parse_query(ctx.query, StructuredPageQuery)
     return _page("workstreams", workstreams.list_page(ctx.principal, limit=q.limit, cursor=q.cursor))
 
 
-@endpoint(bp, "/v1/api/projects", ["GET"], permission=READ)
+@endpoint(bp, "/v1/api/projects", ["GET"], permission=READ, query=StructuredPageQuery,
+          responses={200: ProjectPage})
 def list_projects(ctx: Ctx):
-    """``{projects: [{project_id, name, active, owner}], next_cursor?}`` by id: those the caller
-    owns or is a member of (active ones); an ``admin.memories`` principal: every one of the org."""
-    q = parse_query(ctx.query, ObjectsQuery)
+    """List projects by id.
+
+    ``{projects: [{project_id, name, active, owner}], next_cursor?}``: those the caller owns or is a
+    member of (active ones); an ``admin.memories`` principal: every one of the org."""
+    q = parse_query(ctx.query, StructuredPageQuery)
     return _page("projects", projects.list_page(ctx.principal, limit=q.limit, cursor=q.cursor))
 
 
-@endpoint(bp, "/v1/api/projects", ["POST"], permission=WRITE, body=projects.ProjectRequest)
+@endpoint(bp, "/v1/api/projects", ["POST"], permission=WRITE, body=projects.ProjectRequest,
+          responses={201: Project}, errors=("project_exists",))
 def create_project(ctx: Ctx):
-    """201 ``{project_id, name, active, owner}``."""
+    """Create a project owned by the caller.
+
+    201 ``{project_id, name, active, owner}``."""
     return Reply(201, dataclasses.asdict(projects.create(ctx.principal, ctx.body)))
 
 
-@endpoint(bp, "/v1/api/projects/{project_id}", ["PATCH"], permission=WRITE, body=projects.ProjectPatch)
+@endpoint(bp, "/v1/api/projects/{project_id}", ["PATCH"], permission=WRITE, body=projects.ProjectPatch,
+          responses={200: Project}, errors=_PROJECT_ERRORS)
 def patch_project(ctx: Ctx, project_id: str):
-    """Activate or deactivate: the project."""
+    """Activate or deactivate a project.
+
+    The project; by its owner or an ``admin.memories`` principal."""
     return dataclasses.asdict(projects.set_active(ctx.principal, project_id, ctx.body.active))
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["PUT"], permission=WRITE,
-          body=projects.MemberRequest)
+          body=projects.MemberRequest, responses={200: ProjectMember}, errors=_PROJECT_ERRORS)
 def put_project_member(ctx: Ctx, project_id: str, user_id: str):
-    """``{project_id, user_id, access}``."""
+    """Add a project member or change its access.
+
+    ``{project_id, user_id, access}``; by the owner or an ``admin.memories`` principal."""
     return dataclasses.asdict(projects.set_member(ctx.principal, project_id, user_id, ctx.body.access))
 
 
-@endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["DELETE"], permission=WRITE)
+@endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["DELETE"], permission=WRITE,
+          responses={200: ProjectMemberRemoved}, errors=(*_PROJECT_ERRORS, "member_not_found"))
 def delete_project_member(ctx: Ctx, project_id: str, user_id: str):
-    """``{status: "ok"}``."""
+    """Remove a project member.
+
+    ``{status: "ok"}``; by the owner or an ``admin.memories`` principal."""
     projects.remove_member(ctx.principal, project_id, user_id)
     return {"status": "ok"}
 
@@ -332,36 +432,57 @@ def _session(s: sessions.Session) -> dict[str, Any]:
             "memory_enabled": s.memory_enabled}
 
 
-@endpoint(bp, "/v1/api/sessions", ["POST"], permission=READ, body=sessions.SessionRequest)
+@endpoint(bp, "/v1/api/sessions", ["POST"], permission=READ, body=sessions.SessionRequest,
+          responses={201: StructuredSession},
+          errors=("coordinator_requires_user", "project_access_denied", "workstream_not_found",
+                  "project_not_found", "session_not_found", "conflict", "damaged"))
 def create_session(ctx: Ctx):
-    """201 ``{session_id, kind, user_id, workstream_id, project_id, ...}``."""
+    """Start a session.
+
+    201 ``{session_id, kind, user_id, workstream_id, project_id, parent_session_id,
+    memory_enabled}``."""
     return Reply(201, _session(sessions.create(ctx.principal, ctx.body)))
 
 
-@endpoint(bp, "/v1/api/sessions", ["GET"], permission=READ)
+@endpoint(bp, "/v1/api/sessions", ["GET"], permission=READ, query=StructuredPageQuery,
+          responses={200: StructuredSessionPage})
 def list_sessions(ctx: Ctx):
-    """``{sessions: [session], next_cursor?}`` by id: the sessions the caller may use (its user's;
-    an anonymous token's own; a ``service`` principal: every one of the org)."""
-    q = parse_query(ctx.query, ObjectsQuery)
+    """List sessions by id.
+
+    ``{sessions: [session], next_cursor?}``: the sessions the caller may use (its user's; an
+    anonymous token's own; a ``service`` principal: every one of the org)."""
+    q = parse_query(ctx.query, StructuredPageQuery)
     return _page("sessions", sessions.list_page(ctx.principal, limit=q.limit, cursor=q.cursor), _session)
 
 
-@endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ)
+@endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ, responses={200: SessionEnded},
+          errors=("session_not_found", "damaged"))
 def delete_session(ctx: Ctx, session_id: str):
-    """``{status: "ok", session_id}``."""
+    """End a session (its memories stay).
+
+    ``{status: "ok", session_id}``."""
     sessions.delete(ctx.principal, session_id)
     return {"status": "ok", "session_id": session_id}
 
 
-@endpoint(bp, "/v1/api/sessions/{session_id}/memory", ["POST"], permission=READ, body=tool.ToolCall)
+@endpoint(bp, "/v1/api/sessions/{session_id}/memory", ["POST"], permission=READ, body=tool.ToolCall,
+          responses={201: StructuredMemory, 200: MemoryToolResult},
+          errors=("invalid_name", "invalid_type", "invalid_scope", "scope_unavailable", "scope_forbidden",
+                  "coordinator_only", "project_access_denied", "project_read_only", "session_not_found",
+                  "memory_not_found", "project_inactive", "damaged"))
 def session_memory(ctx: Ctx, session_id: str):
-    """The memory tool: the REST equivalent's body and status."""
+    """Run the memory tool in a session: save, get, search, delete or list.
+
+    The REST equivalent's body and status (save: 201 created, 200 updated)."""
     return _tool(tool.run(ctx.principal, session_id, ctx.body))
 
 
-@endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest)
+@endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest,
+          responses={200: SessionContext}, errors=("session_not_found", "damaged"))
 def session_context(ctx: Ctx, session_id: str):
-    """``{system_message, injected, candidates, in_scope, nudge}``: ``injected`` the memory_ids."""
+    """Get a turn's memory injection for a session.
+
+    ``{system_message, injected, candidates, in_scope, nudge}``: ``injected`` the memory_ids."""
     t = context.turn(ctx.principal, session_id, ctx.body)
     return {"system_message": t.system_message, "injected": [r.memory_id for r in t.injected],
             "candidates": t.candidates, "in_scope": t.in_scope, "nudge": t.nudge}
@@ -369,54 +490,75 @@ def session_context(ctx: Ctx, session_id: str):
 
 # --- admin ------------------------------------------------------------------------------------
 
-@endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN)
+@endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN, query=AdminMemoryListQuery,
+          responses={200: StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
 def admin_list_memories(ctx: Ctx):
-    """``{memories, total}`` across every scope."""
-    q = parse_query(ctx.query, AdminListQuery)
+    """List memories across every scope (admin), newest first.
+
+    ``{memories, total}``."""
+    q = parse_query(ctx.query, AdminMemoryListQuery)
     return _listing(admin.list_all(ctx.principal.org_id, type_=q.type or None, scope=q.scope, scope_id=q.scope_id,
                                    limit=q.limit))
 
 
-@endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN)
+@endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN, query=AdminMemorySearchQuery,
+          responses={200: StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
 def admin_search_memories(ctx: Ctx):
-    """``{memories, total}`` best first."""
-    q = parse_query(ctx.query, AdminSearchQuery)
+    """Search memories across every scope (admin), best first.
+
+    ``{memories, total}``."""
+    q = parse_query(ctx.query, AdminMemorySearchQuery)
     return _listing(admin.search_all(ctx.principal.org_id, q.q, type_=q.type or None, scope=q.scope,
                                      scope_id=q.scope_id, limit=q.limit))
 
 
 @endpoint(bp, "/v1/api/admin/memories/import", ["POST"], permission=ADMIN,
-          body_types=("application/x-ndjson", "application/json", "text/plain"))
+          body_types=("application/x-ndjson", "application/json", "text/plain"),
+          responses={200: MemoryImportReport}, errors=("damaged",))
 def admin_import(ctx: Ctx):
-    """ndjson of Turnstone rows: ``{imported, skipped, errors: [{line, error}]}``."""
+    """Import Turnstone memory rows (admin) from ndjson.
+
+    ``{imported, skipped, errors: [{line, error}]}``."""
     r = admin.import_ndjson(ctx.principal.org_id, ctx.raw_body, actor=ctx.principal.actor)
     return {"imported": r.imported, "skipped": r.skipped,
             "errors": [{"line": line, "error": error} for line, error in r.errors]}
 
 
-@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN)
+@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN, responses={200: StructuredMemory},
+          errors=("memory_not_found", "damaged"))
 def admin_get_memory(ctx: Ctx, memory_id: str):
-    """The row; 404 ``Memory not found``."""
+    """Get a memory by id (admin).
+
+    The memory; 404 ``Memory not found``."""
     return dataclasses.asdict(admin.get_by_id(ctx.principal.org_id, memory_id))
 
 
-@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["PATCH"], permission=ADMIN, body=admin.DescriptionPatch)
+@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["PATCH"], permission=ADMIN, body=admin.DescriptionPatch,
+          responses={200: StructuredMemory}, errors=("memory_not_found", "damaged"))
 def admin_patch_memory(ctx: Ctx, memory_id: str):
-    """The row with its new description."""
+    """Change a memory's description (admin).
+
+    The memory with its new description."""
     return dataclasses.asdict(admin.patch_description(ctx.principal.org_id, memory_id, ctx.body.description,
                                                       actor=ctx.principal.actor))
 
 
-@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["DELETE"], permission=ADMIN)
+@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["DELETE"], permission=ADMIN,
+          responses={200: AdminMemoryDeleted}, errors=("memory_not_found", "damaged"))
 def admin_delete_memory(ctx: Ctx, memory_id: str):
-    """``{"status": "ok"}``; 404 ``Memory not found`` with no audit event."""
+    """Delete a memory by id (admin).
+
+    ``{"status": "ok"}``; 404 ``Memory not found`` with no audit event."""
     admin.delete_by_id(ctx.principal.org_id, memory_id, actor=ctx.principal.actor)
     return {"status": "ok"}
 
 
-@endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN)
+@endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN, query=MemoryAuditQuery,
+          responses={200: MemoryAuditPage})
 def admin_memory_audit(ctx: Ctx):
-    """``{events, next_cursor}``: memory audit events, oldest first."""
-    q = parse_query(ctx.query, AuditQuery)
+    """List memory audit events (admin), oldest first.
+
+    ``{events, next_cursor}``."""
+    q = parse_query(ctx.query, MemoryAuditQuery)
     page = admin.audit_page(ctx.principal.org_id, action=q.action, since=q.since, cursor=q.cursor, limit=q.limit)
     return {"events": page.events, "next_cursor": page.next_cursor}

@@ -218,3 +218,16 @@ def test_admin_import_turnstone_rows(api):
     assert g["access_count"] == 4 and g["last_accessed"] == "2026-03-13T00:00:00"
     s, b = api.post("/v1/api/admin/memories/import", raw=rows[0], headers={"Content-Type": "application/x-ndjson"})
     assert b == {"imported": 0, "skipped": 1, "errors": []}
+
+
+def test_admin_import_of_a_json_value_that_is_no_row_reports_its_line_and_the_document_takes_it(api):
+    from jsonschema import Draft202012Validator
+
+    from chalicelib.api.openapi import document
+    before = dump()
+    s, b = api.call("POST", "/v1/api/admin/memories/import", raw=b"0.5")
+    assert s == 200 and b == {"imported": 0, "skipped": 0,
+                              "errors": [{"line": 1, "error": "a line must be a JSON object"}]}
+    assert_unchanged(before)
+    body = document()["paths"]["/v1/api/admin/memories/import"]["post"]["requestBody"]
+    assert Draft202012Validator(body["content"]["application/json"]["schema"]).is_valid(0.5)

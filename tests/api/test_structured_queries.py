@@ -43,6 +43,26 @@ def test_admin_query_limits_are_clamped_not_refused(api):
         assert s == 200, (path, b)
 
 
+def _accepts(schema, value):
+    from jsonschema import Draft202012Validator
+    return Draft202012Validator(schema).is_valid(value)
+
+
+@pytest.mark.parametrize("path,param", [
+    ("/v1/api/admin/audit?since=&limit=", "since"),
+    ("/v1/api/admin/memories?limit=", "limit"),
+    ("/v1/api/workstreams?limit=", "limit"),
+    ("/v1/api/memories?limit=", "limit"),
+])
+def test_an_empty_integer_parameter_reads_as_absent_and_the_document_says_so(api, path, param):
+    from chalicelib.api.openapi import document
+    s, b = api.get(path)
+    assert s == 200, b
+    route = path.split("?")[0]
+    (schema,) = [p["schema"] for p in document()["paths"][route]["get"]["parameters"] if p["name"] == param]
+    assert _accepts(schema, "") and _accepts(schema, 5) and not _accepts(schema, "x")
+
+
 handles = st.lists(st.one_of(st.text(max_size=70), st.sampled_from(["Tag", " tag ", "a\nb", "x\x00", "k" * 65, ""])),
                    max_size=12)
 
