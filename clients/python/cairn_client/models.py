@@ -16,6 +16,132 @@ class AcceptBody(BaseModel):
     ]
 
 
+class AdminMemoryDeleted(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[Literal["ok"], Field(title="Status")]
+
+
+class Limit(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="At most this many (clamped to 1..200).",
+            ge=-9007199254740991,
+            le=9007199254740991,
+            title="Limit",
+        ),
+    ] = 100
+
+
+class Limit1(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="At most this many (clamped to 1..200).",
+            max_length=0,
+            title="Limit",
+        ),
+    ] = 100
+
+
+class AdminMemoryListQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Annotated[
+        Literal["", "feedback", "general", "reference", "user"] | None,
+        Field(description="Only memories of this type.", title="Type"),
+    ] = ""
+    scope: Annotated[
+        Literal["", "global", "workstream", "user", "coordinator", "project"] | None,
+        Field(description="Only memories of this scope.", title="Scope"),
+    ] = ""
+    scope_id: Annotated[str | None, Field(title="Scope Id")] = ""
+    limit: Annotated[
+        Limit | Limit1 | None,
+        Field(
+            description="At most this many (clamped to 1..200).",
+            title="Limit",
+            validate_default=True,
+        ),
+    ] = 100
+
+
+class Limit2(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="At most this many (clamped to 1..50).",
+            ge=-9007199254740991,
+            le=9007199254740991,
+            title="Limit",
+        ),
+    ] = 20
+
+
+class Limit3(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="At most this many (clamped to 1..50).",
+            max_length=0,
+            title="Limit",
+        ),
+    ] = 20
+
+
+class AdminMemorySearchQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    q: Annotated[
+        str,
+        Field(description="The search query (not blank).", pattern="\\S", title="Q"),
+    ]
+    type: Annotated[
+        Literal["", "feedback", "general", "reference", "user"] | None,
+        Field(description="Only memories of this type.", title="Type"),
+    ] = ""
+    scope: Annotated[
+        Literal["", "global", "workstream", "user", "coordinator", "project"] | None,
+        Field(description="Only memories of this scope.", title="Scope"),
+    ] = ""
+    scope_id: Annotated[str | None, Field(title="Scope Id")] = ""
+    limit: Annotated[
+        Limit2 | Limit3 | None,
+        Field(
+            description="At most this many (clamped to 1..50).",
+            title="Limit",
+            validate_default=True,
+        ),
+    ] = 20
+
+
+class Limit4(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000, title="Limit")] = 100
+
+
+class AttributionsQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit4 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 100
+    spaceId: Annotated[str, Field(description="The space's id.", min_length=1)]
+
+
+class BankMemorySource(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    session_id: Annotated[str | None, Field(title="Session Id")] = None
+    entry_id: Annotated[str | None, Field(title="Entry Id")] = None
+    agent: Annotated[str | None, Field(title="Agent")] = None
+
+
 class BankPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -27,8 +153,102 @@ class BankRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    name: Annotated[str, Field(title="Name")]
+    name: Annotated[str, Field(pattern="^[a-z0-9][a-z0-9_-]{0,63}$", title="Name")]
     description: Annotated[str | None, Field(max_length=1000, title="Description")] = ""
+
+
+class BankRule(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    content: Annotated[str, Field(title="Content")]
+    updated_at: Annotated[int | None, Field(title="Updated At")] = None
+
+
+class BankRuleList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: Annotated[list[BankRule], Field(title="Rules")]
+
+
+class BankRuleReply(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rule: BankRule
+
+
+class BankRuleState(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    exists: Annotated[bool, Field(title="Exists")]
+
+
+class BankTag(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    tag: Annotated[str, Field(title="Tag")]
+    count: Annotated[int, Field(title="Count")]
+
+
+class BankTagList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    tags: Annotated[list[BankTag], Field(title="Tags")]
+
+
+class BankTrashReply(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    trashed_to: Annotated[str, Field(title="Trashed To")]
+
+
+class Limit5(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=200, title="Limit")] = None
+
+
+class BanksQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[Limit5 | Literal[""] | None, Field(title="Limit")] = None
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+    trashed: Annotated[
+        Literal["true", "false", "1", "0", "yes", "no", ""] | None,
+        Field(title="Trashed"),
+    ] = "false"
+
+
+class CallerToken(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    token_id: Annotated[str, Field(title="Token Id")]
+    org_id: Annotated[str, Field(title="Org Id")]
+    kind: Annotated[
+        str, Field(description="`person`, `api_key` or `service`.", title="Kind")
+    ]
+    user_id: Annotated[
+        str | None,
+        Field(
+            description="The person or service; null for an API key.", title="User Id"
+        ),
+    ]
+    permissions: Annotated[list[str], Field(description="Sorted.", title="Permissions")]
+    banks: Annotated[
+        list[str] | None,
+        Field(description="The bank allow-list; null: every bank.", title="Banks"),
+    ]
+    expires_at: Annotated[
+        int | None,
+        Field(description="ms since epoch; null: never.", title="Expires At"),
+    ]
 
 
 class ContextRequest(BaseModel):
@@ -38,6 +258,23 @@ class ContextRequest(BaseModel):
     messages: Annotated[
         list[dict[str, Any]] | None, Field(max_length=10000, title="Messages")
     ] = None
+
+
+class DamagedRecord(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    reason: Annotated[str, Field(title="Reason")]
+
+
+class DamagedRevision(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    seq: Annotated[int, Field(title="Seq")]
+    reason: Annotated[str, Field(title="Reason")]
 
 
 class SpaceId(RootModel[str]):
@@ -68,6 +305,49 @@ class DescriptionPatch(BaseModel):
         extra="allow",
     )
     description: Annotated[Any | None, Field(title="Description")] = None
+
+
+class DoctorCheck(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    ok: Annotated[bool, Field(title="Ok")]
+    required: Annotated[bool, Field(title="Required")]
+    detail: Annotated[str, Field(title="Detail")]
+    ms: Annotated[float, Field(title="Ms")]
+
+
+class DoctorReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    ok: Annotated[bool, Field(title="Ok")]
+    checks: Annotated[list[DoctorCheck], Field(title="Checks")]
+
+
+class Limit6(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
+
+
+class EntriesQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit6 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 50
+    spaceId: Annotated[str, Field(description="The space's id.", min_length=1)]
+    status: Annotated[
+        Literal["draft", "accepted", "superseded", "archived"] | Literal["draft", "accepted", "superseded", "archived"] | None,
+        Field(title="Status"),
+    ] = None
+    kind: Annotated[
+        Literal["decision", "convention", "note", "glossary"] | Literal["decision", "convention", "note", "glossary"] | None,
+        Field(title="Kind"),
+    ] = None
+    q: Annotated[str | None, Field(title="Q")] = None
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
 
 
 class EntryCreate(BaseModel):
@@ -126,6 +406,77 @@ class Error(BaseModel):
     details: Annotated[dict[str, Any] | None, Field(title="Details")] = None
 
 
+class Actor(RootModel[str]):
+    root: Annotated[str, Field(max_length=300, title="Actor")] = None
+
+
+class Target(RootModel[str]):
+    root: Annotated[str, Field(max_length=1000, title="Target")] = None
+
+
+class Since(RootModel[int]):
+    root: Annotated[int, Field(ge=0, le=9999999999999, title="Since")] = 0
+
+
+class Until(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=9999999999999, title="Until")] = None
+
+
+class Limit7(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=500, title="Limit")] = 100
+
+
+class EventsQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    action: Annotated[
+        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
+        Field(title="Action"),
+    ] = None
+    actor: Annotated[Actor | None, Field(title="Actor")] = None
+    target: Annotated[Target | None, Field(title="Target")] = None
+    since: Annotated[
+        Since | Literal[""] | None, Field(title="Since", validate_default=True)
+    ] = 0
+    until: Annotated[Until | Literal[""] | None, Field(title="Until")] = None
+    limit: Annotated[
+        Limit7 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 100
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
+class ExportLink(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    url: Annotated[str, Field(title="Url")]
+    expires_at: Annotated[int, Field(title="Expires At")]
+    damaged: Annotated[int | None, Field(title="Damaged")] = None
+
+
+class ExportQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    history: Annotated[
+        Literal["true", "false", "1", "0", "yes", "no", ""] | None,
+        Field(title="History"),
+    ] = "false"
+
+
+class ExtractionOutcome(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[str, Field(title="Status")]
+    saved: Annotated[int, Field(title="Saved")]
+    reinforced: Annotated[int, Field(title="Reinforced")]
+    skipped: Annotated[int, Field(title="Skipped")]
+    rule_lines: Annotated[int, Field(title="Rule Lines")]
+    model_called: Annotated[bool, Field(title="Model Called")]
+
+
 class ForgetSessionRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -134,11 +485,27 @@ class ForgetSessionRequest(BaseModel):
     purge: Annotated[bool | None, Field(title="Purge")] = False
 
 
+class HookMessage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    role: Annotated[Literal["user"], Field(title="Role")]
+    content: Annotated[str, Field(title="Content")]
+
+
 class HookMetadata(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     memory_bank: Annotated[str | None, Field(title="Memory Bank")] = None
+
+
+class HookMutations(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    system_prompt_append: Annotated[str, Field(title="System Prompt Append")]
+    append_messages: Annotated[list[HookMessage], Field(title="Append Messages")]
 
 
 class SessionId(RootModel[str]):
@@ -157,6 +524,32 @@ class HookRequest(BaseModel):
     step: Annotated[int | None, Field(ge=0, title="Step")] = 0
 
 
+class ImportLineError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    line: Annotated[int, Field(title="Line")]
+    error: Annotated[str, Field(title="Error")]
+
+
+class ImportReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    imported: Annotated[int, Field(title="Imported")]
+    skipped: Annotated[int, Field(title="Skipped")]
+    errors: Annotated[list[ImportLineError], Field(title="Errors")]
+
+
+class ImportUpload(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    url: Annotated[str, Field(title="Url")]
+    s3_key: Annotated[str, Field(title="S3 Key")]
+    expires_at: Annotated[int, Field(title="Expires At")]
+
+
 class MemberPut(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -172,6 +565,226 @@ class MemberRequest(BaseModel):
         extra="allow",
     )
     access: Annotated[Literal["read", "write"], Field(title="Access")]
+
+
+class Limit8(RootModel[int]):
+    root: Annotated[int, Field(ge=1, title="Limit")]
+
+
+class MemoriesQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[Limit8 | Literal[""] | None, Field(title="Limit")] = None
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+    tag: Annotated[str | None, Field(title="Tag")] = None
+    include_superseded: Annotated[
+        Literal["true", "false", "1", "0", "yes", "no", ""] | None,
+        Field(title="Include Superseded"),
+    ] = "false"
+
+
+class MemoryAuditEvent(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(description="The event's key.", title="Id")]
+    action: Annotated[str, Field(title="Action")]
+    actor: Annotated[str, Field(title="Actor")]
+    target: Annotated[str | None, Field(description="The memory_id.", title="Target")]
+    details: Annotated[dict[str, Any], Field(title="Details")]
+    at: Annotated[int | None, Field(description="ms since the epoch.", title="At")]
+
+
+class MemoryAuditPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    events: Annotated[list[MemoryAuditEvent], Field(title="Events")]
+    next_cursor: Annotated[
+        str | None, Field(description="null on the last page.", title="Next Cursor")
+    ]
+
+
+class Since1(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="Only events at or after this time, ms since the epoch.",
+            ge=-9007199254740991,
+            le=9007199254740991,
+            title="Since",
+        ),
+    ] = 0
+
+
+class Since2(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="Only events at or after this time, ms since the epoch.",
+            max_length=0,
+            title="Since",
+        ),
+    ] = 0
+
+
+class Limit9(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="At most this many (clamped to 1..500).",
+            ge=-9007199254740991,
+            le=9007199254740991,
+            title="Limit",
+        ),
+    ] = 100
+
+
+class Limit10(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="At most this many (clamped to 1..500).",
+            max_length=0,
+            title="Limit",
+        ),
+    ] = 100
+
+
+class MemoryAuditQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    action: Annotated[
+        Literal["", "memory.save", "memory.update", "memory.delete"] | None,
+        Field(description="Only events of this action.", title="Action"),
+    ] = ""
+    since: Annotated[
+        Since1 | Since2 | None,
+        Field(
+            description="Only events at or after this time, ms since the epoch.",
+            title="Since",
+            validate_default=True,
+        ),
+    ] = 0
+    limit: Annotated[
+        Limit9 | Limit10 | None,
+        Field(
+            description="At most this many (clamped to 1..500).",
+            title="Limit",
+            validate_default=True,
+        ),
+    ] = 100
+    cursor: Annotated[
+        str | None,
+        Field(description="The `next_cursor` of the previous page.", title="Cursor"),
+    ] = None
+
+
+class MemoryBank(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    description: Annotated[str, Field(title="Description")]
+    memories: Annotated[int, Field(title="Memories")]
+    pinned: Annotated[int, Field(title="Pinned")]
+    rules: Annotated[int, Field(title="Rules")]
+
+
+class MemoryImportProblem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    line: Annotated[int, Field(description="The line's number, from 1.", title="Line")]
+    error: Annotated[str, Field(title="Error")]
+
+
+class MemoryImportReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    imported: Annotated[
+        int, Field(description="Memories created or updated.", title="Imported")
+    ]
+    skipped: Annotated[
+        int, Field(description="Rows not newer than what is stored.", title="Skipped")
+    ]
+    errors: Annotated[
+        list[MemoryImportProblem],
+        Field(description="Refused lines, by line number.", title="Errors"),
+    ]
+
+
+class Limit11(RootModel[int]):
+    root: Annotated[
+        int, Field(description="At most this many.", ge=1, le=200, title="Limit")
+    ] = 100
+
+
+class Limit12(RootModel[str]):
+    root: Annotated[
+        str, Field(description="At most this many.", max_length=0, title="Limit")
+    ] = 100
+
+
+class MemoryListQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Annotated[
+        Literal["", "feedback", "general", "reference", "user"] | None,
+        Field(description="Only memories of this type.", title="Type"),
+    ] = ""
+    scope: Annotated[
+        Literal["", "global", "user", "workstream"] | None,
+        Field(description="The scope (global when empty).", title="Scope"),
+    ] = None
+    scope_id: Annotated[
+        str | None, Field(description="The scope's qualifier.", title="Scope Id")
+    ] = None
+    limit: Annotated[
+        Limit11 | Limit12 | None,
+        Field(description="At most this many.", title="Limit", validate_default=True),
+    ] = 100
+
+
+class MemoryRevision(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    text: Annotated[str, Field(title="Text")]
+    entities: Annotated[list[str], Field(title="Entities")]
+    tags: Annotated[list[str], Field(title="Tags")]
+    confidence: Annotated[
+        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
+    ]
+    corroboration: Annotated[int, Field(title="Corroboration")]
+    pinned: Annotated[bool, Field(title="Pinned")]
+    source: BankMemorySource
+    created_at: Annotated[int, Field(title="Created At")]
+    updated_at: Annotated[int, Field(title="Updated At")]
+    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
+    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    revision: Annotated[int, Field(title="Revision")]
+    purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    op: Annotated[str, Field(title="Op")]
+    seq: Annotated[int, Field(title="Seq")]
+
+
+class MemoryTargetQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    scope: Annotated[
+        Literal["", "global", "user", "workstream"] | None,
+        Field(description="The scope (global when empty).", title="Scope"),
+    ] = None
+    scope_id: Annotated[
+        str | None, Field(description="The scope's qualifier.", title="Scope Id")
+    ] = None
 
 
 class UserId(RootModel[str]):
@@ -211,6 +824,110 @@ class MintRequest(BaseModel):
     banks: Annotated[Banks | None, Field(title="Banks")] = None
 
 
+class MintedToken(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    token_id: Annotated[str, Field(title="Token Id")]
+    kind: Annotated[
+        str | None,
+        Field(
+            description="person, service or api_key; null in a damaged record.",
+            title="Kind",
+        ),
+    ]
+    user_id: Annotated[str | None, Field(title="User Id")]
+    permissions: Annotated[list[str], Field(title="Permissions")]
+    label: Annotated[str | None, Field(title="Label")]
+    expires_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null: never expires.", title="Expires At"
+        ),
+    ]
+    banks: Annotated[
+        list[str] | None,
+        Field(description="The bank allow-list; null: every bank.", title="Banks"),
+    ]
+    created_at: Annotated[
+        int | None, Field(description="ms since the epoch.", title="Created At")
+    ]
+    last_used_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null until first used.",
+            title="Last Used At",
+        ),
+    ]
+    revoked_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null unless revoked.", title="Revoked At"
+        ),
+    ]
+    damaged: Annotated[
+        bool | None,
+        Field(
+            description="Present (true) only when the stored record could not be fully read: such a token never authenticates.",
+            title="Damaged",
+        ),
+    ] = None
+    token: Annotated[
+        str, Field(description="The secret bearer token, `cairn_...`.", title="Token")
+    ]
+
+
+class OpenApiDocument(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+
+
+class OrgAuditEvent(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[
+        str,
+        Field(description="The event's position: `<at, 13 digits>#<hex>`.", title="Id"),
+    ]
+    action: Annotated[
+        str,
+        Field(description="One of the actions `action` filters by.", title="Action"),
+    ]
+    actor: Annotated[
+        str, Field(description="`<kind>:<user or token id>`.", title="Actor")
+    ]
+    target: Annotated[
+        str | None,
+        Field(
+            description="The object acted on (a bank, memory id, space or entry id...).",
+            title="Target",
+        ),
+    ]
+    details: Annotated[
+        dict[str, Any],
+        Field(
+            description="What the action changed (`{}` when nothing).", title="Details"
+        ),
+    ]
+    at: Annotated[int | None, Field(description="ms since epoch.", title="At")]
+
+
+class OrgAuditEventPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    events: Annotated[list[OrgAuditEvent], Field(title="Events")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            description="Pass it as `cursor` for the next page; null on the last.",
+            title="Next Cursor",
+        ),
+    ]
+
+
 class PinRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -223,6 +940,52 @@ class PreviewRequest(BaseModel):
         extra="allow",
     )
     query: Annotated[str, Field(max_length=4000, title="Query")]
+
+
+class Project(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    project_id: Annotated[str, Field(title="Project Id")]
+    name: Annotated[str, Field(title="Name")]
+    active: Annotated[bool, Field(title="Active")]
+    owner: Annotated[
+        str | None,
+        Field(
+            description="The creator's user id; null for an anonymous creator.",
+            title="Owner",
+        ),
+    ]
+
+
+class ProjectMember(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    project_id: Annotated[str, Field(title="Project Id")]
+    user_id: Annotated[str, Field(title="User Id")]
+    access: Annotated[Literal["read", "write"], Field(title="Access")]
+
+
+class ProjectMemberRemoved(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[Literal["ok"], Field(title="Status")]
+
+
+class ProjectPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    projects: Annotated[list[Project], Field(title="Projects")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            description="Present only when more follow: pass it as `cursor`.",
+            title="Next Cursor",
+        ),
+    ] = None
 
 
 class ProjectPatch(BaseModel):
@@ -266,6 +1029,25 @@ class RecallRequest(BaseModel):
     as_of: Annotated[AsOf | None, Field(title="As Of")] = None
 
 
+class RecallSignals(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    bm25: Annotated[float, Field(title="Bm25")]
+    entity: Annotated[float, Field(title="Entity")]
+    corroboration: Annotated[float, Field(title="Corroboration")]
+    pinned: Annotated[float, Field(title="Pinned")]
+    recency: Annotated[float, Field(title="Recency")]
+
+
+class ReloadResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    config_version: Annotated[int, Field(title="Config Version")]
+    banks: Annotated[int, Field(title="Banks")]
+
+
 class RestSave(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -278,13 +1060,19 @@ class RestSave(BaseModel):
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
 
 
+class Limit13(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=50, title="Limit")] = 20
+
+
 class RestSearchBody(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     query: Annotated[str | None, Field(title="Query")] = ""
     type: Annotated[str | None, Field(title="Type")] = None
-    limit: Annotated[int | None, Field(ge=1, le=50, title="Limit")] = 20
+    limit: Annotated[
+        Limit13 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 20
     scope: Annotated[str | None, Field(title="Scope")] = None
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
 
@@ -312,6 +1100,13 @@ class RuleRequest(BaseModel):
     content: Annotated[str, Field(max_length=65536, title="Content")]
 
 
+class SaveDetails(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    tags_dropped: Annotated[list[str], Field(title="Tags Dropped")]
+
+
 class Entities(RootModel[list[str]]):
     root: Annotated[list[str], Field(max_length=64, title="Entities")] = None
 
@@ -335,11 +1130,79 @@ class SaveRequest(BaseModel):
     session_id: Annotated[SessionId1 | None, Field(title="Session Id")] = None
 
 
+class ServiceHealth(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[Literal["ok"], Field(title="Status")]
+
+
+class SessionContext(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    system_message: Annotated[
+        str,
+        Field(
+            description="The <memories> block and the hint; empty when nothing is injected.",
+            title="System Message",
+        ),
+    ]
+    injected: Annotated[
+        list[str],
+        Field(description="The memory_ids injected, in order.", title="Injected"),
+    ]
+    candidates: Annotated[
+        int,
+        Field(
+            description="How many memories matched the turn's context.",
+            title="Candidates",
+        ),
+    ]
+    in_scope: Annotated[
+        int,
+        Field(
+            description="How many live memories the session's visibility envelope holds.",
+            title="In Scope",
+        ),
+    ]
+    nudge: Annotated[
+        str | None,
+        Field(description="A prompt to save a memory, or null.", title="Nudge"),
+    ]
+
+
 class SessionDeletedRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     session_id: Annotated[str, Field(max_length=256, min_length=1, title="Session Id")]
+
+
+class SessionDropped(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    session_id: Annotated[str, Field(title="Session Id")]
+    dropped: Annotated[bool, Field(title="Dropped")]
+
+
+class SessionEnded(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[Literal["ok"], Field(title="Status")]
+    session_id: Annotated[str, Field(title="Session Id")]
+
+
+class SessionForgotten(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    session_id: Annotated[str, Field(title="Session Id")]
+    retired: Annotated[int, Field(title="Retired")]
+    purged: Annotated[int, Field(title="Purged")]
+    memory_ids: Annotated[list[str], Field(title="Memory Ids")]
 
 
 class WorkstreamId(RootModel[str]):
@@ -405,6 +1268,165 @@ class SpacePatch(BaseModel):
     teamMemoryEnabled: Annotated[bool | None, Field(title="Teammemoryenabled")] = None
 
 
+class Limit14(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
+
+
+class SpacesQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 50
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
+class StructuredMemory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory_id: Annotated[
+        str,
+        Field(description="The memory's UUID; kept across updates.", title="Memory Id"),
+    ]
+    name: Annotated[
+        str,
+        Field(
+            description="Normalized snake_case name, unique within (scope, scope_id).",
+            title="Name",
+        ),
+    ]
+    description: Annotated[
+        str, Field(description="The relevance summary.", title="Description")
+    ]
+    type: Annotated[
+        str,
+        Field(description="One of user, general, feedback, reference.", title="Type"),
+    ]
+    scope: Annotated[
+        str,
+        Field(
+            description="One of global, workstream, user, coordinator, project.",
+            title="Scope",
+        ),
+    ]
+    scope_id: Annotated[
+        str,
+        Field(description="The scope's qualifier: empty for global.", title="Scope Id"),
+    ]
+    created: Annotated[
+        str, Field(description="UTC time YYYY-MM-DDTHH:MM:SS.", title="Created")
+    ]
+    updated: Annotated[
+        str, Field(description="UTC time YYYY-MM-DDTHH:MM:SS.", title="Updated")
+    ]
+    last_accessed: Annotated[
+        str,
+        Field(
+            description="UTC time YYYY-MM-DDTHH:MM:SS of the last injection; empty until then.",
+            title="Last Accessed",
+        ),
+    ]
+    access_count: Annotated[
+        int,
+        Field(description="How many turns injected this memory.", title="Access Count"),
+    ]
+    content: Annotated[str, Field(title="Content")]
+
+
+class StructuredMemoryDeleted(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    status: Annotated[Literal["ok"], Field(title="Status")]
+    name: Annotated[
+        str,
+        Field(description="The normalized name of the memory deleted.", title="Name"),
+    ]
+
+
+class StructuredMemoryList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memories: Annotated[list[StructuredMemory], Field(title="Memories")]
+    total: Annotated[
+        int, Field(description="How many memories this body holds.", title="Total")
+    ]
+
+
+class Limit15(RootModel[int]):
+    root: Annotated[
+        int, Field(description="At most this many.", ge=1, le=200, title="Limit")
+    ] = 50
+
+
+class Limit16(RootModel[str]):
+    root: Annotated[
+        str, Field(description="At most this many.", max_length=0, title="Limit")
+    ] = 50
+
+
+class StructuredPageQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit15 | Limit16 | None,
+        Field(description="At most this many.", title="Limit", validate_default=True),
+    ] = 50
+    cursor: Annotated[
+        str | None,
+        Field(description="The `next_cursor` of the previous page.", title="Cursor"),
+    ] = None
+
+
+class StructuredSession(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    session_id: Annotated[str, Field(title="Session Id")]
+    kind: Annotated[str, Field(description="interactive or coordinator.", title="Kind")]
+    user_id: Annotated[
+        str | None,
+        Field(
+            description="The acting user; null for an anonymous session.",
+            title="User Id",
+        ),
+    ]
+    workstream_id: Annotated[str | None, Field(title="Workstream Id")]
+    project_id: Annotated[str | None, Field(title="Project Id")]
+    parent_session_id: Annotated[
+        str | None,
+        Field(
+            description="The parent session of a coordinator's child; else null.",
+            title="Parent Session Id",
+        ),
+    ]
+    memory_enabled: Annotated[
+        bool,
+        Field(
+            description="False: turns get no memory injection and no nudge.",
+            title="Memory Enabled",
+        ),
+    ]
+
+
+class StructuredSessionPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    sessions: Annotated[list[StructuredSession], Field(title="Sessions")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            description="Present only when more follow: pass it as `cursor`.",
+            title="Next Cursor",
+        ),
+    ] = None
+
+
 class SupersedeBody(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -423,6 +1445,489 @@ class SupersedeRequest(BaseModel):
     ]
 
 
+class TeamAcceptedRevision(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entryId: Annotated[str, Field(title="Entryid")]
+    revision: Annotated[int, Field(title="Revision")]
+    title: Annotated[str, Field(description="DLP-gated.", title="Title")]
+    text: Annotated[str, Field(description="DLP-gated.", title="Text")]
+    dlpFindings: Annotated[
+        list[str],
+        Field(
+            description="The kinds of secret DLP found in the title or text.",
+            title="Dlpfindings",
+        ),
+    ]
+    documentSha256: Annotated[
+        str,
+        Field(
+            description="SHA-256 (hex) of the document the reviewer accepted.",
+            title="Documentsha256",
+        ),
+    ]
+    acceptedBy: Annotated[
+        str | None, Field(description="The accepter's member id.", title="Acceptedby")
+    ]
+    acceptedAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Acceptedat"),
+    ]
+
+
+class TeamDenyRule(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memberId: Annotated[str, Field(title="Memberid")]
+    spaceId: Annotated[str | None, Field(title="Spaceid")]
+    permissions: Annotated[list[str], Field(title="Permissions")]
+
+
+class TeamDenyRules(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: Annotated[list[TeamDenyRule], Field(title="Rules")]
+
+
+class TeamEdit(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    seq: Annotated[int, Field(title="Seq")]
+    updateId: Annotated[str | None, Field(title="Updateid")]
+    update: Annotated[
+        str, Field(description="The Yjs V1 update, base64.", title="Update")
+    ]
+    author: Annotated[
+        str | None, Field(description="The author's member id.", title="Author")
+    ]
+    at: Annotated[
+        str | None, Field(description="ISO 8601 UTC with milliseconds.", title="At")
+    ]
+
+
+class TeamEntry(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    spaceId: Annotated[str, Field(title="Spaceid")]
+    kind: Annotated[
+        Literal["decision", "convention", "note", "glossary"], Field(title="Kind")
+    ]
+    title: Annotated[str, Field(title="Title")]
+    status: Annotated[
+        Literal["draft", "accepted", "superseded", "archived"], Field(title="Status")
+    ]
+    links: Annotated[
+        list[str],
+        Field(
+            description="https URLs, `source:<id>` or `entry:<id>` of the same space.",
+            title="Links",
+        ),
+    ]
+    supersedes: Annotated[
+        str | None,
+        Field(description="The entry this one replaces.", title="Supersedes"),
+    ]
+    supersededBy: Annotated[
+        str | None,
+        Field(description="The entry that replaced this one.", title="Supersededby"),
+    ]
+    classification: Annotated[str, Field(title="Classification")]
+    metaVersion: Annotated[
+        int,
+        Field(
+            description="Counts metadata changes; `ifMetaVersion` of a PATCH names it.",
+            title="Metaversion",
+        ),
+    ]
+    revision: Annotated[
+        int,
+        Field(
+            description="Accepted revisions (0 for a draft never accepted).",
+            title="Revision",
+        ),
+    ]
+    createdBy: Annotated[
+        str, Field(description="The creator's member id.", title="Createdby")
+    ]
+    createdAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Createdat"),
+    ]
+    updatedAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Updatedat"),
+    ]
+    acceptedAt: Annotated[
+        str | None,
+        Field(
+            description="ISO 8601 UTC with milliseconds; null when never accepted.",
+            title="Acceptedat",
+        ),
+    ]
+    acceptedBy: Annotated[
+        str | None,
+        Field(description="The last accepter's member id.", title="Acceptedby"),
+    ]
+
+
+class TeamHistoryEvent(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: Annotated[Literal["status", "meta", "edit"], Field(title="Type")]
+    action: Annotated[
+        str,
+        Field(
+            description="`create`, `accept`, `patch`... for events; `update` for edits.",
+            title="Action",
+        ),
+    ]
+    author: Annotated[
+        str | None, Field(description="The member id of who did it.", title="Author")
+    ]
+    at: Annotated[
+        str | None, Field(description="ISO 8601 UTC with milliseconds.", title="At")
+    ]
+    details: Annotated[
+        dict[str, Any] | None,
+        Field(description="What the event changed (events only).", title="Details"),
+    ] = None
+    seq: Annotated[
+        int | None,
+        Field(description="The edit's sequence number (edits only).", title="Seq"),
+    ] = None
+    updateId: Annotated[
+        str | None,
+        Field(description="The edit's updateId (edits only).", title="Updateid"),
+    ] = None
+    bytes: Annotated[
+        int | None,
+        Field(description="The edit's size in bytes (edits only).", title="Bytes"),
+    ] = None
+
+
+class TeamListedEntry(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    spaceId: Annotated[str, Field(title="Spaceid")]
+    kind: Annotated[
+        Literal["decision", "convention", "note", "glossary"], Field(title="Kind")
+    ]
+    title: Annotated[str, Field(title="Title")]
+    status: Annotated[
+        Literal["draft", "accepted", "superseded", "archived"], Field(title="Status")
+    ]
+    links: Annotated[
+        list[str],
+        Field(
+            description="https URLs, `source:<id>` or `entry:<id>` of the same space.",
+            title="Links",
+        ),
+    ]
+    supersedes: Annotated[
+        str | None,
+        Field(description="The entry this one replaces.", title="Supersedes"),
+    ]
+    supersededBy: Annotated[
+        str | None,
+        Field(description="The entry that replaced this one.", title="Supersededby"),
+    ]
+    classification: Annotated[str, Field(title="Classification")]
+    metaVersion: Annotated[
+        int,
+        Field(
+            description="Counts metadata changes; `ifMetaVersion` of a PATCH names it.",
+            title="Metaversion",
+        ),
+    ]
+    revision: Annotated[
+        int,
+        Field(
+            description="Accepted revisions (0 for a draft never accepted).",
+            title="Revision",
+        ),
+    ]
+    createdBy: Annotated[
+        str, Field(description="The creator's member id.", title="Createdby")
+    ]
+    createdAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Createdat"),
+    ]
+    updatedAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Updatedat"),
+    ]
+    acceptedAt: Annotated[
+        str | None,
+        Field(
+            description="ISO 8601 UTC with milliseconds; null when never accepted.",
+            title="Acceptedat",
+        ),
+    ]
+    acceptedBy: Annotated[
+        str | None,
+        Field(description="The last accepter's member id.", title="Acceptedby"),
+    ]
+    snippet: Annotated[
+        str | None,
+        Field(
+            description="Up to 200 characters around the match, DLP-gated.",
+            title="Snippet",
+        ),
+    ] = None
+
+
+class TeamMemoryLimits(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    maxUpdateBytes: Annotated[
+        int, Field(description="One update, in bytes.", title="Maxupdatebytes")
+    ]
+    maxTextBytes: Annotated[
+        int, Field(description="An entry's text, in UTF-8 bytes.", title="Maxtextbytes")
+    ]
+    maxUnits: Annotated[
+        int,
+        Field(
+            description="UTF-16 units of a document, live and deleted.",
+            title="Maxunits",
+        ),
+    ]
+    maxUpdatesPerEntry: Annotated[
+        int,
+        Field(description="Rows of an entry's edit log.", title="Maxupdatesperentry"),
+    ]
+    updatesPerMinute: Annotated[
+        int,
+        Field(
+            description="Updates one author may add to one entry per minute.",
+            title="Updatesperminute",
+        ),
+    ]
+    entriesPerSpace: Annotated[
+        int,
+        Field(
+            description="Entries (not archived) in a space.", title="Entriesperspace"
+        ),
+    ]
+    compactAfter: Annotated[
+        int,
+        Field(
+            description="Retained update payloads that trigger compaction.",
+            title="Compactafter",
+        ),
+    ]
+
+
+class TeamRetrievedMetadata(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: Annotated[
+        dict[str, Any],
+        Field(
+            description="The accepted revision's `entryId`, `revision`, `kind`, `title` and `acceptedAt`.",
+            title="Memory",
+        ),
+    ]
+    spaceId: Annotated[str | None, Field(title="Spaceid")]
+
+
+class TeamServedRevision(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entryId: Annotated[str, Field(title="Entryid")]
+    revision: Annotated[int | None, Field(title="Revision")]
+
+
+class TeamSpace(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    name: Annotated[str, Field(title="Name")]
+    kind: Annotated[
+        str,
+        Field(
+            description="`team` or `personal` (no entries in personal spaces).",
+            title="Kind",
+        ),
+    ]
+    classification: Annotated[
+        str,
+        Field(
+            description="`public`, `internal`, `confidential` or `restricted`.",
+            title="Classification",
+        ),
+    ]
+    dlp_policy: Annotated[
+        str | None,
+        Field(description="`redact`, `drop` or `block_source`.", title="Dlp Policy"),
+    ] = None
+    team_memory_enabled: Annotated[
+        bool | None,
+        Field(
+            description="Whether entries may be created, changed and accepted (the collaboration policy's switch).",
+            title="Team Memory Enabled",
+        ),
+    ] = None
+    created_at: Annotated[
+        int | None, Field(description="ms since epoch.", title="Created At")
+    ] = None
+    updated_at: Annotated[
+        int | None, Field(description="ms since epoch.", title="Updated At")
+    ] = None
+    created_by: Annotated[
+        str | None,
+        Field(description="The actor that created the space.", title="Created By"),
+    ] = None
+    entries: Annotated[
+        int,
+        Field(
+            description="Entries of the space that are not archived.", title="Entries"
+        ),
+    ]
+
+
+class TeamSpaceMember(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    spaceId: Annotated[str, Field(title="Spaceid")]
+    memberId: Annotated[
+        str,
+        Field(
+            description="A user id (persons, services) or a token id (API keys).",
+            title="Memberid",
+        ),
+    ]
+    permissions: Annotated[
+        list[str],
+        Field(
+            description="Sorted grants: `context:space:read`, `context:space:write`.",
+            title="Permissions",
+        ),
+    ]
+
+
+class TeamSpaceMemberRemoved(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    removed: Annotated[
+        bool,
+        Field(
+            description="False when the member was not in the space.", title="Removed"
+        ),
+    ]
+
+
+class TeamSpacePage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    spaces: Annotated[list[TeamSpace], Field(title="Spaces")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            description="Present when there is a next page: pass it as `cursor`.",
+            title="Next Cursor",
+        ),
+    ] = None
+
+
+class TeamUpdateResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    duplicate: Annotated[
+        bool,
+        Field(
+            description="True when these bytes were already posted under this updateId.",
+            title="Duplicate",
+        ),
+    ]
+    seq: Annotated[
+        int,
+        Field(description="The update's sequence number in the edit log.", title="Seq"),
+    ]
+    stateVector: Annotated[
+        str | None,
+        Field(
+            description="The merged Yjs state vector, base64 (not on a duplicate).",
+            title="Statevector",
+        ),
+    ] = None
+
+
+class TokenInfo(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    token_id: Annotated[str, Field(title="Token Id")]
+    kind: Annotated[
+        str | None,
+        Field(
+            description="person, service or api_key; null in a damaged record.",
+            title="Kind",
+        ),
+    ]
+    user_id: Annotated[str | None, Field(title="User Id")]
+    permissions: Annotated[list[str], Field(title="Permissions")]
+    label: Annotated[str | None, Field(title="Label")]
+    expires_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null: never expires.", title="Expires At"
+        ),
+    ]
+    banks: Annotated[
+        list[str] | None,
+        Field(description="The bank allow-list; null: every bank.", title="Banks"),
+    ]
+    created_at: Annotated[
+        int | None, Field(description="ms since the epoch.", title="Created At")
+    ]
+    last_used_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null until first used.",
+            title="Last Used At",
+        ),
+    ]
+    revoked_at: Annotated[
+        int | None,
+        Field(
+            description="ms since the epoch; null unless revoked.", title="Revoked At"
+        ),
+    ]
+    damaged: Annotated[
+        bool | None,
+        Field(
+            description="Present (true) only when the stored record could not be fully read: such a token never authenticates.",
+            title="Damaged",
+        ),
+    ] = None
+
+
+class TokenList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    tokens: Annotated[list[TokenInfo], Field(title="Tokens")]
+
+
 class ToolCall(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -437,6 +1942,28 @@ class ToolCall(BaseModel):
     scope: Annotated[str | None, Field(title="Scope")] = None
     query: Annotated[str | None, Field(title="Query")] = None
     limit: Annotated[Any | None, Field(title="Limit")] = None
+
+
+class TrashedBank(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    trashed_to: Annotated[str, Field(title="Trashed To")]
+    trashed_at: Annotated[int, Field(title="Trashed At")]
+
+
+class TurnAccepted(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    accepted: Annotated[bool, Field(title="Accepted")]
+    bank: Annotated[str, Field(title="Bank")]
+    session_id: Annotated[str, Field(title="Session Id")]
+    turn_id: Annotated[str, Field(title="Turn Id")]
+    reason: Annotated[str | None, Field(title="Reason")] = None
+    queued: Annotated[bool | None, Field(title="Queued")] = None
+    outcome: ExtractionOutcome | None = None
 
 
 class Status(RootModel[str]):
@@ -472,9 +1999,397 @@ class UpdateRequest(BaseModel):
     pinned: Annotated[bool | None, Field(title="Pinned")] = None
 
 
+class SinceSeq(RootModel[int]):
+    root: Annotated[int, Field(ge=0, le=1000000000000, title="Sinceseq")] = 0
+
+
+class UpdatesQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    stateVector: Annotated[str | None, Field(title="Statevector")] = None
+    sinceSeq: Annotated[
+        SinceSeq | Literal[""] | None, Field(title="Sinceseq", validate_default=True)
+    ] = 0
+
+
+class Workstream(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    workstream_id: Annotated[str, Field(title="Workstream Id")]
+    title: Annotated[str, Field(title="Title")]
+    owner: Annotated[
+        str | None,
+        Field(
+            description="The creator's user id; null for an anonymous creator.",
+            title="Owner",
+        ),
+    ]
+
+
+class WorkstreamPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    workstreams: Annotated[list[Workstream], Field(title="Workstreams")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            description="Present only when more follow: pass it as `cursor`.",
+            title="Next Cursor",
+        ),
+    ] = None
+
+
 class WorkstreamRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     workstream_id: Annotated[WorkstreamId | None, Field(title="Workstream Id")] = None
     title: Annotated[str | None, Field(max_length=512, title="Title")] = ""
+
+
+class BankCreated(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    bank: MemoryBank
+    created: Annotated[bool, Field(title="Created")]
+
+
+class BankListPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    banks: Annotated[list[MemoryBank | TrashedBank], Field(title="Banks")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")] = None
+
+
+class BankMemory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    text: Annotated[str, Field(title="Text")]
+    entities: Annotated[list[str], Field(title="Entities")]
+    tags: Annotated[list[str], Field(title="Tags")]
+    confidence: Annotated[
+        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
+    ]
+    corroboration: Annotated[int, Field(title="Corroboration")]
+    pinned: Annotated[bool, Field(title="Pinned")]
+    source: BankMemorySource
+    created_at: Annotated[int, Field(title="Created At")]
+    updated_at: Annotated[int, Field(title="Updated At")]
+    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
+    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    revision: Annotated[int, Field(title="Revision")]
+    purged_at: Annotated[int | None, Field(title="Purged At")] = None
+
+
+class BankMemoryPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memories: Annotated[list[BankMemory], Field(title="Memories")]
+    total: Annotated[int, Field(title="Total")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+    damaged: Annotated[list[DamagedRecord] | None, Field(title="Damaged")] = None
+
+
+class BankMemoryReply(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+
+
+class BankReply(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    bank: MemoryBank
+
+
+class HookInjection(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    mutations: HookMutations
+    retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class InjectedMemory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    score: Annotated[float, Field(title="Score")]
+
+
+class InjectionPreview(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    system_prompt_section: Annotated[str, Field(title="System Prompt Section")]
+    rules: Annotated[int, Field(title="Rules")]
+    rules_truncated: Annotated[bool, Field(title="Rules Truncated")]
+    memories: Annotated[list[InjectedMemory], Field(title="Memories")]
+    message: Annotated[str | None, Field(title="Message")] = None
+    retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class MemoryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
+    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
+
+
+class MemorySaved(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    created: Annotated[bool, Field(title="Created")]
+    memory: BankMemory | None = None
+    details: SaveDetails | None = None
+
+
+class MemoryToolResult(
+    RootModel[StructuredMemory | StructuredMemoryList | StructuredMemoryDeleted]
+):
+    root: Annotated[
+        StructuredMemory | StructuredMemoryList | StructuredMemoryDeleted,
+        Field(
+            description="The memory tool's result: what the REST equivalent answers (a memory for save and get, a\nlist for search and list, the deletion for delete).",
+            title="MemoryToolResult",
+        ),
+    ]
+
+
+class RecallHit(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    score: Annotated[float, Field(title="Score")]
+    signals: RecallSignals
+
+
+class RevokedToken(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    token: TokenInfo
+
+
+class TeamAttribution(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    actor: Annotated[str, Field(title="Actor")]
+    entries: Annotated[list[TeamServedRevision], Field(title="Entries")]
+    at: Annotated[
+        str | None, Field(description="ISO 8601 UTC with milliseconds.", title="At")
+    ]
+
+
+class TeamAttributionList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    attributions: Annotated[list[TeamAttribution], Field(title="Attributions")]
+
+
+class TeamCatchUp(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    seq: Annotated[
+        int, Field(description="The entry's last edit sequence number.", title="Seq")
+    ]
+    update: Annotated[
+        str | None,
+        Field(
+            description="The diff against the state vector given, base64.",
+            title="Update",
+        ),
+    ] = None
+    snapshot: Annotated[
+        str | None,
+        Field(
+            description="The whole document, base64: the edits asked for were compacted.",
+            title="Snapshot",
+        ),
+    ] = None
+    updates: Annotated[
+        list[TeamEdit] | None,
+        Field(description="The edits above `sinceSeq`, oldest first.", title="Updates"),
+    ] = None
+
+
+class TeamEntryDetail(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    spaceId: Annotated[str, Field(title="Spaceid")]
+    kind: Annotated[
+        Literal["decision", "convention", "note", "glossary"], Field(title="Kind")
+    ]
+    title: Annotated[str, Field(title="Title")]
+    status: Annotated[
+        Literal["draft", "accepted", "superseded", "archived"], Field(title="Status")
+    ]
+    links: Annotated[
+        list[str],
+        Field(
+            description="https URLs, `source:<id>` or `entry:<id>` of the same space.",
+            title="Links",
+        ),
+    ]
+    supersedes: Annotated[
+        str | None,
+        Field(description="The entry this one replaces.", title="Supersedes"),
+    ]
+    supersededBy: Annotated[
+        str | None,
+        Field(description="The entry that replaced this one.", title="Supersededby"),
+    ]
+    classification: Annotated[str, Field(title="Classification")]
+    metaVersion: Annotated[
+        int,
+        Field(
+            description="Counts metadata changes; `ifMetaVersion` of a PATCH names it.",
+            title="Metaversion",
+        ),
+    ]
+    revision: Annotated[
+        int,
+        Field(
+            description="Accepted revisions (0 for a draft never accepted).",
+            title="Revision",
+        ),
+    ]
+    createdBy: Annotated[
+        str, Field(description="The creator's member id.", title="Createdby")
+    ]
+    createdAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Createdat"),
+    ]
+    updatedAt: Annotated[
+        str | None,
+        Field(description="ISO 8601 UTC with milliseconds.", title="Updatedat"),
+    ]
+    acceptedAt: Annotated[
+        str | None,
+        Field(
+            description="ISO 8601 UTC with milliseconds; null when never accepted.",
+            title="Acceptedat",
+        ),
+    ]
+    acceptedBy: Annotated[
+        str | None,
+        Field(description="The last accepter's member id.", title="Acceptedby"),
+    ]
+    text: Annotated[
+        str, Field(description="The merged plain text, DLP-gated.", title="Text")
+    ]
+    dlpFindings: Annotated[
+        list[str],
+        Field(
+            description="The kinds of secret DLP found in the title or text.",
+            title="Dlpfindings",
+        ),
+    ]
+    documentSha256: Annotated[
+        str,
+        Field(
+            description="SHA-256 (hex) of the document accept would index: what `POST .../accept` takes.",
+            title="Documentsha256",
+        ),
+    ]
+    projectionSha256: Annotated[
+        str | None,
+        Field(
+            description="SHA-256 (hex) of the last accepted document.",
+            title="Projectionsha256",
+        ),
+    ]
+    stateVector: Annotated[
+        str, Field(description="The Yjs state vector, base64.", title="Statevector")
+    ]
+    snapshot: Annotated[
+        str,
+        Field(
+            description="The whole document as one Yjs V1 update, base64.",
+            title="Snapshot",
+        ),
+    ]
+    seq: Annotated[
+        int, Field(description="The last edit's sequence number.", title="Seq")
+    ]
+    limits: TeamMemoryLimits
+
+
+class TeamEntryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    events: Annotated[list[TeamHistoryEvent], Field(title="Events")]
+
+
+class TeamEntryPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entries: Annotated[list[TeamListedEntry], Field(title="Entries")]
+    cursor: Annotated[
+        str | None,
+        Field(
+            description="Present when there is a next page: pass it as `cursor`.",
+            title="Cursor",
+        ),
+    ] = None
+
+
+class TeamRetrievedEntry(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entryId: Annotated[str, Field(title="Entryid")]
+    revision: Annotated[int | None, Field(title="Revision")]
+    kind: Annotated[str | None, Field(title="Kind")]
+    title: Annotated[str | None, Field(title="Title")]
+    text: Annotated[
+        str,
+        Field(
+            description="The indexed document: the title, a blank line, the text.",
+            title="Text",
+        ),
+    ]
+    score: Annotated[float, Field(title="Score")]
+    metadata: TeamRetrievedMetadata
+
+
+class BankRecall(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memories: Annotated[list[RecallHit], Field(title="Memories")]
+    retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class TeamRetrieval(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    results: Annotated[list[TeamRetrievedEntry], Field(title="Results")]
+    attributionId: Annotated[str, Field(title="Attributionid")]
+    retrieval: Annotated[
+        str, Field(description="The retrieval mode that ran.", title="Retrieval")
+    ]
