@@ -52,12 +52,13 @@ def _contract():
 
 @pytest.fixture
 def client(app):
-    """chalice.test.Client over the real app; with ``CAIRN_CONTRACT=1`` every response it gets is
-    checked against the OpenAPI document, and a test that got one breaking it fails."""
+    """chalice.test.Client over the real app. Every response it gets is checked against the
+    OpenAPI document, and a test that got one breaking it fails (``CAIRN_CONTRACT=0`` skips the
+    check, to see a test's own failure first)."""
     from chalice.test import Client
     violations: list[str] = []
     with Client(app) as c:
-        if os.environ.get("CAIRN_CONTRACT") == "1":
+        if os.environ.get("CAIRN_CONTRACT") != "0":
             send = c.http.request
 
             def request(method, path, headers=None, body=b""):
