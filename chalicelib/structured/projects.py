@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.principal import Permission, Principal
 from ..errors import Conflict, Forbidden, NotFound
@@ -27,7 +27,7 @@ class ProjectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     project_id: Line | None = Field(None, min_length=1, max_length=128)
     name: Line = Field(min_length=1, max_length=256)
-    active: bool = True
+    active: StrictBool = True
 
 
 class MemberRequest(BaseModel):
@@ -41,7 +41,7 @@ class ProjectPatch(BaseModel):
     """Body of ``PATCH /v1/api/projects/{id}``: activate or deactivate."""
 
     model_config = ConfigDict(extra="forbid")
-    active: bool
+    active: StrictBool
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Project:
 
     project_id: str
     name: str
-    active: bool
+    active: StrictBool
     owner: str | None
 
 

@@ -18,7 +18,7 @@ import dataclasses
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Forbidden, NotFound
@@ -35,7 +35,7 @@ class SessionRequest(BaseModel):
     workstream_id: Line | None = Field(None, min_length=1, max_length=128)
     project_id: Line | None = Field(None, min_length=1, max_length=128)
     parent_session_id: Line | None = Field(None, min_length=1, max_length=128)
-    memory_enabled: bool = True
+    memory_enabled: StrictBool = True
     user_id: Line | None = Field(None, min_length=1, max_length=128)
 
 

@@ -231,3 +231,27 @@ def test_admin_import_of_a_json_value_that_is_no_row_reports_its_line_and_the_do
     assert_unchanged(before)
     body = document()["paths"]["/v1/api/admin/memories/import"]["post"]["requestBody"]
     assert Draft202012Validator(body["content"]["application/json"]["schema"]).is_valid(0.5)
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v1/api/projects", {"name": "0", "active": 0}, "active"),
+    ("/v1/api/projects", {"name": "p", "active": "true"}, "active"),
+    ("/v1/api/sessions", {"memory_enabled": 1}, "memory_enabled"),
+    ("/v1/api/sessions", {"memory_enabled": "no"}, "memory_enabled"),
+])
+def test_a_flag_must_be_a_json_boolean(alice, path, body, field):
+    """0, 1 or a string is not a boolean: 400 naming the field, and nothing written."""
+    alice.get("/v1/me")
+    before = dump()
+    s, b = alice.post(path, body)
+    assert s == 400 and b["code"] == "validation_error" and b["details"]["field"] == field, b
+    assert_unchanged(before)
+
+
+def test_a_project_patch_takes_only_a_json_boolean(alice):
+    s, p = alice.post("/v1/api/projects", {"name": "p"})
+    assert s == 201, p
+    s, b = alice.patch(f"/v1/api/projects/{p['project_id']}", {"active": 0})
+    assert s == 400 and b["details"]["field"] == "active", b
+    s, b = alice.patch(f"/v1/api/projects/{p['project_id']}", {"active": False})
+    assert s == 200 and b["active"] is False, b
