@@ -57,7 +57,9 @@ def test_schemathesis_finds_nothing(fuzz_stack, tmp_path):
     schemathesis = Path(sys.executable).with_name("schemathesis")
     reports = tmp_path / "reports"
     cmd = [str(schemathesis), "--config-file", str(ROOT / "schemathesis.toml"),
-           "run", f"{fuzz_stack.base_url}/v1/openapi.json",
+           # the committed document (test_openapi proves the served one equals it): loaded from its
+           # URL, schemathesis leaves that one operation out
+           "run", str(ROOT / "openapi.json"), "--url", fuzz_stack.base_url,
            "-H", f"Authorization: Bearer {TOKEN}", "--checks", ",".join(CHECKS),
            "--phases", "examples,fuzzing", "-n", str(EXAMPLES), "--seed", str(SEED),
            "--continue-on-failure", "--no-shrink", "--report", "json,ndjson", "--report-dir", str(reports),
