@@ -301,9 +301,9 @@ class Raw:
     description: str = ""
 
 
-Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...] | None"]
-"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, a
-tuple of these (one status, several media types), or ``None`` for no body."""
+Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...]"]
+"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or a
+tuple of these (one status, several media types)."""
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
 
     The contract, which the OpenAPI document shows: ``body`` (the model the JSON body is parsed
     into), ``query`` (the model the view parses its query string with, ``parse_query``),
-    ``responses`` (success statuses and their body models) and ``errors``: the codes of
+    ``responses`` (success statuses and their body models; required) and ``errors``: the codes of
     ``chalicelib.errors.CODES`` the view itself can answer (those of the pipeline, such as
     ``unauthorized`` or ``validation_error``, are added from the declaration).
 
@@ -351,13 +351,15 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     route takes no permission, no body and no bank (``ValueError`` at declaration otherwise)."""
     if public and (permission or body is not None or bank_scoped):
         raise ValueError(f"public route {path} cannot take a permission, a body or banks")
+    if not responses:
+        raise ValueError(f"route {path} must declare its success responses")
     unknown = [c for c in errors if c not in CODES]
     if unknown:
         raise ValueError(f"route {path}: error codes {unknown} are not in chalicelib.errors.CODES")
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         route = Route(path, tuple(methods or ["GET"]), permission, body, body_types, bank_scoped, public,
-                      query, dict(responses or {200: None}), tuple(errors), view.__name__, view.__doc__ or "")
+                      query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "")
         ROUTES.append(route)
 
         def handler(**params: str) -> Response:

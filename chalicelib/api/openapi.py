@@ -173,9 +173,6 @@ def _success(status: int, body: Any, refs: dict[Any, Any]) -> dict[str, Any]:
     if isinstance(body, Raw):
         return {"description": body.description or body.media_type, "headers": headers,
                 "content": {body.media_type: {"schema": {"type": "string"}}}}
-    if body is None:
-        return {"description": "A JSON body (not yet described).", "headers": headers,
-                "content": {"application/json": {"schema": {}}}}
     return {"description": _summary(body.__doc__ or "") or body.__name__, "headers": headers,
             "content": {"application/json": {"schema": refs[(body, "serialization")]}}}
 

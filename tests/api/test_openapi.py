@@ -85,3 +85,18 @@ def test_every_code_the_service_raises_is_in_the_catalog():
     not_client_facing = {"invalid_model_output"}  # an extraction job's parse failure, never an HTTP answer
     assert found - not_client_facing - set(CODES) == set()
     assert all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)*", c) for c in CODES)
+
+
+def test_a_route_without_its_responses_or_with_an_unknown_code_is_refused():
+    """The document cannot hold an undescribed body or an uncatalogued code: declaring one fails."""
+    import pytest
+    from chalice import Blueprint
+    from pydantic import BaseModel
+
+    from chalicelib.api.http import endpoint
+
+    bp = Blueprint("probe")
+    with pytest.raises(ValueError, match="must declare its success responses"):
+        endpoint(bp, "/v1/probe", ["GET"])
+    with pytest.raises(ValueError, match=r"not in chalicelib\.errors\.CODES"):
+        endpoint(bp, "/v1/probe", ["GET"], responses={200: BaseModel}, errors=("no_such_code",))
