@@ -170,6 +170,15 @@ CODES: dict[str, tuple[int, str]] = {
     "backend_unavailable": (503, "A storage backend is throttled or unreachable; retry after Retry-After."),
     "write_contention": (503, "A write lost to concurrent writes on every retry; nothing was written."),
     "rate_limited": (429, "Too many requests; retry after Retry-After seconds."),
+    # the MCP endpoint (as data.code of a JSON-RPC error)
+    "invalid_request": (400, "The body is not one JSON-RPC 2.0 message (a batch, or a malformed message)."),
+    "header_mismatch": (400, "An MCP header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) disagrees with the body."),
+    "unsupported_protocol_version": (400, "The MCP protocol version is not one this server speaks; data.supported "
+                                          "lists them."),
+    "unknown_tool": (400, "No tool of that name."),
+    "method_not_found": (404, "The JSON-RPC method is not one this server offers."),
+    "origin_not_allowed": (403, "The Origin header names a site that may not call this endpoint."),
+    "not_acceptable": (406, "The Accept header excludes application/json."),
     # names and values
     "invalid_name": (400, "A name breaks the naming rule; details.pattern gives it."),
     "invalid_config": (400, "A configuration value is invalid."),

@@ -46,6 +46,7 @@ from ..errors import (
 )
 from ..settings import get_settings
 from ..storage.txn import as_backend_error
+from . import mcp_wire
 
 log = logging.getLogger("cairn.http")
 
@@ -84,6 +85,7 @@ class Ctx:
     headers: dict[str, str]
     raw_body: bytes
     route: str
+    request_id: str = ""
 
     def header(self, name: str) -> str | None:
         """A request header, case-insensitively."""
@@ -118,7 +120,9 @@ def misconfigured(err: ConfigError) -> CairnError:
 M = TypeVar("M", bound=BaseModel)
 
 
-def _validation_error(exc: ValidationError) -> BadRequest:
+def validation_failure(exc: ValidationError) -> BadRequest:
+    """A pydantic ``ValidationError`` as 400 ``validation_error`` naming the first bad field
+    (``details: {field, errors: [{field, message}]}``)."""
     errs = exc.errors()
     first = errs[0] if errs else {"loc": (), "msg": "invalid"}
     loc = ".".join(str(p) for p in first.get("loc", ())) or "body"
@@ -139,7 +143,7 @@ def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(exc) from None
+        raise validation_failure(exc) from None
 
 
 def parse_query(query: dict[str, str], model: type[M]) -> M:
@@ -149,7 +153,7 @@ def parse_query(query: dict[str, str], model: type[M]) -> M:
     try:
         return model.model_validate(query)
     except ValidationError as exc:
-        raise _validation_error(exc) from None
+        raise validation_failure(exc) from None
 
 
 @dataclass(frozen=True)
@@ -295,10 +299,14 @@ def _current(app: Blueprint | Chalice) -> Request:
 
 @dataclass(frozen=True)
 class Raw:
-    """A response body that is not JSON (``responses={200: Raw("application/x-ndjson")}``)."""
+    """A response body that is not JSON (``responses={200: Raw("application/x-ndjson")}``);
+    ``NO_BODY`` (no media type) declares a response without a body."""
 
     media_type: str
     description: str = ""
+
+
+NO_BODY = Raw("", "No body.")
 
 
 Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...]"]
@@ -323,6 +331,8 @@ class Route:
     errors: tuple[str, ...] = ()
     name: str = ""
     doc: str = ""
+    view: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    envelope: str = "error"
 
 
 ROUTES: list[Route] = []
@@ -333,7 +343,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False,
              public: bool = False, query: type[BaseModel] | None = None, responses: Responses | None = None,
-             errors: tuple[str, ...] = ()) -> Callable:
+             errors: tuple[str, ...] = (), envelope: str = "error") -> Callable:
     """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
 
     The contract, which the OpenAPI document shows: ``body`` (the model the JSON body is parsed
@@ -359,7 +369,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         route = Route(path, tuple(methods or ["GET"]), permission, body, body_types, bank_scoped, public,
-                      query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "")
+                      query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "", view, envelope)
         ROUTES.append(route)
 
         def handler(**params: str) -> Response:
@@ -400,14 +410,22 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
             return _render(view(**_checked(params))), None
         principal = _authorize(headers.get("authorization"), route)
         ctx = _context(request, route, principal, params, headers, raw)
+        ctx.request_id = request_id
         return _render(view(ctx, **params)), principal
     except CairnError as err:
-        return error_response(err), principal
+        return _error(route, err), principal
     except ConfigError as err:
         log.error("configuration error: %s", err)
-        return error_response(misconfigured(err)), principal
+        return _error(route, misconfigured(err)), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
-        return _unexpected(exc, request_id), principal
+        return _error(route, unexpected_error(exc, request_id)), principal
+
+
+def _error(route: Route, err: CairnError) -> Response:
+    """``err`` as the route renders errors: the error body, or a JSON-RPC error object."""
+    if route.envelope == "jsonrpc":
+        return _json_response(err.status, mcp_wire.from_cairn(err), err.headers)
+    return error_response(err)
 
 
 def _raw_body(request: Request) -> bytes:
@@ -420,14 +438,48 @@ def _raw_body(request: Request) -> bytes:
 
 
 def _authorize(authorization: str | None, route: Route) -> Principal:
-    """The caller (401), holding the route's permission and, unless the route is bank-scoped, no
-    bank allow-list (403 ``forbidden``)."""
+    """The caller (401), permitted the route (``permit``)."""
     principal = authenticate(authorization)
+    permit(principal, route)
+    return principal
+
+
+def permit(principal: Principal, route: Route) -> None:
+    """Raise 403 ``forbidden`` unless ``principal`` holds the route's permission and, unless the
+    route is bank-scoped, has no bank allow-list."""
     if route.permission:
         principal.require(route.permission)
     if not route.bank_scoped:
         principal.require_org_wide()
-    return principal
+
+
+def invoke(route: Route, principal: Principal, params: dict[str, str], *, body: dict[str, Any] | None = None,
+           query: dict[str, str] | None = None) -> tuple[int, Any]:
+    """Run ``route``'s view for ``principal`` without HTTP, behind the same checks as a request:
+    the permission and allow-list (``permit``), the path values' edge rules, and ``body`` (a JSON
+    object) validated into the route's body model. Returns ``(status, JSON body)``; raises the
+    ``CairnError`` the pipeline would render (403, 400 ``validation_error`` naming the field...)."""
+    view = route.view
+    if view is None or route.public:
+        raise ValueError(f"route {route.path} cannot be invoked")
+    permit(principal, route)
+    _checked(params)
+    parsed: Any = None
+    if route.body is not None:
+        try:
+            parsed = route.body.model_validate(body or {})
+        except ValidationError as exc:
+            raise validation_failure(exc) from None
+    ctx = Ctx(principal=principal, body=parsed, query=dict(query or {}), headers={}, raw_body=b"",
+              route=f"{route.methods[0]} {route.path}")
+    result = view(ctx, **params)
+    if isinstance(result, Reply):
+        if result.raw is not None:
+            raise ValueError(f"route {route.path} answered a raw body")
+        return result.status, result.body
+    if isinstance(result, tuple):
+        return result[0], result[1]
+    return 200, result
 
 
 def _checked(params: dict[str, str]) -> dict[str, str]:
@@ -459,19 +511,18 @@ def _context(request: Request, route: Route, principal: Principal, params: dict[
                route=f"{request.method} {route.path}")
 
 
-def _unexpected(exc: Exception, request_id: str) -> Response:
+def unexpected_error(exc: Exception, request_id: str) -> CairnError:
     """503 ``backend_unavailable`` for a throttled or unreachable backend, else 500
     ``internal_error`` carrying the request id (logged by type and place only: an exception's
     message can quote memory text)."""
     backend = as_backend_error(exc)
     if backend is not None:
         log.warning("backend unavailable: %s", type(exc).__name__)
-        return error_response(backend)
+        return backend
     tb = traceback.extract_tb(exc.__traceback__)[-3:]
     log.error(json.dumps({"msg": "unhandled error", "request_id": request_id, "error": type(exc).__name__,
                           "where": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in tb]}))
-    return error_response(CairnError("An internal error occurred.", code="internal_error",
-                                     details={"request_id": request_id}))
+    return CairnError("An internal error occurred.", code="internal_error", details={"request_id": request_id})
 
 
 def finalize(app: Chalice) -> None:

@@ -20,6 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..errors import CODES
 from .http import ROUTES, Raw, Route
+from .mcp import McpError
 
 TITLE = "Cairn"
 API_VERSION = "1.0.0"
@@ -40,6 +41,7 @@ TAGS: tuple[tuple[str, str, str], ...] = (
     ("/api/v1/context", "Team memory", "Entries edited together, accepted by a second person, then retrievable."),
     ("/v1/audit", "Audit", "Every event the service writes, filtered by key, never with content."),
     ("/v1", "Service", "Health, identity, the document itself, diagnostics."),
+    ("/mcp", "MCP", "The Model Context Protocol endpoint: Cairn's memory as tools for agents."),
 )
 
 PIPELINE_ERRORS = ("payload_too_large", "internal_error", "misconfigured", "backend_unavailable")
@@ -134,9 +136,13 @@ def _parameters(route: Route, query_schema: dict[str, Any] | None, defs: dict[st
     return params
 
 
-def _error_response(status: int, group: list[str]) -> dict[str, Any]:
+def _error_response(status: int, group: list[str], envelope: str = "error") -> dict[str, Any]:
     lines = "\n".join(f"- `{c}`: {CODES[c][1]}" for c in group)
-    schema = {"allOf": [{"$ref": REF.format(model="Error")}], "properties": {"code": {"enum": group}}}
+    if envelope == "jsonrpc":
+        schema: dict[str, Any] = {"allOf": [{"$ref": REF.format(model="McpError")}], "properties": {"error": {
+            "properties": {"data": {"properties": {"code": {"enum": group}}}}}}}
+    else:
+        schema = {"allOf": [{"$ref": REF.format(model="Error")}], "properties": {"code": {"enum": group}}}
     headers: dict[str, Any] = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
     if status in RETRY_STATUSES:
         headers["Retry-After"] = {"$ref": "#/components/headers/RetryAfter"}
@@ -147,7 +153,7 @@ def _shared_name(group: list[str]) -> str:
     return "".join(part.capitalize() for code in group for part in code.split("_"))
 
 
-def _error_responses(codes: list[str], shared: dict[str, Any]) -> dict[str, Any]:
+def _error_responses(codes: list[str], shared: dict[str, Any], envelope: str = "error") -> dict[str, Any]:
     """Per status, the error body with the codes of that status; a group that recurs across
     operations (``SHARED_ERRORS``) is a reference to ``components.responses``."""
     by_status: dict[int, list[str]] = {}
@@ -155,7 +161,9 @@ def _error_responses(codes: list[str], shared: dict[str, Any]) -> dict[str, Any]
         by_status.setdefault(CODES[code][0], []).append(code)
     out: dict[str, Any] = {}
     for status, group in sorted(by_status.items()):
-        if tuple(group) in SHARED_ERRORS:
+        if envelope != "error":
+            out[str(status)] = _error_response(status, group, envelope)
+        elif tuple(group) in SHARED_ERRORS:
             name = _shared_name(group)
             shared[name] = _error_response(status, group)
             out[str(status)] = {"$ref": f"#/components/responses/{name}"}
@@ -170,6 +178,8 @@ def _success(status: int, body: Any, refs: dict[Any, Any]) -> dict[str, Any]:
         parts = [_success(status, b, refs) for b in body]
         return {"description": " Or: ".join(p["description"] for p in parts), "headers": headers,
                 "content": {k: v for p in parts for k, v in p["content"].items()}}
+    if isinstance(body, Raw) and not body.media_type:
+        return {"description": body.description, "headers": headers}
     if isinstance(body, Raw):
         return {"description": body.description or body.media_type, "headers": headers,
                 "content": {body.media_type: {"schema": {"type": "string"}}}}
@@ -202,7 +212,7 @@ def _operation(route: Route, method: str, refs: dict[Any, Any], defs: dict[str, 
     if method in ("POST", "PUT", "PATCH") and (route.body is not None or route.body_types != ("application/json",)):
         op["requestBody"] = _request_body(route, refs)
     responses = {str(s): _success(s, b, refs) for s, b in sorted(route.responses.items())}
-    responses.update(_error_responses(error_codes(route, method), shared))
+    responses.update(_error_responses(error_codes(route, method), shared, route.envelope))
     op["responses"] = responses
     op["security"] = [] if route.public else [{SECURITY: []}]
     return op
@@ -223,6 +233,8 @@ def _gather(routes: list[Route]) -> _Schemas:
     schemas = _Schemas()
     schemas.add(Error, "serialization")
     for route in routes:
+        if route.envelope == "jsonrpc":
+            schemas.add(McpError, "serialization")
         if route.body is not None:
             schemas.add(route.body, "validation")
         if route.query is not None:

@@ -112,6 +112,16 @@ class TeamMemoryLimits(BaseModel):
     compactAfter: int = Field(description="Retained update payloads that trigger compaction.")
 
 
+class TeamDraft(TeamEntry):
+    """A draft entry as the ``team_draft`` MCP tool leaves it: its metadata, its DLP-gated text
+    and the hash a reviewer accepts it by."""
+
+    text: str = Field(description="The merged plain text, DLP-gated.")
+    dlpFindings: list[str] = Field(description="The kinds of secret DLP found in the title or text.")
+    documentSha256: str = Field(description="SHA-256 (hex) of the document a reviewer accepts.")
+    seq: int = Field(description="The last edit's sequence number.")
+
+
 class TeamEntryDetail(TeamEntry):
     """An entry with its DLP-gated text, its hashes, its Yjs state and the caps."""
 

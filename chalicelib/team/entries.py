@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..storage.damage import Damaged, time_ms
 from ..storage.txn import Retry
-from ..validation import Line
+from ..validation import Line, check_text
 from . import canonical, dlp, merge, permissions, spaces, store
 from .limits import Limits, get_limits
 from .store import KINDS, STATUSES, Entry, EntryDoc, LogRow, Space, Tx
@@ -538,6 +538,36 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> UpdateR
     if not result.duplicate:
         _compact_if_due(org, entry_id, result.seq, compacted[0], limits)
     return result
+
+
+def server_client_id(entry_id: str, author: str) -> int:
+    """The Yjs client id the server edits ``entry_id`` with on behalf of ``author``
+    (``write_text``): derived from both, so one author's server-side edits share one client id
+    (owned by that author, its clock continuing) and no two authors' collide but by chance."""
+    digest = hashlib.sha256(f"{entry_id}\x1f{author}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") or 1
+
+
+def write_text(principal: Principal, entry_id: str, text: str) -> UpdateResult | None:
+    """Make the entry's text ``text`` as one Yjs update written by the server on the caller's
+    behalf (``merge.replacement``: only the changed middle is replaced, so concurrent edits merge),
+    posted through ``post_update`` with all its checks. ``None`` when the text is already
+    ``text`` (nothing written). Errors: those of ``post_update`` and ``for_write``."""
+    limits = get_limits()
+    check_text(text, "text")
+    size = len(text.encode("utf-8"))
+    if size > limits.max_text_bytes:
+        raise limit_error(Unprocessable, "text_too_large", "The entry's text would exceed its size limit.",
+                          "KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES", limits.max_text_bytes, size)
+    row, _ = for_write(principal, entry_id)
+    require_editable(row)
+    author = permissions.member_id(principal)
+    row, ydoc = load_doc(principal.org_id, row)
+    update = merge.replacement([ydoc.get_update()], text, server_client_id(entry_id, author), entry_id=entry_id)
+    if update is None:
+        return None
+    return post_update(principal, entry_id, UpdatePost.model_validate({"updateId": "srv_" + uuid.uuid4().hex,
+                                                                         "update": merge.b64(update)}))
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,50 @@ def load(state_parts: list[bytes], *, entry_id: str = "?") -> Doc:
     return doc
 
 
+def _common_ends(old: str, new: str) -> tuple[int, int]:
+    """``(prefix, suffix)``: the lengths in characters of the longest common prefix of ``old``
+    and ``new`` and of their longest common suffix after it."""
+    n = min(len(old), len(new))
+    prefix = 0
+    while prefix < n and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < n - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
+
+def replacement(state_parts: list[bytes], text: str, client_id: int, *, entry_id: str = "?") -> bytes | None:
+    """The V1 update, authored by Yjs client ``client_id``, that turns the text of the document
+    made of ``state_parts`` into ``text``: one deletion and one insertion between the common
+    prefix and suffix, so concurrent edits elsewhere in the text merge with it. ``None`` when the
+    text is already ``text``. Raises ``Damaged`` as ``load``."""
+    doc: Doc = Doc(client_id=client_id)
+    ytext = doc.get(ROOT, type=Text)
+    for part in state_parts:
+        if part:
+            try:
+                doc.apply_update(part)
+            except ValueError:
+                raise Damaged("team entry", entry_id, "state: not a Yjs V1 update",
+                              hint="Its stored edit state is corrupt; continue in a new entry.") from None
+    old = str(ytext)
+    if old == text:
+        return None
+    before = doc.get_state()
+    prefix, suffix = _common_ends(old, text)
+    # pycrdt indexes text by UTF-8 bytes; slicing at character boundaries keeps every index whole
+    start = len(old[:prefix].encode("utf-8"))
+    removed = len(old[prefix:len(old) - suffix].encode("utf-8"))
+    with doc.transaction():
+        if removed:
+            del ytext[start:start + removed]
+        inserted = text[prefix:len(text) - suffix]
+        if inserted:
+            ytext.insert(start, inserted)
+    return doc.get_update(before)
+
+
 def text_of(doc: Doc) -> str:
     """The plain text of the root ``content``."""
     return str(doc.get(ROOT, type=Text))

@@ -822,6 +822,13 @@ class AsyncCairn:
         """Drop the org's cached indexes and rules everywhere: ``{config_version, banks}``."""
         return await self._t.call("reload_caches")
 
+    @operation("mcp_endpoint")
+    async def mcp(self, message: dict[str, Any]) -> r.McpEndpoint:
+        """Send one JSON-RPC message to the MCP endpoint: its response (a dict), or None for a
+        notification (202). A protocol error of 400 or more raises, with ``code`` from
+        ``error.data.code``; a tool's failure is a result with ``isError``."""
+        return await self._t.call("mcp_endpoint", json=message)
+
     async def aclose(self) -> None:
         await self._t.aclose()
 

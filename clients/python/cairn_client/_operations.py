@@ -53,6 +53,7 @@ OPERATIONS: dict[str, Op] = {
     "list_tags": Op("GET", "/v1/banks/{bank}/tags", {200: "BankTagList"}),
     "list_tokens": Op("GET", "/v1/api/admin/tokens", {200: "TokenList"}),
     "list_workstreams": Op("GET", "/v1/api/workstreams", {200: "WorkstreamPage"}),
+    "mcp_endpoint": Op("POST", "/mcp", {200: "McpAnswer", 202: None}),
     "me": Op("GET", "/v1/me", {200: "CallerToken"}),
     "memory_history": Op("GET", "/v1/banks/{bank}/memories/{memory_id}/history", {200: "MemoryHistory"}),
     "mint_token": Op("POST", "/v1/api/admin/tokens", {201: "MintedToken"}),

@@ -3,7 +3,7 @@
 ``SaveMemory``): its model from ``models`` (a union when its statuses answer different ones), ``Any``
 while the document names none."""
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from . import models
 
@@ -56,6 +56,7 @@ ListStructuredMemories: TypeAlias = models.StructuredMemoryList
 ListTags: TypeAlias = models.BankTagList
 ListTokens: TypeAlias = models.TokenList
 ListWorkstreams: TypeAlias = models.WorkstreamPage
+McpEndpoint: TypeAlias = Any
 Me: TypeAlias = models.CallerToken
 MemoryHistory: TypeAlias = models.MemoryHistory
 MintToken: TypeAlias = models.MintedToken

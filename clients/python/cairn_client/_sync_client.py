@@ -823,6 +823,13 @@ class Cairn:
         """Drop the org's cached indexes and rules everywhere: ``{config_version, banks}``."""
         return self._t.call("reload_caches")
 
+    @operation("mcp_endpoint")
+    def mcp(self, message: dict[str, Any]) -> r.McpEndpoint:
+        """Send one JSON-RPC message to the MCP endpoint: its response (a dict), or None for a
+        notification (202). A protocol error of 400 or more raises, with ``code`` from
+        ``error.data.code``; a tool's failure is a result with ``isError``."""
+        return self._t.call("mcp_endpoint", json=message)
+
     def close(self) -> None:
         self._t.close()
 

@@ -99,6 +99,8 @@ def from_response(response: httpx.Response) -> CairnError:
         body = response.json()
     except ValueError:
         body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):  # a JSON-RPC error (the MCP endpoint)
+        body = {"error": body["error"].get("message"), **(body["error"].get("data") or {})}
     if isinstance(body, dict):
         message = str(body.get("error") or body.get("message") or "")
         code = body.get("code") if isinstance(body.get("code"), str) else None

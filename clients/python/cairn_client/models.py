@@ -550,6 +550,60 @@ class ImportUpload(BaseModel):
     expires_at: Annotated[int, Field(title="Expires At")]
 
 
+class McpErrorData(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    code: Annotated[
+        str,
+        Field(
+            description="Stable and machine-readable: one of the codes this operation lists.",
+            title="Code",
+        ),
+    ]
+    details: Annotated[dict[str, Any] | None, Field(title="Details")] = None
+
+
+class McpErrorObject(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    code: Annotated[
+        int,
+        Field(
+            description="The JSON-RPC code: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal error, -32020 header mismatch, -32022 unsupported protocol version.",
+            title="Code",
+        ),
+    ]
+    message: Annotated[str, Field(title="Message")]
+    data: McpErrorData
+
+
+class McpMessage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    jsonrpc: Annotated[Literal["2.0"], Field(title="Jsonrpc")]
+    id: Annotated[int | str | None, Field(title="Id")] = None
+    method: Annotated[
+        str | None,
+        Field(
+            description="`initialize`, `ping`, `server/discover`, `tools/list`, `tools/call` or a notification's method.",
+            title="Method",
+        ),
+    ] = None
+    params: Annotated[dict[str, Any] | None, Field(title="Params")] = None
+
+
+class McpResult(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    jsonrpc: Annotated[Literal["2.0"], Field(title="Jsonrpc")]
+    id: Annotated[int | str, Field(title="Id")]
+    result: Annotated[dict[str, Any], Field(title="Result")]
+
+
 class MemberPut(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2140,6 +2194,15 @@ class InjectionPreview(BaseModel):
     retrieval: Annotated[str, Field(title="Retrieval")]
 
 
+class McpError(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    jsonrpc: Annotated[Literal["2.0"], Field(title="Jsonrpc")]
+    id: Annotated[int | str | None, Field(title="Id")]
+    error: McpErrorObject
+
+
 class MemoryHistory(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2382,6 +2445,16 @@ class BankRecall(BaseModel):
     )
     memories: Annotated[list[RecallHit], Field(title="Memories")]
     retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class McpAnswer(RootModel[McpResult | McpError]):
+    root: Annotated[
+        McpResult | McpError,
+        Field(
+            description="The answer to a request: its result, or the error of a request that was read (protocol\nversions before 2026-07-28 answer those with 200).",
+            title="McpAnswer",
+        ),
+    ]
 
 
 class TeamRetrieval(BaseModel):
