@@ -131,7 +131,10 @@ class TeamDraftArgs(_Args):
         None, description="What the entry records (required to create one).")
     title: Line | None = Field(None, min_length=1, max_length=200, description="The entry's title "
                                "(required to create one).")
-    text: Text = Field(description="The entry's whole text (markdown); it replaces the draft's text.")
+    text: Text = Field(description="The entry's whole text (markdown).")
+    seq: int | None = Field(None, ge=0, description="The seq a previous team_draft returned: your text is then "
+                            "merged with the edits others made since. Without it, your text replaces the "
+                            "draft's current text.")
 
 
 # --- the registry ---------------------------------------------------------------------------
@@ -170,7 +173,7 @@ class Tool:
 def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, Any]]:
     """Create a draft (``spaceId``, ``kind``, ``title``) or change one (``entryId``), then make its
     text ``text``: ``(status, TeamDraft body)``."""
-    meta = args.model_dump(by_alias=True, exclude_unset=True, exclude={"entry_id", "text"})
+    meta = args.model_dump(by_alias=True, exclude_unset=True, exclude={"entry_id", "text", "seq"})
     entry_id = args.entry_id
     if entry_id is None:
         for name in ("space_id", "kind", "title"):
@@ -184,7 +187,7 @@ def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, An
         meta.pop("spaceId", None)
         if meta:
             invoke(_route(team.patch_entry), principal, {"entry_id": entry_id}, body=meta)
-    entries.write_text(principal, entry_id, args.text)
+    entries.write_text(principal, entry_id, args.text, base_seq=args.seq if args.entry_id else None)
     got = entries.get(principal, entry_id)
     detail = team.render_detail(got)
     body = {k: v for k, v in detail.items() if k in tm.TeamDraft.model_fields}
@@ -250,9 +253,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "served); each result names its entry and revision, and the retrieval is attributed.",
          TeamSearchArgs, team.retrieve_entries, READ, read_only=True),
     Tool("team_draft", "Draft a team entry", "Create a draft team-memory entry (spaceId, kind, title, text) "
-         "or replace a draft's text (entryId, text). A draft is never retrieved until a person other than "
-         "its authors reviews and accepts it.", TeamDraftArgs, team.create_entry, WRITE, read_only=False,
-         destructive=True, idempotent=True, run=_draft, output=tm.TeamDraft),
+         "or change a draft's text (entryId, text, and the seq you last saw so that others' edits since merge "
+         "in). A draft is never retrieved until a person other than its authors reviews and accepts it.",
+         TeamDraftArgs, team.create_entry, WRITE, read_only=False, destructive=True, idempotent=True, run=_draft,
+         output=tm.TeamDraft),
 )}
 """Every tool by name, in the order ``tools/list`` shows them."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -540,19 +541,35 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> UpdateR
     return result
 
 
-def server_client_id(entry_id: str, author: str) -> int:
-    """The Yjs client id the server edits ``entry_id`` with on behalf of ``author``
-    (``write_text``): derived from both, so one author's server-side edits share one client id
-    (owned by that author, its clock continuing) and no two authors' collide but by chance."""
-    digest = hashlib.sha256(f"{entry_id}\x1f{author}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") or 1
+def _base_parts(org_id: str, row: Entry, base_seq: int) -> list[bytes]:
+    """The entry's Yjs state as it was at ``base_seq``; 409 ``conflict`` when the edits after
+    it were compacted away (or ``base_seq`` is ahead of the entry)."""
+    if base_seq > row.log_seq or base_seq < row.compacted_seq:
+        raise Conflict("The entry's state at that seq is gone; read the entry again and write from its "
+                       "current text.", details={"field": "seq", "seq": row.log_seq})
+    parts: list[bytes] = []
+    if row.compacted_seq:
+        blob = store.read_state(org_id, row.entry_id)
+        if blob is None:
+            raise Retry()
+        parts.append(blob)
+    for item in store.log_rows(org_id, row.entry_id, row.compacted_seq, base_seq):
+        if item.payload is None:
+            raise Retry()
+        parts.append(item.payload)
+    return parts
 
 
-def write_text(principal: Principal, entry_id: str, text: str) -> UpdateResult | None:
-    """Make the entry's text ``text`` as one Yjs update written by the server on the caller's
-    behalf (``merge.replacement``: only the changed middle is replaced, so concurrent edits merge),
-    posted through ``post_update`` with all its checks. ``None`` when the text is already
-    ``text`` (nothing written). Errors: those of ``post_update`` and ``for_write``."""
+def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | None = None) -> UpdateResult | None:
+    """Make ``text`` the entry's text as one Yjs update written by the server on the caller's
+    behalf, by a fresh Yjs client id, posted through ``post_update`` with all its checks.
+
+    The update changes only the middle that differs (``merge.replacement``) from the text the
+    caller started from: the text at ``base_seq`` (the ``seq`` it read) when given, so edits made
+    since by others merge with it; else the current text, which ``text`` then replaces. ``None``
+    when that leaves the text as it is (nothing written). Errors: those of ``post_update`` and
+    ``for_write``, 400 ``validation_error`` for control characters, 422 ``text_too_large``, 409
+    ``conflict`` for a ``base_seq`` whose state was compacted away."""
     limits = get_limits()
     check_text(text, "text")
     size = len(text.encode("utf-8"))
@@ -561,9 +578,20 @@ def write_text(principal: Principal, entry_id: str, text: str) -> UpdateResult |
                           "KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES", limits.max_text_bytes, size)
     row, _ = for_write(principal, entry_id)
     require_editable(row)
-    author = permissions.member_id(principal)
-    row, ydoc = load_doc(principal.org_id, row)
-    update = merge.replacement([ydoc.get_update()], text, server_client_id(entry_id, author), entry_id=entry_id)
+    for _ in range(5):
+        try:
+            current = state_parts(principal.org_id, row)
+            parts = current if base_seq is None else _base_parts(principal.org_id, row, base_seq)
+            break
+        except Retry:
+            row = get_row(principal.org_id, entry_id) or row
+    else:
+        raise Conflict("The entry's edit log is being compacted; retry.")
+    taken = set(merge.state_vector(merge.load(current, entry_id=entry_id)))
+    client_id = 0
+    while client_id == 0 or client_id in taken:  # a client id of its own: no clock it could reuse
+        client_id = secrets.randbits(32)
+    update = merge.replacement(parts, text, client_id, entry_id=entry_id)
     if update is None:
         return None
     return post_update(principal, entry_id, UpdatePost.model_validate({"updateId": "srv_" + uuid.uuid4().hex,

@@ -1,0 +1,136 @@
+"""Each MCP tool in process, beyond save/recall/forget (tests/api/test_mcp.py): the bank tools'
+round trip, the Turnstone session memory tool, and team memory through an agent: a draft stays out
+of retrieval until a second person accepts the hash the tool reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import mint
+from tests.api.team_support import MEM, Editor
+from tests.api.team_support import World as TeamWorld
+from tests.api.test_mcp import Mcp
+
+RW = ["memory:read", "memory:write"]
+
+
+@pytest.fixture
+def mcp(client, token):
+    return Mcp(client, token)
+
+
+def ok(result: dict) -> dict:
+    assert result["isError"] is False, result
+    return result["structuredContent"]
+
+
+def err(result: dict) -> str:
+    assert result["isError"] is True, result
+    return result["structuredContent"]["code"]
+
+
+def test_bank_tools_round_trip(mcp, api):
+    assert ok(mcp.call("bank_create", name="ops", description="Operations"))["created"] is True
+    assert ok(mcp.call("bank_create", name="ops"))["created"] is False  # idempotent, as the hint says
+    assert [b["name"] for b in ok(mcp.call("bank_list"))["banks"]] == ["ops"]
+    first = ok(mcp.call("memory_save", bank="ops", text="Backups run nightly at two."))["memory"]["id"]
+    second = ok(mcp.call("memory_save", bank="ops", text="Backups run nightly at three."))["memory"]["id"]
+    again = ok(mcp.call("memory_save", bank="ops", text="Backups run nightly at two."))
+    assert again["created"] is False and again["memory"]["corroboration"] == 1
+    assert ok(mcp.call("memory_pin", bank="ops", memory_id=second, pinned=True))["memory"]["pinned"] is True
+    updated = ok(mcp.call("memory_update", bank="ops", memory_id=second, tags=["backup"]))
+    assert updated["memory"]["tags"] == ["backup"]
+    assert [m["id"] for m in ok(mcp.call("memory_list", bank="ops", tag="backup"))["memories"]] == [second]
+    assert ok(mcp.call("memory_supersede", bank="ops", memory_id=first, superseded_by=second))["memory"][
+        "superseded_by"] == second
+    listed = ok(mcp.call("memory_list", bank="ops", limit=1, include_superseded=True))
+    assert len(listed["memories"]) == 1 and listed.get("next_cursor")
+    history = ok(mcp.call("memory_history", bank="ops", memory_id=first))
+    assert len(history["revisions"]) >= 3
+    assert ok(mcp.call("rule_set", bank="ops", name="style", content="# Be brief.\n"))
+    assert [r["name"] for r in ok(mcp.call("rules_list", bank="ops"))["rules"]] == ["style"]
+    preview = ok(mcp.call("context_preview", bank="ops", query="when do backups run?"))
+    assert "Be brief." in preview["system_prompt_section"] and preview["memories"]
+    _, rest = api.get("/v1/banks/ops")
+    assert rest["bank"]["memories"] == 1 and rest["bank"]["rules"] == 1
+
+
+def test_the_session_memory_tool_runs_the_turnstone_actions(mcp, api):
+    status, session = api.post("/v1/api/sessions", {"kind": "interactive"})
+    assert status == 201, session
+    sid = session["session_id"]
+    saved = ok(mcp.call("structured_memory", session_id=sid, action="save", name="db_choice",
+                        content="We use Postgres for billing.", type="reference", scope="user",
+                        description="Which database billing uses"))
+    assert saved["name"] == "db_choice"
+    got = ok(mcp.call("structured_memory", session_id=sid, action="get", name="db_choice", scope="user"))
+    assert got["content"] == "We use Postgres for billing."
+    found = ok(mcp.call("structured_memory", session_id=sid, action="search", query="postgres billing"))
+    assert [m["name"] for m in found["memories"]] == ["db_choice"]
+    ok(mcp.call("structured_memory", session_id=sid, action="delete", name="db_choice", scope="user"))
+    assert err(mcp.call("structured_memory", session_id=sid, action="get", name="db_choice",
+                        scope="user")) == "memory_not_found"
+    assert err(mcp.call("structured_memory", session_id="no-such-session", action="list")) == "session_not_found"
+    assert err(mcp.call("structured_memory", session_id=sid, action="fly")) == "validation_error"
+
+
+@pytest.fixture
+def team(api):
+    return TeamWorld(api)
+
+
+def _agent(client, user: str, permissions=RW) -> Mcp:
+    return Mcp(client, mint(user_id=user, permissions=permissions))
+
+
+def test_a_draft_is_retrieved_only_after_a_second_person_accepts_the_reported_hash(client, team):
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="decision", title="Queue choice",
+                          text="We chose SQS FIFO for the extraction queue."))
+    assert draft["status"] == "draft" and draft["text"] == "We chose SQS FIFO for the extraction queue."
+    assert ok(alice.call("team_search", spaceIds=[team.space], query="extraction queue"))["results"] == []
+    st, body = team.accept("alice", draft["id"], draft["documentSha256"])
+    assert st == 403 and body["code"] == "context.memory.self_accept"  # its author may not accept it
+    st, body = team.accept("bob", draft["id"], draft["documentSha256"])
+    assert st == 200, body
+    found = ok(alice.call("team_search", spaceIds=[team.space], query="extraction queue"))
+    assert [r["entryId"] for r in found["results"]] == [draft["id"]] and found["attributionId"]
+
+
+def test_editing_a_draft_replaces_its_text_and_merges_with_a_concurrent_editor(client, team):
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Runbook",
+                          text="Step one: page the on-call."))
+    editor = Editor()  # carol edits the same text in her browser meanwhile
+    editor.load(team.entry("carol", draft["id"])["snapshot"])
+    st, body = team.post_update("carol", draft["id"], editor.insert(0, "Carol: "))
+    assert st == 200, body
+    edited = ok(alice.call("team_draft", entryId=draft["id"], seq=draft["seq"],
+                           text="Step one: page the on-call. Step two: log it."))
+    assert edited["text"] == "Carol: Step one: page the on-call. Step two: log it."  # both edits merged
+    unchanged = ok(alice.call("team_draft", entryId=draft["id"], text=edited["text"]))
+    assert unchanged["seq"] == edited["seq"]  # the same text again writes nothing
+    renamed = ok(alice.call("team_draft", entryId=draft["id"], title="Runbook v2", text="Only this."))
+    assert (renamed["title"], renamed["text"]) == ("Runbook v2", "Only this.")  # no seq: it replaces
+    assert err(alice.call("team_draft", entryId=draft["id"], seq=renamed["seq"] + 5, text="Ahead.")) == "conflict"
+
+
+def test_team_draft_refusals_write_nothing(client, team, api):
+    alice = _agent(client, "alice")
+    reader = _agent(client, "reader")
+    stranger = _agent(client, "stranger")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    before = team.entry("alice", draft["id"])
+    assert err(reader.call("team_draft", entryId=draft["id"], text="Reader rewrote it.")) == "forbidden"
+    assert err(stranger.call("team_draft", entryId=draft["id"], text="Stranger rewrote it.")) == "not_found"
+    assert err(alice.call("team_draft", kind="note", title="No space", text="Where?")) == "validation_error"
+    status, body = alice.rpc("tools/call", {"name": "team_draft", "arguments": {"entryId": draft["id"],
+                                                                             "text": "bad\x00text"}})
+    assert status == 400 and body["error"]["data"]["code"] == "validation_error"  # refused at the edge
+    assert err(alice.call("team_draft", entryId=draft["id"], text="bad\x07text")) == "validation_error"
+    assert err(alice.call("team_draft", entryId=draft["id"], text="x" * 70000)) == "text_too_large"
+    read_only = _agent(client, "alice", ["memory:read"])
+    assert err(read_only.call("team_draft", entryId=draft["id"], text="Read-only rewrote it.")) == "forbidden"
+    assert team.entry("alice", draft["id"]) == before
+    _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
+    assert [e["id"] for e in listed["entries"]] == [draft["id"]]
