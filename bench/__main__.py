@@ -1,10 +1,10 @@
 """``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``, ``contention``, ``cold``), and ``latest-<part>.md``/``.json``
+(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``), and ``latest-<part>.md``/``.json``
 when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
-``--contention`` run those parts only (default: all four); ``--cold`` the cold first structured
-context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
+``--contention`` / ``--mcp`` run those parts only (default: all five); ``--cold`` the cold first
+structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="contention part: seconds each writer count saves for (default 20)")
     ap.add_argument("--contention-seed", type=_at_least(0), default=10000,
                     help="contention part: memories imported into the bank before the writers start")
+    ap.add_argument("--mcp", action="store_true",
+                    help="run the MCP part only: memory_recall over /mcp against REST recall (local stack)")
     ap.add_argument("--cold", action="store_true",
                     help="run the cold first structured context part (local stack, 10k memories)")
     ap.add_argument("--stack-root", type=Path, default=None,
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    every = not (args.quality or args.speed or args.local or args.contention or args.cold)
+    every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local", "contention", "cold"):
+    for part in ("quality", "speed", "local", "contention", "mcp", "cold"):
         if not ((every and part != "cold") or getattr(args, part)):
             continue
         if part == "cold":
@@ -101,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             ok = "error" not in data
             failed = failed or not ok
             ok = ok and args.stack_root is None
+        elif part == "mcp":
+            from . import mcp
+            data, md = mcp.run()
+            ok = "error" not in data
+            failed = failed or not ok
         elif part == "quality":
             from . import quality
             data, md = quality.run(tune=args.tune)
