@@ -172,6 +172,9 @@ def _service(c: Cairn, stack, transport: httpx.BaseTransport) -> None:
     assert data(c.openapi())["openapi"].startswith("3.1")
     assert "checks" in data(c.doctor())
     assert "config_version" in data(c.reload())
+    listed = data(c.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+    assert "memory_recall" in {t["name"] for t in listed["result"]["tools"]}
+    assert c.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None  # 202, no body
     minted = data(c.tokens.mint("api_key", permissions=["memory:read"], label="client e2e"))
     assert minted["token"] and minted["token_id"] in {t["token_id"] for t in data(c.tokens.list())["tokens"]}
     assert data(c.tokens.revoke(minted["token_id"]))["token"]["revoked_at"] is not None

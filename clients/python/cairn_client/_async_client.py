@@ -827,7 +827,8 @@ class AsyncCairn:
         """Send one JSON-RPC message to the MCP endpoint: its response (a dict), or None for a
         notification (202). A protocol error of 400 or more raises, with ``code`` from
         ``error.data.code``; a tool's failure is a result with ``isError``."""
-        return await self._t.call("mcp_endpoint", json=message)
+        response = await self._t.send("mcp_endpoint", json=message)
+        return None if response.status_code == 202 else parse(OPERATIONS["mcp_endpoint"], response)
 
     async def aclose(self) -> None:
         await self._t.aclose()

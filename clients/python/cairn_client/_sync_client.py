@@ -828,7 +828,8 @@ class Cairn:
         """Send one JSON-RPC message to the MCP endpoint: its response (a dict), or None for a
         notification (202). A protocol error of 400 or more raises, with ``code`` from
         ``error.data.code``; a tool's failure is a result with ``isError``."""
-        return self._t.call("mcp_endpoint", json=message)
+        response = self._t.send("mcp_endpoint", json=message)
+        return None if response.status_code == 202 else parse(OPERATIONS["mcp_endpoint"], response)
 
     def close(self) -> None:
         self._t.close()
