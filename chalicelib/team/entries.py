@@ -176,17 +176,18 @@ def with_author(doc: EntryDoc, author: str) -> EntryDoc:
     return doc
 
 
-def state_parts(org_id: str, row: Entry) -> list[bytes]:
-    """The entry's Yjs state: the compacted S3 state (when ``compacted_seq`` > 0) followed by the
-    retained payloads above it. Raises ``Retry`` when a concurrent compaction stripped a payload
-    this read expected (the caller re-reads)."""
+def state_parts(org_id: str, row: Entry, upto: int | None = None) -> list[bytes]:
+    """The entry's Yjs state (as it was at seq ``upto``, when given: at most ``row.log_seq`` and at
+    least ``row.compacted_seq``): the compacted S3 state (when ``compacted_seq`` > 0) followed by
+    the retained payloads above it. Raises ``Retry`` when a concurrent compaction stripped a
+    payload this read expected (the caller re-reads)."""
     parts: list[bytes] = []
     if row.compacted_seq:
         blob = store.read_state(org_id, row.entry_id)
         if blob is None:
             raise Retry()
         parts.append(blob)
-    for item in store.log_rows(org_id, row.entry_id, row.compacted_seq, row.log_seq):
+    for item in store.log_rows(org_id, row.entry_id, row.compacted_seq, row.log_seq if upto is None else upto):
         if item.payload is None:
             raise Retry()
         parts.append(item.payload)
@@ -547,17 +548,7 @@ def _base_parts(org_id: str, row: Entry, base_seq: int) -> list[bytes]:
     if base_seq > row.log_seq or base_seq < row.compacted_seq:
         raise Conflict("The entry's state at that seq is gone; read the entry again and write from its "
                        "current text.", details={"field": "seq", "seq": row.log_seq})
-    parts: list[bytes] = []
-    if row.compacted_seq:
-        blob = store.read_state(org_id, row.entry_id)
-        if blob is None:
-            raise Retry()
-        parts.append(blob)
-    for item in store.log_rows(org_id, row.entry_id, row.compacted_seq, base_seq):
-        if item.payload is None:
-            raise Retry()
-        parts.append(item.payload)
-    return parts
+    return state_parts(org_id, row, upto=base_seq)
 
 
 def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | None = None) -> UpdateResult | None:

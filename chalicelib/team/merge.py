@@ -199,11 +199,11 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def load(state_parts: list[bytes], *, entry_id: str = "?") -> Doc:
-    """A ``Doc`` with the root text ``content`` and every update of ``state_parts`` applied.
-    Raises ``Damaged`` (409 ``damaged``) when a stored part does not decode (a corrupt S3
-    ``state.bin`` or log payload of entry ``entry_id``)."""
-    doc: Doc = Doc()
+def load(state_parts: list[bytes], *, entry_id: str = "?", client_id: int | None = None) -> Doc:
+    """A ``Doc`` (of Yjs client ``client_id``, when it will edit) with the root text ``content``
+    and every update of ``state_parts`` applied. Raises ``Damaged`` (409 ``damaged``) when a
+    stored part does not decode (a corrupt S3 ``state.bin`` or log payload of entry ``entry_id``)."""
+    doc: Doc = Doc() if client_id is None else Doc(client_id=client_id)
     doc.get(ROOT, type=Text)
     for part in state_parts:
         if part:
@@ -233,15 +233,8 @@ def replacement(state_parts: list[bytes], text: str, client_id: int, *, entry_id
     made of ``state_parts`` into ``text``: one deletion and one insertion between the common
     prefix and suffix, so concurrent edits elsewhere in the text merge with it. ``None`` when the
     text is already ``text``. Raises ``Damaged`` as ``load``."""
-    doc: Doc = Doc(client_id=client_id)
+    doc = load(state_parts, entry_id=entry_id, client_id=client_id)
     ytext = doc.get(ROOT, type=Text)
-    for part in state_parts:
-        if part:
-            try:
-                doc.apply_update(part)
-            except ValueError:
-                raise Damaged("team entry", entry_id, "state: not a Yjs V1 update",
-                              hint="Its stored edit state is corrupt; continue in a new entry.") from None
     old = str(ytext)
     if old == text:
         return None
