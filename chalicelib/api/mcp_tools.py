@@ -139,6 +139,11 @@ class TeamDraftArgs(_Args):
 
 # --- the registry ---------------------------------------------------------------------------
 
+def _route(view: Callable[..., Any]) -> Route:
+    """The declaration of the REST view ``view``."""
+    return next(r for r in ROUTES if r.view is view)
+
+
 @dataclass(frozen=True)
 class Tool:
     """One MCP tool: it runs ``view`` (a REST view; ``route`` is its declaration) with the
@@ -162,7 +167,7 @@ class Tool:
     @property
     def route(self) -> Route:
         """The REST operation the tool runs (the one it counts as)."""
-        return next(r for r in ROUTES if r.view is self.view)
+        return _route(self.view)
 
     def permitted(self, principal: Principal) -> bool:
         """True when ``principal`` may list and call the tool: it holds ``permission`` and, unless
@@ -192,10 +197,6 @@ def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, An
     detail = team.render_detail(got)
     body = {k: v for k, v in detail.items() if k in tm.TeamDraft.model_fields}
     return 200, body
-
-
-def _route(view: Callable[..., Any]) -> Route:
-    return next(r for r in ROUTES if r.view is view)
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
@@ -293,7 +294,7 @@ def _definition(name: str) -> dict[str, Any]:
     outputs = [tool.output] if tool.output else [
         m for s, m in sorted(tool.route.responses.items()) if s < 300 and isinstance(m, type)]
     annotations = {"title": tool.title, "readOnlyHint": tool.read_only, "idempotentHint": tool.idempotent,
-               "openWorldHint": False}
+                   "openWorldHint": False}
     if not tool.read_only:
         annotations["destructiveHint"] = tool.destructive
     return {"name": tool.name, "title": tool.title, "description": tool.description,
@@ -307,7 +308,7 @@ def definition(name: str, default_bank: str | None = None) -> dict[str, Any]:
     defaults to it."""
     out = json.loads(json.dumps(_definition(name)))  # a copy the caller may change
     props = out["inputSchema"].get("properties", {})
-    if default_bank is not None and "bank" in props and name != "bank_create":
+    if default_bank is not None and "bank" in props:
         props["bank"]["default"] = default_bank
         out["inputSchema"]["required"] = [r for r in out["inputSchema"].get("required", []) if r != "bank"]
     return out
@@ -358,8 +359,7 @@ class Toolbox:
         if tool is None:
             return None
         args = dict(arguments)
-        if self.default_bank is not None and "bank" in tool.arguments.model_fields and args.get("bank") is None \
-            and tool is not TOOLS["bank_create"]:
+        if self.default_bank is not None and "bank" in tool.arguments.model_fields and args.get("bank") is None:
             args["bank"] = self.default_bank
         status, code = 200, None
         try:
