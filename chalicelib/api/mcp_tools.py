@@ -27,6 +27,8 @@ from pydantic.json_schema import models_json_schema
 from ..auth.principal import Permission, Principal
 from ..banks import service as bank_service
 from ..banks.records import (
+    MAX_TEXT_BYTES,
+    MIN_TEXT_BYTES,
     BankRequest,
     PinRequest,
     RuleRequest,
@@ -207,9 +209,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "A bank is an isolated store of markdown rules and one-sentence memories.",
          BankCreateArgs, banks.create_bank, WRITE, read_only=False, idempotent=True),
     Tool("memory_save", "Save a memory", "Save one fact, preference or decision worth remembering, as one "
-         "self-contained sentence (3 to 2000 UTF-8 bytes). Saving a text the bank already holds reinforces "
-         "it (corroboration) instead of duplicating it. Add entities (people, projects, tools) and tags to "
-         "make it easier to recall.", MemorySaveArgs, banks.save_memory, WRITE, read_only=False,
+         f"self-contained sentence ({MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 bytes). Saving a text the bank "
+         "already holds reinforces it (corroboration) instead of duplicating it. Add entities (people, projects, "
+         "tools) and tags to make it easier to recall.", MemorySaveArgs, banks.save_memory, WRITE, read_only=False,
          path=("bank",)),
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query (BM25F over "
          "text, entities and tags, plus entity match, corroboration, pinning and recency), each with its "
