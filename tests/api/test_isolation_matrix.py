@@ -669,6 +669,24 @@ def test_every_mcp_tool_has_a_request_fixture():
     assert {r for _, _, _, r, _ in CELLS if r[0] == MCP_ROW} == set(tool_rows())
 
 
+@pytest.mark.parametrize("status,body,counted", [
+    (401, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "m", "data": {"code": "unauthorized"}}},
+     401),
+    (202, None, 202),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": False, "structuredContent": {"code": "forbidden"}}}, 200),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {
+        "error": "m", "code": "forbidden"}}}, 403),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {
+        "error": "m", "code": "memory_not_found"}}}, 404),
+    (200, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m", "data": {"code": "unknown_tool"}}},
+     400),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {"code": "no_such_code"}}},
+     500),
+])
+def test_an_mcp_answer_counts_as_the_status_of_its_code(status, body, counted):
+    assert mcp_status(status, body) == counted
+
+
 def test_the_kinds_are_paired_with_every_grant_and_route():
     pairs = {(g.name, k) for _, g, k, _, _ in CELLS}
     assert pairs == {(g.name, k) for g in GRANTS for k in g.kinds}
