@@ -14,8 +14,15 @@ the system's own) a successful call may change besides the side units every call
 its own idempotency and rate rows, access counters and attributions of what it may read); ``None``
 means any unit the caller may write.
 
-tests/api/test_edge_validation.py sends poison to the JSON bodies; tests/api/test_isolation_matrix.py sends
-every variant with every kind of token. Both fail when a route has no fixture here.
+``MCP_TOOLS[("MCP", tool)]`` does the same for every tool of the MCP registry
+(``chalicelib.api.mcp_tools.TOOLS``): each variant is a JSON-RPC ``tools/call`` to ``POST /mcp``
+whose ``touches`` are those of the REST fixture of the tool's operation. ``mcp_status`` gives the
+status an answer of ``/mcp`` counts as (a tool's error result or a JSON-RPC error in a 200 counts as
+the status of its stable code).
+
+tests/api/test_edge_validation.py sends poison to the JSON bodies (and to each tool's
+``arguments``); tests/api/test_isolation_matrix.py sends every variant with every kind of token.
+Both fail when a route or a tool has no fixture here.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from urllib.parse import quote, urlencode
 
 FINALIZE_VIEWS = ("not_found", "method_not_allowed")  # the 404/405 answers finalize() adds
 MEM = "/api/v1/context/memory"
+MCP = "/mcp"
+MCP_ROW = "MCP"  # the "method" of a tool's row: ("MCP", tool name)
 SPACES = "/api/v1/context/spaces"
 RW = ["context:space:read", "context:space:write"]
 MAX_MS = 9_999_999_999_999
@@ -347,6 +356,13 @@ class World:
             out[route] = (calls[0].path, _json_bodies(calls) or [{}])
         return out
 
+    @functools.cached_property
+    def tool_bodies(self) -> dict[tuple[str, str], list[Any]]:
+        """``{("MCP", tool): [tools/call bodies]}``: the bodies of each tool's variants that
+        succeed (built now, once)."""
+        return {row: _json_bodies([build(self) for build in variants.values()])
+                for row, variants in sorted(MCP_TOOLS.items())}
+
 
 # --- the fixtures -----------------------------------------------------------------------------
 
@@ -443,6 +459,25 @@ def _tool(action: dict[str, Any], touches=None, session: str = "session", expect
     def build(w: World) -> Call:
         return Call(f"/v1/api/sessions/{getattr(w, session)}/memory", action, expect=expect, poison=poison,
                     touches=touches(w) if callable(touches) else touches)
+    return build
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, touches: tuple[tuple[str, ...], ...] | None = (),
+        **kw) -> Call:
+    """A JSON-RPC request (id 1) to ``POST /mcp``."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        body["params"] = params
+    return Call(MCP, body, touches=touches, **kw)
+
+
+def _mcp_tool(name: str, arguments: dict[str, Any] | Callable[[World], dict[str, Any]], touches=(),
+              **kw) -> Builder:
+    """A ``tools/call`` of tool ``name`` with ``arguments`` (or ``arguments(world)``, built fresh)."""
+    def build(w: World) -> Call:
+        args = arguments(w) if callable(arguments) else arguments
+        return rpc("tools/call", {"name": name, "arguments": args},
+                   touches=touches(w) if callable(touches) else touches, **kw)
     return build
 
 
@@ -643,7 +678,93 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("POST", f"{MEM}/retrieve"): {"retrieve": lambda w: Call(f"{MEM}/retrieve", {
         "spaceIds": [w.sid], "query": "postgres", "limit": 5}, touches=())},
     ("GET", f"{MEM}/attributions"): {"space": lambda w: Call(f"{MEM}/attributions", query={"spaceId": w.sid})},
+    # --- MCP: the endpoint itself; each tool is a row of MCP_TOOLS ---
+    ("POST", MCP): {
+        "initialize": lambda w: rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                   "clientInfo": {"name": "matrix", "version": "1"}}),
+        "tools-list": lambda w: rpc("tools/list"),
+        "notification": lambda w: Call(MCP, {"jsonrpc": "2.0", "method": "notifications/initialized"}, touches=(),
+                                       poison=False)},
 }
+
+
+# One row per MCP tool (chalicelib.api.mcp_tools.TOOLS): a ``tools/call`` to ``POST /mcp`` that the
+# world's user makes successfully, touching what the REST fixture of the tool's operation touches.
+MCP_TOOLS: dict[tuple[str, str], dict[str, Builder]] = {
+    (MCP_ROW, "bank_list"): {"list": _mcp_tool("bank_list", {"limit": 50})},
+    (MCP_ROW, "bank_create"): {"create": _mcp_tool("bank_create", {"name": "fresh", "description": "A fresh bank"},
+                                                   touches=(("bank", "fresh"),))},
+    (MCP_ROW, "memory_save"): {"save": _mcp_tool("memory_save", {
+        "bank": "main", "text": "User likes green tea", "entities": ["user", "tea"], "tags": ["drinks"],
+        "pinned": False, "session_id": "s1"}, touches=(B,))},
+    (MCP_ROW, "memory_recall"): {
+        "plain": _mcp_tool("memory_recall", {"bank": "main", "query": "short names", "limit": 5, "tag": "style",
+                                             "include_superseded": False}),
+        "as-of": _mcp_tool("memory_recall", {"bank": "main", "query": "tea", "as_of": 4102444800000}),
+        "beta": _mcp_tool("memory_recall", {"bank": "beta", "query": "notes"}, poison=False)},
+    (MCP_ROW, "memory_get"): {"get": _mcp_tool("memory_get", lambda w: {"bank": "main", "memory_id": w.mids[1]})},
+    (MCP_ROW, "memory_list"): {"tag": _mcp_tool("memory_list", {"bank": "main", "tag": "style",
+                                                                "include_superseded": True})},
+    (MCP_ROW, "memory_update"): {"patch": _mcp_tool("memory_update", lambda w: {
+        "bank": "main", "memory_id": w.mids[0], "text": "User prefers short names", "entities": ["user"],
+        "tags": ["style"], "pinned": True}, touches=(B,))},
+    (MCP_ROW, "memory_forget"): {"forget": _mcp_tool("memory_forget", lambda w: {
+        "bank": "main", "memory_id": w.fresh_memory()}, touches=(B,))},
+    (MCP_ROW, "memory_pin"): {"pin": _mcp_tool("memory_pin", lambda w: {
+        "bank": "main", "memory_id": w.mids[0], "pinned": True}, touches=(B,))},
+    (MCP_ROW, "memory_supersede"): {"supersede": _mcp_tool("memory_supersede", lambda w: {
+        "bank": "main", "memory_id": w.fresh_memory(), "superseded_by": w.mids[0]}, touches=(B,))},
+    (MCP_ROW, "memory_history"): {"history": _mcp_tool("memory_history", lambda w: {
+        "bank": "main", "memory_id": w.mids[1]})},
+    (MCP_ROW, "rules_list"): {"main": _mcp_tool("rules_list", {"bank": "main"})},
+    (MCP_ROW, "rule_set"): {"set": _mcp_tool("rule_set", {"bank": "main", "name": "style",
+                                                          "content": "# Answer briefly.\n\nAlways."}, touches=(B,))},
+    (MCP_ROW, "context_preview"): {"preview": _mcp_tool("context_preview", {"bank": "main", "query": "what names?"})},
+    (MCP_ROW, "structured_memory"): {
+        "save": _mcp_tool("structured_memory", lambda w: {
+            "session_id": w.session, "action": "save", "name": "tea", "content": "User likes tea",
+            "description": "drinks", "type": "user", "scope": "user"}, touches=lambda w: _scope(w, "user", w.user)),
+        "get": _mcp_tool("structured_memory", lambda w: {
+            "session_id": w.session, "action": "get", "name": "workstream note", "scope": "workstream"})},
+    (MCP_ROW, "team_search"): {"search": _mcp_tool("team_search", lambda w: {
+        "spaceIds": [w.sid], "query": "postgres", "limit": 5})},
+    (MCP_ROW, "team_draft"): {
+        "create": _mcp_tool("team_draft", lambda w: {
+            "spaceId": w.sid, "kind": "decision", "title": "Use SQLite", "text": "SQLite for the edge caches."},
+            touches=_space),
+        "edit": _mcp_tool("team_draft", lambda w: {"entryId": w.edited, "text": "Use Kafka for the event bus."},
+                          touches=_space)},
+}
+
+
+def tool_rows() -> list[tuple[str, str]]:
+    """``("MCP", tool name)`` of every tool of the registry, in its order."""
+    from chalicelib.api.mcp_tools import TOOLS
+    return [(MCP_ROW, name) for name in TOOLS]
+
+
+def missing_tool_fixtures() -> tuple[set, set]:
+    """``(tool rows without a fixture, fixtures of tools that no longer exist)``."""
+    rows = set(tool_rows())
+    return rows - set(MCP_TOOLS), set(MCP_TOOLS) - rows
+
+
+def mcp_status(status: int, body: Any) -> int:
+    """The status a ``POST /mcp`` answer counts as: the HTTP status unless it is 200; in a 200, the
+    status (``chalicelib.errors.CODES``) of the stable code of a tool's error result
+    (``isError``: ``structuredContent.code``) or of a JSON-RPC error (``error.data.code``); else
+    200. A code outside the catalogue counts as 500."""
+    from chalicelib.errors import CODES
+    if status != 200 or not isinstance(body, dict):
+        return status
+    if isinstance(body.get("error"), dict):
+        code = (body["error"].get("data") or {}).get("code")
+    else:
+        result = body.get("result") or {}
+        if result.get("isError") is not True:
+            return 200
+        code = (result.get("structuredContent") or {}).get("code")
+    return CODES.get(code, (500, ""))[0]
 
 
 # ndjson import routes: a good line, and a line whose leaves the poison tests poison

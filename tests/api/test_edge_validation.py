@@ -3,8 +3,8 @@ characters, big and non-finite numbers, deep nesting) get a 400 naming the field
 surface, ndjson imports report them as bad lines, and nothing is written.
 
 The regression tests come first (one per reproduced defect, ``test_regression_*``), then seeded
-hypothesis tests that send poison to every POST/PUT/PATCH route of the app's own route table. The
-rules as units are in tests/unit/test_edge_validation.py.
+hypothesis tests that send poison to every POST/PUT/PATCH route of the app's own route table and
+to the arguments of every MCP tool. The rules as units are in tests/unit/test_edge_validation.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.api.conftest import mint
-from tests.api.route_fixtures import IMPORT_LINES, World, app_routes, missing_fixtures
+from tests.api.route_fixtures import IMPORT_LINES, MCP, World, app_routes, mcp_status, missing_fixtures
 from tests.api.state import assert_unchanged, clients, dump
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
@@ -37,7 +37,21 @@ def _raw(api, method, path, text, headers=None):
     return resp.status_code, body
 
 
+def _as_error_body(body):
+    """An answer of ``/mcp`` as the REST error body ``{error, code, details?}``: a JSON-RPC error's
+    (message, ``data.code``, ``data.details``) or a tool's error result's (``structuredContent``);
+    any other body as it is."""
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        return body
+    if isinstance(body.get("error"), dict):
+        data = body["error"].get("data") or {}
+        out = {"error": body["error"].get("message"), "code": data.get("code")}
+        return {**out, "details": data["details"]} if "details" in data else out
+    return (body.get("result") or {}).get("structuredContent")
+
+
 def _assert_error(status, body, code, field=None):
+    body = _as_error_body(body)
     assert status == 400, body
     assert body["code"] == code, body
     if field is not None:
@@ -448,8 +462,14 @@ def test_every_json_route_has_a_fixture_body(world, app):
         path, bodies = world.routes[route]
         for body in bodies:
             s, b = world.api.call(route[0], path, body)
-            if s >= 300:
+            if (mcp_status(s, b) if path == MCP else s) >= 300:
                 refused.append(f"{route}: {s} {b}")
+    for row, bodies in sorted(world.tool_bodies.items()):
+        assert bodies, f"{row}: no tools/call body to poison"
+        for body in bodies:
+            s, b = world.api.call("POST", MCP, body)
+            if mcp_status(s, b) >= 300:
+                refused.append(f"{row}: {s} {b}")
     assert not refused, "\n".join(refused)
 
 
@@ -522,10 +542,39 @@ def _send(api, method, path, text, ndjson=False):
     return resp.status_code, resp.body
 
 
+def _check_mcp(where, status, body, must_refuse):
+    """An answer of ``/mcp``: a refusal is a JSON-RPC error object (4xx, or 200 for a parsed
+    request) or a tool's error result (200 with ``isError``) carrying ``{error, code, details?}``;
+    a value no field may hold is a 400 or an error result with ``validation_error``/``invalid_json``."""
+    if status == 202:
+        assert body is None, f"{where}: {body}"
+        return body
+    assert isinstance(body, dict) and body.get("jsonrpc") == "2.0" and "id" in body, f"{where}: {body}"
+    if status >= 400 or "error" in body:
+        assert set(body) == {"jsonrpc", "id", "error"}, f"{where}: {body}"
+        err = body["error"]
+        assert isinstance(err.get("code"), int) and isinstance(err.get("message"), str) and err["message"], \
+            f"{where}: {body}"
+    else:
+        assert status == 200 and isinstance(body.get("result"), dict), f"{where}: {status} {body}"
+    refusal = _as_error_body(body) if mcp_status(status, body) >= 400 else None
+    if refusal is not None:
+        assert isinstance(refusal, dict) and set(refusal) <= {"error", "code", "details"}, f"{where}: {body}"
+        assert isinstance(refusal.get("code"), str) and refusal["code"], f"{where}: {body}"
+        assert isinstance(refusal.get("details", {}), dict), f"{where}: {body}"
+        assert "Traceback" not in json.dumps(body), f"{where}: {body}"
+    if must_refuse:
+        assert mcp_status(status, body) == 400 and refusal["code"] in ("validation_error", "invalid_json"), \
+            f"{where}: {status} {body}"
+    return body
+
+
 def _check(route, text, status, raw, must_refuse):
     where = f"{route} <- {text[:200]!r}"
     assert status < 500, f"{where}: {status} {raw[:300]!r}"
     body = json.loads(raw.decode("utf-8")) if raw else None  # the response always decodes
+    if route[1] == MCP:
+        return _check_mcp(where, status, body, must_refuse)
     if status >= 400:
         assert isinstance(body, dict) and set(body) <= {"error", "code", "details"}, f"{where}: {body}"
         assert isinstance(body.get("error"), str) and body["error"], f"{where}: {body}"
@@ -549,13 +598,28 @@ def _poke(world, route, text, must_refuse, ndjson=False):
         assert status == 200 and [e["line"] for e in body["errors"]] == [2], (route, body)
 
 
+ARGUMENTS = ("params", "arguments")
+
+
 def _targets(world):
-    """``(route, body, ndjson)`` of every fixture body, and of each import's poisonable line."""
+    """``(route, body, ndjson, root)`` of every fixture body, of each import's poisonable line
+    and of each MCP tool's ``tools/call`` (poisoned under ``root``: its ``arguments``)."""
     for route in sorted(world.routes):
         for body in world.routes[route][1]:
-            yield route, body, False
+            yield route, body, False, ()
         if route in IMPORT_LINES:
-            yield route, IMPORT_LINES[route][1], True
+            yield route, IMPORT_LINES[route][1], True, ()
+    for bodies in world.tool_bodies.values():
+        for body in bodies:
+            yield ("POST", MCP), body, False, ARGUMENTS
+
+
+def _leaves_under(body, root):
+    """``_leaves`` of the value at path ``root`` of ``body``, as paths from ``body``."""
+    value = body
+    for k in root:
+        value = value[k]
+    return _leaves(value, root)
 
 
 STRATEGIES = {
@@ -576,15 +640,17 @@ STRATEGIES = {
 
 def test_poison_on_every_json_route(world):
     """For each poison class: each position of each route's fixture bodies (and of each import's
-    ndjson line) gets one value of the class, round robin; then hypothesis draws more (seeded).
-    Every answer is below 500 and decodes; a 4xx is ``{error, code, details?}``; a value no field
-    may hold (a surrogate, NUL, a number out of range, deep nesting) is a 400."""
+    ndjson line, and of each MCP tool's ``arguments``) gets one value of the class, round robin;
+    then hypothesis draws more (seeded). Every answer is below 500 and decodes; a 4xx is ``{error,
+    code, details?}`` (from ``/mcp``: a JSON-RPC error object, or a 200 with a JSON-RPC error or a
+    tool's ``isError`` result, carrying it); a value no field may hold (a surrogate, NUL, a number
+    out of range, deep nesting) is a 400."""
     targets = list(_targets(world))
     for poison, fragments in sorted(CLASSES.items()):
         cycle = itertools.cycle(fragments)
         sent = set()
-        for route, body, ndjson in targets:
-            for at in _leaves(body):
+        for route, body, ndjson, root in targets:
+            for at in _leaves_under(body, root):
                 fragment = next(cycle)
                 as_key = bool(at) and at[-1] == MARK and fragment.startswith('"')
                 if at and at[-1] == MARK and not as_key:
@@ -597,8 +663,8 @@ def test_poison_on_every_json_route(world):
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
         @given(st.sampled_from(targets), STRATEGIES[poison], st.data())
         def more(target, fragment, data):
-            route, body, ndjson = target
-            at = data.draw(st.sampled_from([a for a in _leaves(body) if not a or a[-1] != MARK]))
+            route, body, ndjson, root = target
+            at = data.draw(st.sampled_from([a for a in _leaves_under(body, root) if not a or a[-1] != MARK]))
             _poke(world, route, _poisoned(body, at, fragment), _universal(fragment), ndjson)
 
         more()

@@ -1,10 +1,15 @@
-"""The generated isolation matrix: every route of the app's route table x every kind of caller.
+"""The generated isolation matrix: every route of the app's route table and every MCP tool x every
+kind of caller.
 
-Rows come from ``app.routes`` (without the 404/405 answers ``finalize`` adds): each variant of each
-route's request fixture (tests/api/route_fixtures.py; a route without one is a failing cell) is sent
-by each grant below. The token kind (person, api_key, service) of a cell is chosen pairwise: for
-one route the grants take consecutive kinds from a hash of the route, so every (route, kind),
-(grant, kind) and (grant, route) pair is covered without the full cartesian product.
+Rows come from ``app.routes`` (without the 404/405 answers ``finalize`` adds) and from the MCP tool
+registry (``chalicelib.api.mcp_tools.TOOLS``; row ``("MCP", tool name)``): each variant of each
+row's request fixture (tests/api/route_fixtures.py; a row without one is a failing cell) is sent
+by each grant below. A tool's variant is a ``tools/call`` to ``POST /mcp``; its status is
+``mcp_status``'s (a tool's ``isError`` result counts as the status of its stable code), and the
+rules below read the tool's REST operation (its path, its ``arguments`` as the body). The token
+kind (person, api_key, service) of a cell is chosen pairwise: for one row the grants take
+consecutive kinds from a hash of the row, so every (row, kind), (grant, kind) and (grant, row) pair
+is covered without the full cartesian product.
 
 One world per module: two orgs, ``acme`` (the target) and ``globex`` (the other org), each seeded
 identically by ``World``, with a canary in every bank, structured-memory scope, owner, team space
@@ -18,7 +23,9 @@ identically by ``World``, with a canary in every bank, structured-memory scope, 
 - STATUS: the intended answer where a rule fixes it (200 on a public route whatever the token, 401
   for revoked and expired tokens, 403 for a
   bank allow-list on structured-memory, session and admin-memory routes, 403 for ``as_of`` without
-  ``admin.memories``, a fixture's ``expect`` for the org's admin).
+  ``admin.memories``, 403 for a tool the token may not use (``permitted``: the tool's permission,
+  and no bank allow-list unless its route is bank-scoped), a fixture's ``expect`` for the org's
+  admin).
 
 ``KNOWN_DEFECTS`` lists the cells that fail today for known reasons; they are xfailed (not strict),
 so the set can be emptied as the fixes land. The module ends with the counts (cells run, leaks,
@@ -39,11 +46,25 @@ from moto import mock_aws
 from infra.local import motolock
 from infra.local.resources import create_resources
 from tests.api.conftest import Api, mint
-from tests.api.route_fixtures import CANARY_RE, ROUTES, Call, World, app_routes, missing_fixtures
+from tests.api.route_fixtures import (
+    CANARY_RE,
+    MCP,
+    MCP_ROW,
+    MCP_TOOLS,
+    ROUTES,
+    Call,
+    World,
+    app_routes,
+    mcp_status,
+    missing_fixtures,
+    missing_tool_fixtures,
+    tool_rows,
+)
 
 STACK = "cairn-isomatrix"
 ALL_KINDS = ("person", "api_key", "service")
 RW = ["context:space:read", "context:space:write"]
+ROWS = {**ROUTES, **MCP_TOOLS}  # (method, pattern) of a route, ("MCP", name) of a tool -> its variants
 SIDE_UNITS = ("audit", "idem", "rates", "touch", "spaceattr")  # read-side effects and logs of one's own call
 
 
@@ -92,11 +113,12 @@ def _kind(grant_index: int, grant: Grant, route_key: str) -> str:
 
 
 def _cells() -> list[tuple[str, Grant, str, tuple[str, str], str | None]]:
-    """``(cell id, grant, kind, route, variant)`` for every route of the app x variant x grant."""
+    """``(cell id, grant, kind, row, variant)`` for every route of the app and every MCP tool x
+    variant x grant."""
     from app import app
     out = []
-    for route in app_routes(app):
-        variants = list(ROUTES.get(route, {})) or [None]
+    for route in [*app_routes(app), *tool_rows()]:
+        variants = list(ROWS.get(route, {})) or [None]
         for variant in variants:
             key = f"{route[0]} {route[1]}#{variant}"
             for i, grant in enumerate(GRANTS):
@@ -437,8 +459,20 @@ def _declared(c: Caller, unit: tuple[str, ...], call: Call) -> bool:
 API_ROUTES_UNDER_ALLOW_LIST = "/v1/api/"  # structured memory, sessions, admin memories
 
 
+def permitted(c: Caller, tool: Any) -> bool:
+    """May ``c`` list and call the MCP ``tool``: it holds the tool's permission and, unless the
+    tool's REST route is bank-scoped, has no bank allow-list."""
+    return c.has(tool.permission) and (tool.route.bank_scoped or c.org_wide)
+
+
 def expected_status(c: Caller, grant: Grant, route: tuple[str, str], call: Call) -> int | None:
-    """The status the rules fix for this cell, or None."""
+    """The status the rules fix for this cell, or None. A tool's row takes the rules of its REST
+    operation (its path; its ``arguments`` as the body), and 403 when ``permitted`` says no."""
+    body, tool = call.body, None
+    if route[0] == MCP_ROW:
+        from chalicelib.api.mcp_tools import TOOLS
+        tool = TOOLS[route[1]]
+        route, body = (tool.route.methods[0], tool.route.path), call.body["params"]["arguments"]
     if call.public:
         return 200
     if not c.live:
@@ -446,7 +480,9 @@ def expected_status(c: Caller, grant: Grant, route: tuple[str, str], call: Call)
     if not c.org_wide and route[1].startswith(API_ROUTES_UNDER_ALLOW_LIST) \
             and not route[1].startswith("/v1/api/admin/tokens"):
         return 403
-    if isinstance(call.body, dict) and "as_of" in call.body and not c.has("admin.memories"):
+    if tool is not None and not permitted(c, tool):
+        return 403
+    if isinstance(body, dict) and "as_of" in body and not c.has("admin.memories"):
         return 403
     if call.expect is not None and grant.name == "admin":
         return call.expect
@@ -525,6 +561,7 @@ class Matrix:
         return self.last
 
     def send(self, c: Caller, method: str, call: Call) -> tuple[int, str]:
+        """``(status, body and headers as text)``; a call to ``/mcp`` counts as ``mcp_status``."""
         headers = {"Authorization": f"Bearer {c.token}"}
         body = b""
         if call.raw is not None:
@@ -533,15 +570,19 @@ class Matrix:
         elif call.body is not None:
             headers["Content-Type"] = "application/json"
             body = json.dumps(call.body).encode()
-        resp = self.client.http.request(method, call.url, headers=headers, body=body)
+        resp = self.client.http.request("POST" if method == MCP_ROW else method, call.url, headers=headers,
+                                        body=body)
         text = resp.body.decode("utf-8", "replace") if isinstance(resp.body, bytes) else str(resp.body or "")
-        return resp.status_code, text + "\n" + json.dumps(dict(resp.headers or {}))
+        status = resp.status_code
+        if call.path == MCP:
+            status = mcp_status(status, json.loads(text) if text else None)
+        return status, text + "\n" + json.dumps(dict(resp.headers or {}))
 
     def run(self, cid: str, grant: Grant, kind: str, route: tuple[str, str], variant: str | None) -> list[str]:
         """Run one cell; returns its problems (and counts them)."""
         c = self.callers[(grant.name, kind)]
         self.cells += 1
-        build = ROUTES.get(route, {}).get(variant) if variant else None
+        build = ROWS.get(route, {}).get(variant) if variant else None
         if build is None:
             problems = [f"NO FIXTURE: {route} has no request fixture in tests/api/route_fixtures.py"]
             self.failed[cid] = problems
@@ -619,6 +660,33 @@ def test_every_route_has_a_request_fixture():
     assert stale == set(), "fixtures of routes that no longer exist"
 
 
+def test_every_mcp_tool_has_a_request_fixture():
+    """A new MCP tool (chalicelib.api.mcp_tools.TOOLS) must get a fixture in
+    tests/api/route_fixtures.py's ``MCP_TOOLS``, and so its cells."""
+    missing, stale = missing_tool_fixtures()
+    assert missing == set(), "MCP tools without a request fixture"
+    assert stale == set(), "fixtures of MCP tools that no longer exist"
+    assert {r for _, _, _, r, _ in CELLS if r[0] == MCP_ROW} == set(tool_rows())
+
+
+@pytest.mark.parametrize("status,body,counted", [
+    (401, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "m", "data": {"code": "unauthorized"}}},
+     401),
+    (202, None, 202),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": False, "structuredContent": {"code": "forbidden"}}}, 200),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {
+        "error": "m", "code": "forbidden"}}}, 403),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {
+        "error": "m", "code": "memory_not_found"}}}, 404),
+    (200, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m", "data": {"code": "unknown_tool"}}},
+     400),
+    (200, {"jsonrpc": "2.0", "id": 1, "result": {"isError": True, "structuredContent": {"code": "no_such_code"}}},
+     500),
+])
+def test_an_mcp_answer_counts_as_the_status_of_its_code(status, body, counted):
+    assert mcp_status(status, body) == counted
+
+
 def test_the_kinds_are_paired_with_every_grant_and_route():
     pairs = {(g.name, k) for _, g, k, _, _ in CELLS}
     assert pairs == {(g.name, k) for g in GRANTS for k in g.kinds}
@@ -639,13 +707,16 @@ def test_every_fixture_serves_the_org_admin(matrix):
     token with every permission): a fixture that misses its target would test nothing. Runs after
     the cells, on fresh targets where a route consumes them."""
     failed = []
-    for route, variants in sorted(ROUTES.items()):
+    for route, variants in sorted(ROWS.items()):
         for name, build in variants.items():
             call = build(matrix.acme)
             if call.expect is not None:
                 continue
             headers = {"Content-Type": "application/json"} if call.body is not None else None
-            s, b = matrix.acme.api.call(route[0], call.url, call.body, headers=headers)
+            s, b = matrix.acme.api.call("POST" if route[0] == MCP_ROW else route[0], call.url, call.body,
+                                        headers=headers)
+            if call.path == MCP:
+                s = mcp_status(s, b)
             if not 200 <= s < 300:
                 failed.append(f"{route} #{name}: {s} {b}")
     assert failed == [], "\n".join(failed)
