@@ -350,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cairn-mcp: {exc}", file=sys.stderr)
         return 2
     with Bridge(config, timeout=args.timeout) as bridge:
-        return bridge.serve(sys.stdin.buffer, sys.stdout.buffer)
+        try:
+            return bridge.serve(sys.stdin.buffer, sys.stdout.buffer)
+        except KeyboardInterrupt:
+            return 130
 
 
 if __name__ == "__main__":
