@@ -175,7 +175,7 @@ def test_refused_calls_are_error_results_that_write_nothing(stack, http):
     ]
     before = {b: (memories(http, b), stack.bank_seq(b)) for b in (mine, other)}
 
-    async def go():
+    async def go(cases):
         got = []
         async with over_http(stack, confined, "auto") as c:
             for arguments, _ in cases:
@@ -185,8 +185,16 @@ def test_refused_calls_are_error_results_that_write_nothing(stack, http):
                 got.append(result.structured_content["code"])
         return got
 
-    assert run(go()) == [code for _, code in cases]
+    assert run(go(cases)) == [code for _, code in cases]
     assert {b: (memories(http, b), stack.bank_seq(b)) for b in (mine, other)} == before
+
+    async def save():  # the same checks see a write that happens
+        async with over_http(stack, confined, "auto") as c:
+            structured(await c.call_tool("memory_save", {"bank": mine, "text": "A fine memory text."}))
+
+    run(save())
+    count, seq = memories(http, mine), stack.bank_seq(mine)
+    assert count == before[mine][0] + 1 and seq > before[mine][1]
 
 
 def test_no_token_is_401_and_the_sdk_client_fails(stack):
@@ -261,6 +269,19 @@ def test_stdio_bridge_lists_saves_to_the_default_bank_and_recalls(stack, http, c
 
     run(go())
     assert memories(http, bank) == 1
+
+
+def test_stdio_bridge_with_a_bad_token_surfaces_unauthorized(stack, cairn_mcp):
+    params = StdioServerParameters(command=str(cairn_mcp), env=bridge_env(
+        cairn_mcp, CAIRN_URL=stack.base_url, CAIRN_TOKEN="cairn_not_a_token"))
+
+    async def connect():
+        async with over_stdio(params, "legacy"):
+            raise AssertionError("connected with a bad token")
+
+    err = leaf(raised(connect()))
+    assert isinstance(err, MCPError), err
+    assert err.error.data["code"] == "unauthorized"
 
 
 def test_stdio_bridge_answers_with_an_error_when_cairn_is_unreachable(cairn_mcp):
