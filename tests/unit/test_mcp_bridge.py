@@ -160,10 +160,11 @@ def test_each_message_is_posted_unchanged_with_the_token_and_bank():
     b, server, _ = make(result_for, bank="notes")
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "memory_save", "arguments": {"text": "Café au lait, no sugar."}}}
-    assert serve(b, json.dumps(message)) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+    line = json.dumps(message, ensure_ascii=False).encode()
+    assert serve(b, line) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
     [request] = server.seen
     assert str(request.url) == URL + "/mcp" and request.method == "POST"
-    assert json.loads(request.content) == message
+    assert request.content == line  # the very bytes read
     h = request.headers
     assert h["authorization"] == "Bearer cairn_secret" and h["x-cairn-bank"] == "notes"
     assert h["content-type"] == "application/json"

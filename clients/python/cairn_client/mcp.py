@@ -258,11 +258,12 @@ class Bridge:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def forward(self, message: Any) -> list[Message]:
-        """POST ``message`` (a decoded JSON value) and return the lines to write; never raises."""
+    def forward(self, message: Any, raw: bytes | None = None) -> list[Message]:
+        """POST ``message`` (a decoded JSON value; ``raw``, the bytes it was read from, are sent
+        when given) and return the lines to write; never raises."""
         request_id = request_id_of(message)
         try:
-            answers = self._post(message, request_id)
+            answers = self._post(message, raw, request_id)
         except Exception as exc:  # a request is always answered; the bridge lives on
             log.exception("forwarding failed")
             if request_id is None:
@@ -274,10 +275,10 @@ class Bridge:
             self.negotiated = version
         return answers
 
-    def _post(self, message: Any, request_id: Any) -> list[Message]:
+    def _post(self, message: Any, raw: bytes | None, request_id: Any) -> list[Message]:
         method = message.get("method") if isinstance(message, dict) else None
         retries = self.retry.max_retries if method in IDEMPOTENT_METHODS else 0
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body = raw if raw is not None else json.dumps(message, ensure_ascii=False).encode("utf-8")
         headers = protocol_headers(message, self.negotiated)
         attempt = 0
         while True:
@@ -312,25 +313,26 @@ class Bridge:
                 stdout.write(data)
                 stdout.flush()
 
-        def handle(message: Any) -> None:
+        def handle(message: Any, raw: bytes) -> None:
             try:
-                write(self.forward(message))
+                write(self.forward(message, raw))
             except Exception:  # a closed stdout must not kill the reader
                 log.exception("cannot write an answer")
 
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="cairn-mcp") as pool:
             for raw in stdin:
-                if not raw.strip():
+                line = raw.strip()
+                if not line:
                     continue
                 try:
-                    message = json.loads(raw.decode("utf-8"))
+                    message = json.loads(line.decode("utf-8"))
                 except (ValueError, UnicodeDecodeError) as exc:
                     write([error_answer(None, PARSE_ERROR, f"The line is not JSON: {exc}", "invalid_json")])
                     continue
                 if request_id_of(message) is not None and message.get("method") == "initialize":
-                    handle(message)  # what follows may depend on the version it negotiates
+                    handle(message, line)  # what follows may depend on the version it negotiates
                 else:
-                    pool.submit(handle, message)
+                    pool.submit(handle, message, line)
         return 0
 
 
