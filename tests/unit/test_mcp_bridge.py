@@ -53,9 +53,10 @@ def test_a_name_that_is_not_plain_ascii_is_base64_wrapped():
 
 # --- answers ---------------------------------------------------------------------------------
 
-def test_a_202_writes_nothing_and_a_json_answer_is_written_as_it_is():
+def test_a_notification_202_writes_nothing_a_request_is_always_answered():
     assert http_answers(None, 202, "", b"") == []
-    assert http_answers(7, 202, "", b"") == []
+    [unanswered] = http_answers(7, 202, "", b"")  # a request is answered even when the server did not
+    assert unanswered["id"] == 7 and unanswered["error"]["data"] == {"code": "http_error", "status": 202}
     body = {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
     assert http_answers(7, 200, "application/json", json.dumps(body).encode()) == [body]
 

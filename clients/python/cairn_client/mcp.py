@@ -172,7 +172,8 @@ def http_answers(request_id: Any, status: int, content_type: str, content: bytes
     """The lines to write for one POST's HTTP answer to a message with ``request_id`` (None: a
     notification or a response, which get no answer):
 
-    - 2xx with a JSON (or event-stream) body: its message(s), as they are; 202 or no body: none.
+    - 2xx with a JSON (or event-stream) body: its message(s), as they are; without the response
+      to the request (a 202, say), an ``http_error`` too: a request is always answered.
     - an error status whose body is a JSON-RPC error: that error, with ``request_id`` when its id
       is null (the server could not read it, e.g. a 401); ``data.retry_after`` (seconds) from a
       ``Retry-After``.
@@ -194,7 +195,11 @@ def http_answers(request_id: Any, status: int, content_type: str, content: bytes
             log.warning("Cairn answered a notification with HTTP %s: %s", status, content[:500])
         return [m for m in messages or [] if isinstance(m, dict)] if status < 300 else []
     if 200 <= status < 300 and messages is not None:
-        return [_with_id(m, request_id, None) for m in messages if isinstance(m, dict)]
+        found = [_with_id(m, request_id, None) for m in messages if isinstance(m, dict)]
+        if any(m.get("id") == request_id for m in found):
+            return found
+        return [*found, error_answer(request_id, INTERNAL_ERROR, f"Cairn answered HTTP {status} without a "
+                                     "response to this request.", "http_error", status=status)]
     if messages and isinstance(messages[0], dict) and isinstance(messages[0].get("error"), dict):
         return [_with_id(messages[0], request_id, retry_after_s)]
     snippet = content[:200].decode("utf-8", "replace").strip()
