@@ -21,6 +21,9 @@ tool. A tool's failure is a result with ``isError``, never a protocol error.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,6 +46,7 @@ SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
+_B64_SENTINEL = re.compile(r"=\?base64\?(.*)\?=")
 NAME_BEARING = {"tools/call": "name"}  # of the methods served, those whose name a header repeats
 SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
 MODERN_STATUS = {wire.PARSE_ERROR: 400, wire.INVALID_REQUEST: 400, wire.INVALID_PARAMS: 400,
@@ -161,11 +165,26 @@ def _modern_version(message: types.JSONRPCRequest, header: str, headers: Mapping
         raise RpcError(wire.HEADER_MISMATCH, "The Mcp-Method header does not match the method.", "header_mismatch")
     key = NAME_BEARING.get(message.method)
     named = (message.params or {}).get(key) if key else None
-    if named is not None and headers.get(NAME_HEADER) != named:
+    if named is not None and _decoded_header(headers.get(NAME_HEADER)) != named:
         raise RpcError(wire.HEADER_MISMATCH, f"The Mcp-Name header does not match params.{key}.", "header_mismatch")
     if header not in MODERN_PROTOCOL_VERSIONS:
         raise _unsupported(header)
     return header
+
+
+def _decoded_header(value: str | None) -> str | None:
+    """A name header as the client meant it: clients send a value that is not plain printable
+    ASCII as ``=?base64?<UTF-8, canonical base64>?=``; a malformed one is None (it matches nothing)."""
+    match = _B64_SENTINEL.fullmatch(value or "")
+    if match is None:
+        return value
+    try:
+        raw = base64.b64decode(match.group(1), validate=True)
+        if base64.b64encode(raw).decode("ascii") != match.group(1):
+            return None
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def _unsupported(requested: str) -> RpcError:

@@ -281,3 +281,15 @@ def test_a_tool_the_token_may_not_use_is_forbidden(client, api_):
     result = reader.call("memory_save", bank="main", text="A read-only token cannot save.")
     assert result["isError"] is True and result["structuredContent"]["code"] == "forbidden"
     assert api_.get("/v1/banks/main")[1]["bank"]["memories"] == 0
+
+
+def test_a_header_value_sent_base64_wrapped_is_compared_decoded(mcp):
+    """Clients send a name that is not plain printable ASCII as ``=?base64?...?=``: an unknown
+    tool so named is ``unknown_tool``, not a header mismatch; a malformed wrapper still mismatches."""
+    params, headers = _modern("tools/call", {"name": "mémoire", "arguments": {}})
+    headers["Mcp-Name"] = "=?base64?bcOpbW9pcmU=?="
+    status, body = mcp.rpc("tools/call", params, headers)
+    assert (status, body["error"]["data"]["code"]) == (400, "unknown_tool"), body
+    headers["Mcp-Name"] = "=?base64?not base64!?="
+    status, body = mcp.rpc("tools/call", params, headers)
+    assert (status, body["error"]["data"]["code"]) == (400, "header_mismatch"), body

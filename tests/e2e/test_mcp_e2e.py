@@ -1,0 +1,340 @@
+"""The MCP endpoint driven by the SDK's own clients against the local stack: streamable HTTP
+(``streamable_http_client`` with ``ClientSession``'s ``initialize`` handshake, and ``Client``'s
+default negotiation, which probes ``server/discover`` at 2026-07-28) and stdio through ``cairn-mcp``
+(``stdio_client``), including the README's ``mcpServers`` block. Writes are checked over REST and in
+the stack's tables (``bank_seq``): a refused call commits nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from infra.local.launch import free_port
+
+from .harness import ROOT
+
+READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
+              "context_preview", "team_search"}
+ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_update", "memory_forget", "memory_pin",
+                          "memory_supersede", "rule_set", "structured_memory", "team_draft"}
+MODERN = "2026-07-28"
+CLIENT_DIR = ROOT / "clients" / "python"
+
+
+def uid(prefix: str = "mcp") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def mint(http, permissions: list[str], banks: list[str] | None = None) -> str:
+    body: dict[str, Any] = {"kind": "api_key", "permissions": permissions, "label": "mcp-e2e"}
+    if banks is not None:
+        body["banks"] = banks
+    r = http.post("/v1/api/admin/tokens", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["token"]
+
+
+def new_bank(http) -> str:
+    name = uid()
+    r = http.post("/v1/banks", json={"name": name})
+    assert r.status_code == 201, r.text
+    return name
+
+
+def memories(http, bank: str) -> int:
+    r = http.get(f"/v1/banks/{bank}")
+    assert r.status_code == 200, r.text
+    return r.json()["bank"]["memories"]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def raised(coro) -> BaseException:
+    """What ``coro`` raised (it must raise)."""
+    try:
+        run(coro)
+    except BaseException as exc:  # noqa: BLE001 - the exception is the result
+        return exc
+    raise AssertionError("nothing was raised")
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The one exception inside the task groups' exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+# --- the SDK's HTTP client -------------------------------------------------------------------
+
+@asynccontextmanager
+async def over_http(stack, token: str | None, mode: str, headers: dict[str, str] | None = None) \
+        -> AsyncIterator[Any]:
+    """A connected SDK client on ``/mcp``: ``mode`` "legacy" is ``ClientSession`` after
+    ``initialize()``; "auto" is ``Client``'s default negotiation (``server/discover`` first)."""
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    async with create_mcp_http_client(headers=sent) as http_client:
+        transport = streamable_http_client(stack.base_url + "/mcp", http_client=http_client)
+        if mode == "legacy":
+            async with transport as (read, write), ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert not init.protocol_version.startswith("2026"), init.protocol_version
+                yield session
+        else:
+            async with Client(transport, mode="auto") as client:
+                assert client.protocol_version == MODERN
+                yield client
+
+
+async def tool_names(client) -> dict[str, Any]:
+    listed = await client.list_tools()
+    assert listed.next_cursor is None
+    return {t.name: t for t in listed.tools}
+
+
+def structured(result) -> dict[str, Any]:
+    assert result.is_error is False, result
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_token_lists_only_the_tools_its_permissions_allow(stack, http, mode):
+    reader = mint(http, ["memory:read"])
+
+    async def go():
+        async with over_http(stack, stack.token, mode) as client:
+            assert set(await tool_names(client)) == ALL_TOOLS
+        async with over_http(stack, reader, mode) as client:
+            tools = await tool_names(client)
+        assert set(tools) == READ_TOOLS
+        assert all(t.annotations.read_only_hint is True for t in tools.values())
+
+    run(go())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_save_recall_preview_forget_and_the_forgotten_never_returns(stack, http, mode):
+    bank = new_bank(http)
+
+    async def go():
+        async with over_http(stack, stack.token, mode) as c:
+            saved = structured(await c.call_tool("memory_save", {
+                "bank": bank, "text": "The staging database is called heron.", "entities": ["heron"]}))
+            mid = saved["memory"]["id"]
+            hits = structured(await c.call_tool("memory_recall", {"bank": bank, "query": "staging database"}))
+            assert [h["memory"]["id"] for h in hits["memories"]] == [mid]
+            preview = structured(await c.call_tool("context_preview", {"bank": bank,
+                                                                       "query": "which database is staging?"}))
+            assert "heron" in json.dumps(preview)
+            structured(await c.call_tool("memory_forget", {"bank": bank, "memory_id": mid}))
+            again = structured(await c.call_tool("memory_recall", {"bank": bank, "query": "staging database heron"}))
+            assert again["memories"] == []
+            preview = structured(await c.call_tool("context_preview", {"bank": bank, "query": "heron staging"}))
+            assert "heron" not in json.dumps(preview)
+            got = structured(await c.call_tool("memory_get", {"bank": bank, "memory_id": mid}))
+            assert got["memory"]["invalid_at"] is not None
+        return mid
+
+    mid = run(go())
+    rest = http.post(f"/v1/banks/{bank}/recall", json={"query": "staging database heron"}).json()
+    assert mid not in json.dumps(rest)
+
+
+def test_refused_calls_are_error_results_that_write_nothing(stack, http):
+    """Bad arguments, a bank outside the token's allow-list and an invalid name: ``is_error``
+    results with the stable code, and neither bank's committed changes move."""
+    mine, other = new_bank(http), new_bank(http)
+    confined = mint(http, ["memory:read", "memory:write"], banks=[mine])
+    cases = [
+        ({"bank": mine, "text": "x"}, "validation_error"),
+        ({"bank": mine, "text": "A fine memory text.", "colour": "red"}, "validation_error"),
+        ({"bank": other, "text": "A fine memory text."}, "forbidden"),
+        ({"bank": "Not A Bank!", "text": "A fine memory text."}, "invalid_name"),
+    ]
+    before = {b: (memories(http, b), stack.bank_seq(b)) for b in (mine, other)}
+
+    async def go(cases):
+        got = []
+        async with over_http(stack, confined, "auto") as c:
+            for arguments, _ in cases:
+                result = await c.call_tool("memory_save", arguments)
+                assert result.is_error is True, (arguments, result)
+                assert "Traceback" not in json.dumps(result.model_dump(mode="json"))
+                got.append(result.structured_content["code"])
+        return got
+
+    assert run(go(cases)) == [code for _, code in cases]
+    assert {b: (memories(http, b), stack.bank_seq(b)) for b in (mine, other)} == before
+
+    async def save():  # the same checks see a write that happens
+        async with over_http(stack, confined, "auto") as c:
+            structured(await c.call_tool("memory_save", {"bank": mine, "text": "A fine memory text."}))
+
+    run(save())
+    count, seq = memories(http, mine), stack.bank_seq(mine)
+    assert count == before[mine][0] + 1 and seq > before[mine][1]
+
+
+def test_no_token_is_401_and_the_sdk_client_fails(stack):
+    r = requests.post(stack.base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                      headers={"Accept": "application/json, text/event-stream"}, timeout=30)
+    assert r.status_code == 401
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["error"]["code"] == -32600 and body["error"]["data"]["code"] == "unauthorized"
+
+    async def connect(mode):
+        async with over_http(stack, None, mode):
+            raise AssertionError("connected without a token")
+
+    for mode in ("legacy", "auto"):
+        err = leaf(raised(connect(mode)))
+        assert isinstance(err, MCPError), (mode, err)
+        assert err.error.data["code"] == "unauthorized", mode
+
+
+# --- stdio through cairn-mcp -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cairn_mcp(tmp_path_factory) -> Path:
+    """The ``cairn-mcp`` console script of the virtualenv; when the virtualenv's client was
+    installed before the script existed (``make`` reinstalls it), a script calling the entry point
+    the client's pyproject.toml declares, as the installed one does."""
+    installed = Path(sys.executable).parent / "cairn-mcp"
+    if installed.exists():
+        return installed
+    entry = tomllib.loads((CLIENT_DIR / "pyproject.toml").read_text())["project"]["scripts"]["cairn-mcp"]
+    module, func = entry.split(":")
+    script = tmp_path_factory.mktemp("bin") / "cairn-mcp"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    script.chmod(0o755)
+    return script
+
+
+def bridge_env(cairn_mcp: Path, **settings: str) -> dict[str, str]:
+    """The child's environment: ``settings``, this checkout's client first on the path, the
+    script's folder first on PATH (so a bare ``cairn-mcp`` finds it)."""
+    return {**settings, "PYTHONPATH": str(CLIENT_DIR),
+            "PATH": f"{cairn_mcp.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+@asynccontextmanager
+async def over_stdio(params: StdioServerParameters, mode: str) -> AsyncIterator[Any]:
+    if mode == "legacy":
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+    else:
+        async with Client(params, mode="auto") as client:
+            assert client.protocol_version == MODERN
+            yield client
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_stdio_bridge_lists_saves_to_the_default_bank_and_recalls(stack, http, cairn_mcp, mode):
+    bank = new_bank(http)
+    params = StdioServerParameters(command=str(cairn_mcp), env=bridge_env(
+        cairn_mcp, CAIRN_URL=stack.base_url, CAIRN_TOKEN=stack.token, CAIRN_BANK=bank))
+
+    async def go():
+        async with over_stdio(params, mode) as c:
+            tools = await tool_names(c)
+            assert set(tools) == ALL_TOOLS
+            assert "bank" not in tools["memory_save"].input_schema["required"]  # CAIRN_BANK is the default
+            saved = structured(await c.call_tool("memory_save", {"text": "The release train leaves on Tuesdays."}))
+            hits = structured(await c.call_tool("memory_recall", {"query": "when does the release train leave?"}))
+            assert [h["memory"]["id"] for h in hits["memories"]] == [saved["memory"]["id"]]
+
+    run(go())
+    assert memories(http, bank) == 1
+
+
+def test_stdio_bridge_with_a_bad_token_surfaces_unauthorized(stack, cairn_mcp):
+    params = StdioServerParameters(command=str(cairn_mcp), env=bridge_env(
+        cairn_mcp, CAIRN_URL=stack.base_url, CAIRN_TOKEN="cairn_not_a_token"))
+
+    async def connect():
+        async with over_stdio(params, "legacy"):
+            raise AssertionError("connected with a bad token")
+
+    err = leaf(raised(connect()))
+    assert isinstance(err, MCPError), err
+    assert err.error.data["code"] == "unauthorized"
+
+
+def test_stdio_bridge_answers_with_an_error_when_cairn_is_unreachable(cairn_mcp):
+    closed = f"http://127.0.0.1:{free_port()}"
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "e2e", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_save", "arguments": {}}}]
+    env = {**os.environ, **bridge_env(cairn_mcp, CAIRN_URL=closed, CAIRN_TOKEN="cairn_unused")}
+    done = subprocess.run([str(cairn_mcp)], input="".join(json.dumps(m) + "\n" for m in lines), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, 2}
+    for answer in answers.values():
+        assert answer["error"]["code"] == -32603 and answer["error"]["data"]["code"] == "backend_unavailable"
+        assert closed in answer["error"]["message"] and "CAIRN_URL" in answer["error"]["message"]
+
+
+def test_stdio_bridge_without_settings_exits_2(cairn_mcp):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    done = subprocess.run([str(cairn_mcp)], input='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n',
+                          env={**env, **bridge_env(cairn_mcp)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "CAIRN_URL" in done.stderr and "CAIRN_TOKEN" in done.stderr
+
+
+# --- the README's configuration --------------------------------------------------------------
+
+def readme_mcp_servers() -> dict[str, Any]:
+    """The ``mcpServers`` JSON block of README.md."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [b for b in re.findall(r"^```json\n(.*?)^```", text, flags=re.S | re.M) if '"mcpServers"' in b]
+    assert len(blocks) == 1, "README.md should hold one ```json block with mcpServers"
+    return json.loads(blocks[0])["mcpServers"]
+
+
+def test_readme_mcp_servers_block_runs_through_stdio_client(stack, http, cairn_mcp):
+    bank = new_bank(http)
+    [server] = readme_mcp_servers().values()
+    assert set(server["env"]) == {"CAIRN_URL", "CAIRN_TOKEN", "CAIRN_BANK"}
+    actual = {"CAIRN_URL": stack.base_url, "CAIRN_TOKEN": stack.token, "CAIRN_BANK": bank}
+    env = bridge_env(cairn_mcp, **actual)  # the placeholders replaced by the stack's values
+    params = StdioServerParameters(command=server["command"], args=server.get("args", []), env=env)
+
+    async def go():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert set(await tool_names(session)) == ALL_TOOLS
+            structured(await session.call_tool("memory_save", {"text": "Deploys are frozen on Fridays."}))
+            hits = structured(await session.call_tool("memory_recall", {"query": "deploys frozen"}))
+            assert len(hits["memories"]) == 1
+
+    run(go())
+    assert memories(http, bank) == 1
