@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -218,19 +217,11 @@ def test_no_token_is_401_and_the_sdk_client_fails(stack):
 # --- stdio through cairn-mcp -----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cairn_mcp(tmp_path_factory) -> Path:
-    """The ``cairn-mcp`` console script of the virtualenv; when the virtualenv's client was
-    installed before the script existed (``make`` reinstalls it), a script calling the entry point
-    the client's pyproject.toml declares, as the installed one does."""
+def cairn_mcp() -> Path:
+    """The ``cairn-mcp`` console script the client package installs into the virtualenv."""
     installed = Path(sys.executable).parent / "cairn-mcp"
-    if installed.exists():
-        return installed
-    entry = tomllib.loads((CLIENT_DIR / "pyproject.toml").read_text())["project"]["scripts"]["cairn-mcp"]
-    module, func = entry.split(":")
-    script = tmp_path_factory.mktemp("bin") / "cairn-mcp"
-    script.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
-    script.chmod(0o755)
-    return script
+    assert installed.exists(), "cairn-mcp is not installed: `make venv` installs the client package"
+    return installed
 
 
 def bridge_env(cairn_mcp: Path, **settings: str) -> dict[str, str]:
