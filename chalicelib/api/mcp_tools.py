@@ -194,7 +194,12 @@ def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, An
         meta.pop("spaceId", None)
         if meta:
             invoke(_route(team.patch_entry), principal, {"entry_id": entry_id}, body=meta)
-    entries.write_text(principal, entry_id, args.text, base_seq=args.seq if args.entry_id else None)
+    try:
+        entries.write_text(principal, entry_id, args.text, base_seq=args.seq if args.entry_id else None)
+    except CairnError as err:
+        if args.entry_id is None:  # the draft exists, empty: name it, so a retry edits it instead
+            err.details = {**(err.details or {}), "entryId": entry_id}
+        raise
     got = entries.get(principal, entry_id)
     detail = team.render_detail(got)
     body = {k: v for k, v in detail.items() if k in tm.TeamDraft.model_fields}

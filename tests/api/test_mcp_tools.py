@@ -134,3 +134,16 @@ def test_team_draft_refusals_write_nothing(client, team, api):
     assert team.entry("alice", draft["id"]) == before
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
     assert [e["id"] for e in listed["entries"]] == [draft["id"]]
+
+
+def test_a_new_draft_whose_text_is_refused_names_the_draft_for_the_retry(client, team, monkeypatch):
+    alice = _agent(client, "alice")
+    from chalicelib import clock
+    monkeypatch.setenv("KEYSTONE_CONTEXT_MEMORY_UPDATES_PER_MINUTE", "1")  # five a minute across entries
+    monkeypatch.setattr(clock, "now_ms", lambda: 1_800_000_000_000 + 5_000)  # 5 s into a minute
+    for i in range(5):
+        ok(alice.call("team_draft", spaceId=team.space, kind="note", title=f"Draft {i}", text="Spends the minute."))
+    refused = alice.call("team_draft", spaceId=team.space, kind="note", title="Second", text="Over the rate.")
+    assert err(refused) == "rate_limited"
+    entry_id = refused["structuredContent"]["details"]["entryId"]
+    assert team.entry("alice", entry_id)["text"] == ""  # created, empty: the retry edits this one
