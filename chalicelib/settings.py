@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     memories_page_default: int = Field(50, ge=1, description="Page size of a bank's memory listing without a limit.")
     idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")
     mcp_allowed_origins: str = Field("", description="Browser origins (scheme://host[:port], comma-separated) "
-                                     "allowed to call /mcp besides the API's own; other Origins get 403.")
+                                     "allowed to call /mcp; a request with another Origin gets 403.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""

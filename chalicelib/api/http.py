@@ -413,17 +413,17 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
         ctx.request_id = request_id
         return _render(view(ctx, **params)), principal
     except CairnError as err:
-        return _error(route, err), principal
+        return _error(route.envelope, err), principal
     except ConfigError as err:
         log.error("configuration error: %s", err)
-        return _error(route, misconfigured(err)), principal
+        return _error(route.envelope, misconfigured(err)), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
-        return _error(route, unexpected_error(exc, request_id)), principal
+        return _error(route.envelope, unexpected_error(exc, request_id)), principal
 
 
-def _error(route: Route, err: CairnError) -> Response:
-    """``err`` as the route renders errors: the error body, or a JSON-RPC error object."""
-    if route.envelope == "jsonrpc":
+def _error(envelope: str, err: CairnError) -> Response:
+    """``err`` as a route of ``envelope`` renders errors: the error body, or a JSON-RPC error object."""
+    if envelope == "jsonrpc":
         return _json_response(err.status, mcp_wire.from_cairn(err), err.headers)
     return error_response(err)
 
@@ -529,14 +529,15 @@ def finalize(app: Chalice) -> None:
     """After every blueprint is registered: answer 405 ``method_not_allowed`` on known paths
     for the methods they lack, and 404 ``not_found`` on unknown paths (catch-all routes up to
     ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest)."""
+    envelopes = {r.path: r.envelope for r in ROUTES}
     for path, entries in list(app.routes.items()):
         missing = [m for m in ALL_METHODS if m not in entries]
         if missing:
-            allowed = ", ".join(sorted(entries))
+            allowed, envelope = ", ".join(sorted(entries)), envelopes.get(path, "error")
 
-            def not_allowed(allowed=allowed, **_: str) -> Response:
+            def not_allowed(allowed=allowed, envelope=envelope, **_: str) -> Response:
                 request = _current(app)
-                return _with_request_id(request, error_response(MethodNotAllowed(
+                return _with_request_id(request, _error(envelope, MethodNotAllowed(
                     f"Method {request.method} is not allowed here; use {allowed}.",
                     headers={"Allow": allowed})))
 

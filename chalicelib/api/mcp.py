@@ -3,21 +3,21 @@ responses), so a deployed Cairn is an MCP server with no other process. The bear
 caller, as on every route; the tools (``mcp_tools``) run the REST views behind the same checks.
 ``GET`` and ``DELETE`` answer 405: no server-sent stream and no session to end.
 
-The ``Origin`` header, when present, must be the API's own origin or one of
-``Settings.mcp_allowed_origins`` (403 ``origin_not_allowed``): a web page on another site cannot
-drive a user's agent tools through the user's browser. Every error, of the pipeline too, is a
-JSON-RPC error object with the stable code in ``error.data.code``.
+The ``Origin`` header, when present, must be one of ``Settings.mcp_allowed_origins`` (403
+``origin_not_allowed``): a web page cannot drive a user's agent tools through the user's browser.
+Every error, of the pipeline too, is a JSON-RPC error object with the stable code in
+``error.data.code``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr
 
 from ..errors import CairnError, Forbidden
+from ..names import check_name
 from ..settings import get_settings
 from .http import NO_BODY, Ctx, Reply, endpoint
 
@@ -87,15 +87,25 @@ class McpAnswer(RootModel[McpResult | McpError]):
 
 
 def _check_origin(ctx: Ctx) -> None:
+    # only a browser sends Origin, and no page needs this endpoint unless the operator lists it; the
+    # Host header is no evidence of the page's site (a DNS-rebinding page sets both)
     origin = ctx.header("origin")
     if not origin:
         return
-    own = ctx.header("host")
-    allowed = {o.strip().rstrip("/") for o in get_settings().mcp_allowed_origins.split(",") if o.strip()}
-    if origin.rstrip("/") in allowed or (own is not None and urlsplit(origin).netloc == own):
+    allowed = {o.strip().rstrip("/").lower() for o in get_settings().mcp_allowed_origins.split(",") if o.strip()}
+    if origin.rstrip("/").lower() in allowed:
         return
     raise Forbidden("This Origin may not call the MCP endpoint; add it to CAIRN_MCP_ALLOWED_ORIGINS.",
                     code="origin_not_allowed", details={"origin": origin[:200]})
+
+
+def _default_bank(ctx: Ctx) -> str | None:
+    """The ``X-Cairn-Bank`` header: a bank name (400 ``invalid_name`` otherwise), or None."""
+    bank = ctx.header(BANK_HEADER)
+    if not bank:
+        return None
+    check_name(bank, "X-Cairn-Bank")
+    return bank
 
 
 def _check_accept(ctx: Ctx) -> None:
@@ -108,8 +118,8 @@ def _check_accept(ctx: Ctx) -> None:
 
 @endpoint(bp, "/mcp", ["POST"], body=McpMessage, bank_scoped=True, envelope="jsonrpc",
           responses={200: McpAnswer, 202: NO_BODY},
-          errors=("invalid_request", "header_mismatch", "unsupported_protocol_version", "unknown_tool",
-                  "origin_not_allowed", "method_not_found", "not_acceptable"))
+          errors=("invalid_name", "invalid_request", "header_mismatch", "unsupported_protocol_version",
+                  "unknown_tool", "origin_not_allowed", "method_not_found", "not_acceptable"))
 def mcp_endpoint(ctx: Ctx):
     """Model Context Protocol (streamable HTTP, stateless, JSON responses): one JSON-RPC message
     per POST. A request gets its JSON-RPC response; a notification or response 202 and no body.
@@ -123,7 +133,7 @@ def mcp_endpoint(ctx: Ctx):
     # imported on the first MCP request: the SDK's types take most of a second to import
     from . import mcp_protocol as protocol
     from .mcp_tools import Toolbox
-    toolbox = Toolbox(ctx.principal, ctx.header(BANK_HEADER) or None, ctx.request_id)
+    toolbox = Toolbox(ctx.principal, _default_bank(ctx), ctx.request_id)
     answer = protocol.handle(ctx.raw_body, ctx.headers, toolbox,
                              protocol.Server(SERVER_NAME, SERVER_VERSION, INSTRUCTIONS))
     if answer.body is None:

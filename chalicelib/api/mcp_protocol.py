@@ -133,6 +133,10 @@ def _message(raw: bytes) -> types.JSONRPCMessage:
     if isinstance(data, list):
         raise RpcError(wire.INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per request.",
                        "invalid_request")
+    if isinstance(data, dict) and "method" in data and "id" in data and data["id"] is None:
+        # not a notification: a request whose id is null, which MCP forbids (it could not be answered)
+        raise RpcError(wire.INVALID_REQUEST, "A request's id must be a string or an integer, not null.",
+                       "invalid_request")
     try:
         return types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValidationError:

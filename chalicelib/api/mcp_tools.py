@@ -157,7 +157,7 @@ class Tool:
     description: str
     arguments: type[BaseModel]
     view: Callable[..., Any]
-    permission: str
+    permission: str | None
     read_only: bool
     destructive: bool = False
     idempotent: bool = False
@@ -172,9 +172,11 @@ class Tool:
         return _route(self.view)
 
     def permitted(self, principal: Principal) -> bool:
-        """True when ``principal`` may list and call the tool: it holds ``permission`` and, unless
-        the route applies a bank allow-list itself, has none."""
-        return principal.has(self.permission) and (self.route.bank_scoped or not principal.bank_confined)
+        """True when ``principal`` may list and call the tool: it holds ``permission`` (a tool without
+        one relies on its route's own checks, as team memory's space grants) and, unless the route
+        applies a bank allow-list itself, has none."""
+        held = self.permission is None or principal.has(self.permission)
+        return held and (self.route.bank_scoped or not principal.bank_confined)
 
 
 def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, Any]]:
@@ -182,6 +184,13 @@ def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, An
     text ``text``: ``(status, TeamDraft body)``."""
     meta = args.model_dump(by_alias=True, exclude_unset=True, exclude={"entry_id", "text", "seq"})
     entry_id = args.entry_id
+    # what would refuse the text is checked before the entry is created or changed
+    entries.check_new_text(args.text)
+    if entry_id is not None:
+        row, _ = entries.for_write(principal, entry_id)
+        entries.require_editable(row)
+        if args.seq is not None:
+            entries.check_base(row, args.seq)
     if entry_id is None:
         for name in ("space_id", "kind", "title"):
             if getattr(args, name) is None:
@@ -232,7 +241,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "revision stays in its history.", MemoryUpdateArgs, banks.update_memory, WRITE, read_only=False,
          destructive=True, path=("bank", "memory_id")),
     Tool("memory_forget", "Forget a memory", "Forget a memory that is wrong or no longer wanted: it leaves "
-         "recall and injection at once and never comes back (its history is kept for audit).",
+         "recall and injection at once (its history is kept for audit; saving the same text again brings it "
+         "back).",
          MemoryArgs, banks.delete_memory, WRITE, read_only=False, destructive=True, idempotent=True,
          path=("bank", "memory_id")),
     Tool("memory_pin", "Pin or unpin a memory", "Pin a memory so it ranks first and is always injected "
@@ -247,8 +257,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("rules_list", "List rules", "List a bank's rules: the markdown instructions injected into every "
          "turn, with their sizes.", BankArgs, banks.list_rules, READ, read_only=True, idempotent=True,
          path=("bank",)),
-    Tool("rule_set", "Write a rule", "Create or replace a bank's rule: markdown (up to 64 KiB) injected into "
-         "every turn before the memories.", RuleSetArgs, banks.set_rule, WRITE, read_only=False,
+    Tool("rule_set", "Write a rule", "Create or replace a bank's rule: markdown (up to 65,536 UTF-8 bytes) "
+         "injected into every turn before the memories.", RuleSetArgs, banks.set_rule, WRITE, read_only=False,
          destructive=True, idempotent=True, path=("bank", "name")),
     Tool("context_preview", "Preview the injection", "Show the exact text a turn with this user message "
          "would get injected from the bank (rules, then recalled memories), with its budget use and what "
@@ -259,11 +269,11 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          structured.session_memory, WRITE, read_only=False, destructive=True, path=("session_id",)),
     Tool("team_search", "Search team memory", "Search the accepted entries of team spaces (drafts are never "
          "served); each result names its entry and revision, and the retrieval is attributed.",
-         TeamSearchArgs, team.retrieve_entries, READ, read_only=True),
+         TeamSearchArgs, team.retrieve_entries, None, read_only=True),
     Tool("team_draft", "Draft a team entry", "Create a draft team-memory entry (spaceId, kind, title, text) "
          "or change a draft's text (entryId, text, and the seq you last saw so that others' edits since merge "
          "in). A draft is never retrieved until a person other than its authors reviews and accepts it.",
-         TeamDraftArgs, team.create_entry, WRITE, read_only=False, destructive=True, idempotent=True, run=_draft,
+         TeamDraftArgs, team.create_entry, WRITE, read_only=False, destructive=True, run=_draft,
          output=tm.TeamDraft),
 )}
 """Every tool by name, in the order ``tools/list`` shows them."""
@@ -332,7 +342,7 @@ def run(principal: Principal, tool: Tool, arguments: dict[str, Any]) -> tuple[in
     """Validate ``arguments`` and run ``tool`` for ``principal``: ``(status, body)``. Raises the
     ``CairnError`` the REST operation would answer (403 ``forbidden`` for a tool not permitted)."""
     if not tool.permitted(principal):
-        if not principal.has(tool.permission):
+        if tool.permission is not None and not principal.has(tool.permission):
             raise Forbidden(f"This token lacks the '{tool.permission}' permission the {tool.name} tool needs.",
                             details={"required": tool.permission})
         principal.require_org_wide()

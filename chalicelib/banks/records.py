@@ -7,7 +7,9 @@ It is stored whole (``MemoryModel.record``) and replayed whole (``RevisionModel.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from .. import validation
 from ..core.records import (  # noqa: F401 - re-exported
@@ -126,11 +128,21 @@ class RestoreRequest(BaseModel):
     trashed_to: Line = Field(min_length=1, max_length=200)
 
 
+MAX_RULE_BYTES = 65536
+
+
+def _rule_bytes(content: str) -> str:
+    if len(content.encode("utf-8")) > MAX_RULE_BYTES:
+        raise ValueError(f"a rule is at most {MAX_RULE_BYTES} UTF-8 bytes")
+    return content
+
+
 class RuleRequest(BaseModel):
-    """Body of ``PUT /v1/banks/{bank}/rules/{name}``: up to 64 KiB of markdown."""
+    """Body of ``PUT /v1/banks/{bank}/rules/{name}``: up to 64 KiB (65,536 UTF-8 bytes) of markdown."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    content: Text = Field(max_length=65536)
+    content: Annotated[Text, AfterValidator(_rule_bytes)] = Field(
+        max_length=MAX_RULE_BYTES, description="Markdown, at most 65,536 UTF-8 bytes.")
 
 
 __all__ = [

@@ -542,12 +542,32 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> UpdateR
     return result
 
 
+def check_new_text(text: str) -> None:
+    """400 ``validation_error`` for control characters, 422 ``text_too_large`` over
+    ``KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES``: what ``write_text`` refuses of ``text`` itself,
+    for a caller to check before it changes anything else."""
+    limits = get_limits()
+    check_text(text, "text")
+    size = len(text.encode("utf-8"))
+    if size > limits.max_text_bytes:
+        raise limit_error(Unprocessable, "text_too_large", "The entry's text would exceed its size limit.",
+                          "KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES", limits.max_text_bytes, size)
+
+
+def check_base(row: Entry, base_seq: int) -> None:
+    """409 ``conflict`` unless the entry's state at ``base_seq`` can be rebuilt: at most its
+    ``log_seq`` and at least its ``compacted_seq``."""
+    if base_seq > row.log_seq:
+        raise Conflict(f"seq {base_seq} is ahead of the entry's ({row.log_seq}); pass a seq the entry returned.",
+                       details={"field": "seq", "seq": row.log_seq})
+    if base_seq < row.compacted_seq:
+        raise Conflict("The entry's state at that seq was compacted away; read the entry again and write from "
+                       "its current text.", details={"field": "seq", "seq": row.log_seq})
+
+
 def _base_parts(org_id: str, row: Entry, base_seq: int) -> list[bytes]:
-    """The entry's Yjs state as it was at ``base_seq``; 409 ``conflict`` when the edits after
-    it were compacted away (or ``base_seq`` is ahead of the entry)."""
-    if base_seq > row.log_seq or base_seq < row.compacted_seq:
-        raise Conflict("The entry's state at that seq is gone; read the entry again and write from its "
-                       "current text.", details={"field": "seq", "seq": row.log_seq})
+    """The entry's Yjs state as it was at ``base_seq`` (``check_base``'s 409 otherwise)."""
+    check_base(row, base_seq)
     return state_parts(org_id, row, upto=base_seq)
 
 
@@ -560,13 +580,8 @@ def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | N
     since by others merge with it; else the current text, which ``text`` then replaces. ``None``
     when that leaves the text as it is (nothing written). Errors: those of ``post_update`` and
     ``for_write``, 400 ``validation_error`` for control characters, 422 ``text_too_large``, 409
-    ``conflict`` for a ``base_seq`` whose state was compacted away."""
-    limits = get_limits()
-    check_text(text, "text")
-    size = len(text.encode("utf-8"))
-    if size > limits.max_text_bytes:
-        raise limit_error(Unprocessable, "text_too_large", "The entry's text would exceed its size limit.",
-                          "KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES", limits.max_text_bytes, size)
+    ``conflict`` for a ``base_seq`` ahead of the entry or compacted away (``check_base``)."""
+    check_new_text(text)
     row, _ = for_write(principal, entry_id)
     require_editable(row)
     for _ in range(5):

@@ -462,7 +462,7 @@ API_ROUTES_UNDER_ALLOW_LIST = "/v1/api/"  # structured memory, sessions, admin m
 def permitted(c: Caller, tool: Any) -> bool:
     """May ``c`` list and call the MCP ``tool``: it holds the tool's permission and, unless the
     tool's REST route is bank-scoped, has no bank allow-list."""
-    return c.has(tool.permission) and (tool.route.bank_scoped or c.org_wide)
+    return (tool.permission is None or c.has(tool.permission)) and (tool.route.bank_scoped or c.org_wide)
 
 
 def expected_status(c: Caller, grant: Grant, route: tuple[str, str], call: Call) -> int | None:

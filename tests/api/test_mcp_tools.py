@@ -115,6 +115,30 @@ def test_editing_a_draft_replaces_its_text_and_merges_with_a_concurrent_editor(c
     assert err(alice.call("team_draft", entryId=draft["id"], seq=renamed["seq"] + 5, text="Ahead.")) == "conflict"
 
 
+def test_a_refused_draft_text_creates_and_changes_nothing(client, team):
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    before = team.entry("alice", draft["id"])
+    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Big", text="x" * 70000)) == \
+        "text_too_large"
+    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", kind="decision",
+                          text="x" * 70000)) == "text_too_large"
+    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", seq=before["seq"] + 3,
+                          text="Ahead of the entry.")) == "conflict"
+    assert team.entry("alice", draft["id"]) == before
+    _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
+    assert [e["id"] for e in listed["entries"]] == [draft["id"]]
+
+
+def test_a_member_token_without_memory_permissions_searches_but_does_not_draft(client, team):
+    member = _agent(client, "alice", [])  # a team member's token as minted for the REST team routes
+    listed = member.tools()
+    assert set(listed) == {"team_search"}
+    assert ok(member.call("team_search", spaceIds=[team.space], query="anything"))["results"] == []
+    assert err(member.call("team_draft", spaceId=team.space, kind="note", title="No", text="Not allowed.")) == \
+        "forbidden"
+
+
 def test_team_draft_refusals_write_nothing(client, team, api):
     alice = _agent(client, "alice")
     reader = _agent(client, "reader")

@@ -1151,7 +1151,14 @@ class RuleRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    content: Annotated[str, Field(max_length=65536, title="Content")]
+    content: Annotated[
+        str,
+        Field(
+            description="Markdown, at most 65,536 UTF-8 bytes.",
+            max_length=65536,
+            title="Content",
+        ),
+    ]
 
 
 class SaveDetails(BaseModel):
