@@ -186,6 +186,14 @@ def grants(org_id: str, space_id: str, member_id: str) -> set[str]:
     return {p for p in perms if p in GRANTS}
 
 
+def grants_in(org_id: str, space_ids: list[str], member_id: str) -> dict[str, set[str]]:
+    """``{space id: the member's grants}`` for each of ``space_ids`` (empty where it is no
+    member, or where the stored membership cannot be read), in batched reads."""
+    stored = store.members_grants(org_id, space_ids, member_id)
+    return {sid: {p for p in perms if p in GRANTS} if isinstance(perms := stored.get(sid, []), list) else set()
+            for sid in space_ids}
+
+
 def deny_rules(org_id: str) -> list[store.DenyRuleJSON]:
     """The org's deny rules as dicts ``{memberId, spaceId, permissions}``; 409 ``damaged`` when
     the stored rules cannot be read (every team read then fails closed rather than ignore them)."""

@@ -233,6 +233,22 @@ def member_grants(org_id: str, space_id: str, member_id: str) -> list[Any]:
     return list(row.data["permissions"])
 
 
+def members_grants(org_id: str, space_ids: list[str], member_id: str) -> dict[str, list[Any] | Damaged]:
+    """``{space id: stored grant list, or its Damaged}`` of one member in each of ``space_ids``
+    where it is a member (consistent BatchGetItems of 100 keys)."""
+    bind()
+    out: dict[str, list[Any] | Damaged] = {}
+    keys = [(org_id, _member_sk(sid, member_id)) for sid in dict.fromkeys(space_ids)]
+    for row in TeamSpaceModel.batch_get(keys, consistent_read=True):
+        space_id = row.sk[len("member#"):-len("#" + member_id)]
+        try:
+            _check_data(row, "team membership", {"permissions": list})
+            out[space_id] = list(row.data["permissions"])
+        except Damaged as exc:
+            out[space_id] = exc
+    return out
+
+
 def stage_member(tx: TransactWrite, org_id: str, space_id: str, member_id: str, perms: list[str], now: int) -> None:
     """Set (replace) a member's grants in a space."""
     tx.save(TeamSpaceModel(org_id=org_id, sk=_member_sk(space_id, member_id),
