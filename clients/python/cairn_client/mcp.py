@@ -375,7 +375,7 @@ class Bridge:
         def refuse(exc: BaseException) -> None:
             reason = "is nested too deeply to read" if isinstance(exc, RecursionError) else f"is not JSON: {exc}"
             try:
-                write([error_answer(None, PARSE_ERROR, f"The line {reason}", "invalid_json")])
+                write([error_answer(None, PARSE_ERROR, f"The line {reason}.", "invalid_json")])
             except Exception:
                 log.exception("cannot write an answer")
 
