@@ -293,6 +293,20 @@ def test_stdio_bridge_answers_with_an_error_when_cairn_is_unreachable(cairn_mcp)
         assert closed in answer["error"]["message"] and "CAIRN_URL" in answer["error"]["message"]
 
 
+def test_stdio_bridge_answers_every_line_that_may_be_a_request_with_cairns_verdict(stack, cairn_mcp):
+    lines = ['[{"jsonrpc":"2.0","id":11,"method":"ping"}]', '{"jsonrpc":"2.0","id":21,"method":5}',
+             '{"jsonrpc":"2.0","id":22}', "42", '{"jsonrpc":"2.0","id":3,"params":' + "[" * 5000 + "]" * 5000 + "}",
+             '{"jsonrpc":"2.0","method":"notifications/initialized"}', '{"jsonrpc":"2.0","id":99,"method":"ping"}']
+    env = {**os.environ, **bridge_env(cairn_mcp, CAIRN_URL=stack.base_url, CAIRN_TOKEN=stack.token)}
+    done = subprocess.run([str(cairn_mcp)], input="".join(line + "\n" for line in lines), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    refused = sorted((str(a["id"]), a["error"]["code"]) for a in answers if "error" in a)
+    assert refused == [("21", -32600), ("22", -32600), ("None", -32700), ("None", -32600), ("None", -32600)]
+    assert [a for a in answers if "result" in a] == [{"jsonrpc": "2.0", "id": 99, "result": {}}]
+
+
 def test_stdio_bridge_without_settings_exits_2(cairn_mcp):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     done = subprocess.run([str(cairn_mcp)], input='{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n',

@@ -184,3 +184,46 @@ def test_answers_without_a_model_read_by_key_and_by_attribute():
         _ = got.missing
     assert parse(Op("GET", "/x", {200: None}), httpx.Response(200, content=b"a\n", headers={
         "Content-Type": "application/x-ndjson"})) == b"a\n"
+
+
+@pytest.mark.parametrize("token", ["cairn_x\ny", "cairn_x\n", "cairn_tökén", "cairn x", "\tcairn_x"])
+@pytest.mark.parametrize("cls", [Cairn, AsyncCairn])
+def test_a_token_that_cannot_go_in_a_header_is_refused_at_construction(monkeypatch, cls, token):
+    with pytest.raises(ValueError, match="token") as err:
+        cls("http://127.0.0.1:9", token)
+    assert "printable ASCII" in str(err.value) and token.strip() not in str(err.value)  # a secret is not echoed
+    monkeypatch.setenv("CAIRN_TOKEN", token)
+    with pytest.raises(ValueError, match="CAIRN_TOKEN"):
+        cls("http://127.0.0.1:9")
+
+
+def test_a_body_that_cannot_be_encoded_is_a_value_error_and_nothing_is_sent():
+    import asyncio
+
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json={"error": "Seen.", "code": "validation_error"})
+
+    with Cairn("http://cairn.test", "cairn_x", transport=httpx.MockTransport(answer)) as c:
+        with pytest.raises(ValueError, match="lone surrogate") as err:
+            c.memories.save("main", "a\ud800b")
+        assert not isinstance(err.value, UnicodeError)
+        assert seen == []
+        with pytest.raises(errors.BadRequest):  # any other text goes as UTF-8 JSON, as before
+            c.memories.save("main", "Café ☕")
+    [sent] = seen
+    assert sent.headers["content-type"] == "application/json"
+    assert json.loads(sent.content)["text"] == "Café ☕" and "Café ☕".encode() in sent.content
+
+    async def run() -> None:
+        async def aanswer(request: httpx.Request) -> httpx.Response:
+            return answer(request)
+
+        async with AsyncCairn("http://cairn.test", "cairn_x", transport=httpx.MockTransport(aanswer)) as c:
+            with pytest.raises(ValueError, match="lone surrogate"):
+                await c.memories.save("main", "a\udfffb")
+
+    asyncio.run(run())
+    assert len(seen) == 1

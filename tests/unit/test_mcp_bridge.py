@@ -77,7 +77,9 @@ def test_a_body_that_is_not_jsonrpc_becomes_an_error_with_the_status():
     assert "502" in answer["error"]["message"]
     [rest] = http_answers(5, 404, "application/json", b'{"error": "no route", "code": "not_found"}')
     assert rest["error"]["data"]["code"] == "http_error"
-    assert http_answers(None, 500, "text/plain", b"boom") == []  # a notification is never answered
+    assert http_answers(None, 500, "text/plain", b"boom", one_way=True) == []  # a notification is never answered
+    [batch] = http_answers(None, 500, "text/plain", b"boom")  # a line without an id may still be a request
+    assert batch["id"] is None and batch["error"]["data"] == {"code": "http_error", "status": 500}
 
 
 def test_an_event_stream_answer_gives_its_messages():
@@ -94,6 +96,23 @@ def test_no_answer_from_the_server_is_an_error_naming_cairn_url():
     assert slow["error"]["data"]["code"] == "backend_timeout"
 
 
+@pytest.mark.parametrize("exc", [httpx.ReadError("Connection reset by peer"), httpx.WriteError("Broken pipe"),
+                                 httpx.RemoteProtocolError("Server disconnected without sending a response"),
+                                 httpx.ReadTimeout("timed out")])
+def test_a_connection_lost_after_the_request_went_out_may_have_applied_the_call(exc):
+    answer = unreachable(9, URL, exc)
+    assert answer["error"]["data"] == {"code": "backend_timeout", "url": URL}
+    assert "may have been applied" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("exc", [httpx.ConnectError("Connection refused"), httpx.ConnectTimeout("timed out"),
+                                 httpx.PoolTimeout("no connection")])
+def test_only_a_connection_never_made_says_cairn_is_unavailable(exc):
+    answer = unreachable(9, URL, exc)
+    assert answer["error"]["data"] == {"code": "backend_unavailable", "url": URL}
+    assert "may have been applied" not in answer["error"]["message"]
+
+
 # --- settings --------------------------------------------------------------------------------
 
 def test_settings_come_from_the_environment():
@@ -108,18 +127,53 @@ def test_settings_come_from_the_environment():
         Config.from_env({"CAIRN_URL": "cairn.example", "CAIRN_TOKEN": "t"})
 
 
+@pytest.mark.parametrize(("name", "value"), [("CAIRN_TOKEN", "cairn_abc\ndef"), ("CAIRN_TOKEN", "cairn_tökén"),
+                                           ("CAIRN_TOKEN", "cairn abc"), ("CAIRN_BANK", "bänk"),
+                                           ("CAIRN_BANK", "my bank")])
+def test_a_token_or_bank_that_cannot_go_in_a_header_is_a_setting_error(name, value):
+    env = {"CAIRN_URL": URL, "CAIRN_TOKEN": "cairn_x", name: value}
+    with pytest.raises(ConfigError, match=name) as err:
+        Config.from_env(env)
+    assert value not in str(err.value)  # a token is a secret: never echoed
+    # edge whitespace is trimmed, not refused (a value pasted with its newline)
+    assert Config.from_env({**env, name: " ok-value\n"}) is not None
+
+
+class Untouchable(io.BytesIO):
+    def __iter__(self):
+        raise AssertionError("stdin was read")
+
+
 def test_missing_settings_exit_2_before_reading_stdin(monkeypatch, capsys):
     monkeypatch.delenv("CAIRN_URL", raising=False)
     monkeypatch.delenv("CAIRN_TOKEN", raising=False)
-
-    class Untouchable(io.BytesIO):
-        def __iter__(self):
-            raise AssertionError("stdin was read")
-
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Untouchable()))
     assert bridge.main([]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "CAIRN_URL" in captured.err
+
+
+def test_an_unusable_bank_exits_2_before_reading_stdin(monkeypatch, capsys):
+    monkeypatch.setenv("CAIRN_URL", URL)
+    monkeypatch.setenv("CAIRN_TOKEN", "cairn_x")
+    monkeypatch.setenv("CAIRN_BANK", "bänk")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Untouchable()))
+    assert bridge.main([]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "CAIRN_BANK" in captured.err and "printable ASCII" in captured.err
+
+
+@pytest.mark.parametrize("timeout", ["-1", "0", "nan", "inf", "1e308", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_exits_2(monkeypatch, capsys, timeout):
+    monkeypatch.setenv("CAIRN_URL", URL)
+    monkeypatch.setenv("CAIRN_TOKEN", "cairn_x")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(Untouchable()))
+    with pytest.raises(SystemExit) as exited:
+        bridge.main(["--timeout", timeout])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--timeout" in captured.err and "seconds" in captured.err
+    assert bridge.positive_seconds("2.5") == 2.5
 
 
 # --- the bridge over a mock transport --------------------------------------------------------
@@ -196,6 +250,56 @@ def test_a_bad_line_is_a_parse_error_and_the_bridge_goes_on():
     assert [(a["id"], a["error"]["code"], a["error"]["data"]["code"]) for a in errors] == \
         [(None, -32700, "invalid_json")] * 2
     assert {"jsonrpc": "2.0", "id": 4, "result": {}} in out
+
+
+def refusing(request: httpx.Request) -> httpx.Response:
+    """What POST /mcp answers a body that is no JSON-RPC message: 400, a JSON-RPC error, id null."""
+    msg = json.loads(request.content)
+    if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+        return result_for(request)
+    if isinstance(msg, dict) and ("result" in msg or "error" in msg):
+        return httpx.Response(202)
+    return httpx.Response(400, json={"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "The request body must be a JSON object.", "data": {"code": "validation_error"}}})
+
+
+def test_every_line_that_may_be_a_request_is_answered_with_the_servers_verdict():
+    b, server, _ = make(refusing)
+    out = serve(b, '[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"tools/list"}]',
+                '{"jsonrpc":"2.0","id":21,"method":5}', '{"jsonrpc":"2.0","id":"x22"}', "42",
+                '{"jsonrpc":"2.0","id":[23],"method":null}',
+                '{"jsonrpc":"2.0","method":"notifications/initialized"}', '{"jsonrpc":"2.0","id":25,"result":{}}',
+                '{"jsonrpc":"2.0","id":99,"method":"ping"}')
+    assert len(server.seen) == 8  # every JSON line goes to the server, which decides
+    refused = [a for a in out if "error" in a]
+    assert sorted(map(str, (a["id"] for a in refused))) == ["21", "None", "None", "None", "x22"]
+    assert {a["error"]["code"] for a in refused} == {-32600}
+    assert [a for a in out if "result" in a] == [{"jsonrpc": "2.0", "id": 99, "result": {}}]  # 202s wrote nothing
+
+
+def test_a_line_too_deeply_nested_to_read_is_a_parse_error_and_the_bridge_goes_on():
+    b, server, _ = make(result_for)
+    deep = '{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":' + "[" * 100_000 + "]" * 100_000 + "}}"
+    out = serve(b, deep, '{"jsonrpc": "2.0", "id": 4, "method": "ping"}')
+    assert out[0]["id"] is None and out[0]["error"]["code"] == -32700
+    assert out[0]["error"]["data"]["code"] == "invalid_json" and "nested" in out[0]["error"]["message"]
+    assert out[1] == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    assert len(server.seen) == 1
+
+
+def test_a_tool_call_whose_connection_breaks_after_sending_may_have_been_applied():
+    def answer(request):
+        if json.loads(request.content)["method"] == "tools/call":
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response")
+        raise httpx.ReadError("Connection reset by peer")
+
+    b, server, _ = make(answer)
+    out = {a["id"]: a for a in serve(b, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory_save", "arguments": {"text": "x"}}}), '{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}')}
+    assert out[1]["error"]["data"]["code"] == "backend_timeout"
+    assert "may have been applied" in out[1]["error"]["message"]
+    assert out[2]["error"]["data"]["code"] == "backend_timeout"
+    assert [json.loads(r.content)["method"] for r in server.seen].count("tools/call") == 1  # never resent
 
 
 def test_an_idempotent_method_is_retried_after_retry_after_and_a_tool_call_never():

@@ -25,6 +25,8 @@ from ._core import (
     clean_body,
     clean_query,
     field_of,
+    header_token_problem,
+    json_body,
     may_retry_connect,
     ndjson_bytes,
     new_idempotency_key,
@@ -73,12 +75,16 @@ class AsyncTransport:
                    idempotency_key: str | None = None) -> httpx.Response:
         """Send ``op_id``; ``content`` may be a function returning a fresh body per attempt. A keyed
         operation carries one ``Idempotency-Key`` (``idempotency_key`` or a new uuid4) on every
-        attempt. Raises the ``CairnError`` of an error answer, ``CairnConnectionError`` when none came."""
+        attempt. Raises the ``CairnError`` of an error answer, ``CairnConnectionError`` when none came,
+        ``ValueError`` (nothing sent) when ``json`` cannot be encoded (``_core.json_body``)."""
         op = OPERATIONS[op_id]
         url = self.base_url + url_path(op, path or {})
         headers: dict[str, str] = {}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if json is not None:
+            content, json = json_body(json), None
+            headers["Content-Type"] = "application/json"
         if content_type:
             headers["Content-Type"] = content_type
         if op.keyed:
@@ -764,7 +770,8 @@ class AsyncCairn:
     needed for ``health`` and ``openapi``). ``max_retries``, ``backoff``, ``max_backoff`` and
     ``max_retry_after`` tune ``RetryPolicy``; ``timeout`` is per request, seconds; ``transport``
     an ``httpx`` transport (tests use it to inject faults); ``sleep`` replaces the wait between
-    retries. Use as a context manager, or call ``aclose()``."""
+    retries. Use as a context manager, or call ``aclose()``. Raises ``ValueError`` without a base
+    URL, or for a token with whitespace or a character outside printable ASCII."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: float = 30.0,
                  max_retries: int = 3, backoff: float = 0.5, max_backoff: float = 8.0,
@@ -775,6 +782,10 @@ class AsyncCairn:
         if not base_url:
             raise ValueError("base_url is required (or set CAIRN_URL)")
         token = token if token is not None else os.environ.get("CAIRN_TOKEN")
+        problem = header_token_problem(token) if token else None
+        if problem is not None:
+            raise ValueError(f"the token (or CAIRN_TOKEN) {problem}: a Cairn token is printable ASCII without "
+                             "spaces or line breaks; check how it was copied")
         retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
                             max_retry_after=max_retry_after)
         self._t = AsyncTransport(base_url, token, timeout=timeout, retry=retry, transport=transport,

@@ -118,6 +118,32 @@ def retryable_status(response: httpx.Response) -> bool:
     return response.status_code in RETRY_STATUSES
 
 
+def header_token_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as one token in an HTTP header (a bearer token, a bank name),
+    as words to follow its name ("contains whitespace at position 3"); None when it is printable
+    ASCII without whitespace. The value itself is never quoted: it may be a secret."""
+    for i, ch in enumerate(value):
+        if ch.isspace():
+            return f"contains whitespace or a line break at position {i}"
+        if not "\x21" <= ch <= "\x7e":
+            return f"contains a character that is not printable ASCII at position {i}"
+    return None
+
+
+def json_body(value: Any) -> bytes:
+    """``value`` as a request's JSON body (UTF-8, compact, the bytes ``httpx`` would send). Raises
+    ``ValueError`` saying what cannot be encoded: a lone surrogate in a ``str`` (text decoded with
+    ``surrogateescape``, say), a NaN or infinite float."""
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        raise ValueError(f"the request body cannot be encoded as UTF-8: its text holds {bad!r}, a lone surrogate "
+                         "(fix how the text was decoded, or remove it)") from None
+
+
 def may_retry_connect(op: Op, method: str) -> bool:
     """A connection error is retried only where a repeat cannot apply the change twice."""
     return op.keyed or method in IDEMPOTENT_METHODS

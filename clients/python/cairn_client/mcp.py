@@ -7,13 +7,17 @@ Claude Code), bridged to a Cairn deployment's ``POST /mcp``.
 It reads newline-delimited JSON-RPC messages on stdin and POSTs each, unchanged, to
 ``$CAIRN_URL/mcp`` (bearer token; ``CAIRN_BANK`` as ``X-Cairn-Bank``, the connection's default
 bank), writing each JSON answer as one line on stdout; a notification's 202 writes nothing. The
-bridge knows no tool: names, schemas and annotations come from the server.
+bridge knows no tool: names, schemas and annotations come from the server, and so does the verdict
+on a line that is JSON but no valid request (a batch, ``42``, an object without a method): the
+server's JSON-RPC error is written, with the line's id when it had one.
 
-Messages are forwarded concurrently (a ping may overtake a running tool call); every request gets
-exactly one answer line, a JSON-RPC error when Cairn cannot be reached or answers something that is
-not JSON-RPC (``error.data.code``: ``backend_unavailable``, ``backend_timeout``, ``http_error``,
-``bridge_error``). Logs go to stderr only: stdout is the protocol. End of stdin: the answers in
-flight are written, then the process exits 0. Missing settings: a message on stderr, exit 2.
+Messages are forwarded concurrently (a ping may overtake a running tool call); every line that may
+be a request gets exactly one answer line, a JSON-RPC error when Cairn cannot be reached or answers
+something that is not JSON-RPC (``error.data.code``: ``backend_unavailable``, ``backend_timeout``,
+``http_error``, ``bridge_error``), and a line that is not JSON (or too deeply nested to read)
+-32700 ``invalid_json``. Logs go to stderr only: stdout is the protocol. End of stdin: the answers
+in flight are written, then the process exits 0. Missing or unusable settings: a message on
+stderr, exit 2, stdin unread.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import base64
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -34,7 +39,7 @@ from typing import IO, Any
 
 import httpx
 
-from ._core import RetryPolicy, retry_after
+from ._core import RetryPolicy, header_token_problem, retry_after
 
 log = logging.getLogger("cairn_client.mcp")
 
@@ -52,7 +57,11 @@ NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "
 # a repeat answers the same and changes nothing: retried after 429/503 or a dropped connection
 IDEMPOTENT_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list"})
 RETRY_STATUSES = frozenset({429, 503})
+MAX_TIMEOUT_S = 86400.0
 _HEADER_SAFE = re.compile(r"^[\x20-\x7E]*$")
+# errors raised before any byte of the request went out: the server cannot have applied it
+_NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol,
+                 httpx.ProxyError)
 _B64_SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 
 Message = dict[str, Any]
@@ -60,6 +69,19 @@ Message = dict[str, Any]
 
 class ConfigError(Exception):
     """A setting is missing or unusable (the message says which and how to set it)."""
+
+
+def positive_seconds(text: str) -> float:
+    """``--timeout``'s value: seconds, above 0 and at most ``MAX_TIMEOUT_S`` (a socket cannot wait
+    much longer); raises ``argparse.ArgumentTypeError``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIMEOUT_S:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, "
+                                         f"got {text[:50]!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -87,7 +109,13 @@ class Config:
                               "the default bank)")
         if not re.match(r"^https?://[^/\s]+", url):
             raise ConfigError(f"{ENV_URL} must be an http:// or https:// URL, got {url[:200]!r}")
-        return cls(url, token, (environ.get(ENV_BANK) or "").strip() or None)
+        bank = (environ.get(ENV_BANK) or "").strip() or None
+        # both travel in HTTP headers: refused here rather than failing every request later
+        for name, value in ((ENV_TOKEN, token), (ENV_BANK, bank)):
+            problem = header_token_problem(value) if value is not None else None
+            if problem is not None:
+                raise ConfigError(f"{name} {problem}; check the value you set")
+        return cls(url, token, bank)
 
 
 # --- pure parts: headers and answers ---------------------------------------------------------
@@ -128,10 +156,24 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def is_one_way(message: Any) -> bool:
+    """True for a notification (an object with a string ``method`` and no ``id``) or a response
+    (an object with ``result`` or ``error`` and no ``method``): the server answers them 202 and
+    nothing is written. Any other JSON value may be a request and is always answered."""
+    if not isinstance(message, dict):
+        return False
+    if "method" in message:
+        return isinstance(message["method"], str) and "id" not in message
+    return "result" in message or "error" in message
+
+
 def request_id_of(message: Any) -> Any:
-    """The id of a request (a message with ``method`` and ``id``), else None: only requests are answered."""
-    if isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message:
-        return message["id"]
+    """The id an answer to ``message`` carries: its ``id`` when that is a string or a number, else
+    None (a batch, a non-object, a missing or malformed id)."""
+    if isinstance(message, dict) and not is_one_way(message):
+        rid = message.get("id")
+        if isinstance(rid, str | int | float) and not isinstance(rid, bool):
+            return rid
     return None
 
 
@@ -142,12 +184,15 @@ def error_answer(request_id: Any, rpc_code: int, message: str, code: str, **data
 
 
 def unreachable(request_id: Any, url: str, exc: Exception) -> Message:
-    """The answer to a request whose POST got no HTTP answer: ``backend_timeout`` when the server
-    took too long (a tool call may still have run), else ``backend_unavailable``."""
-    if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+    """The answer to a request whose POST got no HTTP answer: ``backend_unavailable`` when the
+    connection failed before anything was sent, else ``backend_timeout``: the request went out and
+    no answer came (too slow, or the connection reset or broke), so a tool call may have been applied."""
+    if not isinstance(exc, _NOTHING_SENT):
+        what = "did not answer in time" if isinstance(exc, httpx.TimeoutException) else "dropped the connection"
         return error_answer(request_id, INTERNAL_ERROR,
-                            f"Cairn at {url} (CAIRN_URL) did not answer in time ({type(exc).__name__}); a tool "
-                            "call may still have been applied.", "backend_timeout", url=url)
+                            f"Cairn at {url} (CAIRN_URL) {what} after the request was sent "
+                            f"({type(exc).__name__}: {exc}); a tool call may have been applied.", "backend_timeout",
+                            url=url)
     return error_answer(request_id, INTERNAL_ERROR,
                         f"Cannot reach Cairn at {url} (CAIRN_URL): {exc or type(exc).__name__}. Check the URL and "
                         "that the service is running.", "backend_unavailable", url=url)
@@ -168,15 +213,17 @@ def _sse_messages(text: str) -> list[Any]:
 
 
 def http_answers(request_id: Any, status: int, content_type: str, content: bytes,
-                 retry_after_s: float | None = None) -> list[Message]:
-    """The lines to write for one POST's HTTP answer to a message with ``request_id`` (None: a
-    notification or a response, which get no answer):
+                 retry_after_s: float | None = None, *, one_way: bool = False) -> list[Message]:
+    """The lines to write for one POST's HTTP answer to a message with ``request_id``
+    (``request_id_of``; None when the line had none). ``one_way`` (a notification or a response,
+    ``is_one_way``): only a 2xx body's messages, nothing for an error status (logged). Otherwise:
 
-    - 2xx with a JSON (or event-stream) body: its message(s), as they are; without the response
-      to the request (a 202, say), an ``http_error`` too: a request is always answered.
+    - 2xx with a JSON (or event-stream) body: its message(s), as they are; with an id but without
+      the response to it (a 202, say), an ``http_error`` too: a request is always answered. A line
+      without an id answered 202 writes nothing.
     - an error status whose body is a JSON-RPC error: that error, with ``request_id`` when its id
-      is null (the server could not read it, e.g. a 401); ``data.retry_after`` (seconds) from a
-      ``Retry-After``.
+      is null (the server could not read it, e.g. a 401 or a batch); ``data.retry_after``
+      (seconds) from a ``Retry-After``.
     - anything else: a JSON-RPC error (-32603, ``data.code`` ``http_error``, ``data.status``).
     """
     ctype = content_type.split(";")[0].strip().lower()
@@ -190,13 +237,13 @@ def http_answers(request_id: Any, status: int, content_type: str, content: bytes
             messages = []
     except (ValueError, UnicodeDecodeError):
         messages = None
-    if request_id is None:
+    if one_way:
         if status >= 300:
             log.warning("Cairn answered a notification with HTTP %s: %s", status, content[:500])
         return [m for m in messages or [] if isinstance(m, dict)] if status < 300 else []
     if 200 <= status < 300 and messages is not None:
         found = [_with_id(m, request_id, None) for m in messages if isinstance(m, dict)]
-        if any(m.get("id") == request_id for m in found):
+        if request_id is None or any(m.get("id") == request_id for m in found):
             return found
         return [*found, error_answer(request_id, INTERNAL_ERROR, f"Cairn answered HTTP {status} without a "
                                      "response to this request.", "http_error", status=status)]
@@ -271,7 +318,7 @@ class Bridge:
             answers = self._post(message, raw, request_id)
         except Exception as exc:  # a request is always answered; the bridge lives on
             log.exception("forwarding failed")
-            if request_id is None:
+            if is_one_way(message):
                 return []
             return [error_answer(request_id, INTERNAL_ERROR, f"cairn-mcp failed to forward the message: {exc!r}",
                                  "bridge_error")]
@@ -285,6 +332,7 @@ class Bridge:
         retries = self.retry.max_retries if method in IDEMPOTENT_METHODS else 0
         body = raw if raw is not None else json.dumps(message, ensure_ascii=False).encode("utf-8")
         headers = protocol_headers(message, self.negotiated)
+        one_way = is_one_way(message)
         attempt = 0
         while True:
             try:
@@ -294,16 +342,16 @@ class Bridge:
                     self.sleep(self.retry.delay(attempt, None))
                     attempt += 1
                     continue
-                return [unreachable(request_id, self.config.url, exc)] if request_id is not None else []
+                return [] if one_way else [unreachable(request_id, self.config.url, exc)]
             except httpx.TransportError as exc:
                 log.warning("cannot reach %s: %s", self.config.endpoint, exc)
-                return [unreachable(request_id, self.config.url, exc)] if request_id is not None else []
+                return [] if one_way else [unreachable(request_id, self.config.url, exc)]
             if response.status_code in RETRY_STATUSES and attempt < retries:
                 self.sleep(self.retry.delay(attempt, response))
                 attempt += 1
                 continue
             return http_answers(request_id, response.status_code, response.headers.get("content-type", ""),
-                                response.content, retry_after(response))
+                                response.content, retry_after(response), one_way=one_way)
 
     def serve(self, stdin: IO[bytes], stdout: IO[bytes]) -> int:
         """Forward every line of ``stdin`` until its end, writing answers to ``stdout``; 0 once
@@ -324,6 +372,13 @@ class Bridge:
             except Exception:  # a closed stdout must not kill the reader
                 log.exception("cannot write an answer")
 
+        def refuse(exc: BaseException) -> None:
+            reason = "is nested too deeply to read" if isinstance(exc, RecursionError) else f"is not JSON: {exc}"
+            try:
+                write([error_answer(None, PARSE_ERROR, f"The line {reason}.", "invalid_json")])
+            except Exception:
+                log.exception("cannot write an answer")
+
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="cairn-mcp") as pool:
             for raw in stdin:
                 line = raw.strip()
@@ -331,10 +386,10 @@ class Bridge:
                     continue
                 try:
                     message = json.loads(line.decode("utf-8"))
-                except (ValueError, UnicodeDecodeError) as exc:
-                    write([error_answer(None, PARSE_ERROR, f"The line is not JSON: {exc}", "invalid_json")])
+                except Exception as exc:  # noqa: BLE001 - RecursionError too: no line may end the bridge
+                    refuse(exc)
                     continue
-                if request_id_of(message) is not None and message.get("method") == "initialize":
+                if isinstance(message, dict) and message.get("method") == "initialize" and not is_one_way(message):
                     handle(message, line)  # what follows may depend on the version it negotiates
                 else:
                     pool.submit(handle, message, line)
@@ -342,11 +397,13 @@ class Bridge:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``cairn-mcp`` command: 0 at the end of stdin, 2 when a setting is missing."""
+    """The ``cairn-mcp`` command: 0 at the end of stdin, 2 when a setting is missing or unusable
+    (argparse's own exit 2 for a bad ``--timeout``)."""
     parser = argparse.ArgumentParser(
         prog="cairn-mcp", description="MCP over stdio, forwarded to a Cairn deployment's /mcp endpoint. "
         "Settings: CAIRN_URL (the API's base URL), CAIRN_TOKEN (a bearer token), CAIRN_BANK (optional default bank).")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer (default 120)")
+    parser.add_argument("--timeout", type=positive_seconds, default=120.0,
+                        help="seconds to wait for one answer (default 120)")
     args = parser.parse_args(argv)
     level = logging.getLevelName(os.environ.get("CAIRN_MCP_LOG_LEVEL", "WARNING").upper())
     logging.basicConfig(stream=sys.stderr, level=level if isinstance(level, int) else logging.WARNING,
