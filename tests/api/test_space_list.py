@@ -4,11 +4,14 @@ are 400 with a stable code and write nothing."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from tests.api.conftest import mint
 from tests.api.state import assert_unchanged, dump
 from tests.api.team_support import SPACES, World
+from tests.api.test_search_freshness import CallCounter
 
 
 @pytest.fixture
@@ -86,7 +89,14 @@ def test_lists_page_past_a_thousand_spaces(world, api):
     assert api.put("/api/v1/context/deny-rules", {"rules": [{"memberId": "alice", "spaceId": "spc_00003"}]})[0] == 200
     want = sorted([sid for i, sid in enumerate(ids) if i % 3 == 0 and i % 2 and i != 3] + [world.space])
     assert len(want) == 183
-    assert _all(api, world.tokens["alice"], 200) == (want, 1)
+    counter = CallCounter().install()
+    try:
+        assert _all(api, world.tokens["alice"], 200) == (want, 1)
+    finally:
+        counter.uninstall()
+    # her grants in 1,101 spaces: a BatchGetItem per 100 spaces, never a GetItem per space
+    calls = Counter(op for op, _ in counter.calls)
+    assert calls["dynamodb.BatchGetItem"] == 12 and calls["dynamodb.GetItem"] <= 3, calls
     assert _all(api, world.tokens["alice"]) == (want, 4)
     everything = sorted([*ids, world.space])
     assert _all(api, None, 200) == (everything, 6)
