@@ -413,18 +413,20 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
         ctx.request_id = request_id
         return _render(view(ctx, **params)), principal
     except CairnError as err:
-        return _error(route.envelope, err), principal
+        return _error(route.envelope, err, request), principal
     except ConfigError as err:
         log.error("configuration error: %s", err)
-        return _error(route.envelope, misconfigured(err)), principal
+        return _error(route.envelope, misconfigured(err), request), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
-        return _error(route.envelope, unexpected_error(exc, request_id)), principal
+        return _error(route.envelope, unexpected_error(exc, request_id), request), principal
 
 
-def _error(envelope: str, err: CairnError) -> Response:
-    """``err`` as a route of ``envelope`` renders errors: the error body, or a JSON-RPC error object."""
+def _error(envelope: str, err: CairnError, request: Request | None = None) -> Response:
+    """``err`` as a route of ``envelope`` renders errors: the error body, or a JSON-RPC error object
+    (answering the id of ``request``'s message when one can be read)."""
     if envelope == "jsonrpc":
-        return _json_response(err.status, mcp_wire.from_cairn(err), err.headers)
+        raw = cast(bytes, request.raw_body or b"") if request is not None else b""
+        return _json_response(err.status, mcp_wire.from_cairn(err, mcp_wire.request_id_of(raw)), err.headers)
     return error_response(err)
 
 

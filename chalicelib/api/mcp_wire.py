@@ -9,6 +9,7 @@ code>, "message": <a sentence>, "data": {"code": <stable code of chalicelib.erro
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import CairnError
@@ -34,11 +35,29 @@ def error_object(rpc_code: int, message: str, code: str, details: dict[str, Any]
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": rpc_code, "message": message, "data": data}}
 
 
+def request_id_of(raw: bytes) -> int | str | None:
+    """The ``id`` of the JSON-RPC request in ``raw`` when it can be read at all (the edge rules
+    refused the body, so it is read leniently here, for nothing but the id), else None."""
+    if not raw or len(raw) > 1_000_000:
+        return None
+    try:
+        data = json.loads(raw)
+    except Exception:  # noqa: BLE001 - any unreadable body (bad UTF-8, too deep) simply has no id
+        return None
+    found = data.get("id") if isinstance(data, dict) else None
+    if isinstance(found, int) and not isinstance(found, bool):
+        return found if abs(found) < 2**53 else None
+    return found if isinstance(found, str) and found.isprintable() and len(found) <= 256 else None
+
+
 def from_cairn(err: CairnError, request_id: Any = None) -> dict[str, Any]:
-    """``err`` as a JSON-RPC error response: a body that is not JSON is ``PARSE_ERROR``, a 5xx
-    ``INTERNAL_ERROR``, any other refusal of the HTTP request (400, 401, 403, 413, 415...)
-    ``INVALID_REQUEST``; the code and details in ``data``."""
+    """``err`` as a JSON-RPC error response: a body that is not JSON is ``PARSE_ERROR``, a field
+    of ``params`` refused by the edge rules ``INVALID_PARAMS``, a 5xx ``INTERNAL_ERROR``, any other
+    refusal of the HTTP request (400, 401, 403, 413, 415...) ``INVALID_REQUEST``; the code and
+    details in ``data``."""
     rpc_code = INTERNAL_ERROR if err.status >= 500 else INVALID_REQUEST
     if err.code == "invalid_json":
         rpc_code = PARSE_ERROR
+    elif err.code == "validation_error" and str((err.details or {}).get("field", "")).startswith("params."):
+        rpc_code = INVALID_PARAMS
     return error_object(rpc_code, err.message, err.code, err.details, request_id)

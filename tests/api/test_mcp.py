@@ -128,17 +128,23 @@ def test_an_unknown_protocol_version_is_refused_with_the_supported_list(mcp):
     assert body["error"]["code"] == -32022 and "2026-07-28" in body["error"]["data"]["supported"]
 
 
-@pytest.mark.parametrize("raw,rpc,code", [
-    (b"{not json", -32700, "invalid_json"),
-    (b"[]", -32600, "validation_error"),
-    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600, "validation_error"),
-    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600, "validation_error"),
-    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600, "validation_error"),
+@pytest.mark.parametrize("raw,rpc,code,rid", [
+    (b"{not json", -32700, "invalid_json", None),
+    (b"[]", -32600, "validation_error", None),
+    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600, "validation_error", None),
+    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600, "validation_error", 1),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600, "validation_error", None),
+    (b'{"jsonrpc":"2.0","id":"q7","method":"tools/call","params":{"name":"memory_save",'
+     b'"arguments":{"bank":"main","text":"bad\\u0000text"}}}', -32602, "validation_error", "q7"),
+    (b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"memory_save",'
+     b'"arguments":{"bank":"main","text":"\\ud800"}}}', -32602, "validation_error", 9),
+    (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', -32600, "validation_error", None),
 ])
-def test_what_is_not_one_message_is_a_jsonrpc_error(mcp, raw, rpc, code):
+def test_what_is_not_one_readable_message_is_a_jsonrpc_error(mcp, raw, rpc, code, rid):
+    """Refused at the edge, before the message is parsed: the id is answered when it can be read."""
     status, body = mcp.post(None, raw=raw)
     assert status == 400
-    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["jsonrpc"] == "2.0" and body["id"] == rid
     assert (body["error"]["code"], body["error"]["data"]["code"]) == (rpc, code)
 
 
