@@ -90,7 +90,7 @@ def _check_origin(ctx: Ctx) -> None:
     # only a browser sends Origin, and no page needs this endpoint unless the operator lists it; the
     # Host header is no evidence of the page's site (a DNS-rebinding page sets both)
     origin = ctx.header("origin")
-    if not origin:
+    if origin is None:
         return
     allowed = {o.strip().rstrip("/").lower() for o in get_settings().mcp_allowed_origins.split(",") if o.strip()}
     if origin.rstrip("/").lower() in allowed:

@@ -180,39 +180,48 @@ class Tool:
 
 
 def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, Any]]:
-    """Create a draft (``spaceId``, ``kind``, ``title``) or change one (``entryId``), then make its
-    text ``text``: ``(status, TeamDraft body)``."""
-    meta = args.model_dump(by_alias=True, exclude_unset=True, exclude={"entry_id", "text", "seq"})
-    entry_id = args.entry_id
-    # what would refuse the text is checked before the entry is created or changed
-    entries.check_new_text(args.text)
-    if entry_id is not None:
+    """Create a draft (``spaceId``, ``kind``, ``title``) or change an entry (``entryId``): its text
+    ``text`` and, given, its title and kind. ``(status, TeamDraft body)``. What would refuse the
+    text is checked before anything is created; an edit writes the text before the metadata, so a
+    refused text leaves the entry as it was."""
+    meta = args.model_dump(by_alias=True, exclude_unset=True, exclude={"entry_id", "space_id", "text", "seq"})
+    if args.entry_id is None:
+        entry_id = _create_draft(principal, args, meta)
+    else:
+        entry_id = args.entry_id
+        if args.space_id is not None:
+            raise BadRequest("spaceId names the space of a new draft; an entry does not move.",
+                             details={"field": "spaceId"})
         row, _ = entries.for_write(principal, entry_id)
         entries.require_editable(row)
         if args.seq is not None:
             entries.check_base(row, args.seq)
-    if entry_id is None:
-        for name in ("space_id", "kind", "title"):
-            if getattr(args, name) is None:
-                field = TeamDraftArgs.model_fields[name].alias or name
-                raise BadRequest(f"{field} is required to create a draft (or give entryId to edit one).",
-                                 details={"field": field})
-        _, created = invoke(_route(team.create_entry), principal, {}, body=meta)
-        entry_id = created["id"]
-    else:
-        meta.pop("spaceId", None)
+        entries.write_text(principal, entry_id, args.text, base_seq=args.seq)
         if meta:
             invoke(_route(team.patch_entry), principal, {"entry_id": entry_id}, body=meta)
+    detail = team.render_detail(entries.get(principal, entry_id))
+    return 200, {k: v for k, v in detail.items() if k in tm.TeamDraft.model_fields}
+
+
+def _create_draft(principal: Principal, args: TeamDraftArgs, meta: dict[str, Any]) -> str:
+    """The new draft's id, its text written."""
+    for name in ("space_id", "kind", "title"):
+        if getattr(args, name) is None:
+            field = TeamDraftArgs.model_fields[name].alias or name
+            raise BadRequest(f"{field} is required to create a draft (or give entryId to edit one).",
+                             details={"field": field})
+    if args.seq is not None:
+        raise BadRequest("seq belongs to an edit (with entryId): a new draft has no earlier state.",
+                         details={"field": "seq"})
+    entries.check_new_text(principal, args.text)
+    _, created = invoke(_route(team.create_entry), principal, {}, body={"spaceId": args.space_id, **meta})
+    entry_id = str(created["id"])
     try:
-        entries.write_text(principal, entry_id, args.text, base_seq=args.seq if args.entry_id else None)
-    except CairnError as err:
-        if args.entry_id is None:  # the draft exists, empty: name it, so a retry edits it instead
-            err.details = {**(err.details or {}), "entryId": entry_id}
+        entries.write_text(principal, entry_id, args.text)
+    except CairnError as err:  # only a backend failure or a race past the checks above gets here
+        err.details = {**(err.details or {}), "entryId": entry_id}  # the draft exists: a retry edits it
         raise
-    got = entries.get(principal, entry_id)
-    detail = team.render_detail(got)
-    body = {k: v for k, v in detail.items() if k in tm.TeamDraft.model_fields}
-    return 200, body
+    return entry_id
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (

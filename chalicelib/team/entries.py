@@ -542,16 +542,33 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> UpdateR
     return result
 
 
-def check_new_text(text: str) -> None:
-    """400 ``validation_error`` for control characters, 422 ``text_too_large`` over
-    ``KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES``: what ``write_text`` refuses of ``text`` itself,
-    for a caller to check before it changes anything else."""
-    limits = get_limits()
+def _check_text(text: str, limits: Limits) -> None:
+    """400 ``validation_error`` for control characters, 422 ``text_too_large`` over the size cap."""
     check_text(text, "text")
     size = len(text.encode("utf-8"))
     if size > limits.max_text_bytes:
         raise limit_error(Unprocessable, "text_too_large", "The entry's text would exceed its size limit.",
                           "KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES", limits.max_text_bytes, size)
+
+
+def check_new_text(principal: Principal, text: str) -> None:
+    """What would refuse ``text`` as a new entry's first edit by ``principal``, for a caller to check
+    before it creates or changes anything: 400 ``validation_error`` for control characters, 422
+    ``text_too_large`` over ``KEYSTONE_CONTEXT_MEMORY_MAX_TEXT_BYTES``, 413 ``update_too_large``
+    when the update writing it would exceed ``..._MAX_UPDATE_BYTES``, 429 ``rate_limited`` when the
+    author's minute across entries is spent."""
+    limits = get_limits()
+    _check_text(text, limits)
+    update = merge.replacement([], text, 1) or b""
+    if len(update) > limits.max_update_bytes:
+        raise limit_error(PayloadTooLarge, "update_too_large", "The text is larger than one update may carry.",
+                          "KEYSTONE_CONTEXT_MEMORY_MAX_UPDATE_BYTES", limits.max_update_bytes, len(update))
+    now = clock.now_ms()
+    window = store.rate_windows(principal.org_id, permissions.member_id(principal), "", now)[1]
+    if store.rate_count(window) >= limits.updates_per_minute_all:
+        raise RateLimited("Too many updates; slow down.", retry_after_s=60 - (now // 1000) % 60,
+                          details={"variable": "KEYSTONE_CONTEXT_MEMORY_UPDATES_PER_MINUTE",
+                                   "limit": limits.updates_per_minute_all})
 
 
 def check_base(row: Entry, base_seq: int) -> None:
@@ -581,7 +598,7 @@ def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | N
     when that leaves the text as it is (nothing written). Errors: those of ``post_update`` and
     ``for_write``, 400 ``validation_error`` for control characters, 422 ``text_too_large``, 409
     ``conflict`` for a ``base_seq`` ahead of the entry or compacted away (``check_base``)."""
-    check_new_text(text)
+    _check_text(text, get_limits())
     row, _ = for_write(principal, entry_id)
     require_editable(row)
     for _ in range(5):

@@ -186,6 +186,7 @@ def test_an_origin_is_refused_unless_the_operator_allows_it(mcp, monkeypatch):
     monkeypatch.setenv("CAIRN_MCP_ALLOWED_ORIGINS", "https://console.example, https://other.example")
     assert mcp.rpc("ping", headers={"Origin": "https://console.example"})[0] == 200
     assert mcp.rpc("ping", headers={"Origin": "evil://console.example"})[0] == 403
+    assert mcp.rpc("ping", headers={"Origin": ""})[0] == 403  # present, and not listed
     assert mcp.rpc("ping", headers={"Origin": "https://evil.example"})[0] == 403
 
 

@@ -160,14 +160,58 @@ def test_team_draft_refusals_write_nothing(client, team, api):
     assert [e["id"] for e in listed["entries"]] == [draft["id"]]
 
 
-def test_a_new_draft_whose_text_is_refused_names_the_draft_for_the_retry(client, team, monkeypatch):
+def test_a_new_draft_whose_text_write_fails_names_the_draft_for_the_retry(client, team, monkeypatch):
+    """Past the checks, only a failure between creating the draft and writing its text (here the
+    write itself) leaves a draft behind: its id is in the error, so a retry edits it."""
+    from chalicelib.errors import BackendUnavailable
+    from chalicelib.team import entries
+
+    def unavailable(*args, **kwargs):
+        raise BackendUnavailable()
+
     alice = _agent(client, "alice")
+    monkeypatch.setattr(entries, "write_text", unavailable)
+    refused = alice.call("team_draft", spaceId=team.space, kind="note", title="Second", text="Never written.")
+    assert err(refused) == "backend_unavailable"
+    entry_id = refused["structuredContent"]["details"]["entryId"]
+    assert team.entry("alice", entry_id)["text"] == ""  # created, empty: the retry edits this one
+
+
+def test_a_text_whose_update_would_be_too_large_creates_and_changes_nothing(client, team):
+    """65,536 bytes pass the text cap, but the update that writes them carries a few more bytes."""
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    before = team.entry("alice", draft["id"])
+    full = "a" * 65536
+    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Full", text=full)) == \
+        "update_too_large"
+    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", kind="decision", text=full)) == \
+        "update_too_large"
+    assert team.entry("alice", draft["id"]) == before  # neither the text nor the title and kind changed
+    _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
+    assert [e["id"] for e in listed["entries"]] == [draft["id"]]
+
+
+def test_a_spent_minute_refuses_a_new_draft_before_it_is_created(client, team, monkeypatch):
     from chalicelib import clock
+    alice = _agent(client, "alice")
     monkeypatch.setenv("KEYSTONE_CONTEXT_MEMORY_UPDATES_PER_MINUTE", "1")  # five a minute across entries
     monkeypatch.setattr(clock, "now_ms", lambda: 1_800_000_000_000 + 5_000)  # 5 s into a minute
     for i in range(5):
         ok(alice.call("team_draft", spaceId=team.space, kind="note", title=f"Draft {i}", text="Spends the minute."))
-    refused = alice.call("team_draft", spaceId=team.space, kind="note", title="Second", text="Over the rate.")
-    assert err(refused) == "rate_limited"
-    entry_id = refused["structuredContent"]["details"]["entryId"]
-    assert team.entry("alice", entry_id)["text"] == ""  # created, empty: the retry edits this one
+    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Sixth", text="Over.")) == \
+        "rate_limited"
+    _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
+    assert len(listed["entries"]) == 5  # no empty sixth draft
+
+
+def test_seq_and_space_belong_to_their_own_forms(client, team):
+    alice = _agent(client, "alice")
+    other = team.new_space(name="Other team")
+    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="New", text="Text.", seq=3)) == \
+        "validation_error"
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Here", text="Stays here."))
+    assert err(alice.call("team_draft", entryId=draft["id"], spaceId=other, text="Moved?")) == "validation_error"
+    assert team.entry("alice", draft["id"])["spaceId"] == team.space
+    _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
+    assert [e["id"] for e in listed["entries"]] == [draft["id"]]
