@@ -201,7 +201,7 @@ def test_no_token_is_401_and_the_sdk_client_fails(stack):
                       headers={"Accept": "application/json, text/event-stream"}, timeout=30)
     assert r.status_code == 401
     body = r.json()
-    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["jsonrpc"] == "2.0" and body["id"] == 1  # the request's id, read from the refused body
     assert body["error"]["code"] == -32600 and body["error"]["data"]["code"] == "unauthorized"
 
     async def connect(mode):
