@@ -134,7 +134,7 @@ def mcp_endpoint(ctx: Ctx):
     from . import mcp_protocol as protocol
     from .mcp_tools import Toolbox
     toolbox = Toolbox(ctx.principal, _default_bank(ctx), ctx.request_id)
-    answer = protocol.handle(ctx.raw_body, ctx.headers, toolbox,
+    answer = protocol.handle(ctx.body.model_dump(exclude_unset=True), ctx.headers, toolbox,
                              protocol.Server(SERVER_NAME, SERVER_VERSION, INSTRUCTIONS))
     if answer.body is None:
         return Reply(answer.status, raw="", content_type="text/plain")

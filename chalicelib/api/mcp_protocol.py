@@ -37,8 +37,6 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
-from .. import validation
-from ..errors import CairnError
 from . import mcp_wire as wire
 
 DEFAULT_VERSION = types.DEFAULT_NEGOTIATED_VERSION  # a handshake-era request without the header
@@ -91,14 +89,15 @@ class RpcError(Exception):
         self.rpc_code, self.message, self.code, self.extra = rpc_code, message, code, extra
 
 
-def handle(raw: bytes, headers: Mapping[str, str], toolbox: Toolbox, server: Server) -> Answer:
-    """Answer one POSTed message. ``headers`` have lowercase names. Never raises for anything a
-    client sends: malformed JSON is ``PARSE_ERROR`` (400), a batch or a non-message
-    ``INVALID_REQUEST`` (400), an unknown method ``METHOD_NOT_FOUND``, bad params ``INVALID_PARAMS``."""
+def handle(data: Any, headers: Mapping[str, str], toolbox: Toolbox, server: Server) -> Answer:
+    """Answer one POSTed message: ``data``, the body as JSON (the request pipeline decoded it under
+    the edge rules; a body that is not JSON never gets here). ``headers`` have lowercase names.
+    Never raises for anything a client sends: a batch or a non-message is ``INVALID_REQUEST``
+    (400), an unknown method ``METHOD_NOT_FOUND``, bad params ``INVALID_PARAMS``."""
     request_id: Any = None
     modern = False
     try:
-        message = _message(raw)
+        message = _message(data)
         request_id = getattr(message, "id", None)
         if not isinstance(message, types.JSONRPCRequest):
             return Answer(202, None)  # a notification, or a response to a request we never send
@@ -125,11 +124,7 @@ def _handshake_status(rpc_code: int) -> int:
     return 400 if rpc_code in (wire.PARSE_ERROR, wire.INVALID_REQUEST, wire.UNSUPPORTED_PROTOCOL_VERSION) else 200
 
 
-def _message(raw: bytes) -> types.JSONRPCMessage:
-    try:
-        data = validation.loads(raw)
-    except CairnError as err:
-        raise RpcError(wire.PARSE_ERROR, f"The body is not JSON: {err.message}", "invalid_json") from None
+def _message(data: Any) -> types.JSONRPCMessage:
     if isinstance(data, list):
         raise RpcError(wire.INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per request.",
                        "invalid_request")

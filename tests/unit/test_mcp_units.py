@@ -52,7 +52,7 @@ class OneTool:
 
 
 def _handle(message, headers=None, box=None):
-    return protocol.handle(json.dumps(message).encode(), headers or {}, box or OneTool(), SERVER)
+    return protocol.handle(message, headers or {}, box or OneTool(), SERVER)
 
 
 def test_every_stable_code_the_protocol_answers_is_catalogued():
