@@ -412,13 +412,19 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
         ctx = _context(request, route, principal, params, headers, raw)
         ctx.request_id = request_id
         return _render(view(ctx, **params)), principal
-    except CairnError as err:
-        return _error(route.envelope, err, request), principal
-    except ConfigError as err:
-        log.error("configuration error: %s", err)
-        return _error(route.envelope, misconfigured(err), request), principal
-    except Exception as exc:  # noqa: BLE001 - the last line of defence renders a 500/503
-        return _error(route.envelope, unexpected_error(exc, request_id), request), principal
+    except Exception as exc:  # noqa: BLE001 - the last line of defence renders every failure
+        return _error(route.envelope, as_cairn_error(exc, request_id), request), principal
+
+
+def as_cairn_error(exc: Exception, request_id: str) -> CairnError:
+    """Any failure as the ``CairnError`` a client gets: itself, 500 ``misconfigured`` for the
+    operator's configuration (logged), else ``unexpected_error``'s 503 or 500."""
+    if isinstance(exc, CairnError):
+        return exc
+    if isinstance(exc, ConfigError):
+        log.error("configuration error: %s", exc)
+        return misconfigured(exc)
+    return unexpected_error(exc, request_id)
 
 
 def _error(envelope: str, err: CairnError, request: Request | None = None) -> Response:

@@ -36,7 +36,7 @@ from ..banks.records import (
     SupersedeRequest,
     UpdateRequest,
 )
-from ..errors import BadRequest, CairnError, ConfigError, Forbidden
+from ..errors import BadRequest, CairnError, Forbidden
 from ..inject.service import PreviewRequest
 from ..structured.tool import ToolCall
 from ..team import entries
@@ -44,7 +44,7 @@ from ..team.retrieval import RetrieveBody
 from ..validation import Line, Text
 from . import banks, inject, recall, structured, team
 from . import team_models as tm
-from .http import ROUTES, IntRange, Route, invoke, misconfigured, unexpected_error, validation_failure
+from .http import ROUTES, IntRange, Route, as_cairn_error, invoke, validation_failure
 
 log = logging.getLogger("cairn.mcp")
 
@@ -141,8 +141,9 @@ class TeamDraftArgs(_Args):
 
 # --- the registry ---------------------------------------------------------------------------
 
+@cache
 def _route(view: Callable[..., Any]) -> Route:
-    """The declaration of the REST view ``view``."""
+    """The declaration of the REST view ``view`` (looked up once: tools ask on every call)."""
     return next(r for r in ROUTES if r.view is view)
 
 
@@ -192,10 +193,7 @@ def _draft(principal: Principal, args: TeamDraftArgs) -> tuple[int, dict[str, An
         if args.space_id is not None:
             raise BadRequest("spaceId names the space of a new draft; an entry does not move.",
                              details={"field": "spaceId"})
-        row, _ = entries.for_write(principal, entry_id)
-        entries.require_editable(row)
-        if args.seq is not None:
-            entries.check_base(row, args.seq)
+        # write_text refuses an entry the caller may not change, a read-only one and a bad seq first
         entries.write_text(principal, entry_id, args.text, base_seq=args.seq)
         if meta:
             invoke(_route(team.patch_entry), principal, {"entry_id": entry_id}, body=meta)
@@ -391,13 +389,12 @@ class Toolbox:
         try:
             status, body = run(self.principal, tool, args)
             result = {"content": [{"type": "text", "text": json.dumps(body, ensure_ascii=False)}],
-                  "structuredContent": body, "isError": False}
+                      "structuredContent": body, "isError": False}
         except Exception as exc:  # noqa: BLE001 - every failure is a result the model can read
-            err = exc if isinstance(exc, CairnError) else misconfigured(exc) if isinstance(exc, ConfigError) \
-            else unexpected_error(exc, self.request_id)
+            err = as_cairn_error(exc, self.request_id)
             status, code = err.status, err.code
             result = {"content": [{"type": "text", "text": f"{err.message} (code: {err.code})"}],
-                  "structuredContent": dict(err.body()), "isError": True}
+                      "structuredContent": dict(err.body()), "isError": True}
         log.info(json.dumps({"msg": "mcp tool", "request_id": self.request_id, "tool": name,
                              "operation": tool.route.name, "status": status, "code": code,
                              "principal_id": self.principal.token_id}))

@@ -47,8 +47,8 @@ def access(principal: Principal, space_id: str) -> Access | None:
 
 def _granted(principal: Principal, space_id: str, rules: list[DenyRuleJSON]) -> set[str]:
     """The caller's member grants in the space less what the org's deny ``rules`` take away."""
-    return _less_denied(spaces.grants(principal.org_id, space_id, member_id(principal)), member_id(principal),
-                        space_id, rules)
+    mid = member_id(principal)
+    return _less_denied(spaces.grants(principal.org_id, space_id, mid), mid, space_id, rules)
 
 
 def _less_denied(have: set[str], mid: str, space_id: str, rules: list[DenyRuleJSON]) -> set[str]:
