@@ -23,12 +23,12 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from whoosh.query import Term
 from whoosh.searching import Searcher
 from whoosh.sorting import FieldFacet, MultiFacet
@@ -50,8 +50,7 @@ from ..tuning import (
 from . import index as index_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
-from .scorer import K1, CorpusStats, full_score, length_norms, posting_blocks, postings
-from .whoosh_private import deleted_docs
+from .scorer import K1, CorpusStats, SegmentData, full_scores, norm_table
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
@@ -118,16 +117,20 @@ def analyse(query: str) -> QueryTerms:
                       tuple(entity_keys(query)))  # each already distinct, in first-seen order
 
 
-# ranking internals, replaced by the recall-speed work: kept whole until then
-def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,  # noqa: C901 - ranking internals, see above
+Key = tuple[int, int]  # (leaf, document number)
+
+
+def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
 
-    Straight over the postings: BM25F sums per document over the query's (field, term) pairs,
-    entity hits counted from the entity postings, and the score's other parts read from the
-    segments' columns (``scorer.SegmentData``); only the returned hits' records are decoded
-    (every candidate's, when a ``filter`` must see it)."""
+    Vectorised over each segment's documents (numpy): BM25F summed per document over the query's
+    (field, term) pairs from the decoded postings (``scorer.SegmentData.postings``), entity hits
+    counted from the entity postings, both masked by the documents that count (``_allowed``);
+    candidates picked by ``_pick``; the full score (``scorer.full_scores``) over the candidates'
+    arrays. Only the returned hits' records are decoded (every examined candidate's, when a
+    ``filter`` must see it)."""
     leaves = [leaf for leaf in leaves if leaf[0].doc_count_all() > 0]  # an empty index has no segment
     if not leaves:
         return [], 0
@@ -136,96 +139,155 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     if not pairs and not q.entity_keys:
         return [], 0
     stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
-    # per leaf: the documents that may not count (deleted, retired) and the tag's documents
-    skip: list[frozenset[int] | set[int]] = []
-    allow: list[set[int] | None] = []
-    for (reader, _c, _b), seg in zip(leaves, stats.segments, strict=False):
-        deleted = deleted_docs(reader)
-        skip.append(seg.excluded | deleted if deleted else seg.excluded)
-        allow.append({d for d, _w in postings(reader, "tags", tag)} if tag else None)
-    data = [stats.data(i) for i in range(len(leaves))]
+    readers = [r for r, _c, _b in leaves]
+    allowed = [_allowed(stats, i, readers[i], tag) for i in range(len(leaves))]
+    bm, matched = _bm25f(stats, readers, pairs, allowed)
+    ent = _entity_hits(stats, readers, q.entity_keys, allowed)
 
-    # BM25F per leaf and document: idf * tf * (k1 + 1) / (tf + norm[length byte]) summed over the
-    # (field, term) pairs, the same arithmetic as whoosh.scoring.bm25
-    acc: list[dict[int, float]] = [{} for _ in leaves]
-    k1p = K1 + 1
-    for f, t in pairs:
-        idf = None
-        for i, (reader, _c, _b) in enumerate(leaves):
-            if f not in data[i].fields:
-                continue  # no posting of this field in the segment: skip the term lookup
-            sk, al, a = skip[i], allow[i], acc[i]
-            lens = None
-            for ids, weights in posting_blocks(reader, f, t):
-                if idf is None:
-                    idf = stats.idf(f, t)
-                    norm = length_norms(stats.avgfl(f) or 1.0)  # cached per average length
-                if lens is None:
-                    lens = data[i].lengths.get(f) or bytes(reader.doc_count_all())
-                for d, w in zip(ids, weights, strict=False):
-                    if d in sk or (al is not None and d not in al):
-                        continue
-                    a[d] = a.get(d, 0.0) + idf * ((w * k1p) / (w + norm[lens[d]]))
-    ent_hits: dict[tuple[int, int], int] = {}
-    for k in q.entity_keys:
-        for i, (reader, _c, _b) in enumerate(leaves):
-            sk, al = skip[i], allow[i]
-            for d, _w in postings(reader, "entities", k):
-                if d in sk or (al is not None and d not in al):
-                    continue
-                ent_hits[(i, d)] = ent_hits.get((i, d), 0) + 1
+    decoded: dict[Key, Memory | None] = {}
 
-    def order(key: tuple[int, int]) -> tuple[int, str]:
-        i, d = key
-        return -data[i].updated_at[d], data[i].ids[d]
-
-    decoded: dict[tuple[int, int], Memory | None] = {}
-
-    def record(key: tuple[int, int]) -> Memory | None:
+    def record(key: Key) -> Memory | None:
         """The candidate's record, or ``None`` when its document does not decode (skipped)."""
         if key not in decoded:
-            decoded[key] = _stored(leaves[key[0]][0], key[1])
+            decoded[key] = _stored(readers[key[0]], key[1])
         return decoded[key]
 
+    accept = None if filter is None else (lambda key: (rec := record(key)) is not None and filter(rec))
+    data = [stats.data(i) for i in range(len(leaves))]
     fetch = tuning.fetch_limit
+    cands = dict.fromkeys(_pick(data, [np.flatnonzero(m) for m in matched], bm, fetch, accept))
+    cands.update(dict.fromkeys(_pick(data, [np.flatnonzero(e) for e in ent], None, fetch, accept)))
+    if not cands:
+        return [], 0
+    li = np.fromiter((k[0] for k in cands), dtype=np.int64, count=len(cands))
+    dn = np.fromiter((k[1] for k in cands), dtype=np.int64, count=len(cands))
 
-    def top(keys: list[tuple[int, int]], sort_key) -> list[tuple[int, int]]:
-        """The first ``fetch`` of ``keys`` in ``sort_key`` order that the filter lets through."""
-        if filter is None:
-            return heapq.nsmallest(fetch, keys, key=sort_key)
-        out = []
-        for key in sorted(keys, key=sort_key):
-            rec = record(key)
-            if rec is not None and filter(rec):
-                out.append(key)
-                if len(out) >= fetch:
-                    break
-        return out
+    def column(per_leaf: list[np.ndarray]) -> np.ndarray:
+        return np.array([per_leaf[i][d] for i, d in cands])
 
-    matched = sum(len(a) for a in acc)
-    floor = -1.0
-    if filter is None and matched > fetch:
-        # only documents scoring at least the fetch-th best can make the cut (ties included)
-        floor = heapq.nlargest(fetch, (v for a in acc for v in a.values()))[-1]
-    text_keys = [(i, d) for i, a in enumerate(acc) for d, v in a.items() if v >= floor]
-    cands = dict.fromkeys(top(text_keys, lambda k: (-acc[k[0]][k[1]], *order(k))))
-    cands.update(dict.fromkeys(top(list(ent_hits), order)))
-    scored = []
-    for key in cands:
-        i, d = key
-        sd = data[i]
-        total, signals = full_score(acc[i].get(d, 0.0), ent_hits.get(key, 0), sd.corroboration[d],
-                                    bool(sd.pinned[d]), sd.updated_at[d], now, tuning)
-        scored.append((-total, -sd.updated_at[d], sd.ids[d], key, signals, total))
-    scored.sort(key=lambda x: x[:3])
+    upd = column([sd.updated_at for sd in data])
+    totals, signals = full_scores(column(bm), column(ent), column([sd.corroboration for sd in data]),
+                                  column([sd.pinned for sd in data]), upd, now, tuning)
+    order = sorted(range(len(cands)), key=lambda j: (-totals[j], -upd[j], data[li[j]].ids[dn[j]]))
     hits: list[Hit] = []
-    for *_o, key, signals, total in scored:
+    names = list(signals)
+    for j in order:
         if len(hits) == limit:
             break
+        key = (int(li[j]), int(dn[j]))
         rec = record(key)
         if rec is not None:
-            hits.append(Hit(rec, total, signals, leaves[key[0]][2]))
-    return hits, len(scored)
+            hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
+    return hits, len(cands)
+
+
+def _allowed(stats: CorpusStats, i: int, reader: Any, tag: str | None) -> np.ndarray:
+    """Leaf ``i``'s documents that may rank (bool mask): counted by the corpus statistics (not
+    deleted, live unless retired ones rank too) and, with ``tag``, carrying it."""
+    keep = stats.segments[i].keep
+    if not tag:
+        return keep
+    ids, _w = stats.data(i).postings(reader, "tags", tag)
+    tagged = np.zeros(len(keep), dtype=bool)
+    tagged[ids] = True
+    return keep & tagged
+
+
+def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
+           allowed: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per leaf: BM25F of every document (float64, 0 where no pair matched) and the documents
+    matched (bool, masked by ``allowed``). Per (field, term) pair and posting: ``idf * tf * (k1 + 1)
+    / (tf + norm[length byte])``, added in pair order (the arithmetic of whoosh.scoring.bm25)."""
+    k1p = K1 + 1
+    bm = [np.zeros(len(a), dtype=np.float64) for a in allowed]
+    hit = [np.zeros(len(a), dtype=bool) for a in allowed]
+    for f, t in pairs:
+        idf: float | None = None
+        norm = norm_table(1.0)
+        for i, reader in enumerate(readers):
+            sd = stats.data(i)
+            if f not in sd.fields:
+                continue  # no posting of this field in the segment: skip the term lookup
+            ids, w = sd.postings(reader, f, t)
+            if not len(ids):
+                continue
+            if idf is None:
+                idf = stats.idf(f, t)
+                norm = norm_table(stats.avgfl(f) or 1.0)  # cached per average length
+            lens = sd.lengths.get(f)
+            nrm = norm[lens[ids]] if lens is not None else norm[0]
+            bm[i][ids] += idf * ((w * k1p) / (w + nrm))
+            hit[i][ids] = True
+    matched = [h & a for h, a in zip(hit, allowed, strict=True)]
+    return [np.where(m, b, 0.0) for b, m in zip(bm, matched, strict=True)], matched
+
+
+def _entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
+                 allowed: list[np.ndarray]) -> list[np.ndarray]:
+    """Per leaf: how many of the query's entity handles each document carries (int64, 0 where not
+    ``allowed``)."""
+    out = []
+    for i, reader in enumerate(readers):
+        counts = np.zeros(len(allowed[i]), dtype=np.int64)
+        for k in keys:
+            ids, _w = stats.data(i).postings(reader, "entities", k)
+            counts[ids] += 1
+        out.append(np.where(allowed[i], counts, 0))
+    return out
+
+
+def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
+          accept: Callable[[Key], bool] | None) -> list[Key]:
+    """The first ``fetch`` of the documents ``docs`` (per leaf) that ``accept`` lets through, in
+    the order ``score`` desc (when given), ``updated_at`` desc, id asc.
+
+    Only a prefix is ever sorted: ``argpartition`` finds the ``k``-th best score and every
+    document at least that good (ties included) is ordered by ``lexsort``, ids breaking the ties
+    that remain; ``k`` grows only while ``accept`` refuses too many."""
+    li = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in enumerate(docs)])
+    dn = np.concatenate(docs).astype(np.int64, copy=False)
+    n = len(dn)
+    if n == 0:
+        return []
+    upd = np.concatenate([data[i].updated_at[d] for i, d in enumerate(docs)])
+    primary = upd if score is None else np.concatenate([s[d] for s, d in zip(score, docs, strict=True)])
+    out: list[Key] = []
+    done, k = 0, fetch
+    while True:
+        if k < n:
+            cut = n - k
+            sel = np.argpartition(primary, cut)[cut:]
+            sel = np.flatnonzero(primary >= primary[sel].min())
+        else:
+            sel = np.arange(n)
+        order = sel[np.lexsort((-upd[sel], -primary[sel]))]
+        p, u = primary[order], upd[order]
+        m = min(len(order), k)
+        while m < len(order) and p[m] == p[m - 1] and u[m] == u[m - 1]:
+            m += 1  # the run that straddles the cut: order it whole
+        keys = [(int(li[j]), int(dn[j])) for j in order[:m].tolist()]
+        if np.any((p[1:m] == p[:m - 1]) & (u[1:m] == u[:m - 1])):  # equal score and updated_at: id asc
+            keys = _by_id(keys, p[:m], u[:m], data)
+        for key in keys[done:]:
+            if accept is None or accept(key):
+                out.append(key)
+                if len(out) >= fetch:
+                    return out
+        if m >= n:
+            return out
+        done, k = m, k * 4
+
+
+def _by_id(keys: list[Key], p: np.ndarray, u: np.ndarray, data: list[SegmentData]) -> list[Key]:
+    """``keys`` (sorted by ``p`` desc, ``u`` desc) with each run of equal ``(p, u)`` sorted by id."""
+    out: list[Key] = []
+    start = 0
+    for j in range(1, len(keys) + 1):
+        if j == len(keys) or p[j] != p[start] or u[j] != u[start]:
+            run = keys[start:j]
+            out.extend(run if len(run) == 1 else sorted(run, key=lambda key: data[key[0]].ids[key[1]]))
+            start = j
+    return out
 
 
 def _stored(reader: Any, docnum: int) -> Memory | None:

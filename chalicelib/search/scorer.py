@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
@@ -31,6 +32,11 @@ from .whoosh_private import deleted_docs, length_bytes, posting_blocks
 K1, B = 1.2, 0.75
 DAY_MS = 86_400_000
 _DF_CACHE_MAX = 20000
+# decoded postings kept per bank (the segments' arrays together); past it a bank's are dropped
+# and decoded again on demand
+POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
+_NO_IDS = np.zeros(0, dtype=np.int32)
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
 
 def _leaf_key(reader: Any) -> tuple:
@@ -38,31 +44,66 @@ def _leaf_key(reader: Any) -> tuple:
     return (seg.segment_id(), seg.deleted_count())
 
 
-def _dead_docs(reader: Any) -> frozenset[int]:
-    try:
-        return frozenset(reader.postings("live", "0").all_ids())
-    except Exception:  # noqa: BLE001 - TermNotFound: no retired document in this segment
-        return frozenset()
+@lru_cache(maxsize=1)
+def _byte_lengths() -> np.ndarray:
+    """Per Whoosh length byte (0-255), the field length it stands for (``byte_to_length``)."""
+    return np.array([byte_to_length(b) for b in range(256)], dtype=np.int64)
 
 
 class SegmentData:
-    """One segment's per-document values, read once into memory: ``updated_at``, ``pinned`` and
-    ``corroboration`` (ints), ``ids`` (str) and, per text field, the field-length bytes Whoosh
-    stores (``lengths[field][docnum]``, decoded with ``byte_to_length``; ``None`` when the segment
-    has no such column) and ``fields``, the text fields holding any token. Segments never change
-    apart from their deletion set, so this is cached by segment id alone and recall ranks without
-    reading a stored record per candidate."""
+    """One segment's per-document values, read once into memory as numpy arrays indexed by
+    document number: ``updated_at``, ``pinned`` and ``corroboration`` (int64), ``ids`` (list of
+    str) and, per text field, the field-length bytes Whoosh stores (``lengths[field]``, uint8,
+    decoded with ``byte_to_length``; ``None`` when the segment has no such column), ``fields``,
+    the text fields holding any token, and the decoded postings of the terms looked up so far
+    (``postings``). A segment never changes apart from its deletion set, and postings here keep
+    deleted documents (callers mask them, see ``CorpusStats.keep``), so all of it is cached by
+    segment id alone: dropped when the segment is merged away, with its bank's index (the index
+    cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
 
-    __slots__ = ("corroboration", "fields", "ids", "lengths", "pinned", "updated_at")
+    __slots__ = ("_postings", "corroboration", "fields", "ids", "lengths", "n", "nbytes", "pinned",
+                 "updated_at")
 
     def __init__(self, reader: Any) -> None:
+        self.n = n = reader.doc_count_all()
         # text fields holding any token here (a bank's memories have no name or description)
         self.fields = frozenset(f for f in TEXT_FIELDS if reader.field_length(f) > 0)
-        self.updated_at = list(reader.column_reader("updated_at"))
-        self.pinned = list(reader.column_reader("pinned"))
-        self.corroboration = list(reader.column_reader("corroboration"))
+        self.updated_at = np.fromiter(reader.column_reader("updated_at"), dtype=np.int64, count=n)
+        self.pinned = np.fromiter(reader.column_reader("pinned"), dtype=np.int64, count=n)
+        self.corroboration = np.fromiter(reader.column_reader("corroboration"), dtype=np.int64, count=n)
         self.ids = list(reader.column_reader("id"))
-        self.lengths = {f: length_bytes(reader, f) for f in TEXT_FIELDS}
+        self.lengths: dict[str, np.ndarray | None] = {}
+        for f in TEXT_FIELDS:
+            raw = length_bytes(reader, f)
+            self.lengths[f] = None if raw is None else np.frombuffer(raw, dtype=np.uint8)
+        self._postings: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self.nbytes = 8 * 3 * n + 4 * n
+
+    def postings(self, reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(docnums int32, weights float64)`` of a term's postings in this segment (``reader``
+        must be this segment's), deleted documents included; empty arrays when it lacks the term.
+        Decoded once, then served from memory."""
+        key = (fieldname, text)
+        got = self._postings.get(key)
+        if got is None:
+            ids: list[Any] = []
+            ws: list[Any] = []
+            for bid, bw in posting_blocks(reader, fieldname, text):
+                ids.append(np.asarray(bid, dtype=np.int32))
+                ws.append(np.asarray(bw, dtype=np.float64))
+            if not ids:
+                got = (_NO_IDS, _NO_WEIGHTS)
+            else:
+                got = (np.concatenate(ids) if len(ids) > 1 else ids[0],
+                       np.concatenate(ws) if len(ws) > 1 else ws[0])
+            self._postings[key] = got
+            self.nbytes += got[0].nbytes + got[1].nbytes + 100
+        return got
+
+    def clear_postings(self) -> None:
+        """Forget the decoded postings (the memory bound)."""
+        self._postings.clear()
+        self.nbytes = 8 * 3 * self.n + 4 * self.n
 
 
 def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, float]]:
@@ -77,21 +118,43 @@ def length_norms(avgfl: float) -> list[float]:
     """Per Whoosh length byte (0-255), BM25's length normalisation ``k1 * (1 - b + b * len / avgfl)``
     (a byte of 0, no length, counts as length 1). Cached: the average moves only with writes.
     Callers must not modify the list."""
-    return [K1 * ((1 - B) + B * (byte_to_length(b) if b else 1) / avgfl) for b in range(256)]
+    lens = _byte_lengths()
+    return [K1 * ((1 - B) + B * (int(lens[b]) if b else 1) / avgfl) for b in range(256)]
+
+
+@lru_cache(maxsize=64)
+def norm_table(avgfl: float) -> np.ndarray:
+    """``length_norms(avgfl)`` as a read-only float64 array (indexed by a length-byte array)."""
+    out = np.array(length_norms(avgfl), dtype=np.float64)
+    out.setflags(write=False)
+    return out
 
 
 class _SegmentStats:
-    """One segment's share of the corpus statistics."""
+    """One segment's share of the corpus statistics: ``keep``, a bool mask over its documents
+    (not deleted, and live unless the dead count), ``excluded`` (the retired documents left out),
+    ``n`` and, per text field, the sum of the kept documents' lengths (one-byte lengths, as
+    Whoosh stores a document's; see ``CorpusStats``)."""
 
-    __slots__ = ("excluded", "lengths", "n")
+    __slots__ = ("excluded", "keep", "lengths", "n")
 
-    def __init__(self, reader: Any, include_dead: bool) -> None:
-        dead = frozenset() if include_dead else _dead_docs(reader)
+    def __init__(self, reader: Any, data: SegmentData, include_dead: bool) -> None:
+        keep = np.ones(data.n, dtype=bool)
         deleted = deleted_docs(reader)
-        self.excluded = dead  # postings already skip deleted documents
-        self.n = reader.doc_count() - len(dead)
-        gone = dead | deleted
-        self.lengths = {f: reader.field_length(f) - sum(reader.doc_field_length(d, f, 0) or 0 for d in gone)
+        if deleted:
+            keep[np.fromiter(deleted, dtype=np.int64, count=len(deleted))] = False
+        excluded: frozenset[int] = frozenset()
+        if not include_dead:
+            dead_ids, _w = data.postings(reader, "live", "0")
+            if len(dead_ids):
+                dead_ids = dead_ids[keep[dead_ids]]  # a deleted document is not counted twice
+                excluded = frozenset(dead_ids.tolist())
+                keep[dead_ids] = False
+        keep.setflags(write=False)
+        self.keep, self.excluded = keep, excluded
+        self.n = int(keep.sum())
+        table = _byte_lengths()
+        self.lengths = {f: (int(table[lens[keep]].sum()) if (lens := data.lengths.get(f)) is not None else 0)
                         for f in TEXT_FIELDS}
 
 
@@ -99,57 +162,67 @@ class CorpusStats:
     """BM25 statistics over a set of segment readers (one bank's or several banks' as one corpus).
 
     ``leaves``: ``(segment reader, cache dict)`` pairs; the cache dict belongs to the bank index
-    the segment came from and outlives this object."""
+    the segment came from and outlives this object. A document's field length is the one Whoosh
+    stores (one byte, ``byte_to_length``): for BM25's length normalisation and, summed over the
+    corpus's documents, for the average field length, so every container holding the same
+    records computes the same figures whatever path built its segments."""
 
     def __init__(self, leaves: list[tuple[Any, dict]], include_dead: bool) -> None:
         self.leaves = []
         self.n = 0
         self.lengths = {f: 0 for f in TEXT_FIELDS}
+        self._data: list[SegmentData] = []
+        banks: dict[int, tuple[dict, set]] = {}
         for reader, cache in leaves:
             if len(cache) > _DF_CACHE_MAX:
                 cache.clear()  # stale merged-away segments and old terms: start over
+            banks.setdefault(id(cache), (cache, set()))[1].add(reader.segment().segment_id())
+        for cache, live in banks.values():
+            per_segment = cache.setdefault("segment_data", {})
+            for gone in [s for s in per_segment if s not in live]:
+                del per_segment[gone]  # merged away: never read again
+        for reader, cache in leaves:
+            per_segment = cache["segment_data"]
+            sid = reader.segment().segment_id()
+            d = per_segment.get(sid)
+            if d is None:
+                d = per_segment[sid] = SegmentData(reader)
+            self._data.append(d)
             key = (_leaf_key(reader), include_dead)
             seg = cache.get(key)
             if seg is None:
-                seg = cache[key] = _SegmentStats(reader, include_dead)
+                seg = cache[key] = _SegmentStats(reader, d, include_dead)
             self.leaves.append((reader, cache, key, seg))
             self.n += seg.n
             for f in TEXT_FIELDS:
                 self.lengths[f] += seg.lengths[f]
+        for cache, _live in banks.values():
+            if sum(d.nbytes for d in cache["segment_data"].values()) > POSTINGS_CACHE_MAX_BYTES:
+                for d in cache["segment_data"].values():
+                    d.clear_postings()
         self._idf: dict[tuple[str, str], float] = {}
 
     def data(self, i: int) -> SegmentData:
         """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
-        reader, cache, _key, _seg = self.leaves[i]
-        sid = reader.segment().segment_id()
-        per_segment = cache.setdefault("segment_data", {})
-        d = per_segment.get(sid)
-        if d is None:
-            live = {r.segment().segment_id() for r, c, _k, _s in self.leaves if c is cache}
-            for gone in [s for s in per_segment if s not in live]:
-                del per_segment[gone]  # merged away: never read again
-            d = per_segment[sid] = SegmentData(reader)
-        return d
+        return self._data[i]
 
     @property
     def segments(self) -> list[_SegmentStats]:
-        """Per leaf, in order: its statistics (``excluded`` = the retired documents left out)."""
+        """Per leaf, in order: its statistics (``keep``, ``excluded``)."""
         return [seg for _r, _c, _k, seg in self.leaves]
 
     def df(self, fieldname: str, text: str) -> int:
         """Documents of the corpus holding ``text`` in ``fieldname``."""
         total = 0
-        for reader, cache, key, seg in self.leaves:
+        for i, (reader, cache, key, seg) in enumerate(self.leaves):
             ck = (key, fieldname, text)
             n = cache.get(ck)
             if n is None:
                 if not seg.excluded and not reader.has_deletions():
                     n = reader.doc_frequency(fieldname, text)
                 else:
-                    try:
-                        n = sum(1 for d in reader.postings(fieldname, text).all_ids() if d not in seg.excluded)
-                    except Exception:  # noqa: BLE001 - TermNotFound
-                        n = 0
+                    ids, _w = self._data[i].postings(reader, fieldname, text)
+                    n = int(np.count_nonzero(seg.keep[ids]))
                 cache[ck] = n
             total += n
         return total
@@ -184,13 +257,29 @@ def full_score(bm25_score: float, entity_hits: int, corroboration: int, pinned: 
                         "corroboration": float(corroboration), "pinned": pin, "recency": rec}
 
 
+def full_scores(bm25: np.ndarray, entity_hits: np.ndarray, corroboration: np.ndarray, pinned: np.ndarray,
+                updated_at: np.ndarray, now: int, tuning: MemoryTuning) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``full_score`` over arrays of candidates (one element each, same length): ``(scores,
+    signals)`` with one float64 array per signal, the same arithmetic in the same order."""
+    age_days = np.maximum(now - updated_at.astype(np.int64), 0) / DAY_MS
+    rec = np.maximum(np.power(0.5, age_days / tuning.decay_half_life_days), tuning.recency_floor)
+    pin = (pinned != 0).astype(np.float64)
+    ent = entity_hits.astype(np.float64)
+    corr = corroboration.astype(np.float64)
+    base = (tuning.w_bm25 * bm25 + tuning.w_entity * ent
+            + tuning.w_corroboration * np.log1p(corr) + tuning.w_pinned * pin)
+    return base * rec, {"bm25": bm25, "entity": ent, "corroboration": corr, "pinned": pin, "recency": rec}
+
+
 __all__ = [
     "K1",
     "B",
     "CorpusStats",
     "SegmentData",
     "full_score",
+    "full_scores",
     "length_norms",
+    "norm_table",
     "posting_blocks",
     "postings",
     "recency",

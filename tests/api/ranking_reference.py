@@ -1,0 +1,135 @@
+"""A plain-Python reference of recall's ranking, written from its documentation (the docstrings of
+``chalicelib.search.scorer`` and ``chalicelib.search.recall``), never from its code: the
+vectorised ranking is checked against it (``tests/api/test_ranking_equality.py``).
+
+The corpus is a list of records (the bank's current record per id). Per document and text field
+(``text``, ``name``, ``description``; ``cjk`` holds the CJK runs of all three) the analyser's
+tokens give each term's frequency and the field's length; a length counts as Whoosh stores it
+(one byte: ``byte_to_length(length_to_byte(n))``), for the document and for the corpus average.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from whoosh.util.numeric import byte_to_length, length_to_byte
+
+from chalicelib.core.records import Memory
+from chalicelib.search.analyzers import cjk_analyzer, entity_keys, has_cjk, memory_analyzer, query_terms
+from chalicelib.tuning import MemoryTuning
+
+K1, B = 1.2, 0.75
+DAY_MS = 86_400_000
+FIELDS = ("text", "name", "description", "cjk")
+
+
+def _tokens(field: str, value: str) -> list[str]:
+    analyzer = cjk_analyzer() if field == "cjk" else memory_analyzer()
+    return [t.text for t in analyzer(value)]
+
+
+@dataclass
+class Doc:
+    rec: Memory
+    tf: dict[str, Counter]  # field -> term -> frequency
+    length: dict[str, int]  # field -> length as stored (one byte, decoded)
+    pairs: dict[tuple[str, str], int]  # (field, term) -> frequency, the same figures flat
+
+
+def _doc(rec: Memory) -> Doc:
+    values = {"text": rec.text or "", "name": rec.name or "", "description": rec.description or ""}
+    joined = " ".join(v for v in (rec.text, rec.name, rec.description) if v)
+    values["cjk"] = joined if has_cjk(joined) else ""
+    tf = {f: Counter(_tokens(f, v)) if v else Counter() for f, v in values.items()}
+    return Doc(rec, tf, {f: byte_to_length(length_to_byte(sum(c.values()))) for f, c in tf.items()},
+               {(f, t): k for f, c in tf.items() for t, k in c.items()})
+
+
+@dataclass
+class Ranked:
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+@dataclass
+class Corpus:
+    """The documents that count and their statistics: ``n``, per field the average length and
+    per (field, term) the documents holding the term."""
+
+    docs: list[Doc]
+    n: int
+    avgfl: dict[str, float]
+    df: Counter
+
+
+def _corpus(docs: list[Doc]) -> Corpus:
+    n = len(docs)
+    df: Counter = Counter()
+    for d in docs:
+        for f, c in d.tf.items():
+            df.update((f, t) for t in c)
+    return Corpus(docs, n, {f: (sum(d.length[f] for d in docs) / n if n else 1.0) for f in FIELDS}, df)
+
+
+class Reference:
+    """The records analysed once (``records``: the bank's current record per id); ``rank`` ranks."""
+
+    def __init__(self, records: list[Memory]) -> None:
+        docs = [_doc(r) for r in records]
+        self.live = _corpus([d for d in docs if d.rec.live])
+        self.every = _corpus(docs)
+
+    def rank(self, query: str, *, limit: int, tuning: MemoryTuning, now: int, tag: str | None = None,
+             include_superseded: bool = False) -> list[Ranked]:
+        """The best ``limit`` records for ``query``, best first (see the module docstring)."""
+        return _rank(self.every if include_superseded else self.live, query, limit=limit, tuning=tuning,
+                     now=now, tag=tag)
+
+
+def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int, tag: str | None) -> list[Ranked]:
+    corpus, n, avgfl = c.docs, c.n, c.avgfl
+    pool = [d for d in corpus if tag is None or tag in d.rec.tags]
+    terms = query_terms(memory_analyzer(), query)
+    pairs = [(f, t) for t in terms for f in ("text", "name", "description")]
+    pairs += [("cjk", t) for t in query_terms(cjk_analyzer(), query)]
+    keys = entity_keys(query)
+
+    idfs = {(f, t): math.log(1.0 + (n - c.df[(f, t)] + 0.5) / (c.df[(f, t)] + 0.5)) for f, t in pairs}
+    bm25: dict[str, float] = {}
+    matched: list[Doc] = []
+    for d in pool:
+        score, hit = 0.0, False
+        for f, t in pairs:
+            tf = d.pairs.get((f, t))
+            if tf:
+                hit = True
+                length = d.length[f] or 1
+                score += idfs[(f, t)] * (tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * length / (avgfl[f] or 1.0))))
+        if hit:
+            bm25[d.rec.id] = score
+            matched.append(d)
+    ents = {d.rec.id: e for d in pool if d.rec.entities and (e := sum(1 for k in keys if k in d.rec.entities))}
+
+    def newest(d: Doc) -> tuple[int, str]:
+        return -d.rec.updated_at, d.rec.id
+
+    fetch = tuning.fetch_limit
+    cands = {d.rec.id: d for d in sorted(matched, key=lambda d: (-bm25[d.rec.id], *newest(d)))[:fetch]}
+    cands.update({d.rec.id: d for d in sorted([d for d in pool if d.rec.id in ents], key=newest)[:fetch]})
+    out = []
+    for d in cands.values():
+        r = d.rec
+        rec = max(0.5 ** ((max(0, now - r.updated_at) / DAY_MS) / tuning.decay_half_life_days), tuning.recency_floor)
+        b = bm25.get(r.id, 0.0)
+        e = ents.get(r.id, 0)
+        base = (tuning.w_bm25 * b + tuning.w_entity * e
+                + tuning.w_corroboration * math.log(1 + r.corroboration) + tuning.w_pinned * (1.0 if r.pinned else 0.0))
+        out.append(Ranked(r.id, base * rec, {"bm25": b, "entity": float(e),
+                                             "corroboration": float(r.corroboration),
+                                             "pinned": 1.0 if r.pinned else 0.0, "recency": rec}))
+    by_id = {d.rec.id: d for d in corpus}
+    out.sort(key=lambda x: (-x.score, -by_id[x.id].rec.updated_at, x.id))
+    return out[:limit]
