@@ -22,7 +22,8 @@ records if they follow the cache's positions directly, or catches those lanes up
 on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories exceed ``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+directories and the arrays recall keeps per segment (``BankIndex.memory_bytes``) exceed
+``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
@@ -227,6 +228,11 @@ class BankIndex:
                 out.extend(reader.postings("id", i).all_ids())  # deleted documents filtered out
         return out
 
+    def memory_bytes(self) -> int:
+        """Bytes of the per-segment arrays recall keeps in memory (columns, decoded postings):
+        counted with the directory against the cache's budget."""
+        return sum(d.nbytes for d in self.stats_cache.get("segment_data", {}).values())
+
     def write_meta(self) -> None:
         tmp = os.path.join(self.path, META_FILE + ".tmp")
         with open(tmp, "w") as fh:
@@ -376,7 +382,7 @@ class IndexCache:
         return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
-        total = sum(e.size_bytes for e in list(self.entries.values()))
+        total = sum(e.size_bytes + e.memory_bytes() for e in list(self.entries.values()))
         if total <= self.budget_bytes:
             return
         for key in list(self.entries):
@@ -391,7 +397,7 @@ class IndexCache:
                 entry = self.entries.get(key)
                 if entry is None:
                     continue
-                total -= entry.size_bytes
+                total -= entry.size_bytes + entry.memory_bytes()
                 self._forget(key)
                 self.counters["evictions"] += 1
             finally:

@@ -35,6 +35,8 @@ _DF_CACHE_MAX = 20000
 # decoded postings kept per bank (the segments' arrays together); past it a bank's are dropped
 # and decoded again on demand
 POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
+# three int64 columns, four length bytes and an id string (about 70 bytes) per document
+_BASE_BYTES_PER_DOC = 3 * 8 + 4 + 70
 _NO_IDS = np.zeros(0, dtype=np.int32)
 _NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
@@ -77,7 +79,7 @@ class SegmentData:
             raw = length_bytes(reader, f)
             self.lengths[f] = None if raw is None else np.frombuffer(raw, dtype=np.uint8)
         self._postings: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
-        self.nbytes = 8 * 3 * n + 4 * n
+        self.nbytes = _BASE_BYTES_PER_DOC * n
 
     def postings(self, reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docnums int32, weights float64)`` of a term's postings in this segment (``reader``
@@ -103,7 +105,7 @@ class SegmentData:
     def clear_postings(self) -> None:
         """Forget the decoded postings (the memory bound)."""
         self._postings.clear()
-        self.nbytes = 8 * 3 * self.n + 4 * self.n
+        self.nbytes = _BASE_BYTES_PER_DOC * self.n
 
 
 def postings(reader: Any, fieldname: str, text: str) -> Iterator[tuple[int, float]]:

@@ -309,3 +309,31 @@ def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache):
     assert set(got) == set(want)
     for memory_id, score in want.items():
         assert math.isclose(got[memory_id], score, rel_tol=1e-9), memory_id
+
+
+def test_decoded_postings_kept_per_segment_until_it_changes(api, cache):
+    """A warm recall reuses the segment's decoded postings (no second decode); a replaced memory
+    leaves its old document masked out at once (the deletion set moved, the arrays did not); a
+    merged-away segment's arrays are dropped; the bank's arrays count against the cache budget."""
+    first = save(api, "granite countertop quote from the kitchen shop")
+    for i in range(4):
+        save(api, f"older note {i} on tiles")
+    recall(api, "granite")  # the first recall builds the index: one segment of five documents
+    entry = cache.get("default", "main")
+    per_segment = entry.stats_cache["segment_data"]
+    (sid, data), = per_segment.items()
+    arrays = data.postings(entry.reader().leaf_readers()[0][0], "text", "granit")
+    assert len(arrays[0]) == 1
+    assert texts(recall(api, "granite")) == ["granite countertop quote from the kitchen shop"]
+    assert per_segment[sid] is data and data.postings(None, "text", "granit") is arrays  # served from memory
+    status, _ = api.patch(f"/v1/banks/main/memories/{first['id']}", {"text": "marble countertop quote"})
+    assert status == 200
+    assert recall(api, "granite") == []  # the old document: deleted in the segment, masked
+    assert per_segment[sid] is data  # the segment's arrays kept: its postings did not change
+    assert texts(recall(api, "marble")) == ["marble countertop quote"]
+    assert entry.memory_bytes() >= data.nbytes > 0
+    for i in range(12):  # enough one-document commits for the tiered policy to merge the first segment
+        save(api, f"filler memory number {i} about pebbles")
+        recall(api, "pebbles")
+    assert sid not in per_segment
+    assert texts(recall(api, "marble")) == ["marble countertop quote"]
