@@ -5,8 +5,8 @@
 consistent BatchGetItem), takes the rules from the per-container cache keyed by ``rules_version``
 and config version (S3 only when they changed), ranks with the recall core
 (``chalicelib.search.recall``), pads with the ambient floor when few memories matched, and
-renders with ``chalicelib.inject.render``. The recall itself makes its own consistent read, so a
-warm turn costs two DynamoDB reads (plus the token lookup) and no S3 call.
+renders with ``chalicelib.inject.render``. The recall and the ambient floor rank the bank as that
+one read found it, so a warm turn costs one DynamoDB read (plus the token lookup) and no S3 call.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
     cannot be used (preview); otherwise either renders the bare section (the hook never denies
     a turn)."""
-    row = read_rows(org_id, [bank]).get(bank)  # also applies a moved config version
+    rows = read_rows(org_id, [bank])  # the turn's one consistent read; also applies a moved config version
+    row = rows.get(bank)
     tuning = tuning or get_tuning()
     if row is None and require:
         get_bank_head(org_id, bank)  # 409 damaged when its row or a lane row is there but unusable
@@ -117,12 +118,12 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
     if with_memories and row is not None and query.strip():
-        result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning)
+        result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows)
         retrieval = result.retrieval
         hits = [Picked(memory=h.memory, score=h.score) for h in result.hits]
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
         if len(hits) < floor:
-            ambient = top_memories(org_id, bank, floor + len(hits))
+            ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
     injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                        recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
                        with_memories=with_memories)

@@ -29,9 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from whoosh.query import Term
-from whoosh.searching import Searcher
-from whoosh.sorting import FieldFacet, MultiFacet
 
 from .. import metrics
 from ..clock import now_ms
@@ -316,7 +313,7 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
            tuning: MemoryTuning | None = None,
            filter: Callable[[Memory], bool] | None = None,
            now: int | None = None, require: bool = False,
-           analysed: QueryTerms | None = None) -> RecallResult:
+           analysed: QueryTerms | None = None, rows: dict[str, BankHead] | None = None) -> RecallResult:
     """Rank the memories of ``banks`` (bank names or internal namespace keys) as ONE corpus.
 
     ``limit``: 1..100 hits; ``tag``: only memories carrying that handle (applied before the cut);
@@ -324,13 +321,16 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     they stood then (slower: see the module docstring); ``filter``: a caller's visibility test on
     each candidate; ``now``: the clock for recency (ms, default now); ``require``: raise 404
     ``bank_not_found`` for a missing bank instead of treating it as empty; ``analysed``: the
-    query already analysed (``analyse``), e.g. by a benchmark timing ranking alone.
+    query already analysed (``analyse``), e.g. by a benchmark timing ranking alone; ``rows``: the
+    banks as this turn already read them (``read_rows``: one consistent read per turn), else
+    read here.
     Raises 400 ``validation_error`` for an empty query or a limit out of range. Emits
     ``metrics.recall_latency`` (the whole call, the consistent read included).
     """
     started = time.perf_counter()
     _check(query, limit)
-    rows = read_rows(org_id, banks)
+    if rows is None:
+        rows = read_rows(org_id, banks)
     tuning = tuning or get_tuning()
     if require:
         _require(org_id, banks, rows)
@@ -425,23 +425,45 @@ def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None,
 
 # --- the ambient floor, freshness and maintenance ------------------------------------------
 
-def top_memories(org_id: str, bank: str, n: int) -> list[Memory]:
+def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | None = None) -> list[Memory]:
     """The bank's top ``n`` live memories: pinned desc, corroboration desc, ``updated_at`` desc,
-    id asc (the injection's ambient floor). A missing bank has none. One consistent read."""
+    id asc (the injection's ambient floor), ordered over the segments' columns. A missing bank
+    has none. ``rows``: the bank as this turn already read it (``read_rows``), else one
+    consistent read here."""
     if n <= 0:
         return []
-    rows = read_rows(org_id, [bank])
-    row = rows.get(bank)
+    row = (read_rows(org_id, [bank]) if rows is None else rows).get(bank)
     if row is None:
         return []
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
         entry = cache.fresh(org_id, bank, row)
-        searcher = Searcher(entry.reader(), closereader=False)
-        order = MultiFacet([FieldFacet("pinned", reverse=True), FieldFacet("corroboration", reverse=True),
-                            FieldFacet("updated_at", reverse=True), FieldFacet("id")])
-        res = searcher.search(Term("live", "1"), limit=n, sortedby=order)
-        return [rec for hit in res if (rec := _stored(entry.reader(), hit.docnum)) is not None]
+        readers = [leaf for leaf, _off in entry.reader().leaf_readers() if leaf.doc_count_all() > 0]
+        stats = CorpusStats([(r, entry.stats_cache) for r in readers], False)
+        data = [stats.data(i) for i in range(len(readers))]
+        docs = [np.flatnonzero(seg.keep) for seg in stats.segments]
+        keys = _ordered(data, docs, n)
+        return [rec for i, d in keys if (rec := _stored(readers[i], d)) is not None]
+
+
+def _ordered(data: list[SegmentData], docs: list[np.ndarray], n: int) -> list[Key]:
+    """The first ``n`` of ``docs`` (per leaf) by pinned desc, corroboration desc, ``updated_at``
+    desc, id asc: one ``lexsort`` over the columns, ids breaking the ties that remain."""
+    if not sum(len(d) for d in docs):
+        return []
+    li = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in enumerate(docs)])
+    dn = np.concatenate(docs)
+    pin = np.concatenate([sd.pinned[d] for sd, d in zip(data, docs, strict=True)])
+    corr = np.concatenate([sd.corroboration[d] for sd, d in zip(data, docs, strict=True)])
+    upd = np.concatenate([sd.updated_at[d] for sd, d in zip(data, docs, strict=True)])
+    order = np.lexsort((-upd, -corr, -pin))
+    m = min(n, len(order))
+    last = order[m - 1]
+    while m < len(order) and (pin[order[m]], corr[order[m]], upd[order[m]]) == (pin[last], corr[last], upd[last]):
+        m += 1  # the run that straddles the cut: order it whole
+    top = order[:m].tolist()
+    top.sort(key=lambda j: (-int(pin[j]), -int(corr[j]), -int(upd[j]), data[li[j]].ids[dn[j]]))
+    return [(int(li[j]), int(dn[j])) for j in top[:n]]
 
 
 def ensure_fresh(org_id: str, bank: str) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from chalicelib.inject.render import PARAGRAPH
 from tests.api.conftest import mint
+from tests.api.test_search_freshness import call_counter  # noqa: F401 - the fixture
 
 HEAD = "\n\n# Memory — bank: {bank}\n"
 
@@ -173,6 +174,21 @@ def test_warm_turn_reads_no_rules_from_s3_until_they_change(api, monkeypatch):
     _, body = api.post("/v1/banks/main/preview", {"query": "tea"})
     assert len(calls) > n
     assert "\n## style\nAnswer at length.\n" in body["system_prompt_section"]
+
+
+@pytest.mark.parametrize("query", ["green tea alice", "nothing matches this"])
+def test_warm_turn_reads_the_bank_once(api, call_counter, query):
+    """A warm turn makes ONE consistent read of the bank table: the recall and the ambient floor
+    (the second query matches nothing, so the floor pads the injection) rank the bank as the
+    turn's read found it."""
+    seed(api)
+    turn = {"messages": [{"role": "user", "content": query}], "metadata": {}}
+    assert api.post("/v1/hooks/pre-generate", turn)[0] == 200  # warm the index and the rules
+    counter = call_counter.install()
+    status, body = api.post("/v1/hooks/pre-generate", turn)
+    assert status == 200 and body["mutations"]["append_messages"], body
+    calls = [c for c in counter.calls if "tokens" not in c[1]]
+    assert calls == [("dynamodb.BatchGetItem", "cairn-test-banks")], counter.calls
 
 
 def test_reload_requires_admin_and_bumps_config_version(api, aws):
