@@ -6,7 +6,7 @@ import pytest
 
 from chalicelib.inject.render import PARAGRAPH
 from tests.api.conftest import mint
-from tests.api.test_search_freshness import call_counter  # noqa: F401 - the fixture
+from tests.api.test_search_freshness import CallCounter
 
 HEAD = "\n\n# Memory — bank: {bank}\n"
 
@@ -174,6 +174,14 @@ def test_warm_turn_reads_no_rules_from_s3_until_they_change(api, monkeypatch):
     _, body = api.post("/v1/banks/main/preview", {"query": "tea"})
     assert len(calls) > n
     assert "\n## style\nAnswer at length.\n" in body["system_prompt_section"]
+
+
+@pytest.fixture
+def call_counter():
+    counter = CallCounter()
+    yield counter
+    if hasattr(counter, "clients"):
+        counter.uninstall()
 
 
 @pytest.mark.parametrize("query", ["green tea alice", "nothing matches this"])
