@@ -138,7 +138,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
     readers = [r for r, _c, _b in leaves]
     allowed = [_allowed(stats, i, readers[i], tag) for i in range(len(leaves))]
-    bm, matched = _bm25f(stats, readers, pairs, allowed)
+    bm = _bm25f(stats, readers, pairs, allowed)
     ent = _entity_hits(stats, readers, q.entity_keys, allowed)
 
     decoded: dict[Key, Memory | None] = {}
@@ -152,20 +152,18 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     accept = None if filter is None else (lambda key: (rec := record(key)) is not None and filter(rec))
     data = [stats.data(i) for i in range(len(leaves))]
     fetch = tuning.fetch_limit
-    cands = dict.fromkeys(_pick(data, [np.flatnonzero(m) for m in matched], bm, fetch, accept))
-    cands.update(dict.fromkeys(_pick(data, [np.flatnonzero(e) for e in ent], None, fetch, accept)))
+    cands = dict.fromkeys(_pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
+    cands.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, fetch, accept)))
     if not cands:
         return [], 0
     li = np.fromiter((k[0] for k in cands), dtype=np.int64, count=len(cands))
     dn = np.fromiter((k[1] for k in cands), dtype=np.int64, count=len(cands))
-
-    def column(per_leaf: list[np.ndarray]) -> np.ndarray:
-        return np.array([per_leaf[i][d] for i, d in cands])
-
-    upd = column([sd.updated_at for sd in data])
-    totals, signals = full_scores(column(bm), column(ent), column([sd.corroboration for sd in data]),
-                                  column([sd.pinned for sd in data]), upd, now, tuning)
-    order = sorted(range(len(cands)), key=lambda j: (-totals[j], -upd[j], data[li[j]].ids[dn[j]]))
+    upd = _gather(li, dn, [sd.updated_at for sd in data])
+    totals, signals = full_scores(_lookup(li, dn, bm, np.float64), _lookup(li, dn, ent, np.int64),
+                                  _gather(li, dn, [sd.corroboration for sd in data]),
+                                  _gather(li, dn, [sd.pinned for sd in data]), upd, now, tuning)
+    ids = [data[i].ids[d] for i, d in cands]
+    order = sorted(range(len(cands)), key=lambda j: (-totals[j], -upd[j], ids[j]))
     hits: list[Hit] = []
     names = list(signals)
     for j in order:
@@ -176,6 +174,60 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         if rec is not None:
             hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
     return hits, len(cands)
+
+
+Sparse = tuple[np.ndarray, np.ndarray]  # (sorted document numbers, one value each)
+# a leaf's postings past this share of its documents are summed into a dense array; fewer, sparsely
+DENSE_SHARE = 0.125
+
+
+def _gather(li: np.ndarray, dn: np.ndarray, per_leaf: list[np.ndarray]) -> np.ndarray:
+    """``per_leaf[li[j]][dn[j]]`` for each j."""
+    out = np.zeros(len(li), dtype=per_leaf[0].dtype if per_leaf else np.int64)
+    if len(per_leaf) == 1:
+        out[:] = per_leaf[0][dn]
+        return out
+    for i in set(li.tolist()):
+        at = li == i
+        out[at] = per_leaf[i][dn[at]]
+    return out
+
+
+def _lookup(li: np.ndarray, dn: np.ndarray, per_leaf: list[Sparse], dtype: Any) -> np.ndarray:
+    """The value of each ``(li[j], dn[j])`` in sparse per-leaf arrays (0 where absent)."""
+    out = np.zeros(len(li), dtype=dtype)
+    for i in set(li.tolist()):
+        docs, vals = per_leaf[i]
+        if not len(docs):
+            continue
+        at = np.flatnonzero(li == i)
+        pos = np.minimum(np.searchsorted(docs, dn[at]), len(docs) - 1)
+        found = docs[pos] == dn[at]
+        out[at[found]] = vals[pos[found]]
+    return out
+
+
+def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: np.ndarray) -> Sparse:
+    """Per document of a leaf of ``n``: the sum of its values over the lists, added in list order
+    (dense when the postings are many, else sorted and ``bincount``-ed); only ``allowed`` ones."""
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=vals[0].dtype if vals else np.float64)
+    total = sum(len(x) for x in ids)
+    if total > DENSE_SHARE * n:
+        acc = np.zeros(n, dtype=vals[0].dtype)
+        hit = np.zeros(n, dtype=bool)
+        for x, v in zip(ids, vals, strict=True):
+            acc[x] += v  # a term's postings name each document once
+            hit[x] = True
+        docs = np.flatnonzero(hit & allowed)
+        return docs, acc[docs]
+    if len(ids) == 1:  # one list: already sorted, one value per document
+        docs, sums = ids[0], vals[0]
+    else:
+        docs, inverse = np.unique(np.concatenate(ids), return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate(vals), minlength=len(docs)).astype(vals[0].dtype)
+    keep = allowed[docs]
+    return docs[keep].astype(np.int64), sums[keep]
 
 
 def _allowed(stats: CorpusStats, i: int, reader: Any, tag: str | None) -> np.ndarray:
@@ -191,13 +243,12 @@ def _allowed(stats: CorpusStats, i: int, reader: Any, tag: str | None) -> np.nda
 
 
 def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
-           allowed: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per leaf: BM25F of every document (float64, 0 where no pair matched) and the documents
-    matched (bool, masked by ``allowed``). Per (field, term) pair and posting: ``idf * tf * (k1 + 1)
-    / (tf + norm[length byte])``, added in pair order (the arithmetic of whoosh.scoring.bm25)."""
+           allowed: list[np.ndarray]) -> list[Sparse]:
+    """Per leaf: the documents matched (masked by ``allowed``) and their BM25F. Per (field, term)
+    pair and posting: ``idf * tf * (k1 + 1) / (tf + norm[length byte])``, added in pair order
+    (the arithmetic of whoosh.scoring.bm25)."""
     k1p = K1 + 1
-    bm = [np.zeros(len(a), dtype=np.float64) for a in allowed]
-    hit = [np.zeros(len(a), dtype=bool) for a in allowed]
+    parts: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in readers]
     for f, t in pairs:
         idf: float | None = None
         norm = norm_table(1.0)
@@ -213,30 +264,27 @@ def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
                 norm = norm_table(stats.avgfl(f) or 1.0)  # cached per average length
             lens = sd.lengths.get(f)
             nrm = norm[lens[ids]] if lens is not None else norm[0]
-            bm[i][ids] += idf * ((w * k1p) / (w + nrm))
-            hit[i][ids] = True
-    matched = [h & a for h, a in zip(hit, allowed, strict=True)]
-    return [np.where(m, b, 0.0) for b, m in zip(bm, matched, strict=True)], matched
+            parts[i][0].append(ids)
+            parts[i][1].append(idf * ((w * k1p) / (w + nrm)))
+    return [_sum_by_doc(len(a), ids, vals, a) for (ids, vals), a in zip(parts, allowed, strict=True)]
 
 
 def _entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
-                 allowed: list[np.ndarray]) -> list[np.ndarray]:
-    """Per leaf: how many of the query's entity handles each document carries (int64, 0 where not
-    ``allowed``)."""
+                 allowed: list[np.ndarray]) -> list[Sparse]:
+    """Per leaf: the documents (``allowed`` ones) carrying any of the query's entity handles and
+    how many (int64)."""
     out = []
     for i, reader in enumerate(readers):
-        counts = np.zeros(len(allowed[i]), dtype=np.int64)
-        for k in keys:
-            ids, _w = stats.data(i).postings(reader, "entities", k)
-            counts[ids] += 1
-        out.append(np.where(allowed[i], counts, 0))
+        lists = [ids for k in keys if len(ids := stats.data(i).postings(reader, "entities", k)[0])]
+        out.append(_sum_by_doc(len(allowed[i]), lists, [np.ones(len(x), dtype=np.int64) for x in lists], allowed[i]))
     return out
 
 
 def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
           accept: Callable[[Key], bool] | None) -> list[Key]:
     """The first ``fetch`` of the documents ``docs`` (per leaf) that ``accept`` lets through, in
-    the order ``score`` desc (when given), ``updated_at`` desc, id asc.
+    the order ``score`` desc (when given: per leaf, one value per document of ``docs``),
+    ``updated_at`` desc, id asc.
 
     Only a prefix is ever sorted: ``argpartition`` finds the ``k``-th best score and every
     document at least that good (ties included) is ordered by ``lexsort``, ids breaking the ties
@@ -247,7 +295,7 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
     if n == 0:
         return []
     upd = np.concatenate([data[i].updated_at[d] for i, d in enumerate(docs)])
-    primary = upd if score is None else np.concatenate([s[d] for s, d in zip(score, docs, strict=True)])
+    primary = upd if score is None else np.concatenate(score)
     out: list[Key] = []
     done, k = 0, fetch
     while True:

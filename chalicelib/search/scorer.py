@@ -202,6 +202,7 @@ class CorpusStats:
             if sum(d.nbytes for d in cache["segment_data"].values()) > POSTINGS_CACHE_MAX_BYTES:
                 for d in cache["segment_data"].values():
                     d.clear_postings()
+        self._segments = [seg for _r, _c, _k, seg in self.leaves]
         self._idf: dict[tuple[str, str], float] = {}
 
     def data(self, i: int) -> SegmentData:
@@ -211,7 +212,7 @@ class CorpusStats:
     @property
     def segments(self) -> list[_SegmentStats]:
         """Per leaf, in order: its statistics (``keep``, ``excluded``)."""
-        return [seg for _r, _c, _k, seg in self.leaves]
+        return self._segments
 
     def df(self, fieldname: str, text: str) -> int:
         """Documents of the corpus holding ``text`` in ``fieldname``."""
