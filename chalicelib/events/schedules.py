@@ -27,7 +27,7 @@ log = logging.getLogger("cairn.events")
 
 # Logical tables whose ``expires_at`` (seconds since epoch) is a TTL attribute. Tokens also have
 # an ``expires_at``, but an expired token stays listed (audit), so it is not here.
-PURGEABLE = ("idempotency", "team_rates", "extraction")
+PURGEABLE = ("idempotency", "team_rates", "extraction", "usage")
 SNAPSHOT_MIN_SEQ_DELTA = 200
 
 
