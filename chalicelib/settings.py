@@ -69,6 +69,15 @@ class Settings(BaseSettings):
     idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")
     mcp_allowed_origins: str = Field("", description="Browser origins (scheme://host[:port], comma-separated) "
                                      "allowed to call /mcp; a request with another Origin gets 403.")
+    # default limits of every org and token (0 = no limit); an operator may set an org's own
+    rate_requests_per_minute: int = Field(600, ge=0, description="Requests per minute of one token (token "
+                                          "bucket refill); 0 = no rate limit.")
+    rate_burst: int = Field(120, ge=1, description="Requests one idle token may send at once (bucket capacity).")
+    rate_as_of_cost: int = Field(10, ge=1, description="Bucket tokens an as_of recall spends (a warm one spends 1).")
+    quota_memories_per_bank: int = Field(250_000, ge=0, description="Live memories of one bank; 0 = no limit.")
+    quota_banks_per_org: int = Field(1_000, ge=0, description="Live banks of one org; 0 = no limit.")
+    quota_extraction_tokens_per_day: int = Field(
+        5_000_000, ge=0, description="Extraction model tokens (input + output) of one org per UTC day; 0 = no limit.")
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""
