@@ -12,6 +12,9 @@ Commands (each goes through the same service functions as the API; no Chalice):
 - ``rebuild-indexes [--org O] [--bank B]``: rebuild recall indexes from the records and write
   snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
   operator tool only).
+- ``limits show|set --org O [--memories-per-bank N] [--banks-per-org N] [--requests-per-minute N]
+  [--burst N] [--as-of-cost N] [--extraction-tokens-per-day N]``: an org's limits; ``set`` stores the
+  operator's values (N, or ``default`` to drop one), the only way to raise a limit above the defaults.
 
 Stages: ``local`` (the default) talks to the moto server of the local stack running from
 ``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
@@ -202,6 +205,39 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     return 0
 
 
+def cmd_limits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``limits show``: the org's limits as JSON (``effective``, ``operator``, ``org``, ``defaults``).
+    ``limits set``: the operator's values of the org (the only way to raise one; ``default`` drops
+    the operator's value), audited as ``usage.limits``, then the same JSON."""
+    from . import audit
+    from .usage import limits
+    if args.action == "set":
+        values: dict[str, int | None] = {}
+        for name in limits.FIELDS:
+            raw = getattr(args, name)
+            if raw is None:
+                continue
+            if raw == "default":
+                values[name] = None
+                continue
+            try:
+                values[name] = int(raw)
+            except ValueError:
+                raise UsageError(f"--{name.replace('_', '-')} takes an integer or 'default', not {raw!r}") from None
+        if not values:
+            raise UsageError("limits set needs at least one --<limit> value")
+        try:
+            limits.set_operator(args.org, values)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        audit.record(args.org, "usage.limits", f"operator:{getpass.getuser()}", args.org, {"operator": values})
+    ov = limits.overrides(args.org, fresh=True)
+    out.write(json.dumps({"org": args.org, "effective": dataclasses.asdict(limits.combine(limits.defaults(), ov)),
+                          "operator": ov.operator, "org_values": ov.org,
+                          "defaults": dataclasses.asdict(limits.defaults())}) + "\n")
+    return 0
+
+
 # --- entry point ----------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -239,6 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--org")
     r.add_argument("--bank")
     r.set_defaults(func=cmd_rebuild_indexes)
+
+    lim = sub.add_parser("limits", help="show or set an org's limits (set: the operator's values; raises too)")
+    lim.add_argument("action", choices=("show", "set"))
+    lim.add_argument("--org", required=True)
+    from .usage.limits import FIELDS
+    for name in FIELDS:
+        lim.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="N|default",
+                         help="0 = no limit (burst, as-of-cost: at least 1); default drops the operator's value")
+    lim.set_defaults(func=cmd_limits)
     return p
 
 

@@ -119,7 +119,7 @@ def _bank(ctx: Ctx, bank: str) -> str:
 
 
 @endpoint(bp, "/v1/banks", ["POST"], permission=WRITE, body=BankRequest, bank_scoped=True,
-          responses={201: m.BankCreated, 200: m.BankCreated}, errors=("invalid_name", "damaged"))
+          responses={201: m.BankCreated, 200: m.BankCreated}, errors=("invalid_name", "damaged", "quota_exceeded"))
 def create_bank(ctx: Ctx):
     """Create a bank, or ensure it exists: 201 ``{bank, created: true}`` or 200 ``{bank, created: false}``."""
     name = _bank(ctx, ctx.body.name)
@@ -171,7 +171,7 @@ def trash_bank(ctx: Ctx, bank: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/restore", ["POST"], permission=WRITE, body=RestoreRequest, bank_scoped=True,
-          responses={200: m.BankReply}, errors=("not_found", "bank_exists", "damaged"))
+          responses={200: m.BankReply}, errors=("not_found", "bank_exists", "damaged", "quota_exceeded"))
 def restore_bank(ctx: Ctx, bank: str):
     """Restore a trashed bank whole: ``{bank}``; 409 ``bank_exists`` when the name is taken."""
     return {"bank": render_bank(service.restore_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.trashed_to,
@@ -193,7 +193,7 @@ def get_rule(ctx: Ctx, bank: str, name: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["PUT"], permission=WRITE, body=RuleRequest, bank_scoped=True,
-          responses={200: m.BankRuleState}, errors=("damaged",))
+          responses={200: m.BankRuleState}, errors=("damaged", "quota_exceeded"))
 def set_rule(ctx: Ctx, bank: str, name: str):
     """Create, replace or (empty content) remove a rule: ``{exists}``; the bank is created on first use."""
     check_name(name, "rule")
@@ -210,7 +210,7 @@ def delete_rule(ctx: Ctx, bank: str, name: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True,
-          responses={201: m.MemorySaved, 200: m.MemorySaved}, errors=("conflict", "damaged"))
+          responses={201: m.MemorySaved, 200: m.MemorySaved}, errors=("conflict", "damaged", "quota_exceeded"))
 def save_memory(ctx: Ctx, bank: str):
     """Save a memory, or reinforce the one with the same text: 201 ``{created: true, memory}`` / 200
     ``{created: false, memory}``. The bank is created on first use; an ``Idempotency-Key`` header
@@ -315,7 +315,7 @@ def export_bank(ctx: Ctx, bank: str):
 
 @endpoint(bp, "/v1/banks/{bank}/import", ["POST"], permission=WRITE,
           body_types=("application/x-ndjson", "application/json", "text/plain"), bank_scoped=True,
-          responses={200: m.ImportReport}, errors=("damaged",))
+          responses={200: m.ImportReport}, errors=("damaged", "quota_exceeded"))
 def import_bank(ctx: Ctx, bank: str):
     """Import memories into a bank (created on first use): an ndjson body, or JSON ``{s3_key}`` of an
     uploaded file: ``{imported, skipped, errors}``."""

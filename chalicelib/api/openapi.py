@@ -40,6 +40,7 @@ TAGS: tuple[tuple[str, str, str], ...] = (
      "Typed, scoped, named memories: wire-compatible with the Turnstone memory API."),
     ("/api/v1/context", "Team memory", "Entries edited together, accepted by a second person, then retrievable."),
     ("/v1/audit", "Audit", "Every event the service writes, filtered by key, never with content."),
+    ("/v1/usage", "Usage", "What an org uses, and the limits that bound it."),
     ("/v1", "Service", "Health, identity, the document itself, diagnostics."),
     ("/mcp", "MCP", "The Model Context Protocol endpoint: Cairn's memory as tools for agents."),
 )

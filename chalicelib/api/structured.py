@@ -310,7 +310,8 @@ def list_structured_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave,
-          responses={201: StructuredMemory, 200: StructuredMemory}, errors=("invalid_name", *_REST_SCOPE_ERRORS))
+          responses={201: StructuredMemory, 200: StructuredMemory},
+          errors=("invalid_name", *_REST_SCOPE_ERRORS, "quota_exceeded"))
 def save_structured_memory(ctx: Ctx):
     """Save a structured memory (an upsert of its name, scope and scope_id).
 
@@ -469,7 +470,7 @@ def delete_session(ctx: Ctx, session_id: str):
           responses={201: StructuredMemory, 200: MemoryToolResult},
           errors=("invalid_name", "invalid_type", "invalid_scope", "scope_unavailable", "scope_forbidden",
                   "coordinator_only", "project_access_denied", "project_read_only", "session_not_found",
-                  "memory_not_found", "project_inactive", "damaged"))
+                  "memory_not_found", "project_inactive", "damaged", "quota_exceeded"))
 def session_memory(ctx: Ctx, session_id: str):
     """Run the memory tool in a session: save, get, search, delete or list.
 
@@ -514,7 +515,7 @@ def admin_search_memories(ctx: Ctx):
 
 @endpoint(bp, "/v1/api/admin/memories/import", ["POST"], permission=ADMIN,
           body_types=("application/x-ndjson", "application/json", "text/plain"),
-          responses={200: MemoryImportReport}, errors=("damaged",))
+          responses={200: MemoryImportReport}, errors=("damaged", "quota_exceeded"))
 def admin_import(ctx: Ctx):
     """Import Turnstone memory rows (admin) from ndjson.
 

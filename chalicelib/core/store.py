@@ -43,6 +43,7 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
+from ..usage import quotas
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -351,14 +352,21 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
-def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> dict[int, BankModel | None]:
+def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
+               counting: bool = False) -> tuple[dict[int, BankModel | None], int]:
     """The rows of ``lanes`` of the bank as read now (one consistent BatchGetItem): lane 0 is the
     bank row, an absent lane row is ``None``. Read just before the commit, so the window in which
     another writer of the same lane can win is one read and the commit. A bank row gone or of
-    another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt."""
-    keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in lanes}
+    another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt.
+    With ``counting``, every lane row is read in that same call, and the bank's live memories
+    summed over them are returned beside the rows (else 0)."""
+    lanes = list(lanes)
+    every = range(lane_count(row)) if counting else lanes
+    keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in every}
     got = _batch_rows(list(keys.values()))
-    out = {lane: got.get(key) for lane, key in keys.items()}
+    live = sum(int(r.memories or 0) for lane, key in keys.items() if (r := got.get(key)) is not None
+               and (lane == 0 or _lane_problem(r, row.incarnation) is None)) if counting else 0
+    out = {lane: got.get(keys[lane]) for lane in lanes}
     for lane, lr in out.items():
         if lr is None:
             if lane == 0:
@@ -371,7 +379,7 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> 
             raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
         if lr.sealed:
             raise Retry()
-    return out
+    return out, live
 
 
 def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_row: BankModel | None,
@@ -417,12 +425,18 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     groups: dict[int, list[Write]] = {}
     for w in writes:
         groups.setdefault(lane_of(w.record.id, n), []).append(w)
+    adding = deltas(writes)[0]
+    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
     if row is None:
         now_rows: dict[int, BankModel | None] = dict.fromkeys(groups)
+        live = 0
     elif n == 1:
         now_rows = {0: row}  # one lane: the row the attempt read is the lane
+        live = int(row.memories or 0)
     else:
-        now_rows = _lanes_now(org_id, bank, row, groups)
+        now_rows, live = _lanes_now(org_id, bank, row, groups, counting)
+    if counting:
+        quotas.check_memories(org_id, bank, live, adding)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():
@@ -464,6 +478,7 @@ class BankTx:
         self.tx = tx
         self.org_id = org_id
         self.staged: list[tuple[str, BankModel, list[tuple[int, Memory]]]] = []
+        self.banks_added = 0  # live named banks this attempt creates or restores, less those it trashes
 
     def row(self, bank: str) -> BankModel | None:
         """The live bank row as this attempt reads it (consistent), or ``None``; 409 ``damaged``
@@ -480,6 +495,7 @@ class BankTx:
         """Get or create bank ``bank`` with no record change: ``(row, created)``."""
         row, fresh = self.row_or_new(bank, description)
         if row is None:
+            self.banks_added += int(quotas.counted(bank))
             self.tx.save(fresh, condition=BankModel.name.does_not_exist())
         return fresh, row is None
 
@@ -488,6 +504,8 @@ class BankTx:
         """Stage ``writes`` and the advance of the lanes they fall in (their positions read just
         before the commit), or ``bank``'s creation from ``fresh`` when ``row`` is ``None``; returns
         the ``(seq, record)`` pairs (``seq`` = lane * ``LANE_SPAN`` + position)."""
+        if row is None:
+            self.banks_added += int(quotas.counted(bank))
         after, changes = _stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
         self.staged.append((bank, after, changes))
         return changes
@@ -525,6 +543,7 @@ class BankTx:
         self.tx.delete(row, condition=(BankModel.incarnation == row.incarnation) & (BankModel.seq == row.seq))
         self.tx.save(trash, condition=BankModel.name.does_not_exist())
         self._seal(row, True)
+        self.banks_added -= int(quotas.counted(str(row.bank_name)))
 
     def _seal(self, row: BankModel, sealed: bool) -> None:
         """Seal (trash) or unseal (restore) every lane row of ``row``'s bank: a writer that read
@@ -544,6 +563,7 @@ class BankTx:
         live = _copy_row(trash)
         live.name, live.trashed_to, live.trashed_at = name, None, None
         live.updated_at = now_ms()
+        self.banks_added += int(quotas.counted(name))
         self.tx.save(live, condition=BankModel.name.does_not_exist())
         self.tx.delete(trash, condition=BankModel.name.exists())
         self._seal(trash, False)
@@ -577,13 +597,17 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
     fresh read on a lost race (``storage.txn.run_transaction``: 503 ``write_contention`` after
     ``Settings.write_retries``), then tell
     the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
-    a ``CairnError`` it raises writes nothing."""
+    a ``CairnError`` it raises writes nothing. A write that adds live memories or creates or
+    restores a bank is refused past the org's quotas (429 ``quota_exceeded``, ``usage.quotas``)."""
     last: list[BankTx] = []
 
     def run(tx: TransactWrite) -> T:
         btx = BankTx(tx, org_id)
         last[:] = [btx]
-        return attempt(btx)
+        result = attempt(btx)
+        # the org's bank count moves in the same transaction, once (one item, one operation)
+        quotas.stage_banks(tx, org_id, btx.banks_added)
+        return result
 
     result = run_transaction(run, retries=retries)
     for bank, row, changes in last[0].staged if last else []:

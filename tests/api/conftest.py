@@ -33,6 +33,10 @@ def aws(monkeypatch):
         for k, v in names.items():
             monkeypatch.setenv(k, v)
         monkeypatch.setenv("CAIRN_STAGE", "test")
+        # some tests seed more banks than an org's default quota; quota tests set their own limits
+        monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "100000")
+        from chalicelib.usage import limits
+        limits.forget_cached()  # a former test's per-org overrides, cached in this process
         yield names
 
 

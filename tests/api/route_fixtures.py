@@ -558,6 +558,10 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "/v1/hooks/session-deleted", {"session_id": w.fresh_hook_session()}, touches=(B,))},
     ("POST", "/v1/reload"): {"reload": lambda w: Call("/v1/reload", {}, touches=(("config",), ("_system", "tuning")))},
     ("GET", "/v1/doctor"): {"doctor": lambda w: Call("/v1/doctor")},
+    # --- usage limits (an org admin may lower them; these bodies leave the limits in force unchanged) ---
+    ("GET", "/v1/usage/limits"): {"get": lambda w: Call("/v1/usage/limits")},
+    ("PUT", "/v1/usage/limits"): {"lower": lambda w: Call("/v1/usage/limits", {
+        "memories_per_bank": 250000, "extraction_tokens_per_day": None}, touches=())},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {
         "api_key": lambda w: Call("/v1/api/admin/tokens", {

@@ -828,6 +828,17 @@ class AsyncCairn:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return await self._t.call("run_doctor")
 
+    @operation("get_usage_limits")
+    async def usage_limits(self) -> r.GetUsageLimits:
+        """The org's limits: ``{effective, operator, org}`` (``admin.memories``)."""
+        return await self._t.call("get_usage_limits")
+
+    @operation("put_usage_limits")
+    async def lower_usage_limits(self, **values: int | None) -> r.PutUsageLimits:
+        """Lower the org's own limits (``memories_per_bank=1000``; ``None`` drops the org's value):
+        ``{effective, operator, org}``. A value above the operator's limit raises ``validation_error``."""
+        return await self._t.call("put_usage_limits", json=values)
+
     @operation("reload_caches")
     async def reload(self) -> r.ReloadCaches:
         """Drop the org's cached indexes and rules everywhere: ``{config_version, banks}``."""

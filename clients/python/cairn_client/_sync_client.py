@@ -829,6 +829,17 @@ class Cairn:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return self._t.call("run_doctor")
 
+    @operation("get_usage_limits")
+    def usage_limits(self) -> r.GetUsageLimits:
+        """The org's limits: ``{effective, operator, org}`` (``admin.memories``)."""
+        return self._t.call("get_usage_limits")
+
+    @operation("put_usage_limits")
+    def lower_usage_limits(self, **values: int | None) -> r.PutUsageLimits:
+        """Lower the org's own limits (``memories_per_bank=1000``; ``None`` drops the org's value):
+        ``{effective, operator, org}``. A value above the operator's limit raises ``validation_error``."""
+        return self._t.call("put_usage_limits", json=values)
+
     @operation("reload_caches")
     def reload(self) -> r.ReloadCaches:
         """Drop the org's cached indexes and rules everywhere: ``{config_version, banks}``."""

@@ -431,7 +431,7 @@ class EventsQuery(BaseModel):
         extra="allow",
     )
     action: Annotated[
-        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
+        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
         Field(title="Action"),
     ] = None
     actor: Annotated[Actor | None, Field(title="Actor")] = None
@@ -548,6 +548,85 @@ class ImportUpload(BaseModel):
     url: Annotated[str, Field(title="Url")]
     s3_key: Annotated[str, Field(title="S3 Key")]
     expires_at: Annotated[int, Field(title="Expires At")]
+
+
+class LimitValues(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[
+        int,
+        Field(
+            description="Requests per minute of one token (bucket refill).",
+            title="Requests Per Minute",
+        ),
+    ]
+    burst: Annotated[
+        int,
+        Field(description="Requests an idle token may send at once.", title="Burst"),
+    ]
+    as_of_cost: Annotated[
+        int,
+        Field(
+            description="Bucket tokens an `as_of` recall spends.", title="As Of Cost"
+        ),
+    ]
+    memories_per_bank: Annotated[
+        int, Field(description="Live memories of one bank.", title="Memories Per Bank")
+    ]
+    banks_per_org: Annotated[
+        int, Field(description="Live banks of the org.", title="Banks Per Org")
+    ]
+    extraction_tokens_per_day: Annotated[
+        int,
+        Field(
+            description="Extraction model tokens (input + output) per UTC day.",
+            title="Extraction Tokens Per Day",
+        ),
+    ]
+
+
+class RequestsPerMinute(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Requests Per Minute")
+    ] = None
+
+
+class Burst(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Burst")] = None
+
+
+class MemoriesPerBank(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Memories Per Bank")
+    ] = None
+
+
+class BanksPerOrg(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Banks Per Org")] = None
+
+
+class ExtractionTokensPerDay(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Extraction Tokens Per Day")
+    ] = None
+
+
+class LimitsPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[
+        RequestsPerMinute | None, Field(title="Requests Per Minute")
+    ] = None
+    burst: Annotated[Burst | None, Field(title="Burst")] = None
+    memories_per_bank: Annotated[
+        MemoriesPerBank | None, Field(title="Memories Per Bank")
+    ] = None
+    banks_per_org: Annotated[BanksPerOrg | None, Field(title="Banks Per Org")] = None
+    extraction_tokens_per_day: Annotated[
+        ExtractionTokensPerDay | None, Field(title="Extraction Tokens Per Day")
+    ] = None
 
 
 class McpErrorData(BaseModel):
@@ -980,6 +1059,21 @@ class OrgAuditEventPage(BaseModel):
             title="Next Cursor",
         ),
     ]
+
+
+class OrgLimitValues(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[int | None, Field(title="Requests Per Minute")] = (
+        None
+    )
+    burst: Annotated[int | None, Field(title="Burst")] = None
+    memories_per_bank: Annotated[int | None, Field(title="Memories Per Bank")] = None
+    banks_per_org: Annotated[int | None, Field(title="Banks Per Org")] = None
+    extraction_tokens_per_day: Annotated[
+        int | None, Field(title="Extraction Tokens Per Day")
+    ] = None
 
 
 class PinRequest(BaseModel):
@@ -2072,6 +2166,15 @@ class UpdatesQuery(BaseModel):
     sinceSeq: Annotated[
         SinceSeq | Literal[""] | None, Field(title="Sinceseq", validate_default=True)
     ] = 0
+
+
+class UsageLimits(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    effective: LimitValues
+    operator: LimitValues
+    org: OrgLimitValues
 
 
 class Workstream(BaseModel):
