@@ -315,7 +315,8 @@ class ExtractionOutcome(BaseModel):
     """What an inline extraction job did."""
 
     status: str
-    """``applied``, ``duplicate``, ``too_small`` or ``disabled``."""
+    """``applied``, ``duplicate``, ``too_small``, ``disabled`` or ``deferred`` (the org spent its extraction
+    tokens of the UTC day, or an earlier turn of the session waits: the job runs the next day)."""
     saved: int
     reinforced: int
     skipped: int

@@ -56,4 +56,4 @@ def forget_session(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN, responses={200: m.DoctorReport})
 def run_doctor(ctx: Ctx):
     """Check the deployment end to end: ``{ok, checks: [{name, ok, required, detail, ms}]}``."""
-    return doctor.run_checks(ctx.principal.actor)
+    return doctor.run_checks(ctx.principal.actor, ctx.principal.org_id)

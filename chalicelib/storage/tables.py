@@ -353,7 +353,9 @@ class ExtractionModel(_Base):
     ``cursor`` (how far the transcript was extracted: ``position`` messages, ``last_message_id``,
     the recent ``turns`` applied), ``job#<turn_id>`` (fingerprints already applied by an unfinished
     job, so a retry does not reinforce twice; expires) and ``mem#<bank>#<memory_id>`` (provenance:
-    a memory this session taught, so forget-session is a key query, never a scan)."""
+    a memory this session taught, so forget-session is a key query, never a scan) and
+    ``parked#<total>#<enqueued_at>#<turn_id>`` (a job deferred past the org's daily extraction
+    quota, in turn order)."""
 
     class Meta(_Base.Meta):
         pass
@@ -372,6 +374,7 @@ class ExtractionModel(_Base):
     turn_id = UnicodeAttribute(null=True)  # mem#, job#
     updated_at = NumberAttribute()
     expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute (job# rows)
+    job = UnicodeAttribute(null=True)  # parked#: a deferred TurnJob (its JSON), run again the next UTC day
 
 
 # --- team memory ------------------------------------------------------------------
