@@ -198,3 +198,47 @@ def _scan_usage():
     from chalicelib.usage import limits
     items = limits.raw_client().scan(TableName=limits.usage_table(), ConsistentRead=True)["Items"]
     return [(it["pk"]["S"], it["sk"]["S"]) for it in items]
+
+
+def _drain(queue_url):
+    """Run every message of the FIFO queue through the extraction handler, in order; the bodies."""
+    import boto3
+
+    from chalicelib.events.extraction import handle_batch
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    bodies = []
+    while msgs := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
+                                      AttributeNames=["All"]).get("Messages", []):
+        records = [{"messageId": m["MessageId"], "body": m["Body"],
+                    "attributes": {"MessageGroupId": m["Attributes"]["MessageGroupId"],
+                                   "MessageDeduplicationId": m["Attributes"]["MessageDeduplicationId"]}}
+                   for m in msgs]
+        assert handle_batch(records) == {"batchItemFailures": []}
+        for m in msgs:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+        bodies += records
+    return bodies
+
+
+def test_with_a_queue_the_resume_sends_parked_jobs_back_in_order(api, model, aws, monkeypatch):
+    """Through the FIFO queue: the parked turns go back to their session's group, turn order
+    kept, with a deduplication id of their own; the worker runs them; nothing is lost."""
+    from chalicelib.events import schedules
+    from chalicelib.extraction.store import get_cursor, parked
+    monkeypatch.setenv("CAIRN_QUEUE_URL", aws["CAIRN_QUEUE_URL"])
+    for n in (1, 2, 3, 4):
+        status, body = _turn(api, n)
+        assert status == 202 and body["queued"] is True, body
+    _drain(aws["CAIRN_QUEUE_URL"])
+    assert get_cursor("default", SESSION).position == 4 and len(parked("default", SESSION)) == 2
+    model.now[0] = DAY1 + 3600 * 1000
+    assert schedules.resume_deferred_extraction()["jobs"] == 2
+    sent = _drain(aws["CAIRN_QUEUE_URL"])
+    assert [r["attributes"]["MessageDeduplicationId"] for r in sent] == ["t3#resumed#20261202", "t4#resumed#20261202"]
+    assert get_cursor("default", SESSION).position == 8 and parked("default", SESSION) == []
+    assert _texts(api) == sorted(f.removeprefix("Remember that ") for f in FACTS)
+    # sent, not yet run when the resume looked: the pointer moved a day on, in case a job fails for good
+    assert schedules.resume_deferred_extraction()["sessions"] == 0
+    model.now[0] += 24 * 3600 * 1000
+    assert schedules.resume_deferred_extraction()["sessions"] == 1  # nothing parked any more: the pointer goes
+    assert schedules.resume_deferred_extraction()["sessions"] == 0
