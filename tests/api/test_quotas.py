@@ -171,3 +171,50 @@ def test_cli_limits_refuses_bad_values(aws):
         err = io.StringIO()
         assert cli.main(["--stage", "dev", *argv], out=io.StringIO(), err=err) == 2, argv
         assert err.getvalue().startswith("error: ")
+
+
+def _race(fns):
+    """Run ``fns`` at once (threads behind a barrier): their results or the exceptions they raised."""
+    import threading
+    barrier = threading.Barrier(len(fns))
+    out: list = [None] * len(fns)
+
+    def wrap(i, fn):
+        barrier.wait()
+        try:
+            out[i] = fn()
+        except Exception as exc:  # noqa: BLE001 - compared below
+            out[i] = exc
+
+    threads = [threading.Thread(target=wrap, args=(i, fn)) for i, fn in enumerate(fns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_concurrent_creators_never_pass_the_bank_quota(api, monkeypatch):
+    """Five banks created at once under a limit of 2: exactly 2 exist (the count's condition makes
+    racing creators retry from a fresh read), the others are refused."""
+    from chalicelib.banks import service
+    from chalicelib.errors import QuotaExceeded
+    monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "2")
+    out = _race([lambda i=i: service.ensure_bank("default", f"c{i}", actor="t") for i in range(5)])
+    assert sum(isinstance(r, QuotaExceeded) for r in out) == 3, out
+    assert len(api.get("/v1/banks")[1]["banks"]) == 2
+
+
+def test_concurrent_saves_pass_the_memory_quota_by_at_most_lanes_minus_one(api, monkeypatch):
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.errors import QuotaExceeded
+    monkeypatch.setenv("CAIRN_QUOTA_MEMORIES_PER_BANK", "5")
+    monkeypatch.setenv("CAIRN_WRITE_LANES", "4")
+    out = _race([lambda i=i: service.save_memory("default", "race", SaveRequest(text=f"Racing fact {i}"), actor="t")
+                 for i in range(20)])
+    refused = [r for r in out if isinstance(r, QuotaExceeded)]
+    saved = len(out) - len(refused)
+    assert not [r for r in out if isinstance(r, Exception) and not isinstance(r, QuotaExceeded)], out
+    assert 5 <= saved <= 5 + 4 - 1
+    assert api.get("/v1/banks/race")[1]["bank"]["memories"] == saved
