@@ -68,6 +68,19 @@ def test_memories_per_bank_is_exact_at_the_limit(api, monkeypatch, lanes):
     assert api.get("/v1/banks/notes")[1]["bank"]["memories"] == 5
 
 
+def test_an_import_past_the_quota_reports_the_lines_left_over(api, monkeypatch):
+    """Batches commit one by one: the first batch past the quota and every line after it are
+    reported as ``quota_exceeded`` errors; what was imported stays, exactly up to the batch."""
+    from chalicelib.banks.transfer import BATCH
+    monkeypatch.setenv("CAIRN_QUOTA_MEMORIES_PER_BANK", str(BATCH + 5))
+    monkeypatch.setenv("CAIRN_WRITE_LANES", "1")  # batches of BATCH lines
+    lines = "\n".join(json.dumps({"text": f"Imported fact number {i}"}) for i in range(BATCH + 10))
+    status, body = api.call("POST", "/v1/banks/imp/import", raw=lines, headers={"Content-Type": "application/x-ndjson"})
+    assert status == 200 and body["imported"] == BATCH, body
+    assert len(body["errors"]) == 10 and all(e["error"].startswith("quota_exceeded: ") for e in body["errors"])
+    assert api.get("/v1/banks/imp")[1]["bank"]["memories"] == BATCH
+
+
 def test_shrinking_is_never_refused_over_the_limit(api, inline):
     """An org pushed over its quota by the operator lowering it: saves are refused, but deletes,
     purges, forget-session, exports and trash all succeed."""
