@@ -325,7 +325,7 @@ def _learn_rules(job: TurnJob, rules: list[Candidate]) -> int:
 
 def _defer(job: TurnJob, sk: str, why: str) -> Outcome:
     """Park ``job`` (message kept, cursor untouched) until the next UTC day: its row in the
-    session's partition and the session's pointer for ``usage.extraction.resume_due``."""
+    session's partition and the session's pointer for ``resume_deferred``."""
     store.park(job.org_id, job.session_id, sk, job.model_dump_json())
     until = usage_x.next_day()
     usage_x.put_pointer(job.org_id, session_key(job.org_id, job.session_id), until)
@@ -340,18 +340,18 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
     check_name(job.bank)
     bind()
     cursor = get_cursor(job.org_id, job.session_id)
+    mine = store.parked_sk(job.total, job.enqueued_at, job.turn_id)
     if cursor is not None and job.turn_id in cursor.turns:
-        out = Outcome("duplicate")
+        out = Outcome("duplicate")  # maybe a parked copy of an applied turn: its row goes below
     else:
         waiting = [sk for sk, _ in store.parked(job.org_id, job.session_id)]
-        mine = store.parked_sk(job.total, job.enqueued_at, job.turn_id)
         if waiting and waiting[0] != mine:
             return _defer(job, mine, "behind")
         out = _extract(job, cursor, extractor, mine)
         if out.status == "deferred" or mine not in waiting:
             return out
     with contextlib.suppress(Exception):  # a leftover row runs again tomorrow and ends "duplicate"
-        store.unpark(job.org_id, job.session_id, store.parked_sk(job.total, job.enqueued_at, job.turn_id))
+        store.unpark(job.org_id, job.session_id, mine)
     return out
 
 
@@ -417,7 +417,7 @@ def resume_deferred() -> Resumed:
             try:
                 job = TurnJob.model_validate_json(raw)
             except ValueError:
-                log.error(json.dumps({"msg": "extraction_parked_unreadable", "sk": sk}))
+                log.error(json.dumps({"msg": "extraction_parked_unreadable"}))
                 store.unpark(org_id, session_id, sk)  # unreadable: it would block its session forever
                 continue
             jobs += 1

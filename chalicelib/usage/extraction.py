@@ -9,7 +9,7 @@ Usage-table items (counters are top-level number attributes, added with ``ADD``)
 - ``q#<org>`` / ``x#<yyyymmdd>``: ``tokens`` (input + output) of the org's UTC day, what the quota
   ``extraction_tokens_per_day`` is checked against;
 - ``defer`` / ``<yyyymmdd>#<org>#<session_key>``: a session with jobs parked until that UTC day
-  (``chalicelib.extraction.job`` parks them; ``resume_due`` runs them again).
+  (``chalicelib.extraction.job`` parks them; its ``resume_deferred`` runs them again).
 
 Days and hours come from ``clock.now_ms()`` (UTC).
 """
