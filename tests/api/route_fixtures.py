@@ -561,7 +561,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     # --- usage limits (an org admin may lower them; these bodies leave the limits in force unchanged) ---
     ("GET", "/v1/usage/limits"): {"get": lambda w: Call("/v1/usage/limits")},
     ("PUT", "/v1/usage/limits"): {"lower": lambda w: Call("/v1/usage/limits", {
-        "memories_per_bank": 250000, "extraction_tokens_per_day": None}, touches=())},
+        "memories_per_bank": 250000, "extraction_tokens_per_day": None}, touches=(("limits",),))},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {
         "api_key": lambda w: Call("/v1/api/admin/tokens", {

@@ -320,6 +320,8 @@ class Placement:
         if table == "usage":  # ``<kind>#<org>...`` items; an org-less pk names the org in its sk
             parts = a["pk"].split("#")
             org = parts[1] if len(parts) > 1 else a["sk"].split("#")[1]
+            if parts[0] == "q" and a["sk"] == "limits":  # the org's own limits: its admins' to lower
+                return [((org, "limits"), a)]
             return [((org, "usage"), a)]
         return [(("?", table), a)]
 
@@ -442,6 +444,8 @@ def writable(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
         return c.mintable(aux.tokens.get(unit[2]))
     if kind == "config":
         return c.has("admin.memories")
+    if kind == "limits":
+        return c.org_wide and c.has("admin.memories")
     if kind == "hook":
         return c.org_wide and c.has("memory:write")
     if kind == "rates":
