@@ -41,6 +41,7 @@ TAGS: tuple[tuple[str, str, str], ...] = (
     ("/api/v1/context", "Team memory", "Entries edited together, accepted by a second person, then retrievable."),
     ("/v1/audit", "Audit", "Every event the service writes, filtered by key, never with content."),
     ("/v1", "Service", "Health, identity, the document itself, diagnostics."),
+    ("/console", "Console", "The web console's page and files."),
     ("/mcp", "MCP", "The Model Context Protocol endpoint: Cairn's memory as tools for agents."),
 )
 

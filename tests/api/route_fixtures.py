@@ -558,6 +558,10 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "/v1/hooks/session-deleted", {"session_id": w.fresh_hook_session()}, touches=(B,))},
     ("POST", "/v1/reload"): {"reload": lambda w: Call("/v1/reload", {}, touches=(("config",), ("_system", "tuning")))},
     ("GET", "/v1/doctor"): {"doctor": lambda w: Call("/v1/doctor")},
+    ("GET", "/v1/status"): {"status": lambda w: Call("/v1/status")},
+    # --- the console (static files, no token) ---
+    ("GET", "/console"): {"page": lambda w: Call("/console", public=True)},
+    ("GET", "/console/{asset}"): {"script": lambda w: Call("/console/app.js", public=True)},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {
         "api_key": lambda w: Call("/v1/api/admin/tokens", {
