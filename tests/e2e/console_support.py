@@ -136,7 +136,8 @@ class TeamSeed:
         self.bob = mint(http, unique("bob-"), [])
         self.space = ok(http.post("/api/v1/context/spaces", json={"name": unique("Platform team "),
                                                                    "dlp_policy": "redact"}), 201)["id"]
-        for who in (self.alice, self.bob):
+        admin = ok(http.get("/v1/me"))  # the admin reads the space too (the views' screenshots)
+        for who in (self.alice, self.bob, admin):
             ok(http.put(f"/api/v1/context/spaces/{self.space}/members/{who['user_id']}",
                         json={"permissions": ["context:space:read", "context:space:write"]}))
 

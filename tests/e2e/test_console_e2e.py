@@ -59,6 +59,8 @@ def seeded(stack):
     retired = ids[1]
     ok(http.post(f"/v1/banks/{bank}/memories/{retired}/supersede", json={"superseded_by": ids[2]}))
     ok(http.put(f"/v1/banks/{bank}/rules/style", json={"content": "Answer in plain English.\n\n# Tone\nBe brief."}))
+    # over the default 6000-byte rule budget: the preview shows a truncation marker
+    ok(http.put(f"/v1/banks/{bank}/rules/zz-runbook", json={"content": "Check the kettle before brewing. " * 220}))
     team = TeamSeed(http)
     entry = team.draft("Use Postgres for jobs", "We store the job queue in Postgres.\nContact ops@example.com.\n")
     ok(http.post("/v1/api/memories", json={"name": "prefers-tea", "description": "Drink preference",
@@ -137,3 +139,262 @@ def test_sign_in_shows_who_you_are_keeps_the_token_in_session_storage_only_and_s
     page.get_by_label("Token").press("Enter")
     expect(page.get_by_role("alert")).to_contain_text("(unauthorized)")
     assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+
+
+# --- banks -------------------------------------------------------------------------------------
+
+
+def test_banks_list_counts_and_the_memory_table_paginates_and_filters(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    live = ok(http.get(f"/v1/banks/{bank}"))["bank"]["memories"]  # 29 seeded live; the other pass may add some
+    page = open_page("banks")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=bank, exact=True))
+    expect(row.get_by_role("cell").nth(2)).to_have_text(str(live))
+    row.get_by_role("link", name=bank, exact=True).click()
+    wait_view(page, "bank")
+    table = page.locator("table").first
+    expect(table.locator("thead")).to_have_text(re.compile("Text.*Tags.*Entities.*Corroboration.*Pinned.*Updated"))
+    expect(table.locator("tbody tr")).to_have_count(25)
+    expect(page.locator(".pageinfo")).to_contain_text(f"Page 1 · {live} in all")
+    shot(page, site, "bank")
+    page.get_by_role("button", name="Next page").click()
+    expect(page.locator(".pageinfo")).to_contain_text("Page 2")
+    expect(page.locator("table tbody tr")).to_have_count(live - 25)
+    page.get_by_role("button", name="Previous page").click()
+    expect(page.locator("table tbody tr")).to_have_count(25)
+
+    page.get_by_label("Tag").select_option("odd")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".pageinfo")).to_contain_text("14 in all")  # 15 odd, one retired
+    page.get_by_label("Tag").select_option("")
+    page.get_by_label("Text contains").fill("TEA")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".pageinfo")).to_contain_text("10 in all")
+    expect(page.locator("table tbody tr").first).to_contain_text("tea")
+    page.get_by_label("Text contains").fill("")
+    page.get_by_label("Show retired (superseded or forgotten)").check()
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".pageinfo")).to_contain_text(f"{live + 1} in all")
+    page.get_by_label("Text contains").fill("number 01 ")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table tbody tr")).to_have_count(1)
+    expect(page.locator("table tbody tr")).to_contain_text("(retired)")
+
+
+def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    mid = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": unique("Kettle model ") + " is K1."}), 201)["memory"]["id"]
+    ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"tags": ["kitchen"]}))
+    ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"entities": ["kettle"]}))
+    page = open_page(f"banks/{bank}/memories/{mid}")
+    wait_view(page, "memory")
+    revs = page.locator("ol.timeline > li")
+    expect(revs).to_have_count(3)
+    history = ok(http.get(f"/v1/banks/{bank}/memories/{mid}/history"))["revisions"]
+    shown = [r.inner_text() for r in revs.all()]
+    for text, rev in zip(shown, reversed(history)):  # newest first
+        assert rev["op"] in text and f"seq {rev['seq']}" in text
+    shot(page, site, "memory")
+
+    new_text = unique("Kettle model is K2, ") + "bought in May."
+    page.get_by_label("Text", exact=True).fill(new_text)
+    page.get_by_role("button", name="Save changes").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.memtext")).to_have_text(new_text)
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["text"] == new_text
+    expect(page.locator("ol.timeline > li")).to_have_count(4)
+
+    page.get_by_role("button", name="Pin", exact=True).click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.pinned")).to_have_text("yes")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["pinned"] is True
+    expect(page.get_by_role("button", name="Unpin")).to_be_visible()
+
+    taken = ok(http.get(f"/v1/banks/{bank}/memories/{seeded['ids'][0]}"))["memory"]["text"]
+    page.get_by_label("Text", exact=True).fill(taken)
+    page.get_by_role("button", name="Save changes").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("alert")).to_contain_text("Save failed")
+    expect(page.get_by_role("alert")).to_contain_text("duplicate_text")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["text"] == new_text
+
+
+def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    page = open_page(f"banks/{bank}/rules")
+    wait_view(page, "rules")
+    budget = ok(http.get(f"/v1/banks/{bank}/rules"))["budget"]
+    expect(page.locator(".budget").first).to_contain_text(f"{budget['used_bytes']} of {budget['limit_bytes']} bytes")
+    expect(page.locator(".budget").first).to_contain_text("Over budget")
+    shot(page, site, "rules")
+    content = unique("Answer in plain English. Rev ")
+    page.get_by_label("Markdown of style").fill(content)
+    page.get_by_role("form", name="Rule style").get_by_role("button", name="Save rule").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_label("Markdown of style")).to_have_value(content)
+    assert ok(http.get(f"/v1/banks/{bank}/rules/style"))["rule"]["content"] == content
+
+
+def test_recall_draws_each_signal_and_preview_shows_the_exact_injection(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    page = open_page(f"banks/{bank}/recall")
+    wait_view(page, "recall")
+    page.get_by_label("Query").fill("tea brewing")
+    page.get_by_role("button", name="Recall").click()
+    hits = page.locator("ol.ranked > li")
+    expect(hits.first).to_be_visible()
+    api = ok(http.post(f"/v1/banks/{bank}/recall", json={"query": "tea brewing", "limit": 10}))["memories"]
+    assert hits.count() == len(api) > 0
+    for li, hit in zip(hits.all(), api):
+        assert li.get_by_role("link").inner_text() == hit["memory"]["text"]
+        meters = li.locator("meter")
+        assert meters.count() == 5
+        for m in meters.all():
+            name = m.get_attribute("data-signal")
+            # recency moves with the clock between the two recalls: a tolerance, the rest exact
+            tolerance = 1e-4 if name == "recency" else 1e-9
+            assert float(m.get_attribute("value")) == pytest.approx(hit["signals"][name], abs=tolerance)
+            assert li.get_by_label(name, exact=True).count() == 1  # each bar is labelled
+    page.get_by_role("button", name="Preview injection").click()
+    pre = page.locator("pre.injection").first
+    expect(pre).to_be_visible()
+    p = ok(http.post(f"/v1/banks/{bank}/preview", json={"query": "tea brewing"}))
+    assert pre.text_content() == p["system_prompt_section"]
+    assert page.locator("pre.injection").nth(1).text_content() == p["message"]
+    rules = p["budget"]["rules"]
+    expect(page.locator(".preview .budget").first).to_contain_text(f"{rules['used_bytes']} of {rules['limit_bytes']} bytes")
+    mem = p["budget"]["memories"]
+    expect(page.locator(".preview .budget").nth(1)).to_contain_text(f"{mem['used_bytes']} of {mem['limit_bytes']} bytes")
+    expect(pre.locator("mark.marker").first).to_contain_text("[rule truncated")
+    shot(page, site, "recall")
+
+
+# --- team review -------------------------------------------------------------------------------
+
+
+def _accept(page):
+    page.get_by_role("button", name="Accept", exact=True).click()
+    page.get_by_role("button", name="Confirm").click()
+
+
+def test_team_entry_reviewed_and_accepted_by_a_second_person(open_page, seeded, site):
+    team = seeded["team"]
+    text = "We store the job queue in Postgres.\nContact ops@example.com.\n"
+    eid = team.draft(unique("Job queue "), text)
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.bob["token"])
+    wait_view(page, "entry")
+    entry = ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}"))
+    expect(page.locator("pre.entry-text")).to_have_text(entry["text"])
+    expect(page.locator("pre.diff ins")).to_contain_text("job queue in Postgres")
+    expect(page.locator("ul.dlp")).to_contain_text("email")
+    expect(page.locator("table").last).to_contain_text(team.alice["user_id"])
+    expect(page.locator("code.sha")).to_have_text(entry["documentSha256"])
+    shot(page, site, "entry")
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("Accepted")
+    expect(page.locator("dd.status")).to_have_text("accepted")
+    assert ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}"))["status"] == "accepted"
+
+    # the space lists it by status
+    go(page, f"spaces/{team.space}", "space")
+    expect(page.locator("table", has=page.locator("caption", has_text="accepted"))).to_contain_text("Job queue")
+
+
+def test_accept_after_the_text_changed_shows_the_new_diff_and_accepts_the_new_hash(open_page, seeded):
+    team = seeded["team"]
+    eid = team.draft(unique("Caching "), "Cache the user list for 60 seconds.\n")
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.bob["token"])
+    wait_view(page, "entry")
+    expect(page.locator("pre.entry-text")).to_contain_text("60 seconds")
+    team.append(eid, "Invalidate it on every write.\n")  # alice edits while bob reads
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("The text changed since you opened it")
+    expect(page.locator("pre.entry-text")).to_contain_text("Invalidate it on every write.")
+    expect(page.locator("pre.diff ins")).to_contain_text("Invalidate it on every write.")
+    expect(page.locator("dd.status")).to_have_text("draft")
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("Accepted")
+    accepted = ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}/accepted"))
+    assert "Invalidate it on every write." in accepted["text"]
+
+
+def test_the_author_accepting_her_own_entry_is_explained(open_page, seeded):
+    team = seeded["team"]
+    eid = team.draft(unique("Retries "), "Retry three times.\n")
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.alice["token"])
+    wait_view(page, "entry")
+    _accept(page)
+    expect(page.get_by_role("alert")).to_contain_text("context.memory.self_accept")
+    expect(page.locator(".explain")).to_contain_text("Separation of duties")
+    expect(page.locator("dd.status")).to_have_text("draft")
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+
+def test_mint_shows_the_secret_once_and_revoke_stops_it(open_page, stack, site):
+    page = open_page("tokens")
+    wait_view(page, "tokens")
+    label = unique("console-test-")
+    page.get_by_label("Kind").select_option("person")
+    page.get_by_label("User id").fill(unique("dana-"))
+    page.get_by_label("Label").fill(label)
+    page.get_by_role("button", name="Mint token").click()
+    secret = page.get_by_label("Secret")
+    expect(secret).to_be_visible()
+    value = secret.input_value()
+    assert value and value not in page.url
+    me = ok(Http(stack.base_url, value).get("/v1/me"))
+    row = page.get_by_role("row").filter(has_text=label)
+    expect(row).to_contain_text("active")
+    shot(page, site, "tokens")
+    go(page, "banks", "banks")
+    go(page, "tokens", "tokens")
+    expect(page.get_by_label("Secret")).to_have_count(0)  # shown once
+    assert value not in page.content()
+    page.get_by_role("button", name=f"Revoke {me['token_id']}").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("row").filter(has_text=label)).to_contain_text("revoked")
+    assert Http(stack.base_url, value).get("/v1/me").status_code == 401
+
+
+# --- every view --------------------------------------------------------------------------------
+
+
+def _fragments(seeded):
+    bank, team = seeded["bank"], seeded["team"]
+    return {"banks": "banks", "bank": f"banks/{bank}", "memory": f"banks/{bank}/memories/{seeded['ids'][0]}",
+            "rules": f"banks/{bank}/rules", "recall": f"banks/{bank}/recall", "spaces": "spaces",
+            "space": f"spaces/{team.space}", "entry": f"spaces/{team.space}/entries/{seeded['entry']}",
+            "structured": "structured", "tokens": "tokens", "audit": "audit", "status": "status"}
+
+
+def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded, site, stack):
+    frags = _fragments(seeded)
+    assert set(frags) == set(VIEWS)
+    page = open_page("banks")
+    for view, frag in frags.items():
+        page.goto("about:blank")
+        page.goto(f"{site}/console#/{frag}")  # a fresh load of the link: the tab's session still signs it in
+        wait_view(page, view)
+        expect(page.locator("main h2")).to_be_visible()
+        errors = page.locator("main .notice.error")
+        assert errors.count() == 0, (view, errors.all_inner_texts())
+        path = shot(page, site, view)
+        assert path.exists() and path.stat().st_size > 1000
+    # the status view agrees with the API
+    status = ok(Http(stack.base_url, stack.token).get("/v1/status"))
+    mine = next(b for b in status["banks"] if b["name"] == seeded["bank"])
+    row = page.get_by_role("row").filter(has=page.get_by_role("cell", name=seeded["bank"], exact=True))
+    expect(row).to_contain_text(str(mine["memories"]))
+    expect(page.locator(".versions")).to_contain_text(f"Config version {status['config_version']}")
+    # the audit view filters
+    go(page, "audit", "audit")
+    page.get_by_label("Action").fill("token.mint")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("tbody tr").first).to_contain_text("token.mint")
+    # the structured view shows the seeded memory
+    go(page, "structured", "structured")
+    expect(page.get_by_role("cell", name="prefers_tea")).to_be_visible()
+    for view in VIEWS:
+        assert (ARTIFACTS / f"{'proxy-' if '/api' in site else ''}{view}.png").exists()
