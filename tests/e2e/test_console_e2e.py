@@ -50,12 +50,15 @@ def site(request, stack):
 def seeded(stack):
     """A bank of 30 memories (one retired), rules, a team space with a draft and structured memory."""
     http = Http(stack.base_url, stack.token)
-    bank = unique("console-")
-    ids = []
-    for i in range(30):
-        text = f"Memory number {i:02d} about {'tea' if i % 3 == 0 else 'coffee'} brewing."
-        body = {"text": text, "tags": ["drinks", "even" if i % 2 == 0 else "odd"], "entities": [f"ent{i % 4}"]}
-        ids.append(ok(http.post(f"/v1/banks/{bank}/memories", json=body), 201)["memory"]["id"])
+    bank = unique("0console-")  # sorts first: on the banks list's first page whatever else the stack holds
+    lines = [{"text": f"Memory number {i:02d} about {'tea' if i % 3 == 0 else 'coffee'} brewing.",
+              "tags": ["drinks", "even" if i % 2 == 0 else "odd"], "entities": [f"ent{i % 4}"],
+              "corroboration": i % 5, "updated_at": 1_780_000_000_000 + i * 60_000} for i in range(30)]
+    report = ok(http.post(f"/v1/banks/{bank}/import", data="\n".join(json.dumps(x) for x in lines),
+                          headers={"Content-Type": "application/x-ndjson"}))
+    assert report["imported"] == 30, report
+    by_text = {m["text"]: m["id"] for m in ok(http.get(f"/v1/banks/{bank}/memories?limit=50"))["memories"]}
+    ids = [by_text[x["text"]] for x in lines]
     retired = ids[1]
     ok(http.post(f"/v1/banks/{bank}/memories/{retired}/supersede", json={"superseded_by": ids[2]}))
     ok(http.put(f"/v1/banks/{bank}/rules/style", json={"content": "Answer in plain English.\n\n# Tone\nBe brief."}))
@@ -113,9 +116,12 @@ def go(page, fragment, view):
 
 
 def shot(page, site, name):
+    """A full-page screenshot to ``artifacts/console/<name>.png`` (the direct pass only: the proxy
+    pass renders the same pages); its path, or None."""
+    if "/api" in site:
+        return None
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    tag = "proxy-" if "/api" in site else ""
-    path = ARTIFACTS / f"{tag}{name}.png"
+    path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
 
@@ -381,7 +387,7 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
         errors = page.locator("main .notice.error")
         assert errors.count() == 0, (view, errors.all_inner_texts())
         path = shot(page, site, view)
-        assert path.exists() and path.stat().st_size > 1000
+        assert path is None or path.stat().st_size > 1000
     # the status view agrees with the API
     status = ok(Http(stack.base_url, stack.token).get("/v1/status"))
     mine = next(b for b in status["banks"] if b["name"] == seeded["bank"])
@@ -396,5 +402,153 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
     # the structured view shows the seeded memory
     go(page, "structured", "structured")
     expect(page.get_by_role("cell", name="prefers_tea")).to_be_visible()
-    for view in VIEWS:
-        assert (ARTIFACTS / f"{'proxy-' if '/api' in site else ''}{view}.png").exists()
+    if "/api" not in site:
+        for view in VIEWS:
+            assert (ARTIFACTS / f"{view}.png").exists()
+
+
+# --- stored XSS --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def xss(stack, seeded):
+    """Payloads that set ``window.__xss`` if ever parsed as HTML, in every kind of stored string the
+    console shows: memory text, tag, entity, rule, entry title and text, structured memory, token
+    label, space name."""
+    http, team = seeded["http"], seeded["team"]
+    bank = unique("0xss-")
+    mem = ok(http.post(f"/v1/banks/{bank}/memories", json={
+        "text": f"Payload {XSS} here.", "tags": [XSS], "entities": [XSS_SCRIPT]}), 201)["memory"]["id"]
+    ok(http.put(f"/v1/banks/{bank}/rules/evil", json={"content": f"{XSS}\n{XSS_SCRIPT}\n\"><svg onload=window.__xss=1>"}))
+    eid = team.draft(XSS, f"Body {XSS}\n{XSS_SCRIPT}\n")
+    ok(http.post("/v1/api/memories", json={"name": "xss-probe", "description": XSS, "type": "user",
+                                           "content": XSS_SCRIPT, "scope": "global"}), 200, 201)
+    mint(http, unique("x-"), ["memory:read"], label=XSS)
+    return {"bank": bank, "memory": mem, "space": team.space, "entry": eid}
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["with-csp", "csp-bypassed"])
+def test_stored_xss_shows_as_text_and_never_runs(open_page, xss, bypass_csp):
+    bank = xss["bank"]
+    page = open_page(f"banks/{bank}", bypass_csp=bypass_csp)
+    wait_view(page, "bank")
+    visits = [(f"banks/{bank}", "bank"), (f"banks/{bank}/memories/{xss['memory']}", "memory"),
+              (f"banks/{bank}/rules", "rules"), (f"banks/{bank}/recall", "recall"), ("spaces", "spaces"),
+              (f"spaces/{xss['space']}", "space"), (f"spaces/{xss['space']}/entries/{xss['entry']}", "entry"),
+              ("structured", "structured"), ("tokens", "tokens"), ("audit", "audit")]
+    for frag, view in visits:
+        go(page, frag, view)
+        if view == "recall":
+            page.get_by_label("Query").fill("payload here")
+            page.get_by_role("button", name="Recall").click()
+            expect(page.locator("ol.ranked > li").first).to_contain_text(XSS)
+            page.get_by_role("button", name="Preview injection").click()
+            expect(page.locator("pre.injection").first).to_contain_text(XSS_SCRIPT.replace("<", "&lt;").replace(">", "&gt;"))
+        if view == "rules":
+            expect(page.get_by_label("Markdown of evil")).to_have_value(re.compile(re.escape(XSS)))
+        elif view in ("bank", "memory", "space", "entry", "structured", "tokens"):
+            assert XSS in page.locator("main").inner_text(), view  # the characters, shown as text
+        assert page.evaluate("typeof window.__xss") == "undefined", view
+        assert page.locator("main img, main script, main svg").count() == 0, view
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+# --- keyboard, accessibility, first load -------------------------------------------------------
+
+
+def _tab_to(page, js_test, limit=400):
+    """Press Tab until ``js_test(document.activeElement)`` holds; fails after ``limit`` presses."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"(el => {js_test})(document.activeElement)"):
+            return
+    raise AssertionError(f"never reached by Tab: {js_test}")
+
+
+def test_keyboard_alone_signs_in_opens_a_memory_and_pins_it(browser, site, stack, seeded):
+    http = seeded["http"]
+    bank = unique("0kbd-")
+    text = unique("Keyboard memory ")
+    mid = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": text}), 201)["memory"]["id"]
+    ctx = browser.new_context()
+    try:
+        page = ctx.new_page()
+        page.goto(f"{site}/console")
+        page.wait_for_selector('#main[data-view="signin"]')
+        assert page.evaluate("document.activeElement.name") == "token"
+        page.keyboard.type(stack.token)
+        page.keyboard.press("Enter")
+        wait_view(page, "banks")
+        _tab_to(page, f"el.tagName === 'A' && el.textContent === {json.dumps(bank)}")
+        page.keyboard.press("Enter")
+        wait_view(page, "bank")
+        _tab_to(page, f"el.tagName === 'A' && el.textContent === {json.dumps(text)}")
+        page.keyboard.press("Enter")
+        wait_view(page, "memory")
+        _tab_to(page, "el.tagName === 'BUTTON' && el.textContent === 'Pin'")
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.textContent") == "Confirm"
+        page.keyboard.press("Enter")
+        expect(page.locator("dd.pinned")).to_have_text("yes")
+        assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["pinned"] is True
+    finally:
+        ctx.close()
+
+
+def test_axe_finds_no_serious_or_critical_violation_on_any_view(browser, site, stack, seeded):
+    if "/api" in site:
+        pytest.skip("the pages are the same through the proxy; axe runs on the direct pass")
+    ctx = browser.new_context(bypass_csp=True)  # axe is injected: the page's CSP would block it
+    try:
+        page = ctx.new_page()
+        page.goto(f"{site}/console")
+        page.wait_for_selector('#main[data-view="signin"]')
+        found = {"signin": _axe(page)}
+        sign_in(page, stack.token)
+        for view, frag in _fragments(seeded).items():
+            go(page, frag, view)
+            found[view] = _axe(page)
+        bad = {view: v for view, v in found.items() if v}
+        assert not bad, json.dumps(bad, indent=1)[:4000]
+    finally:
+        ctx.close()
+
+
+def _axe(page):
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async () => {
+        const r = await axe.run(document, {resultTypes: ["violations"]});
+        return r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+            .map(v => `${v.impact} ${v.id}: ${v.help} @ ${v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")}`);
+    }""")
+
+
+def test_first_load_is_small_and_fast(browser, site):
+    """First load of the page on the local stack (keep-alive): every byte transferred, asserted
+    under 200 KB; ``loadEventEnd`` of 10 fresh contexts recorded in
+    ``artifacts/console/first-load.json`` (a measurement, not an assertion)."""
+    if "/api" in site:
+        pytest.skip("measured on the stack itself, not through the test proxy")
+    timings, sizes = [], []
+    for i in range(11):
+        ctx = browser.new_context()
+        try:
+            page = ctx.new_page()
+            page.goto(f"{site}/console", wait_until="load")
+            page.wait_for_selector('#main[data-view="signin"]')
+            nav = page.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
+                                " return {load: n.loadEventEnd, size: n.transferSize}; })()")
+            res = page.evaluate("performance.getEntriesByType('resource').map(r => r.transferSize)")
+            if i:  # the first is a warm-up
+                timings.append(nav["load"])
+                sizes.append(nav["size"] + sum(res))
+        finally:
+            ctx.close()
+    timings.sort()
+    figures = {"median_load_ms": round(timings[len(timings) // 2], 1), "max_load_ms": round(timings[-1], 1),
+               "transferred_bytes": max(sizes), "runs": len(timings)}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "first-load.json").write_text(json.dumps(figures, indent=1))
+    print(f"console first load: {figures}")
+    assert 0 < figures["transferred_bytes"] < 200 * 1024, figures
