@@ -63,4 +63,4 @@ def run_doctor(ctx: Ctx):
 def service_status(ctx: Ctx):
     """What the org holds right now: ``{config_version, org_config_version, banks: [{name, seq,
     memories, snapshot: {key, seq, at} | null}]}`` (``status.org_status``)."""
-    return status.org_status(ctx.principal.org_id)
+    return dataclasses.asdict(status.org_status(ctx.principal.org_id))

@@ -35,6 +35,13 @@ def test_page_and_every_asset_carry_the_strict_policy(client):
     assert "unsafe-inline" not in CSP and "unsafe-eval" not in CSP
 
 
+def test_every_served_file_exists_and_every_script_is_served():
+    from pathlib import Path
+    static = Path(__file__).resolve().parents[2] / "chalicelib" / "console"
+    assert all((static / name).is_file() for name in ASSETS)
+    assert {p.name for p in static.glob("*.js")} <= set(ASSETS)
+
+
 def test_trailing_slash_redirects_to_the_page_so_relative_urls_hold(client):
     r = _get(client, "/console/")
     assert r.status_code == 301

@@ -26,6 +26,7 @@ ARTIFACTS = ROOT / "artifacts" / "console"
 AXE = ROOT / "tests" / "node" / "node_modules" / "axe-core" / "axe.min.js"
 SKIP_LINE = "BROWSER TESTS SKIPPED: install Debian's chromium (apt-get install chromium) and playwright to run them"
 SKIPPED: list[str] = []  # what tests/e2e/conftest.py's summary reports
+HOP_HEADERS = ("content-length", "connection", "transfer-encoding", "keep-alive", "date", "server")
 
 
 def chromium_path() -> str | None:
@@ -84,7 +85,7 @@ class PrefixProxy:
                 conn.close()
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
-                    if k.lower() not in ("content-length", "connection", "transfer-encoding", "keep-alive", "date", "server"):
+                    if k.lower() not in HOP_HEADERS:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -106,8 +106,8 @@ def sign_in(page, token):
 
 def wait_view(page, name=None):
     """Wait until the router has rendered a view (``name``, when given)."""
-    sel = f'#main[data-view="{name}"]' if name else '#main[data-view]:not([data-view="loading"]):not([data-view="signin"])'
-    page.wait_for_selector(sel)
+    rendered = '#main[data-view]:not([data-view="loading"]):not([data-view="signin"])'
+    page.wait_for_selector(f'#main[data-view="{name}"]' if name else rendered)
 
 
 def go(page, fragment, view):
@@ -189,7 +189,8 @@ def test_banks_list_counts_and_the_memory_table_paginates_and_filters(open_page,
 
 def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seeded, site):
     http, bank = seeded["http"], seeded["bank"]
-    mid = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": unique("Kettle model ") + " is K1."}), 201)["memory"]["id"]
+    saved = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": unique("Kettle model ") + " is K1."}), 201)
+    mid = saved["memory"]["id"]
     ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"tags": ["kitchen"]}))
     ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"entities": ["kettle"]}))
     page = open_page(f"banks/{bank}/memories/{mid}")
@@ -198,7 +199,7 @@ def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seede
     expect(revs).to_have_count(3)
     history = ok(http.get(f"/v1/banks/{bank}/memories/{mid}/history"))["revisions"]
     shown = [r.inner_text() for r in revs.all()]
-    for text, rev in zip(shown, reversed(history)):  # newest first
+    for text, rev in zip(shown, reversed(history), strict=True):  # newest first
         assert rev["op"] in text and f"seq {rev['seq']}" in text
     shot(page, site, "memory")
 
@@ -251,7 +252,7 @@ def test_recall_draws_each_signal_and_preview_shows_the_exact_injection(open_pag
     expect(hits.first).to_be_visible()
     api = ok(http.post(f"/v1/banks/{bank}/recall", json={"query": "tea brewing", "limit": 10}))["memories"]
     assert hits.count() == len(api) > 0
-    for li, hit in zip(hits.all(), api):
+    for li, hit in zip(hits.all(), api, strict=True):
         assert li.get_by_role("link").inner_text() == hit["memory"]["text"]
         meters = li.locator("meter")
         assert meters.count() == 5
@@ -267,10 +268,9 @@ def test_recall_draws_each_signal_and_preview_shows_the_exact_injection(open_pag
     p = ok(http.post(f"/v1/banks/{bank}/preview", json={"query": "tea brewing"}))
     assert pre.text_content() == p["system_prompt_section"]
     assert page.locator("pre.injection").nth(1).text_content() == p["message"]
-    rules = p["budget"]["rules"]
-    expect(page.locator(".preview .budget").first).to_contain_text(f"{rules['used_bytes']} of {rules['limit_bytes']} bytes")
-    mem = p["budget"]["memories"]
-    expect(page.locator(".preview .budget").nth(1)).to_contain_text(f"{mem['used_bytes']} of {mem['limit_bytes']} bytes")
+    for i, part in enumerate(("rules", "memories")):
+        used, limit = p["budget"][part]["used_bytes"], p["budget"][part]["limit_bytes"]
+        expect(page.locator(".preview .budget").nth(i)).to_contain_text(f"{used} of {limit} bytes")
     expect(pre.locator("mark.marker").first).to_contain_text("[rule truncated")
     shot(page, site, "recall")
 
@@ -419,7 +419,8 @@ def xss(stack, seeded):
     bank = unique("0xss-")
     mem = ok(http.post(f"/v1/banks/{bank}/memories", json={
         "text": f"Payload {XSS} here.", "tags": [XSS], "entities": [XSS_SCRIPT]}), 201)["memory"]["id"]
-    ok(http.put(f"/v1/banks/{bank}/rules/evil", json={"content": f"{XSS}\n{XSS_SCRIPT}\n\"><svg onload=window.__xss=1>"}))
+    rule = f"{XSS}\n{XSS_SCRIPT}\n\"><svg onload=window.__xss=1>"
+    ok(http.put(f"/v1/banks/{bank}/rules/evil", json={"content": rule}))
     eid = team.draft(XSS, f"Body {XSS}\n{XSS_SCRIPT}\n")
     ok(http.post("/v1/api/memories", json={"name": "xss-probe", "description": XSS, "type": "user",
                                            "content": XSS_SCRIPT, "scope": "global"}), 200, 201)
@@ -443,7 +444,8 @@ def test_stored_xss_shows_as_text_and_never_runs(open_page, xss, bypass_csp):
             page.get_by_role("button", name="Recall").click()
             expect(page.locator("ol.ranked > li").first).to_contain_text(XSS)
             page.get_by_role("button", name="Preview injection").click()
-            expect(page.locator("pre.injection").first).to_contain_text(XSS_SCRIPT.replace("<", "&lt;").replace(">", "&gt;"))
+            escaped = XSS_SCRIPT.replace("<", "&lt;").replace(">", "&gt;")  # rules are data in the injection
+            expect(page.locator("pre.injection").first).to_contain_text(escaped)
         if view == "rules":
             expect(page.get_by_label("Markdown of evil")).to_have_value(re.compile(re.escape(XSS)))
         elif view in ("bank", "memory", "space", "entry", "structured", "tokens"):
@@ -520,7 +522,8 @@ def _axe(page):
     return page.evaluate("""async () => {
         const r = await axe.run(document, {resultTypes: ["violations"]});
         return r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
-            .map(v => `${v.impact} ${v.id}: ${v.help} @ ${v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")}`);
+            .map(v => `${v.impact} ${v.id}: ${v.help} @ `
+                 + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "));
     }""")
 
 
