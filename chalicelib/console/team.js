@@ -47,7 +47,8 @@ function diffView(before, after) {
   const parts = globalThis.Diff ? globalThis.Diff.diffLines(before, after) : [{value: after, added: true}];
   for (const p of parts) {
     const tag = p.added ? "ins" : p.removed ? "del" : "span";
-    pre.append(h(tag, null, p.value));
+    // one element a line, so each changed line carries its own + or - mark
+    for (const line of p.value.replace(/\n$/, "").split("\n")) pre.append(h(tag, null, line));
   }
   return pre;
 }

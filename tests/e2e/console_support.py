@@ -30,8 +30,12 @@ HOP_HEADERS = ("content-length", "connection", "transfer-encoding", "keep-alive"
 
 
 def chromium_path() -> str | None:
-    """The system Chromium (``CAIRN_CHROMIUM`` overrides), or None."""
-    return os.environ.get("CAIRN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    """The system Chromium (``CAIRN_CHROMIUM`` overrides: a path that is not an executable file
+    means none), or None."""
+    override = os.environ.get("CAIRN_CHROMIUM")
+    if override:
+        return override if os.path.isfile(override) and os.access(override, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def browser_or_skip():
