@@ -13,6 +13,7 @@ from .conftest import Http
 from .console_support import (
     ARTIFACTS,
     AXE,
+    TIMEOUT_MS,
     PrefixProxy,
     TeamSeed,
     browser_or_skip,
@@ -72,29 +73,57 @@ def seeded(stack):
     return {"http": http, "bank": bank, "ids": ids, "retired": retired, "team": team, "entry": entry}
 
 
-@pytest.fixture
-def open_page(browser, site, stack):
-    """``open_page(fragment, token=..., bypass_csp=False)``: a fresh context (fresh sessionStorage)
-    signed in at ``#/<fragment>``. Any page error or CSP violation fails the test (unless the test
-    expects the CSP to block something)."""
-    contexts, problems = [], []
+@pytest.fixture(scope="module")
+def signed_in(browser, site):
+    """Signed-in pages kept for the module's pass, one per (token, bypass_csp): a test navigates
+    its page by fragment instead of starting a browser context and signing in again."""
+    pages: dict[tuple[str, bool], tuple] = {}
+    yield pages
+    for ctx, _page, _problems in pages.values():
+        ctx.close()
 
-    def open_(fragment="banks", token=None, bypass_csp=False, expect_csp_block=False):
-        ctx = browser.new_context(bypass_csp=bypass_csp, viewport={"width": 1280, "height": 900})
-        contexts.append(ctx)
-        page = ctx.new_page()
-        page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
-        if not expect_csp_block:
+
+@pytest.fixture
+def open_page(browser, site, stack, signed_in):
+    """``open_page(fragment, token=..., bypass_csp=False, fresh=False)``: a page signed in with
+    ``token`` (default: the stack's admin) showing ``#/<fragment>``: a new context (fresh
+    sessionStorage) that signs in when ``fresh`` or the first time, else the pass's page for that
+    token, moved to the fragment. Any page error or CSP violation during the test fails it."""
+    fresh_contexts, used = [], []
+
+    def open_(fragment="banks", token=None, bypass_csp=False, fresh=False):
+        token = token or stack.token
+        key = (token, bypass_csp)
+        if fresh or key not in signed_in:
+            ctx = browser.new_context(bypass_csp=bypass_csp, viewport={"width": 1280, "height": 900})
+            ctx.set_default_timeout(TIMEOUT_MS)
+            page, problems = ctx.new_page(), []
+            page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
             page.on("console", lambda m: problems.append(f"console: {m.text}")
                     if m.type == "error" and "Content Security Policy" in m.text else None)
-        page.goto(f"{site}/console#/{fragment}")
-        sign_in(page, token or stack.token)
+            page.goto(f"{site}/console#/{fragment}")
+            sign_in(page, token)
+            if fresh:
+                fresh_contexts.append(ctx)
+            else:
+                signed_in[key] = (ctx, page, problems)
+            used.append(problems)
+            return page
+        _ctx, page, problems = signed_in[key]
+        used.append(problems)
+        page.evaluate("""f => { document.getElementById("main").dataset.view = "loading";
+            if (location.hash === f) dispatchEvent(new HashChangeEvent("hashchange")); else location.hash = f; }""",
+                      "#/" + fragment)
+        wait_view(page)
         return page
 
     yield open_
-    for c in contexts:
+    for c in fresh_contexts:
         c.close()
-    assert not problems, problems
+    found = [p for problems in used for p in problems]
+    for problems in used:
+        problems.clear()
+    assert not found, found
 
 
 def sign_in(page, token):
@@ -130,7 +159,7 @@ def shot(page, site, name):
 
 
 def test_sign_in_shows_who_you_are_keeps_the_token_in_session_storage_only_and_signs_out(open_page, stack):
-    page = open_page("banks")
+    page = open_page("banks", fresh=True)
     me = ok(Http(stack.base_url, stack.token).get("/v1/me"))
     who = page.locator("#who").inner_text()
     assert (me["user_id"] or me["token_id"]) in who and me["kind"] in who and me["org_id"] in who
@@ -529,14 +558,14 @@ def _axe(page):
 
 def test_first_load_is_small_and_fast(browser, site):
     """First load of the page on the local stack (keep-alive): every byte transferred, asserted
-    under 200 KB; ``loadEventEnd`` of 10 loads recorded in
+    under 200 KB; ``loadEventEnd`` of 5 loads recorded in
     ``artifacts/console/first-load.json`` (a measurement, not an assertion)."""
     if "/api" in site:
         pytest.skip("measured on the stack itself, not through the test proxy")
     timings, sizes = [], []
     ctx = browser.new_context()  # one context: its connections are kept alive, as a person's browser keeps them
     try:
-        for i in range(11):
+        for i in range(6):
             page = ctx.new_page()  # no-cache and no validators: every load transfers every file again
             page.goto(f"{site}/console", wait_until="load")
             page.wait_for_selector('#main[data-view="signin"]')
