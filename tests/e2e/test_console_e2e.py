@@ -209,7 +209,8 @@ def test_banks_list_counts_and_the_memory_table_paginates_and_filters(open_page,
     page.get_by_label("Text contains").fill("")
     page.get_by_label("Show retired (superseded or forgotten)").check()
     page.get_by_role("button", name="Filter").click()
-    expect(page.locator(".pageinfo")).to_contain_text(f"{live + 1} in all")
+    everything = ok(http.get(f"/v1/banks/{bank}/memories?include_superseded=true&limit=1"))["total"]
+    expect(page.locator(".pageinfo")).to_contain_text(f"{everything} in all")
     page.get_by_label("Text contains").fill("number 01 ")
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("table tbody tr")).to_have_count(1)
@@ -253,6 +254,19 @@ def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seede
     expect(page.get_by_role("alert")).to_contain_text("Save failed")
     expect(page.get_by_role("alert")).to_contain_text("duplicate_text")
     assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["text"] == new_text
+
+    # a token that may only read sees the memory and no action
+    reader = mint(http, unique("reader-"), ["memory:read"])["token"]
+    ro = open_page(f"banks/{bank}/memories/{mid}", token=reader)
+    wait_view(ro, "memory")
+    expect(ro.locator(".notice.info")).to_contain_text("no memory:write")
+    expect(ro.get_by_role("button", name="Unpin")).to_have_count(0)
+
+    page.get_by_label("Replaced by (memory id)").fill(seeded["ids"][0])
+    page.get_by_role("button", name="Supersede").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.status")).to_have_text(f"superseded by {seeded['ids'][0]}")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["superseded_by"] == seeded["ids"][0]
 
 
 def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
