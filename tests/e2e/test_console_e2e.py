@@ -435,7 +435,8 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
     status = ok(Http(stack.base_url, stack.token).get("/v1/status"))
     mine = next(b for b in status["banks"] if b["name"] == seeded["bank"])
     row = page.get_by_role("row").filter(has=page.get_by_role("cell", name=seeded["bank"], exact=True))
-    expect(row).to_contain_text(str(mine["memories"]))
+    expect(row.get_by_role("cell").nth(1)).to_have_text(str(mine["seq"]))
+    expect(row.get_by_role("cell").nth(2)).to_have_text(str(mine["memories"]))
     expect(page.locator(".versions")).to_contain_text(f"Config version {status['config_version']}")
     # the audit view filters
     go(page, "audit", "audit")
