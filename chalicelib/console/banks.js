@@ -162,10 +162,15 @@ export async function memory(host, bankName, id) {
     actions.append(notice("info", "Your token may read this bank but not change it (no memory:write)."));
   }
   host.append(h("h3", null, "History"));
-  const items = hist.revisions.slice().reverse().map((r) => h("li", {class: "rev"},
-    h("div", {class: "revhead"}, h("strong", null, r.op), ` · seq ${r.seq} · revision ${r.revision} · ${when(r.updated_at)}`),
-    h("div", {class: "revtext"}, r.text), r.tags && r.tags.length ? h("div", null, "tags: ", chips(r.tags)) : null,
-    r.pinned ? h("div", null, "pinned") : null));
+  const FIELDS = ["text", "tags", "entities", "pinned", "corroboration", "superseded_by", "invalid_at"];
+  const changed = (r, prev) => prev ? FIELDS.filter((f) => JSON.stringify(r[f]) !== JSON.stringify(prev[f])) : [];
+  const items = hist.revisions.map((r, i) => h("li", {class: "rev"},
+    h("div", {class: "revhead"}, h("strong", null, r.op), ` · seq ${r.seq} · revision ${r.revision} · ${when(r.updated_at)}`,
+      i ? h("span", {class: "changed"}, ` · changed: ${changed(r, hist.revisions[i - 1]).join(", ") || "nothing"}`) : null),
+    h("div", {class: "revtext"}, r.text),
+    r.tags && r.tags.length ? h("div", null, "tags: ", chips(r.tags)) : null,
+    r.entities && r.entities.length ? h("div", null, "entities: ", chips(r.entities)) : null,
+    r.pinned ? h("div", null, "pinned") : null)).reverse();
   host.append(h("ol", {class: "timeline", reversed: true, "aria-label": "Revisions, newest first"}, items));
   if (hist.damaged && hist.damaged.length) host.append(notice("error", `${hist.damaged.length} revisions could not be read.`));
 }

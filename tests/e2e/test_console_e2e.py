@@ -231,6 +231,8 @@ def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seede
     shown = [r.inner_text() for r in revs.all()]
     for text, rev in zip(shown, reversed(history), strict=True):  # newest first
         assert rev["op"] in text and f"seq {rev['seq']}" in text
+    expect(revs.first).to_contain_text("changed: entities")  # what each revision changed
+    expect(revs.nth(1)).to_contain_text("changed: tags")
     shot(page, site, "memory-history")
 
     new_text = unique("Kettle model is K2, ") + "bought in May."
@@ -262,9 +264,18 @@ def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seede
     expect(ro.locator(".notice.info")).to_contain_text("no memory:write")
     expect(ro.get_by_role("button", name="Unpin")).to_have_count(0)
 
-    page.get_by_label("Replaced by (memory id)").fill(seeded["ids"][0])
-    page.get_by_role("button", name="Supersede").click()
+    def supersede():
+        page.get_by_label("Replaced by (memory id)").fill(seeded["ids"][0])
+        page.get_by_role("button", name="Supersede").click()
+        page.get_by_role("button", name="Confirm").click()
+
+    supersede()  # refused while pinned: the server's reason is shown
+    expect(page.get_by_role("alert")).to_contain_text("Supersede failed: A pinned memory cannot be superseded")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"].get("superseded_by") is None
+    page.get_by_role("button", name="Unpin").click()
     page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.pinned")).to_have_text("no")
+    supersede()
     expect(page.locator("dd.status")).to_have_text(f"superseded by {seeded['ids'][0]}")
     assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["superseded_by"] == seeded["ids"][0]
 
