@@ -68,8 +68,11 @@ function renderWho(me) {
   nav.hidden = false;
 }
 
+let generation = 0; // only the newest render may fill the page
+
 async function route() {
   if (!session.me) return;
+  const mine = ++generation;
   const frag = fragment();
   if (!frag) {
     location.replace("#/banks");
@@ -88,7 +91,7 @@ async function route() {
     } catch (err) {
       host.append(notice("error", errorText(err)));
     }
-    if (fragment().split("?")[0] !== parts) return;  // the user moved on meanwhile
+    if (mine !== generation) return;  // a newer render (the user moved on, or a change re-rendered)
     clear(main).append(host);
     main.dataset.view = name;
     main.removeAttribute("aria-busy");

@@ -1,6 +1,6 @@
 // Memory banks: the list, a bank's memories, one memory (history and actions), rules, recall.
 import {can, del, errorText, get, patch, post, put, qs, seg} from "./api.js";
-import {append, clear, confirmAction, field, h, link, notice, table, when} from "./dom.js";
+import {append, clear, confirmAction, field, h, link, notice, rerender, table, when} from "./dom.js";
 
 const PAGE = 25;
 const B = (bank) => "v1/banks/" + seg(bank);
@@ -107,7 +107,7 @@ export async function memory(host, bankName, id) {
   const [{memory: m}, hist] = await Promise.all([get(path), get(path + "/history")]);
   const live = !m.invalid_at && !m.superseded_by;
   const msg = h("div", {class: "messages", "aria-live": "polite"});
-  const reload = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+  const reload = rerender();
   const act = (label, question, call) => h("button", {type: "button", onclick: () => confirmAction(actions, question, async () => {
     clear(msg);
     try {
@@ -190,7 +190,7 @@ export async function rules(host, bankName) {
     budgetLine("Rules use of the injection budget", data.budget)]);
   const msg = h("div", {class: "messages", "aria-live": "polite"});
   host.append(msg);
-  const reload = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+  const reload = rerender();
   const writable = can("memory:write");
   for (const r of data.rules) {
     const area = h("textarea", {name: "content", rows: 8, value: r.content, readOnly: !writable});

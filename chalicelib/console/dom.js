@@ -69,3 +69,12 @@ export function confirmAction(host, question, action) {
   host.append(box);
   yes.focus();
 }
+
+// A function that renders the current view again (after a change), unless the user has moved
+// to another view meanwhile.
+export function rerender() {
+  const here = location.hash;
+  return () => {
+    if (location.hash === here) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  };
+}

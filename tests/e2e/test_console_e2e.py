@@ -301,7 +301,9 @@ def test_recall_draws_each_signal_and_preview_shows_the_exact_injection(open_pag
     page = open_page(f"banks/{bank}/recall")
     wait_view(page, "recall")
     page.get_by_label("Query").fill("tea brewing")
-    page.get_by_role("button", name="Recall").click()
+    with page.expect_response(lambda r: r.url.endswith("/recall")) as answer:
+        page.get_by_role("button", name="Recall").click()
+    assert answer.value.status == 200, answer.value.text()
     hits = page.locator("ol.ranked > li")
     expect(hits.first).to_be_visible()
     api = ok(http.post(f"/v1/banks/{bank}/recall", json={"query": "tea brewing", "limit": 10}))["memories"]
