@@ -26,8 +26,10 @@ from ..banks.service import Bank, History, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
 from ..errors import BadRequest
+from ..inject.render import Rule, Section, render_section
 from ..names import check_name
 from ..settings import get_settings
+from ..tuning import get_tuning
 from . import banks_models as m
 from .http import Ctx, IntRange, QueryBool, Raw, Reply, damaged_header, endpoint, parse_json, parse_query
 
@@ -51,6 +53,11 @@ def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
     if result.tags_dropped:
         body["details"] = {"tags_dropped": result.tags_dropped}
     return (201 if result.created else 200), body
+
+
+def rules_budget(section: Section) -> dict[str, Any]:
+    """``{used_bytes, limit_bytes, truncated}``: the section's rule content against ``max_rule_chars``."""
+    return {"used_bytes": section.used, "limit_bytes": section.limit, "truncated": section.truncated}
 
 
 def render_page(page: MemoryPage) -> dict[str, Any]:
@@ -97,6 +104,7 @@ class MemoriesQuery(BaseModel):
                        json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
+    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case.")
     include_superseded: QueryBool = False
 
     @field_validator("limit", mode="before")
@@ -181,8 +189,14 @@ def restore_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/rules", ["GET"], permission=READ, bank_scoped=True,
           responses={200: m.BankRuleList}, errors=("bank_not_found", "damaged"))
 def list_rules(ctx: Ctx, bank: str):
-    """List a bank's rules: ``{rules: [{name, content, updated_at}]}``."""
-    return {"rules": rules.list_rules(ctx.principal.org_id, _bank(ctx, bank))}
+    """List a bank's rules: ``{rules: [{name, content, updated_at}], budget: {used_bytes, limit_bytes,
+    truncated}}``: ``budget`` is their rendered size against the tuning's ``max_rule_chars``, as a
+    turn's injection counts it."""
+    name = _bank(ctx, bank)
+    listed = rules.list_rules(ctx.principal.org_id, name)
+    section = render_section(name, [Rule(name=r["name"], content=r["content"]) for r in listed],
+                             get_tuning().max_rule_chars)
+    return {"rules": listed, "budget": rules_budget(section)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["GET"], permission=READ, bank_scoped=True,
@@ -225,11 +239,12 @@ def save_memory(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True, query=MemoriesQuery,
           responses={200: m.BankMemoryPage}, errors=("bank_not_found", "damaged"))
 def list_memories(ctx: Ctx, bank: str):
-    """List a bank's memories: ``{memories, total, next_cursor}``, newest first."""
+    """List a bank's memories: ``{memories, total, next_cursor}``, newest first; ``q`` keeps those
+    whose text contains it, ignoring case."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     q = parse_query(ctx.query, MemoriesQuery)
     return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,
-                                             include_superseded=q.include_superseded))
+                                             include_superseded=q.include_superseded, text=q.q))
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True,

@@ -4,7 +4,7 @@
 answers 202 once the job is queued (or ran inline without a queue); ``POST
 /v1/hooks/session-deleted`` (``memory:write``) drops the session's cursor, which spans every bank
 the session's turns named, so a token with a bank allow-list is refused it; ``POST
-/v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need ``admin.memories``.
+/v1/banks/{bank}/forget-session`` ``GET /v1/doctor`` and ``GET /v1/status`` need ``admin.memories``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 
 from chalice import Blueprint
 
-from .. import doctor
+from .. import doctor, status
 from ..auth.principal import Permission
 from ..extraction import service
 from . import banks_models as m
@@ -57,3 +57,10 @@ def forget_session(ctx: Ctx, bank: str):
 def run_doctor(ctx: Ctx):
     """Check the deployment end to end: ``{ok, checks: [{name, ok, required, detail, ms}]}``."""
     return doctor.run_checks(ctx.principal.actor, ctx.principal.org_id)
+
+
+@endpoint(bp, "/v1/status", ["GET"], permission=ADMIN, responses={200: m.ServiceStatus})
+def service_status(ctx: Ctx):
+    """What the org holds right now: ``{config_version, org_config_version, banks: [{name, seq,
+    memories, snapshot: {key, seq, at} | null}]}`` (``status.org_status``)."""
+    return dataclasses.asdict(status.org_status(ctx.principal.org_id))

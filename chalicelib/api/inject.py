@@ -8,7 +8,7 @@ from chalice import Blueprint
 
 from ..inject import reload, service
 from . import banks_models as m
-from .banks import ADMIN, READ, _bank
+from .banks import ADMIN, READ, _bank, rules_budget
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
@@ -51,6 +51,8 @@ def render_preview(turn: service.Injected) -> dict[str, Any]:
         "rules_truncated": injection.section.truncated,
         "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
         "retrieval": turn.retrieval,
+        "budget": {"rules": rules_budget(injection.section),
+                   "memories": {"used_bytes": injection.memory_bytes, "limit_bytes": injection.memory_limit}},
     }
     if injection.message is not None:
         out["message"] = injection.message

@@ -42,6 +42,7 @@ TAGS: tuple[tuple[str, str, str], ...] = (
     ("/v1/audit", "Audit", "Every event the service writes, filtered by key, never with content."),
     ("/v1/usage", "Usage", "What an org uses, and the limits that bound it."),
     ("/v1", "Service", "Health, identity, the document itself, diagnostics."),
+    ("/console", "Console", "The web console's page and files."),
     ("/mcp", "MCP", "The Model Context Protocol endpoint: Cairn's memory as tools for agents."),
 )
 

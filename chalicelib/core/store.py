@@ -665,31 +665,42 @@ def _memory_filter(live_only: bool, tag: str | None) -> Any:
 
 
 def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int, max_page: int,
-                        live_only: bool, tag: str | None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
+                        live_only: bool, tag: str | None,
+                        text: str | None = None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
     """Up to ``limit`` memory records of an incarnation newest first (the ``by_order`` index),
     after the stored keys ``start`` (``{sk, ord}`` of the previous page's last item): ``(records,
     next)`` where a damaged record is its ``Damaged`` and ``next`` is the last item's ``{sk,
-    ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for."""
+    ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for.
+    ``text`` (casefolded): only memories whose text contains it (the text may live in S3, so
+    it is matched here, after decoding; a damaged record is kept)."""
     cond = _memory_filter(live_only, tag)
     last_key = None
     if start is not None:
         last_key = {"bank_key": {"S": inc}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
     items = MemoryModel.by_order.query(inc, filter_condition=cond, last_evaluated_key=last_key, consistent_read=True,
-                                       page_size=min(limit + 1, max_page) if cond is None else None)
+                                       page_size=min(limit + 1, max_page) if cond is None and not text else None)
     out: list[Memory | Damaged] = []
     last = None
     for it in items:
         if len(out) == limit:
             # the cursor is the last item's stored keys: a damaged record has no order_key() to offer
             return out, ({"sk": last.sk, "ord": last.ord} if last is not None else None)
+        rec = decoded(it)
+        if text and isinstance(rec, Memory) and text not in rec.text.casefold():
+            continue
         last = it
-        out.append(decoded(it))
+        out.append(rec)
     return out, None
 
 
-def count_memories(inc: str, *, live_only: bool, tag: str | None) -> int:
-    """How many memory records of an incarnation match the filter (a counting query)."""
-    return int(MemoryModel.by_order.count(inc, filter_condition=_memory_filter(live_only, tag), consistent_read=True))
+def count_memories(inc: str, *, live_only: bool, tag: str | None, text: str | None = None) -> int:
+    """How many memory records of an incarnation match the filter (a counting query; with
+    ``text``, casefolded, a read of every record the other filters keep)."""
+    cond = _memory_filter(live_only, tag)
+    if not text:
+        return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
+    items = MemoryModel.by_order.query(inc, filter_condition=cond, consistent_read=True)
+    return sum(1 for it in items if not isinstance(rec := decoded(it), Memory) or text in rec.text.casefold())
 
 
 def live_tag_counts(inc: str) -> dict[str, int]:

@@ -562,6 +562,10 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("GET", "/v1/usage/limits"): {"get": lambda w: Call("/v1/usage/limits")},
     ("PUT", "/v1/usage/limits"): {"lower": lambda w: Call("/v1/usage/limits", {
         "memories_per_bank": 250000, "extraction_tokens_per_day": None}, touches=(("limits",),))},
+    ("GET", "/v1/status"): {"status": lambda w: Call("/v1/status")},
+    # --- the console (static files, no token) ---
+    ("GET", "/console"): {"page": lambda w: Call("/console", public=True)},
+    ("GET", "/console/{asset}"): {"script": lambda w: Call("/console/app.js", public=True)},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {
         "api_key": lambda w: Call("/v1/api/admin/tokens", {

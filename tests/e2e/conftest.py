@@ -11,6 +11,17 @@ DEV_TOKEN = "cairn_e2e_dev_token_0123456789abcdef"
 CONTRACT_LOG = "contract.log"
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Say loudly when the console's browser tests skipped (no chromium or playwright)."""
+    from .console_support import SKIP_LINE, SKIPPED
+    if SKIPPED:
+        line = "!" * 100
+        terminalreporter.write_line(line, red=True, bold=True)
+        terminalreporter.write_line(f"{SKIP_LINE}: {SKIPPED[0]}; CAIRN_REQUIRE_BROWSER=1 turns this into a failure",
+                                    red=True, bold=True)
+        terminalreporter.write_line(line, red=True, bold=True)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "/tests/e2e/" in str(item.fspath).replace("\\", "/"):

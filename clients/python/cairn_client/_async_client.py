@@ -828,6 +828,21 @@ class AsyncCairn:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return await self._t.call("run_doctor")
 
+    @operation("service_status")
+    async def status(self) -> r.ServiceStatus:
+        """``{config_version, org_config_version, banks: [{name, seq, memories, snapshot}]}`` (``admin.memories``)."""
+        return await self._t.call("service_status")
+
+    @operation("console_page")
+    async def console_page(self) -> r.ConsolePage:
+        """The web console's HTML page (text); no token needed."""
+        return (await self._t.send("console_page")).text
+
+    @operation("console_asset")
+    async def console_asset(self, asset: str) -> r.ConsoleAsset:
+        """One of the web console's files as text (``app.js``, ``console.css``...); no token needed."""
+        return (await self._t.send("console_asset", path={"asset": asset})).text
+
     @operation("get_usage_limits")
     async def usage_limits(self) -> r.GetUsageLimits:
         """The org's limits: ``{effective, operator, org}`` (``admin.memories``)."""

@@ -829,6 +829,21 @@ class Cairn:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return self._t.call("run_doctor")
 
+    @operation("service_status")
+    def status(self) -> r.ServiceStatus:
+        """``{config_version, org_config_version, banks: [{name, seq, memories, snapshot}]}`` (``admin.memories``)."""
+        return self._t.call("service_status")
+
+    @operation("console_page")
+    def console_page(self) -> r.ConsolePage:
+        """The web console's HTML page (text); no token needed."""
+        return (self._t.send("console_page")).text
+
+    @operation("console_asset")
+    def console_asset(self, asset: str) -> r.ConsoleAsset:
+        """One of the web console's files as text (``app.js``, ``console.css``...); no token needed."""
+        return (self._t.send("console_asset", path={"asset": asset})).text
+
     @operation("get_usage_limits")
     def usage_limits(self) -> r.GetUsageLimits:
         """The org's limits: ``{effective, operator, org}`` (``admin.memories``)."""

@@ -166,13 +166,6 @@ class BankRule(BaseModel):
     updated_at: Annotated[int | None, Field(title="Updated At")] = None
 
 
-class BankRuleList(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    rules: Annotated[list[BankRule], Field(title="Rules")]
-
-
 class BankRuleReply(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -223,6 +216,14 @@ class BanksQuery(BaseModel):
         Literal["true", "false", "1", "0", "yes", "no", ""] | None,
         Field(title="Trashed"),
     ] = "false"
+
+
+class BudgetUse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    used_bytes: Annotated[int, Field(title="Used Bytes")]
+    limit_bytes: Annotated[int, Field(title="Limit Bytes")]
 
 
 class CallerToken(BaseModel):
@@ -550,6 +551,15 @@ class ImportUpload(BaseModel):
     expires_at: Annotated[int, Field(title="Expires At")]
 
 
+class IndexSnapshot(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key: Annotated[str, Field(title="Key")]
+    seq: Annotated[int, Field(title="Seq")]
+    at: Annotated[int, Field(title="At")]
+
+
 class LimitValues(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -711,6 +721,13 @@ class MemoriesQuery(BaseModel):
     limit: Annotated[Limit8 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
     tag: Annotated[str | None, Field(title="Tag")] = None
+    q: Annotated[
+        str | None,
+        Field(
+            description="Only memories whose text contains this, ignoring case.",
+            title="Q",
+        ),
+    ] = None
     include_superseded: Annotated[
         Literal["true", "false", "1", "0", "yes", "no", ""] | None,
         Field(title="Include Superseded"),
@@ -1253,6 +1270,15 @@ class RuleRequest(BaseModel):
             title="Content",
         ),
     ]
+
+
+class RulesBudget(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    used_bytes: Annotated[int, Field(title="Used Bytes")]
+    limit_bytes: Annotated[int, Field(title="Limit Bytes")]
+    truncated: Annotated[bool, Field(title="Truncated")]
 
 
 class SaveDetails(BaseModel):
@@ -2276,6 +2302,24 @@ class BankReply(BaseModel):
     bank: MemoryBank
 
 
+class BankRuleList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: Annotated[list[BankRule], Field(title="Rules")]
+    budget: RulesBudget
+
+
+class BankStatus(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    seq: Annotated[int, Field(title="Seq")]
+    memories: Annotated[int, Field(title="Memories")]
+    snapshot: IndexSnapshot | None
+
+
 class HookInjection(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2292,6 +2336,14 @@ class InjectedMemory(BaseModel):
     score: Annotated[float, Field(title="Score")]
 
 
+class InjectionBudget(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: RulesBudget
+    memories: BudgetUse
+
+
 class InjectionPreview(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2302,6 +2354,7 @@ class InjectionPreview(BaseModel):
     memories: Annotated[list[InjectedMemory], Field(title="Memories")]
     message: Annotated[str | None, Field(title="Message")] = None
     retrieval: Annotated[str, Field(title="Retrieval")]
+    budget: InjectionBudget
 
 
 class McpError(BaseModel):
@@ -2356,6 +2409,15 @@ class RevokedToken(BaseModel):
         extra="allow",
     )
     token: TokenInfo
+
+
+class ServiceStatus(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    config_version: Annotated[int, Field(title="Config Version")]
+    org_config_version: Annotated[int, Field(title="Org Config Version")]
+    banks: Annotated[list[BankStatus], Field(title="Banks")]
 
 
 class TeamAttribution(BaseModel):
