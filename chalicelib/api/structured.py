@@ -320,7 +320,7 @@ def save_structured_memory(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody,
-          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
+          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS, meter="read")
 def search_structured_memories(ctx: Ctx):
     """Search structured memories, best first.
 
@@ -478,7 +478,7 @@ def session_memory(ctx: Ctx, session_id: str):
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest,
-          responses={200: SessionContext}, errors=("session_not_found", "damaged"))
+          responses={200: SessionContext}, errors=("session_not_found", "damaged"), meter="read")
 def session_context(ctx: Ctx, session_id: str):
     """Get a turn's memory injection for a session.
 

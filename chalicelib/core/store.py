@@ -43,6 +43,7 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
+from ..usage import meter
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -423,6 +424,10 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         now_rows = {0: row}  # one lane: the row the attempt read is the lane
     else:
         now_rows = _lanes_now(org_id, bank, row, groups)
+    for lane, ws in groups.items():
+        meter.note_lane(lane, n)
+        for w in ws:
+            meter.note(scope=bank, **{f"w_{w.op}": 1})
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():
