@@ -32,7 +32,7 @@ def preview(ctx: Ctx, bank: str):
 
 
 @endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True,
-          responses={200: m.HookInjection}, meter="read")
+          responses={200: m.HookInjection}, meter="hook")
 def pre_generate(ctx: Ctx):
     """The rules and memories to inject into this turn: ``{mutations: {system_prompt_append,
     append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``): over

@@ -34,11 +34,10 @@ from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
 
-# DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
-# fingerprint pointer, plus the bank row.
-# Per record at most 4 items (the record, its revision, and two pointer moves or one pointer
-# check), plus at most BATCH_LANES lane rows: 24 x 4 + 4 = 100, DynamoDB's limit per transaction.
-BATCH = 24
+# DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
+# and two pointer moves or one pointer check), plus at most BATCH_LANES lane rows, plus the usage
+# meter's counter item and rate-limit bucket (chalicelib.usage.meter): 23 x 4 + 4 + 2 = 98.
+BATCH = 23
 BATCH_LANES = 4
 
 

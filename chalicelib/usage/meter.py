@@ -13,6 +13,8 @@ meter is open: the CLI, scheduled jobs). ``kind`` decides how it counts:
 - ``read``: after the answer is computed, ONE conditional ``UpdateItem`` (``finish``) spends the
   token's read bucket and adds the request's counters. A deny raises 429 ``rate_limited`` (nothing
   written); any other failure of that write is swallowed and emits a ``usage_lost`` metric.
+- ``hook``: a read that is never denied (the per-turn hook: over the limit it answers rules only,
+  ``spend_read(deny=False)`` then ``count_read``).
 - ``none``: not counted (the usage report itself).
 
 Counters: ``req_<operation>`` per request, ``w_<op>`` per stored change (``core.store``), and the
@@ -43,7 +45,7 @@ from ..storage import tables, txn
 from ..storage.tables import UsageModel
 from . import bucket, keys, limits
 
-KINDS = ("read", "write", "exempt", "none")
+KINDS = ("read", "write", "exempt", "hook", "none")
 HINT_TTL_S = 2 * 24 * 3600  # a write bucket item outlives two idle days
 _hints: dict[tuple[str, str], int] = {}  # last tat seen per bucket item (this container)
 _hints_lock = threading.Lock()
@@ -371,7 +373,7 @@ def spend_read(*, deny: bool = True) -> bucket.Verdict | None:
     ``Verdict`` is returned (the per-turn hook then answers rules only and calls ``count_read``).
     A failure of the write itself never fails the request: it emits ``usage_lost``."""
     m = current()
-    if m is None or m.counted or m.kind != "read":
+    if m is None or m.counted or m.kind not in ("read", "hook"):
         return None
     lim = limits.effective(m.org_id)
     r = bucket.rate(lim.requests_per_minute, lim.burst)
@@ -447,8 +449,8 @@ def finish() -> None:
     m = current()
     if m is None or m.failed or m.kind == "none":
         return
-    if m.kind == "read":
-        spend_read()
+    if m.kind in ("read", "hook"):
+        spend_read(deny=m.kind == "read")
     elif not m.replayed:
         settle()
     emit(m)
