@@ -365,7 +365,8 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     ``meter``: how a request is counted and rate limited (``chalicelib.usage.meter``): ``read``
     (after its answer, one conditional update; 429 ``rate_limited`` over the token's limit),
     ``write`` (inside its transactions), ``exempt`` (counted, never limited: deletes, forgets,
-    purges, exports), ``hook`` (a read never denied) or ``none``. Default: ``read`` for GET, ``exempt`` for DELETE, else ``write``."""
+    purges, exports), ``hook`` (a read never denied) or ``none``. Default: ``read`` for GET,
+    ``exempt`` for DELETE, else ``write``."""
     if public and (permission or body is not None or bank_scoped):
         raise ValueError(f"public route {path} cannot take a permission, a body or banks")
     if not responses:

@@ -59,6 +59,47 @@ class Expected:
         f.update({k: v for k, v in fields.items() if v})
 
 
+def one_request(client, api: Api, exp: Expected, rng: random.Random, i: int, tok: str, tid: str):
+    """Send one request of a random kind for ``tok``; count it in ``exp``; ``(status, body)``."""
+    kind = rng.random()
+    bank = f"b{rng.randrange(2)}"
+    if kind < 0.2:
+        status, body = api.post(f"/v1/banks/{bank}/memories", {"text": rng.choice(TEXTS)}, token=tok)
+        exp.add(tid, "save_memory", saved=int(body["created"]), reinforced=int(not body["created"]))
+    elif kind < 0.32:
+        status, body = api.post(f"/v1/banks/{bank}/recall", {"query": "deploys friday"}, token=tok)
+        exp.add(tid, "recall", recalls=1)
+    elif kind < 0.4:
+        status, body = api.post(f"/v1/banks/{bank}/preview", {"query": "which service deploys"}, token=tok)
+        c, t = chars(body["system_prompt_section"], *([body["message"]] if "message" in body else []))
+        exp.add(tid, "preview", previews=1, injected_chars=c, injected_tokens=t)
+    elif kind < 0.48:
+        status, body = api.post("/v1/hooks/pre-generate", {
+            "messages": [{"role": "user", "content": "when does search deploy?"}],
+            "metadata": {"memory_bank": bank}}, token=tok)
+        mut = body["mutations"]
+        c, t = chars(mut["system_prompt_append"], *[m["content"] for m in mut["append_messages"]])
+        exp.add(tid, "pre_generate", hooks=1, injected_chars=c, injected_tokens=t)
+    elif kind < 0.63:
+        status, body = api.get(f"/v1/banks/{bank}/memories?limit=5", token=tok)
+        exp.add(tid, "list_memories")
+    elif kind < 0.78:
+        status, body = api.get("/v1/banks", token=tok)
+        exp.add(tid, "list_banks")
+    elif kind < 0.81:
+        status, body = api.put(f"/v1/banks/{bank}/rules/style", {"content": f"# Rule {i}\n"}, token=tok)
+        exp.add(tid, "set_rule")
+    elif kind < 0.9:
+        status, body = Mcp(client, tok).rpc("tools/call", {"name": "memory_recall",
+                                                           "arguments": {"bank": bank, "query": "deploys"}})
+        assert body["result"]["isError"] is False, body
+        exp.add(tid, "recall", recalls=1)  # an MCP tool call counts as its REST operation
+    else:
+        status, body = api.get(f"/v1/banks/{bank}", token=tok)
+        exp.add(tid, "get_bank")
+    return status, body
+
+
 def test_mixed_requests_from_three_tokens_of_two_orgs_count_exactly(client, aws):
     """1,000 requests (saves, re-saves, recalls, previews, hooks, reads, listings, rules, MCP tool
     calls) from 3 tokens of 2 orgs: every token's counters equal the test's own count."""
@@ -75,39 +116,7 @@ def test_mixed_requests_from_three_tokens_of_two_orgs_count_exactly(client, aws)
     rng = random.Random(18)
     for i in range(1000):
         tok, _org = tokens[rng.randrange(3)]
-        tid, kind = ids[tok], rng.random()
-        bank = f"b{rng.randrange(2)}"
-        if kind < 0.3:
-            status, body = api.post(f"/v1/banks/{bank}/memories", {"text": rng.choice(TEXTS)}, token=tok)
-            exp.add(tid, "save_memory", saved=int(body["created"]), reinforced=int(not body["created"]))
-        elif kind < 0.45:
-            status, body = api.post(f"/v1/banks/{bank}/recall", {"query": "deploys friday"}, token=tok)
-            exp.add(tid, "recall", recalls=1)
-        elif kind < 0.55:
-            status, body = api.post(f"/v1/banks/{bank}/preview", {"query": "which service deploys"}, token=tok)
-            c, t = chars(body["system_prompt_section"], *([body["message"]] if "message" in body else []))
-            exp.add(tid, "preview", previews=1, injected_chars=c, injected_tokens=t)
-        elif kind < 0.65:
-            status, body = api.post("/v1/hooks/pre-generate", {
-                "messages": [{"role": "user", "content": "when does search deploy?"}],
-                "metadata": {"memory_bank": bank}}, token=tok)
-            mut = body["mutations"]
-            c, t = chars(mut["system_prompt_append"], *[m["content"] for m in mut["append_messages"]])
-            exp.add(tid, "pre_generate", hooks=1, injected_chars=c, injected_tokens=t)
-        elif kind < 0.75:
-            status, body = api.get(f"/v1/banks/{bank}/memories?limit=5", token=tok)
-            exp.add(tid, "list_memories")
-        elif kind < 0.82:
-            status, body = api.get("/v1/banks", token=tok)
-            exp.add(tid, "list_banks")
-        elif kind < 0.87:
-            status, body = api.put(f"/v1/banks/{bank}/rules/style", {"content": f"# Rule {i}\n"}, token=tok)
-            exp.add(tid, "set_rule")
-        else:
-            status, body = Mcp(client, tok).rpc("tools/call", {"name": "memory_recall",
-                                                               "arguments": {"bank": bank, "query": "deploys"}})
-            assert body["result"]["isError"] is False, body
-            exp.add(tid, "recall", recalls=1)  # an MCP tool call counts as its REST operation
+        status, body = one_request(client, api, exp, rng, i, tok, ids[tok])
         assert status in (200, 201), (i, status, body)
     seen: dict[str, dict] = {}
     for tok, org in tokens[::2]:  # one admin token per org reads its own org's report
