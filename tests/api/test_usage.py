@@ -132,6 +132,23 @@ def test_mixed_requests_from_three_tokens_of_two_orgs_count_exactly(client, aws)
         assert {k: got[k] for k in fields} == {k: v + (k == "requests") for k, v in fields.items()}, tid
     # an org's report never shows another org's tokens
     assert ids[tokens[2][0]] not in by_token(usage(api, tokens[0][0]))
+    # the operator CLI prints the same report, for one org or across orgs
+    status, out = cli_usage("--org", "acme", "--group-by", "token", "--format", "json")
+    assert status == 0 and by_token(json.loads(out)) == by_token(usage(api, tokens[0][0]))
+    status, out = cli_usage("--all-orgs", "--group-by", "token", "--format", "json")
+    assert status == 0 and {k.split("/", 1)[1]: v for k, v in by_token(json.loads(out)).items()} == seen
+    status, out = cli_usage("--org", "zenith", "--group-by", "operation")
+    lines = out.splitlines()
+    assert status == 0 and lines[0].split()[:4] == ["start", "(UTC)", "group", "requests"]
+    assert sum(int(x.split()[3]) for x in lines[1:]) == sum(exp.ops[ids[tokens[2][0]]].values()) + 1
+
+
+def cli_usage(*argv: str) -> tuple[int, str]:
+    import io
+
+    from chalicelib import cli
+    out, err = io.StringIO(), io.StringIO()
+    return cli.main(["--stage", "dev", "usage", *argv], out=out, err=err), out.getvalue()
 
 
 def test_a_save_retried_with_the_same_idempotency_key_counts_once(api, token):
@@ -271,3 +288,17 @@ def test_usage_needs_admin_usage_and_a_bounded_range(api, aws):
     assert status == 400 and body["details"]["field"] == "to"
     status, body = api.get("/v1/usage?group_by=nothing")
     assert status == 400 and body["details"]["field"] == "group_by"
+
+
+def test_the_template_alarms_on_the_5xx_rate_and_on_rate_limited_requests():
+    from infra.local.resources import load_template
+    t = load_template()
+    errors, throttles = t["Resources"]["ApiErrorRateAlarm"], t["Resources"]["RateLimitedAlarm"]
+    assert errors["Type"] == throttles["Type"] == "AWS::CloudWatch::Alarm"
+    e = errors["Properties"]
+    assert (e["Namespace"], e["MetricName"], e["Statistic"], e["Threshold"]) == (
+        "AWS/ApiGateway", "5XXError", "Average", 0.05)  # the average of 5XXError is the 5xx rate
+    r = throttles["Properties"]
+    assert (r["Namespace"], r["MetricName"], r["Statistic"]) == ("Cairn", "RateLimited", "Sum")
+    assert {d["Name"]: d["Value"] for d in r["Dimensions"]} == {"Stage": {"Ref": "CairnStage"}, "Event": "usage"}
+    assert r["Threshold"] == {"Ref": "RateLimitedAlarmThreshold"} and "RateLimitedAlarmThreshold" in t["Parameters"]
