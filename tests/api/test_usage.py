@@ -302,3 +302,35 @@ def test_the_template_alarms_on_the_5xx_rate_and_on_rate_limited_requests():
     assert (r["Namespace"], r["MetricName"], r["Statistic"]) == ("Cairn", "RateLimited", "Sum")
     assert {d["Name"]: d["Value"] for d in r["Dimensions"]} == {"Stage": {"Ref": "CairnStage"}, "Event": "usage"}
     assert r["Threshold"] == {"Ref": "RateLimitedAlarmThreshold"} and "RateLimitedAlarmThreshold" in t["Parameters"]
+
+
+def test_a_warm_save_counts_inside_its_one_transaction_and_makes_no_other_call(api, monkeypatch):
+    """With rate limits on, a save's only write is its transaction, which carries the counter item
+    and the write bucket; no usage call of its own."""
+    from chalicelib.storage.tables import ALL_MODELS, connection
+    monkeypatch.setenv("CAIRN_RATE_REQUESTS_PER_MINUTE", "600")
+    assert api.post("/v1/banks/main/memories", {"text": "The first save makes the bank"})[0] == 201
+    assert api.post("/v1/banks/main/memories", {"text": "A second save warms the path"})[0] == 201
+    calls: list[tuple[str, list[str]]] = []
+
+    def hook(model=None, params=None, **kw):
+        body = json.loads((params or {}).get("body") or b"{}")
+        tables = [body["TableName"]] if "TableName" in body else list(body.get("RequestItems") or {})
+        for item in body.get("TransactItems") or []:
+            tables += [op["TableName"] for op in item.values()]
+        calls.append((model.name, sorted(tables)))
+
+    clients = {id(c): c for c in [m._get_connection().connection.client for m in ALL_MODELS]
+               + [connection().client]}.values()
+    for c in clients:
+        c.meta.events.register("before-call.dynamodb", hook)
+    try:
+        assert api.post("/v1/banks/main/memories", {"text": "The measured save"})[0] == 201
+    finally:
+        for c in clients:
+            c.meta.events.unregister("before-call.dynamodb", hook)
+    writes = [c for c in calls if c[0] in ("TransactWriteItems", "UpdateItem", "PutItem", "DeleteItem")
+              and "tokens" not in str(c[1])]
+    assert len(writes) == 1 and writes[0][0] == "TransactWriteItems", calls
+    assert writes[0][1].count("cairn-test-usage") == 2  # the counter shard and the write bucket shard
+    assert not [c for c in calls if "cairn-test-usage" in c[1] and c[0] != "TransactWriteItems"], calls
