@@ -375,9 +375,10 @@ def spend_read(*, deny: bool = True) -> bucket.Verdict | None:
     m = current()
     if m is None or m.counted or m.kind not in ("read", "hook"):
         return None
-    lim = limits.effective(m.org_id)
-    r = bucket.rate(lim.requests_per_minute, lim.burst)
+    r: bucket.Rate | None = None
     try:
+        lim = limits.effective(m.org_id)
+        r = bucket.rate(lim.requests_per_minute, lim.burst)
         if r is None:
             _client().update_item(**_read_update(m, _read_counts(m), None))
         else:
