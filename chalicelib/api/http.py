@@ -280,6 +280,12 @@ def _render(result: Any) -> Response:
     return _json_response(200, result)
 
 
+def _status_of(result: Any) -> int:
+    if isinstance(result, Reply):
+        return result.status
+    return int(result[0]) if isinstance(result, tuple) else 200
+
+
 def _request_id(request: Any) -> str:
     # API Gateway's id when there is one (CloudWatch correlates on it), else our own
     return str((request.context or {}).get("requestId") or uuid.uuid4().hex)
@@ -426,6 +432,8 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
             ctx = _context(request, route, principal, params, headers, raw)
             ctx.request_id = request_id
             result = view(ctx, **params)
+            if _status_of(result) >= 400:
+                usage_meter.failed()  # an error the view rendered itself (JSON-RPC) counts nothing
             usage_meter.finish()
         return _render(result), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders every failure
@@ -491,6 +499,15 @@ def invoke(route: Route, principal: Principal, params: dict[str, str], *, body: 
     the permission and allow-list (``permit``), the path values' edge rules, and ``body`` (a JSON
     object) validated into the route's body model. Returns ``(status, JSON body)``; raises the
     ``CairnError`` the pipeline would render (403, 400 ``validation_error`` naming the field...)."""
+    try:
+        return _invoke(route, principal, params, body, query)
+    except Exception:
+        usage_meter.failed()  # a refused or failed call counts nothing
+        raise
+
+
+def _invoke(route: Route, principal: Principal, params: dict[str, str], body: dict[str, Any] | None,
+            query: dict[str, str] | None) -> tuple[int, Any]:
     view = route.view
     if view is None or route.public:
         raise ValueError(f"route {route.path} cannot be invoked")
@@ -505,11 +522,7 @@ def invoke(route: Route, principal: Principal, params: dict[str, str], *, body: 
     ctx = Ctx(principal=principal, body=parsed, query=dict(query or {}), headers={}, raw_body=b"",
               route=f"{route.methods[0]} {route.path}")
     usage_meter.retarget(route.name, route.meter, meter_scope(params))
-    try:
-        result = view(ctx, **params)
-    except Exception:
-        usage_meter.failed()
-        raise
+    result = view(ctx, **params)
     if isinstance(result, Reply):
         if result.raw is not None:
             raise ValueError(f"route {route.path} answered a raw body")
