@@ -8,7 +8,7 @@ conditions partition the states of the item:
 
 - ``busy`` (``tat >= now``): ``SET tat = tat + c`` if ``tat BETWEEN now AND now + cap - c``;
 - ``idle`` (no ``tat`` or ``tat < now``): ``SET tat = now + c`` if ``attribute_not_exists(tat) OR
-  tat < now``.
+  tat < now`` (with a slack ``s``, ``busy`` covers ``tat >= now - s`` and ``idle`` the rest).
 
 The caller guesses the form from the last ``tat`` it saw (``choose``). A failed condition with the
 old ``tat`` is then either a deny (``tat > now + cap - c``, with an honest wait: at ``now + wait``
@@ -60,13 +60,17 @@ class Plan:
     set_to: int
 
 
-def choose(hint_tat: int | None, now_us: int, r: Rate, cost: int = 1, form: str | None = None) -> Plan:
-    """The update to try: ``busy`` when the last ``tat`` seen is at or after ``now``, else ``idle``
-    (``form`` forces one)."""
+def choose(hint_tat: int | None, now_us: int, r: Rate, cost: int = 1, form: str | None = None, *,
+           slack_us: int = 0) -> Plan:
+    """The update to try: ``busy`` when the last ``tat`` seen is at or after ``now - slack_us``,
+    else ``idle`` (``form`` forces one). ``slack_us`` lets ``busy`` (a commutative ``ADD``, so
+    concurrent spenders never invalidate each other) apply to a ``tat`` up to that far in the past:
+    after an idle spell up to ``slack_us`` more is granted at once, the long-run rate is unchanged."""
     c = r.cost_us(cost)
+    lo = now_us - slack_us
     if form is None:
-        form = "busy" if hint_tat is not None and hint_tat >= now_us else "idle"
-    return Plan(form=form, now_us=now_us, add=c, lo=now_us, hi=now_us + r.cap_us - c, set_to=now_us + c)
+        form = "busy" if hint_tat is not None and hint_tat >= lo else "idle"
+    return Plan(form=form, now_us=now_us, add=c, lo=lo, hi=now_us + r.cap_us - c, set_to=now_us + c)
 
 
 @dataclass(frozen=True)

@@ -249,11 +249,12 @@ def _stage_bucket(tx: TransactWrite, m: Meter) -> Any:
     if r is None:
         return (id(tx), None, None, -1)
     key = keys.bucket_key(m.org_id, m.token_id, (m.lane or 0) % k)
-    plan = bucket.choose(_hint(key), _now_us(), r, m.cost)
+    # slack of one burst: concurrent writes of the token nearly always take the commutative form
+    plan = bucket.choose(_hint(key), _now_us(), r, m.cost, slack_us=r.cap_us)
     index = len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
     tat = Path(["tat"])
     act: Action = tat.add(plan.add) if plan.form == "busy" else tat.set(plan.set_to)
-    cond = tat.between(plan.lo, plan.hi) if plan.form == "busy" else tat.does_not_exist() | (tat < plan.now_us)
+    cond = tat.between(plan.lo, plan.hi) if plan.form == "busy" else tat.does_not_exist() | (tat < plan.lo)
     tx.update(UsageModel(*key), actions=[act, UsageModel.expires_at.set(_expires(2))], condition=cond,
               return_values="ALL_OLD")
     return (id(tx), (plan, r), key, index)
@@ -272,7 +273,7 @@ def _end(tx: TransactWrite, committed: bool) -> None:
             m.spent = True
             p, _r = plan
             hint = _hint(key)
-            _set_hint(key, (max(hint, p.now_us) + p.add) if p.form == "busy" and hint is not None else p.set_to)
+            _set_hint(key, hint + p.add if p.form == "busy" and hint is not None else p.set_to)
     if committed:
         for (_scope, name), n in m.attempt.items():
             m.noted[name] += n
@@ -297,7 +298,7 @@ def _cancelled(exc: Any) -> None:
     if v.deny:
         _set_hint(key, old_tat)
         raise _limited(m, r, v.retry_after_s, "writes")
-    _set_hint(key, old_tat if old_tat is not None and old_tat >= plan.now_us else None)
+    _set_hint(key, old_tat if old_tat is not None and old_tat >= plan.lo else None)
 
 
 def _limited(m: Meter, r: bucket.Rate, retry_after_s: int, what: str) -> RateLimited:

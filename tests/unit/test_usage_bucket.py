@@ -80,3 +80,28 @@ def test_keys_sort_by_hour_and_split_back():
     assert [keys.shown_scope(s) for s in ("", "main", "!space/x", "!project/p")] == \
         ["org", "main", "space:x", "scope:project/p"]
     assert keys.nano_usd(1_000_000, 0.25) == 250_000_000
+
+
+def _burst_at_once(tat: int, now: int, r: bucket.Rate, slack: int) -> int:
+    n = 0
+    while True:
+        p = bucket.choose(tat, now, r, 1, slack_us=slack)
+        if p.form == "busy" and p.lo <= tat <= p.hi:
+            tat += p.add
+        elif p.form == "idle" and tat < p.lo:
+            tat = p.set_to
+        elif bucket.verdict(tat, p).deny:
+            return n
+        else:
+            raise AssertionError("a state no form covers")
+        n += 1
+
+
+def test_a_slack_keeps_the_commutative_form_and_grants_at_most_one_burst_more():
+    """The write buckets' slack of one burst: after an idle spell at most twice the burst passes
+    at once; a bucket in use passes exactly what it would without the slack."""
+    r = bucket.rate(60, 60)
+    assert _burst_at_once(0, 60 * US, r, 0) == 60
+    assert _burst_at_once(0, 60 * US, r, r.cap_us) == 120
+    assert _burst_at_once(0, 3600 * US, r, r.cap_us) == 60  # long idle: the idle form, one burst
+    assert _burst_at_once(70 * US, 60 * US, r, r.cap_us) == _burst_at_once(70 * US, 60 * US, r, 0) == 50
