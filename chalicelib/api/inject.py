@@ -55,7 +55,7 @@ def _note_injected(kind: str, *texts: str) -> None:
     """Count one ``kind`` request and the characters and estimated tokens (UTF-8 bytes / 4, the
     injection budget's own estimate) it injects."""
     size = sum(len(t.encode("utf-8")) for t in texts)
-    meter.note(**{kind: 1}, inj_chars=sum(len(t) for t in texts), inj_tok=size // BYTES_PER_TOKEN)
+    meter.add({kind: 1, "inj_chars": sum(len(t) for t in texts), "inj_tok": size // BYTES_PER_TOKEN})
 
 
 @endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN, responses={200: m.ReloadResult},

@@ -427,7 +427,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     for lane, ws in groups.items():
         meter.note_lane(lane, n)
         for w in ws:
-            meter.note(scope=bank, **{f"w_{w.op}": 1})
+            meter.add({f"w_{w.op}": 1}, bank)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():

@@ -129,6 +129,11 @@ def note(scope: str | None = None, **counts: int) -> None:
     """Add ``counts`` (``recall=1``, ``inj_chars=n``, ``x_in=n``, ``bytes_rules=delta``...) to the
     open meter, under ``scope`` (default: the request's). Inside a transaction attempt they commit
     with it; outside, with the request's read update or settle. No meter: nothing."""
+    add(counts, scope)
+
+
+def add(counts: Mapping[str, int], scope: str | None = None) -> None:
+    """``note`` with the counter names in a mapping."""
     m = current()
     if m is None:
         return
