@@ -32,7 +32,7 @@ def send(api, method, path, body=None, token=None):
     return resp.status_code, json.loads(resp.body), resp.headers
 
 
-def test_twenty_clients_two_hundred_requests_in_five_seconds(api, aws, limited):
+def test_twenty_clients_two_hundred_requests_in_five_seconds(api, aws, limited, capsys):
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
     service.save_memory("default", "main", SaveRequest(text="Rate limits hold"), actor="setup")
@@ -57,6 +57,12 @@ def test_twenty_clients_two_hundred_requests_in_five_seconds(api, aws, limited):
     from chalicelib.usage import report
     got = report.report("default", T0 - 3_600_000, T0 + 3_600_000, group_by="operation").totals.shown()
     assert got["operations"] == {"get_bank": ok + 1}
+    # the EMF lines: one usage line per answered request, one RateLimited per refusal
+    import json
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"_aws"')]
+    usage_lines = [x for x in lines if x["Event"] == "usage"]
+    assert sum(x.get("Requests", 0) for x in usage_lines) == ok + 1
+    assert sum(x.get("RateLimited", 0) for x in usage_lines) == len(denied)
 
 
 def test_an_as_of_recall_spends_more_and_the_hook_answers_rules_only_when_limited(api, aws, limited):
