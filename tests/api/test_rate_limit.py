@@ -111,3 +111,20 @@ def test_tokens_have_their_own_buckets(api, aws, limited):
     while send(api, "GET", "/v1/banks/main")[0] == 200:
         pass
     assert send(api, "GET", "/v1/banks/main", token=other)[0] == 200
+
+
+def test_a_bucket_carries_over_into_the_next_utc_hour(api, aws, limited):
+    """The read bucket lives on the hour's counter item: a token that spent its burst just before
+    the hour turned is still limited just after it."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    service.save_memory("default", "main", SaveRequest(text="Hours turn"), actor="setup")
+    turn = T0 - T0 % 3_600_000 + 3_600_000
+    limited[0] = turn - 500
+    for _ in range(60):
+        assert send(api, "GET", "/v1/banks/main")[0] == 200
+    limited[0] = turn + 100  # 0.6 s after the burst: not yet a whole token back
+    status, body, headers = send(api, "GET", "/v1/banks/main")
+    assert status == 429 and int(headers["Retry-After"]) == 1, body
+    limited[0] = turn + 1100
+    assert send(api, "GET", "/v1/banks/main")[0] == 200
