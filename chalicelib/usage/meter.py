@@ -105,10 +105,9 @@ def stop(token: Token) -> None:
 @contextmanager
 def metering(principal: Principal, operation: str, kind: str, scope: str = "") -> Iterator[Meter]:
     """``start`` ... ``stop`` around a block; yields the meter."""
-    if kind not in KINDS:
-        raise ValueError(f"meter kind {kind!r} is not one of {KINDS}")
-    m = Meter(principal, operation, kind, scope)
-    tok = _current.set(m)
+    tok = start(principal, operation, kind, scope)
+    m = current()
+    assert m is not None  # start() just set it
     try:
         yield m
     finally:
