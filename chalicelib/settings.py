@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     rate_as_of_cost: int = Field(10, ge=1, description="Bucket tokens an as_of recall spends (a warm one spends 1).")
     quota_memories_per_bank: int = Field(250_000, ge=0, description="Live memories of one bank; 0 = no limit.")
     quota_banks_per_org: int = Field(1_000, ge=0, description="Live banks of one org; 0 = no limit.")
+    usage_retention_days: int = Field(400, ge=1, le=3650, description="Days usage counters are kept "
+                                      "(the usage table's TTL).")
+    usage_shards: int = Field(8, ge=1, le=64, description="Counter items a token's writes of one hour "
+                              "spread over outside the bank write lanes (fewer meetings of concurrent writers).")
     quota_extraction_tokens_per_day: int = Field(
         5_000_000, ge=0, description="Extraction model tokens (input + output) of one org per UTC day; 0 = no limit.")
     model_prices: str = Field("{}", description="Extraction model prices, JSON {model id: [USD per million input "

@@ -297,7 +297,8 @@ def memory_history(ctx: Ctx, bank: str, memory_id: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/purge", ["POST"], permission=ADMIN, bank_scoped=True,
-          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
+          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"),
+          meter="exempt")
 def purge_memory(ctx: Ctx, bank: str, memory_id: str):
     """Erase a memory's content everywhere: ``{memory}`` (a content-free tombstone)."""
     return {"memory": service.purge_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
@@ -314,7 +315,7 @@ def list_tags(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True, query=ExportQuery,
           responses={200: (Raw("application/x-ndjson", "memories.jsonl: one memory (or revision) a line."),
                            m.ExportLink)},
-          errors=("bank_not_found", "damaged"))
+          errors=("bank_not_found", "damaged"), meter="exempt")
 def export_bank(ctx: Ctx, bank: str):
     """Export a bank: ``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""

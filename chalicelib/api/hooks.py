@@ -39,14 +39,14 @@ def turn_completed(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest,
-          responses={200: m.SessionDropped})
+          responses={200: m.SessionDropped}, meter="exempt")
 def session_deleted(ctx: Ctx):
     """Drop a deleted session's extraction cursor: ``{session_id, dropped}``."""
     return {"session_id": ctx.body.session_id, "dropped": service.session_deleted(ctx.principal, ctx.body)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest,
-          bank_scoped=True, responses={200: m.SessionForgotten}, errors=("bank_not_found", "damaged"))
+          bank_scoped=True, responses={200: m.SessionForgotten}, errors=("bank_not_found", "damaged"), meter="exempt")
 def forget_session(ctx: Ctx, bank: str):
     """Retire (or, with ``purge``, erase) every memory a session taught in a bank:
     ``{session_id, retired, purged, memory_ids}``."""

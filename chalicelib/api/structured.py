@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchem
 from .. import validation
 from ..auth.principal import Permission
 from ..errors import BadRequest
+from ..inject.render import BYTES_PER_TOKEN
 from ..structured import (
     admin,
     context,
@@ -27,6 +28,7 @@ from ..structured import (
     tool,
     workstreams,
 )
+from ..usage import meter
 from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 from .structured_models import (
     AdminMemoryDeleted,
@@ -321,7 +323,7 @@ def save_structured_memory(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody,
-          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
+          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS, meter="read")
 def search_structured_memories(ctx: Ctx):
     """Search structured memories, best first.
 
@@ -329,6 +331,7 @@ def search_structured_memories(ctx: Ctx):
     caller's user namespace)."""
     b = ctx.body
     targets = scopes.rest_envelope(ctx.principal, b.scope, b.scope_id)
+    meter.note(recall=1)
     return _listing(memories.search_rows(ctx.principal.org_id, targets, b.query, type_=b.type, limit=b.limit))
 
 
@@ -479,12 +482,14 @@ def session_memory(ctx: Ctx, session_id: str):
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest,
-          responses={200: SessionContext}, errors=("session_not_found", "damaged"))
+          responses={200: SessionContext}, errors=("session_not_found", "damaged"), meter="read")
 def session_context(ctx: Ctx, session_id: str):
     """Get a turn's memory injection for a session.
 
     ``{system_message, injected, candidates, in_scope, nudge}``: ``injected`` the memory_ids."""
     t = context.turn(ctx.principal, session_id, ctx.body)
+    size = len(t.system_message.encode("utf-8"))
+    meter.note(context=1, inj_chars=len(t.system_message), inj_tok=size // BYTES_PER_TOKEN)
     return {"system_message": t.system_message, "injected": [r.memory_id for r in t.injected],
             "candidates": t.candidates, "in_scope": t.in_scope, "nudge": t.nudge}
 

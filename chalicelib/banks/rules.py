@@ -17,6 +17,7 @@ from ..core.store import BankTx, get_bank_row
 from ..errors import NotFound
 from ..names import check_name
 from ..storage import blobs
+from ..usage import meter
 from .service import require_bank
 
 
@@ -97,6 +98,7 @@ def set_rule(org_id: str, bank: str, name: str, content: str, *, actor: str | No
     the count's transaction."""
     check_name(bank)
     check_name(name, "rule")
+    meter.settle()  # the rule's file is written before any transaction: count and rate limit first
     key = rule_key(org_id, bank, name)
     exists = bool(content.strip())
     if get_bank_row(org_id, bank) is None:

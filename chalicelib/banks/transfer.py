@@ -34,11 +34,10 @@ from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
 
-# DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
-# fingerprint pointer, plus the bank row.
-# Per record at most 4 items (the record, its revision, and two pointer moves or one pointer
-# check), plus at most BATCH_LANES lane rows and the org's bank count (a batch creating the bank):
-# 23 x 4 + 4 + 1 = 97, within DynamoDB's 100 items per transaction.
+# DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
+# and two pointer moves or one pointer check), plus at most BATCH_LANES lane rows, the org's bank
+# count (a batch creating the bank), and the usage meter's counter item and rate-limit bucket
+# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 2 = 99.
 BATCH = 23
 BATCH_LANES = 4
 

@@ -43,7 +43,7 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
-from ..usage import quotas
+from ..usage import meter, quotas
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -437,6 +437,10 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         now_rows, live = _lanes_now(org_id, bank, row, groups, counting)
     if counting:
         quotas.check_memories(org_id, bank, live, adding)
+    for lane, ws in groups.items():
+        meter.note_lane(lane, n)
+        for w in ws:
+            meter.add({f"w_{w.op}": 1}, bank)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():

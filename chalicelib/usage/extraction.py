@@ -3,9 +3,10 @@ the pointers to sessions whose jobs wait for the next day.
 
 Usage-table items (counters are top-level number attributes, added with ``ADD``):
 
-- ``u#<org>#<yyyymmdd>`` / ``<hh>#<bank>#<token_id>#x``: ``x_jobs`` (model calls), ``x_in`` and
-  ``x_out`` (the model's input and output tokens, from its own response), ``x_nusd`` (their cost
-  in nano-USD at ``Settings.model_prices``), per UTC hour, bank and the token that sent the turn;
+- ``u#<org>`` / ``<yyyymmddhh>#<token_id>#x``: the counters ``<bank>|x_jobs`` (model calls),
+  ``<bank>|x_in`` and ``<bank>|x_out`` (the model's input and output tokens, from its own
+  response), ``<bank>|x_nusd`` (their cost in nano-USD at ``Settings.model_prices``), per UTC hour,
+  bank and the token that sent the turn, in the usage report's key scheme (``usage.keys``);
 - ``q#<org>`` / ``x#<yyyymmdd>``: ``tokens`` (input + output) of the org's UTC day, what the quota
   ``extraction_tokens_per_day`` is checked against;
 - ``defer`` / ``<yyyymmdd>#<org>#<session_key>``: a session with jobs parked until that UTC day
@@ -27,9 +28,8 @@ from pynamodb.transactions import TransactWrite
 from .. import clock
 from ..settings import get_settings, parse_prices
 from ..storage.tables import UsageModel, bind, connection
-from . import limits
+from . import keys, limits
 
-COUNTER_DAYS = 400  # hour counters stay this long (TTL), so a year can be charged back
 QUOTA_DAYS = 8  # a day's token total is needed only while that day is being checked
 DEFER_PK = "defer"
 
@@ -63,15 +63,14 @@ def record(org_id: str, bank: str, token_id: str, model: str, input_tokens: int,
     one transaction (no condition: a count never fails the job). Returns the cost in nUSD."""
     bind()
     now = clock.now_ms()
-    d = day(now)
-    hh = dt.datetime.fromtimestamp(now / 1000, dt.UTC).strftime("%H")
     nusd = cost_nusd(model, input_tokens, output_tokens)
     counters = {"x_jobs": 1, "x_in": input_tokens, "x_out": output_tokens, "x_nusd": nusd}
+    sk = f"{keys.hour_of(now)}#{token_id or 'extraction'}#x"
     with TransactWrite(connection=connection()) as tx:
-        tx.update(UsageModel(f"u#{org_id}#{d}", f"{hh}#{bank}#{token_id or 'extraction'}#x"),
-                  actions=[*(Path([k]).add(v) for k, v in counters.items()),
-                           UsageModel.expires_at.set(_expiry(COUNTER_DAYS))])
-        tx.update(UsageModel(f"q#{org_id}", f"x#{d}"),
+        tx.update(UsageModel(keys.partition(org_id), sk),
+                  actions=[*(Path([keys.counter(bank, k)]).add(v) for k, v in counters.items()),
+                           UsageModel.expires_at.set(_expiry(get_settings().usage_retention_days))])
+        tx.update(UsageModel(f"q#{org_id}", f"x#{day(now)}"),
                   actions=[Path(["tokens"]).add(input_tokens + output_tokens),
                            UsageModel.expires_at.set(_expiry(QUOTA_DAYS))])
     return nusd
@@ -114,7 +113,7 @@ def put_pointer(org_id: str, session_key: str, when: str) -> Pointer:
     """Point at a session with parked jobs, to resume on UTC day ``when``."""
     bind()
     p = Pointer(when, org_id, session_key)
-    UsageModel(DEFER_PK, p.sk, expires_at=_expiry(COUNTER_DAYS)).save()
+    UsageModel(DEFER_PK, p.sk, expires_at=_expiry(get_settings().usage_retention_days)).save()
     return p
 
 

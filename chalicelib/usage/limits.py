@@ -108,7 +108,7 @@ def usage_table() -> str:
     return str(UsageModel.Meta.table_name)
 
 
-def _key(org_id: str) -> dict[str, Any]:
+def _key(org_id: str) -> dict[str, dict[str, str]]:
     return {"pk": {"S": f"q#{org_id}"}, "sk": {"S": LIMITS_SK}}
 
 

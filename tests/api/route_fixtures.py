@@ -643,6 +643,8 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
                            "action": lambda w: Call("/v1/audit", query={"action": "token.mint", "limit": "5"}),
                            "actor": lambda w: Call("/v1/audit", query={"actor": f"person:{w.user}", "since": "1"}),
                            "target": lambda w: Call("/v1/audit", query={"target": w.sid, "until": str(MAX_MS)})},
+    ("GET", "/v1/usage"): {"json": lambda w: Call("/v1/usage", query={"group_by": "token"}),
+                           "csv": lambda w: Call("/v1/usage", query={"format": "csv", "granularity": "day"})},
     # --- team memory: spaces ---
     ("GET", SPACES): {"list": lambda w: Call(SPACES), "next": _next_page(SPACES)},
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {

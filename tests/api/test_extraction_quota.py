@@ -77,10 +77,15 @@ def test_over_the_daily_quota_a_turn_is_deferred_then_resumed_in_order(api, mode
         status, body = _turn(api, n)
         assert status == 202 and body["outcome"]["status"] == "applied", body
     from chalicelib.auth.tokens import token_id_for
-    hour = [k for k in _scan_usage() if k[0] == "u#default#20261201"]
-    assert hour == [("u#default#20261201", f"23#work#{token_id_for(api.token)}#x")]
+    hour = [k for k in _scan_usage() if k[0] == "u#default" and k[1].endswith("#x")]
+    assert hour == [("u#default", f"2026120123#{token_id_for(api.token)}#x")]
     # 2 calls x (40 in x 1.5 + 20 out x 4 USD per Mtok) = 2 x 140 µUSD = 280,000 nUSD
-    assert _raw(*hour[0]) == {"x_jobs": 2, "x_in": 80, "x_out": 40, "x_nusd": 280_000}
+    assert _raw(*hour[0]) == {"work|x_jobs": 2, "work|x_in": 80, "work|x_out": 40, "work|x_nusd": 280_000}
+    status, usage = api.get("/v1/usage?from=1796083200000&to=1796169600000&group_by=bank")
+    assert status == 200, usage
+    assert {k: usage["totals"][k] for k in ("extraction_jobs", "model_input_tokens", "model_output_tokens",
+                                            "model_cost_usd")} == {"extraction_jobs": 2, "model_input_tokens": 80,
+                                                                   "model_output_tokens": 40, "model_cost_usd": 0.00028}
     assert _raw("q#default", "x#20261201") == {"tokens": 120}
     position = get_cursor("default", SESSION).position
     assert position == 4
@@ -144,7 +149,7 @@ def test_the_offline_extractor_is_never_deferred_and_costs_nothing(api, aws, mon
     for n in (1, 2):
         status, body = _turn(api, n)
         assert status == 202 and body["outcome"]["status"] == "applied", body
-    assert not [k for k in _scan_usage() if k[0].startswith("u#") or k[1].startswith("x#")]
+    assert not [k for k in _scan_usage() if k[1].endswith("#x") or k[1].startswith("x#")]
 
 
 def test_backends_report_the_models_own_token_counts():

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import requests
 
 from .harness import LocalStack
+
+# the stacks inherit CAIRN_* from this process: tests send bursts from one token, so the per-token
+# rate limit is off unless a test's stack turns it on
+os.environ.setdefault("CAIRN_RATE_REQUESTS_PER_MINUTE", "0")
 
 DEV_TOKEN = "cairn_e2e_dev_token_0123456789abcdef"
 CONTRACT_LOG = "contract.log"

@@ -818,6 +818,22 @@ class AsyncCairn:
         """The calling token: ``{token_id, org_id, kind, user_id, permissions, banks, expires_at}``."""
         return await self._t.call("me")
 
+    @operation("usage")
+    async def usage(self, *, from_ms: int | None = None, to_ms: int | None = None, granularity: str | None = None,
+                    group_by: str | None = None) -> r.Usage:
+        """The org's usage (``admin.usage``): ``{org, from, to, granularity, group_by, totals, groups}``
+        over ``[from_ms, to_ms)`` (default the last 24 hours), ``granularity`` ``hour``/``day``,
+        ``group_by`` ``bank``/``token``/``operation``."""
+        return await self._t.call("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                  "group_by": group_by})
+
+    async def usage_csv(self, *, from_ms: int | None = None, to_ms: int | None = None,
+                        granularity: str | None = None, group_by: str | None = None) -> str:
+        """The same report as CSV text (``start,group,<counters>``, one row per period and group)."""
+        response = await self._t.send("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                      "group_by": group_by, "format": "csv"})
+        return response.text
+
     @operation("openapi_document")
     async def openapi(self) -> r.OpenapiDocument:
         """The service's OpenAPI 3.1 document (a dict); no token needed."""

@@ -93,4 +93,5 @@ OPERATIONS: dict[str, Op] = {
     "turn_completed": Op("POST", "/v1/hooks/turn-completed", {202: "TurnAccepted"}),
     "update_bank": Op("PATCH", "/v1/banks/{bank}", {200: "BankReply"}),
     "update_memory": Op("PATCH", "/v1/banks/{bank}/memories/{memory_id}", {200: "BankMemoryReply"}),
+    "usage": Op("GET", "/v1/usage", {200: "UsageReport"}),
 }

@@ -96,3 +96,4 @@ TrashBank: TypeAlias = models.BankTrashReply
 TurnCompleted: TypeAlias = models.TurnAccepted
 UpdateBank: TypeAlias = models.BankReply
 UpdateMemory: TypeAlias = models.BankMemoryReply
+Usage: TypeAlias = models.UsageReport

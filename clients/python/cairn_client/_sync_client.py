@@ -819,6 +819,22 @@ class Cairn:
         """The calling token: ``{token_id, org_id, kind, user_id, permissions, banks, expires_at}``."""
         return self._t.call("me")
 
+    @operation("usage")
+    def usage(self, *, from_ms: int | None = None, to_ms: int | None = None, granularity: str | None = None,
+                    group_by: str | None = None) -> r.Usage:
+        """The org's usage (``admin.usage``): ``{org, from, to, granularity, group_by, totals, groups}``
+        over ``[from_ms, to_ms)`` (default the last 24 hours), ``granularity`` ``hour``/``day``,
+        ``group_by`` ``bank``/``token``/``operation``."""
+        return self._t.call("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                  "group_by": group_by})
+
+    def usage_csv(self, *, from_ms: int | None = None, to_ms: int | None = None,
+                        granularity: str | None = None, group_by: str | None = None) -> str:
+        """The same report as CSV text (``start,group,<counters>``, one row per period and group)."""
+        response = self._t.send("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                      "group_by": group_by, "format": "csv"})
+        return response.text
+
     @operation("openapi_document")
     def openapi(self) -> r.OpenapiDocument:
         """The service's OpenAPI 3.1 document (a dict); no token needed."""

@@ -965,7 +965,7 @@ class MintRequest(BaseModel):
     user_id: Annotated[UserId | None, Field(title="User Id")] = None
     kind: Annotated[str, Field(title="Kind")]
     permissions: Annotated[
-        list[str] | None, Field(max_length=6, title="Permissions")
+        list[str] | None, Field(max_length=7, title="Permissions")
     ] = None
     label: Annotated[Label | None, Field(title="Label")] = None
     expires_at: Annotated[
@@ -2203,6 +2203,74 @@ class UsageLimits(BaseModel):
     org: OrgLimitValues
 
 
+class UsagePoint(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: Annotated[int, Field(title="Requests")]
+    saved: Annotated[int, Field(title="Saved")]
+    reinforced: Annotated[int, Field(title="Reinforced")]
+    recalls: Annotated[int, Field(title="Recalls")]
+    previews: Annotated[int, Field(title="Previews")]
+    hooks: Annotated[int, Field(title="Hooks")]
+    contexts: Annotated[int, Field(title="Contexts")]
+    injected_chars: Annotated[int, Field(title="Injected Chars")]
+    injected_tokens: Annotated[int, Field(title="Injected Tokens")]
+    extraction_jobs: Annotated[int, Field(title="Extraction Jobs")]
+    model_input_tokens: Annotated[int, Field(title="Model Input Tokens")]
+    model_output_tokens: Annotated[int, Field(title="Model Output Tokens")]
+    model_cost_usd: Annotated[float, Field(title="Model Cost Usd")]
+    stored_bytes_delta: Annotated[int, Field(title="Stored Bytes Delta")]
+    operations: Annotated[dict[str, int], Field(title="Operations")]
+    start: Annotated[int, Field(title="Start")]
+
+
+class From(RootModel[int]):
+    root: Annotated[int, Field(ge=0, le=9999999999999, title="From")] = None
+
+
+class To(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=9999999999999, title="To")] = None
+
+
+class UsageQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    from_: Annotated[From | Literal[""] | None, Field(alias="from", title="From")] = (
+        None
+    )
+    to: Annotated[To | Literal[""] | None, Field(title="To")] = None
+    granularity: Annotated[
+        Literal["hour", "day"] | None, Field(title="Granularity")
+    ] = "hour"
+    group_by: Annotated[
+        Literal["bank", "token", "operation"] | None, Field(title="Group By")
+    ] = "bank"
+    format: Annotated[Literal["json", "csv"] | None, Field(title="Format")] = "json"
+
+
+class UsageTotals(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: Annotated[int, Field(title="Requests")]
+    saved: Annotated[int, Field(title="Saved")]
+    reinforced: Annotated[int, Field(title="Reinforced")]
+    recalls: Annotated[int, Field(title="Recalls")]
+    previews: Annotated[int, Field(title="Previews")]
+    hooks: Annotated[int, Field(title="Hooks")]
+    contexts: Annotated[int, Field(title="Contexts")]
+    injected_chars: Annotated[int, Field(title="Injected Chars")]
+    injected_tokens: Annotated[int, Field(title="Injected Tokens")]
+    extraction_jobs: Annotated[int, Field(title="Extraction Jobs")]
+    model_input_tokens: Annotated[int, Field(title="Model Input Tokens")]
+    model_output_tokens: Annotated[int, Field(title="Model Output Tokens")]
+    model_cost_usd: Annotated[float, Field(title="Model Cost Usd")]
+    stored_bytes_delta: Annotated[int, Field(title="Stored Bytes Delta")]
+    operations: Annotated[dict[str, int], Field(title="Operations")]
+
+
 class Workstream(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2609,6 +2677,28 @@ class TeamRetrievedEntry(BaseModel):
     ]
     score: Annotated[float, Field(title="Score")]
     metadata: TeamRetrievedMetadata
+
+
+class UsageGroup(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key: Annotated[str, Field(title="Key")]
+    totals: UsageTotals
+    series: Annotated[list[UsagePoint], Field(title="Series")]
+
+
+class UsageReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    org: Annotated[str, Field(title="Org")]
+    from_: Annotated[int, Field(alias="from", title="From")]
+    to: Annotated[int, Field(title="To")]
+    granularity: Annotated[Literal["hour", "day"], Field(title="Granularity")]
+    group_by: Annotated[Literal["bank", "token", "operation"], Field(title="Group By")]
+    totals: UsageTotals
+    groups: Annotated[list[UsageGroup], Field(title="Groups")]
 
 
 class BankRecall(BaseModel):
