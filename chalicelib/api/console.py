@@ -54,6 +54,6 @@ def console_asset(asset: str):
     """One of the console's files (``ASSETS``): a script, the style sheet or the icon; 404
     ``not_found`` for any other name."""
     ctype = ASSETS.get(asset)
-    if ctype is None:
-        raise NotFound(f"The console has no file '{asset}'.", code="not_found")
+    if ctype is None:  # the console's headers on its 404 too: the answer echoes the name asked for
+        raise NotFound(f"The console has no file '{asset}'.", code="not_found", headers=SECURITY_HEADERS)
     return Reply(200, raw=_read(asset), content_type=ctype, headers=SECURITY_HEADERS)

@@ -48,11 +48,14 @@ def test_trailing_slash_redirects_to_the_page_so_relative_urls_hold(client):
     assert r.headers["Location"] == "../console"
 
 
-@pytest.mark.parametrize("name", ["diff.LICENSE", "index.html", "..%2Fapi%2Fconsole.py", "nope.js"])
-def test_unknown_or_unlisted_file_is_a_json_404(client, name):
+@pytest.mark.parametrize("name", ["diff.LICENSE", "index.html", "..%2Fapi%2Fconsole.py", "nope.js",
+                                  "%3Cscript%3Ealert(1)%3C%2Fscript%3E"])
+def test_unknown_or_unlisted_file_is_a_json_404_under_the_console_policy(client, name):
     r = _get(client, f"/console/{name}")
     assert r.status_code == 404
     assert json.loads(r.body)["code"] == "not_found"
+    assert r.headers["Content-Security-Policy"] == CSP
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_api_routes_get_no_console_policy(client, token):
