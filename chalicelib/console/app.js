@@ -82,7 +82,12 @@ async function route() {
   for (const [re, view, name] of ROUTES) {
     const m = parts.match(re);
     if (!m) continue;
-    const args = m.slice(1).map(decodeURIComponent);
+    let args;
+    try {
+      args = m.slice(1).map(decodeURIComponent);
+    } catch {
+      break;  // a malformed %-escape (#/banks/%E0): no view holds it
+    }
     main.dataset.view = "loading";
     main.setAttribute("aria-busy", "true");
     const host = h("section", {class: "view"});
@@ -116,5 +121,10 @@ async function start() {
   await route();
 }
 
+// "Skip to content" moves the focus only: following its href would change the fragment, the route.
+document.querySelector("a.skip").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  main.focus();
+});
 window.addEventListener("hashchange", route);
 start();
