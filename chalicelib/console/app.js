@@ -44,7 +44,12 @@ function signInForm(message) {
     message ? notice("error", message) : null);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    token.set(input.value.trim());
+    const t = input.value.trim();
+    // a header value holds no space or non-ASCII: say so, rather than "could not reach the API"
+    if (!/^[\x21-\x7e]+$/.test(t)) {
+      return signInForm(t ? "A Cairn token holds only printable ASCII characters, no spaces." : "Paste a token first.");
+    }
+    token.set(t);
     await start();
   });
   clear(main).append(form);

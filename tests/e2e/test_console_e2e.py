@@ -174,6 +174,11 @@ def test_sign_in_shows_who_you_are_keeps_the_token_in_session_storage_only_and_s
     page.get_by_label("Token").press("Enter")
     expect(page.get_by_role("alert")).to_contain_text("(unauthorized)")
     assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    for typed, says in (("   ", "Paste a token first."), ("cairn_tëst€", "only printable ASCII characters")):
+        page.get_by_label("Token").fill(typed)
+        page.get_by_label("Token").press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text(says)
+        assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
 
 
 # --- banks -------------------------------------------------------------------------------------
