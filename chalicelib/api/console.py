@@ -14,7 +14,7 @@ from pathlib import Path
 from chalice import Blueprint
 
 from ..errors import NotFound
-from .http import NO_BODY, Raw, Reply, endpoint
+from .http import NO_BODY, PATH_ERROR_HEADERS, Raw, Reply, endpoint
 
 bp = Blueprint(__name__)
 
@@ -24,6 +24,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'; require-trusted-types-for 'script'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
+
+PATH_ERROR_HEADERS["/console"] = SECURITY_HEADERS  # a 404 or 405 below /console answers under the same policy
 
 JS, CSS, SVG = "text/javascript; charset=utf-8", "text/css; charset=utf-8", "image/svg+xml; charset=utf-8"
 ASSETS = {"app.js": JS, "api.js": JS, "dom.js": JS, "banks.js": JS, "team.js": JS, "admin.js": JS,
@@ -54,6 +56,6 @@ def console_asset(asset: str):
     """One of the console's files (``ASSETS``): a script, the style sheet or the icon; 404
     ``not_found`` for any other name."""
     ctype = ASSETS.get(asset)
-    if ctype is None:
-        raise NotFound(f"The console has no file '{asset}'.", code="not_found")
+    if ctype is None:  # the console's headers on its 404 too: the answer echoes the name asked for
+        raise NotFound(f"The console has no file '{asset}'.", code="not_found", headers=SECURITY_HEADERS)
     return Reply(200, raw=_read(asset), content_type=ctype, headers=SECURITY_HEADERS)

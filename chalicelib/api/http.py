@@ -54,6 +54,18 @@ log = logging.getLogger("cairn.http")
 ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 CATCH_ALL_DEPTH = 9
 
+PATH_ERROR_HEADERS: dict[str, dict[str, str]] = {}
+"""Path prefix (``/console``) -> headers added to the 404 and 405 answers under it, so a page's
+own policy (CSP, nosniff) covers the errors that echo a path below it too."""
+
+
+def _path_error_headers(request: Any) -> dict[str, str]:
+    context = request.context or {}
+    path, stage = str(context.get("path") or request.path), str(context.get("stage") or "")
+    if stage and path.startswith(f"/{stage}/"):  # API Gateway's context path holds the stage
+        path = path[len(stage) + 1:]
+    return next((h for prefix, h in PATH_ERROR_HEADERS.items() if path == prefix or path.startswith(prefix + "/")), {})
+
 
 @dataclass
 class Reply:
@@ -589,7 +601,7 @@ def finalize(app: Chalice) -> None:
                 request = _current(app)
                 return _with_request_id(request, _error(envelope, MethodNotAllowed(
                     f"Method {request.method} is not allowed here; use {allowed}.",
-                    headers={"Allow": allowed})))
+                    headers={"Allow": allowed, **_path_error_headers(request)})))
 
             not_allowed.__name__ = "method_not_allowed_" + str(abs(hash(path)))
             app.route(path, methods=missing, content_types=["*/*"])(not_allowed)
@@ -599,7 +611,8 @@ def finalize(app: Chalice) -> None:
         request = _current(app)
         path = (request.context or {}).get("path") or request.path
         return _with_request_id(request, error_response(NotFound(f"No route for {request.method} {path}.",
-                                                                 code="not_found")))
+                                                                 code="not_found",
+                                                                 headers=_path_error_headers(request))))
 
     for depth in range(1, CATCH_ALL_DEPTH + 1):
         path = "/" + "/".join(f"{{p{i}}}" for i in range(depth))

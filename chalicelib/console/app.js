@@ -44,7 +44,12 @@ function signInForm(message) {
     message ? notice("error", message) : null);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    token.set(input.value.trim());
+    const t = input.value.trim();
+    // a header value holds no space or non-ASCII: say so, rather than "could not reach the API"
+    if (!/^[\x21-\x7e]+$/.test(t)) {
+      return signInForm(t ? "A Cairn token holds only printable ASCII characters, no spaces." : "Paste a token first.");
+    }
+    token.set(t);
     await start();
   });
   clear(main).append(form);
@@ -82,7 +87,12 @@ async function route() {
   for (const [re, view, name] of ROUTES) {
     const m = parts.match(re);
     if (!m) continue;
-    const args = m.slice(1).map(decodeURIComponent);
+    let args;
+    try {
+      args = m.slice(1).map(decodeURIComponent);
+    } catch {
+      break;  // a malformed %-escape (#/banks/%E0): no view holds it
+    }
     main.dataset.view = "loading";
     main.setAttribute("aria-busy", "true");
     const host = h("section", {class: "view"});
@@ -116,5 +126,10 @@ async function start() {
   await route();
 }
 
+// "Skip to content" moves the focus only: following its href would change the fragment, the route.
+document.querySelector("a.skip").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  main.focus();
+});
 window.addEventListener("hashchange", route);
 start();

@@ -48,9 +48,11 @@ def check_memories(org_id: str, bank: str, used: int, adding: int) -> None:
     grow the bank) or without a limit."""
     top = limits.effective(org_id).memories_per_bank
     if adding > 0 and top and used + adding > top:
+        # a batch (an import) may be refused below the limit: say how many it would add
+        why = f"its quota is {top}" if adding == 1 else f"{adding} more would pass its quota of {top}"
         raise QuotaExceeded("memories_per_bank", top, used,
-                            f"Bank '{bank}' holds {used} live memories; its quota is {top}. Delete or purge "
-                            "memories, or ask your operator to raise the limit.")
+                            f"Bank '{bank}' holds {used} live memories; {why}. Delete or purge memories, or "
+                            "ask your operator to raise the limit.")
 
 
 def _bank_count(org_id: str) -> int | None:

@@ -48,16 +48,30 @@ def test_trailing_slash_redirects_to_the_page_so_relative_urls_hold(client):
     assert r.headers["Location"] == "../console"
 
 
-@pytest.mark.parametrize("name", ["diff.LICENSE", "index.html", "..%2Fapi%2Fconsole.py", "nope.js"])
-def test_unknown_or_unlisted_file_is_a_json_404(client, name):
+@pytest.mark.parametrize("name", ["diff.LICENSE", "index.html", "..%2Fapi%2Fconsole.py", "nope.js",
+                                  "%3Cscript%3Ealert(1)%3C%2Fscript%3E"])
+def test_unknown_or_unlisted_file_is_a_json_404_under_the_console_policy(client, name):
     r = _get(client, f"/console/{name}")
     assert r.status_code == 404
     assert json.loads(r.body)["code"] == "not_found"
+    assert r.headers["Content-Security-Policy"] == CSP
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [("GET", "/console/a/%3Cscript%3E", 404),
+                                                      ("POST", "/console", 405), ("DELETE", "/console/app.js", 405)])
+def test_unknown_paths_and_methods_under_the_console_keep_its_policy(client, method, path, status):
+    r = getattr(client.http, method.lower())(path, headers={})
+    assert r.status_code == status
+    assert r.headers["Content-Security-Policy"] == CSP
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_api_routes_get_no_console_policy(client, token):
     r = _get(client, "/v1/me", {"Authorization": f"Bearer {token}"})
     assert r.status_code == 200 and "Content-Security-Policy" not in r.headers
+    for path in ("/v1/nope", "/consoles"):  # a 404 elsewhere, even one that starts like the console's
+        assert "Content-Security-Policy" not in _get(client, path).headers
 
 
 def test_status_names_config_versions_and_each_banks_seq(api):

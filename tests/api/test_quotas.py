@@ -81,6 +81,19 @@ def test_an_import_past_the_quota_reports_the_lines_left_over(api, monkeypatch):
     assert api.get("/v1/banks/imp")[1]["bank"]["memories"] == BATCH
 
 
+def test_a_batch_refused_below_the_limit_says_how_many_it_would_add(api, monkeypatch):
+    """An import whose first batch alone passes the quota is 429 with nothing written, and its
+    message names the lines it would add (the bank itself is still under its limit)."""
+    monkeypatch.setenv("CAIRN_QUOTA_MEMORIES_PER_BANK", "3")
+    monkeypatch.setenv("CAIRN_WRITE_LANES", "1")
+    lines = "\n".join(json.dumps({"text": f"Imported fact number {i}"}) for i in range(5))
+    before = dump()
+    status, body = api.call("POST", "/v1/banks/imp/import", raw=lines, headers={"Content-Type": "application/x-ndjson"})
+    _refused(status, body, "memories_per_bank", 3, 0)
+    assert "holds 0 live memories; 5 more would pass its quota of 3" in body["error"], body
+    assert_unchanged(before)
+
+
 def test_shrinking_is_never_refused_over_the_limit(api, inline):
     """An org pushed over its quota by the operator lowering it: saves are refused, but deletes,
     purges, forget-session, exports and trash all succeed."""

@@ -174,6 +174,11 @@ def test_sign_in_shows_who_you_are_keeps_the_token_in_session_storage_only_and_s
     page.get_by_label("Token").press("Enter")
     expect(page.get_by_role("alert")).to_contain_text("(unauthorized)")
     assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    for typed, says in (("   ", "Paste a token first."), ("cairn_tëst€", "only printable ASCII characters")):
+        page.get_by_label("Token").fill(typed)
+        page.get_by_label("Token").press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text(says)
+        assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
 
 
 # --- banks -------------------------------------------------------------------------------------
@@ -462,6 +467,20 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
     if "/api" not in site:
         for view in VIEWS:
             assert (ARTIFACTS / f"{view}.png").exists()
+
+
+def test_a_malformed_fragment_or_the_skip_link_never_breaks_the_view(open_page):
+    """A fragment with a broken %-escape shows "Not found" (no script error, no stale view);
+    "Skip to content" moves the focus to the view and leaves the fragment (the route) alone."""
+    page = open_page("banks")
+    go(page, "banks/%E0%A4%A", "notfound")
+    expect(page.locator("main .notice.error")).to_contain_text("No view for #/banks/%E0%A4%A")
+    go(page, "banks", "banks")
+    page.locator("a.skip").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#main")).to_be_focused()
+    assert page.evaluate("location.hash") == "#/banks"
+    assert page.locator("#main").get_attribute("data-view") == "banks"
 
 
 # --- stored XSS --------------------------------------------------------------------------------
