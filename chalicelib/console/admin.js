@@ -130,4 +130,34 @@ export async function status(host) {
       st.banks.map((b) => [b.name, String(b.seq), String(b.memories),
         b.snapshot ? `seq ${b.snapshot.seq} at ${when(b.snapshot.at)} (${b.snapshot.key})` : "none"])));
   }
+  host.append(await usageChart());
+}
+
+// Usage per bank over the last 24 hours (GET /v1/usage, admin.usage): one bar per bank, scaled
+// to the busiest, with the figures beside it.
+async function usageChart() {
+  const box = h("section", {class: "usage", "aria-label": "Usage per bank"}, h("h3", null, "Usage per bank, last 24 hours"));
+  let rep;
+  try {
+    rep = await get("v1/usage" + qs({group_by: "bank", granularity: "hour"}));
+  } catch (err) {
+    box.append(notice("error", "Usage: " + errorText(err)));
+    return box;
+  }
+  if (!rep.groups.length) {
+    box.append(h("p", null, "No usage recorded in the last 24 hours."));
+    return box;
+  }
+  const top = Math.max(1, ...rep.groups.map((g) => g.totals.requests));
+  for (const g of rep.groups) {
+    const t = g.totals;
+    const id = "u" + Math.random().toString(36).slice(2);
+    box.append(h("div", {class: "usage-row"},
+      h("label", {for: id}, g.key),
+      h("meter", {id, min: 0, max: top, value: t.requests, title: `${t.requests} requests`}),
+      h("span", {class: "figures"}, `${t.requests} requests · ${t.recalls} recalls · ${t.previews} previews · ` +
+        `${t.saved} saved · ${t.injected_tokens} tokens injected · ${t.model_input_tokens + t.model_output_tokens} ` +
+        `model tokens ($${t.model_cost_usd})`)));
+  }
+  return box;
 }

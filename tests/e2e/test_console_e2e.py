@@ -456,6 +456,11 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
     expect(row.get_by_role("cell").nth(1)).to_have_text(str(mine["seq"]))
     expect(row.get_by_role("cell").nth(2)).to_have_text(str(mine["memories"]))
     expect(page.locator(".versions")).to_contain_text(f"Config version {status['config_version']}")
+    # usage per bank as a chart: one bar per bank, its value the bank's requests of the last 24 hours
+    usage = ok(Http(stack.base_url, stack.token).get("/v1/usage?group_by=bank&granularity=hour"))
+    bank = next(g for g in usage["groups"] if g["key"] == seeded["bank"])
+    bar = page.locator(".usage-row").filter(has=page.get_by_text(seeded["bank"], exact=True)).locator("meter")
+    assert 0 < int(float(bar.get_attribute("value") or 0)) <= bank["totals"]["requests"]  # the page loaded first
     # the audit view filters
     go(page, "audit", "audit")
     page.get_by_label("Action").fill("token.mint")
