@@ -278,6 +278,18 @@ def test_usage_as_csv_by_day_and_operation(api):
     assert int(rows[1].split(",")[0]) % 86_400_000 == 0
 
 
+def test_rule_writes_count_their_stored_bytes_delta(api):
+    def stored() -> int:
+        return usage(api, group_by="bank")["totals"]["stored_bytes_delta"]
+
+    assert api.put("/v1/banks/main/rules/style", {"content": "Answer in plain English, please: é"})[0] == 200
+    assert stored() == len("Answer in plain English, please: é".encode())
+    assert api.put("/v1/banks/main/rules/style", {"content": "Be brief."})[0] == 200
+    assert stored() == len("Be brief.")
+    assert api.delete("/v1/banks/main/rules/style")[0] in (200, 204)
+    assert stored() == 0
+
+
 def test_usage_needs_admin_usage_and_a_bounded_range(api, aws):
     reader = mint(permissions=["memory:read"])
     status, body = api.get("/v1/usage", token=reader)
