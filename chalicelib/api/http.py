@@ -218,7 +218,8 @@ class IntRange:
             if not self.strict and (value is None or value == ""):
                 raise PydanticUseDefault()
             # a CairnError is not a ValueError: pydantic lets it through with this exact message
-            return self.parse(value, info.field_name or "value", self.lo)
+            # a field named for a Python keyword (``from_``) is the parameter ``from``
+            return self.parse(value, (info.field_name or "value").rstrip("_"), self.lo)
 
         return core_schema.with_info_before_validator_function(check, handler(source))
 

@@ -10,6 +10,7 @@ from ..errors import RateLimited
 from ..inject import reload, service
 from ..inject.render import BYTES_PER_TOKEN
 from ..inject.service import RULES_ONLY
+from ..names import NAME_RE
 from ..usage import meter
 from . import banks_models as m
 from .banks import ADMIN, READ, _bank, rules_budget
@@ -38,7 +39,9 @@ def pre_generate(ctx: Ctx):
     append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``): over
     the token's rate limit it injects the rules only, and ``retrieval`` says
     ``rules-only+rate_limited``."""
-    meter.set_scope(service.hook_bank(ctx.body.metadata))
+    bank = service.hook_bank(ctx.body.metadata)
+    if NAME_RE.fullmatch(bank):  # a bad name (answered "invalid-bank-name") counts under the org
+        meter.set_scope(bank)
     result = service.hook(ctx.principal, ctx.body)
     _note_injected("hook", result.system_prompt_append, *result.append_messages)
     if meter.spend_read(deny=False) is not None:  # over the rate limit: rules only, counted all the same

@@ -143,12 +143,19 @@ class Report:
         return sorted(out, key=lambda r: (r[0], str(r[1])))
 
     def as_csv(self) -> str:
-        """The rows as CSV with the header ``start,group,<FIELDS>``."""
+        """The rows as CSV with the header ``start,group,<FIELDS>``; group keys are never formulas
+        (``_cell``)."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["start", "group", *FIELDS])
-        w.writerows(self.rows())
+        w.writerows([[_cell(v) for v in row] for row in self.rows()])
         return buf.getvalue()
+
+
+def _cell(value: object) -> object:
+    """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``,
+    tab or carriage return gets a leading ``'`` so it never runs as a formula."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
 def _key(c: Count, group_by: GroupBy, all_orgs: bool) -> str | None:

@@ -346,3 +346,26 @@ def test_a_warm_save_counts_inside_its_one_transaction_and_makes_no_other_call(a
     assert len(writes) == 1 and writes[0][0] == "TransactWriteItems", calls
     assert writes[0][1].count("cairn-test-usage") == 2  # the counter shard and the write bucket shard
     assert not [c for c in calls if "cairn-test-usage" in c[1] and c[0] != "TransactWriteItems"], calls
+
+
+def test_a_hook_naming_a_formula_bank_counts_under_the_org_and_the_csv_has_no_formula(api):
+    """A hook's ``memory_bank`` is client text: a bad name is answered ``invalid-bank-name``, counted
+    under ``org`` (never stored as a group key), and no CSV cell starts a spreadsheet formula."""
+    from chalicelib.usage import report
+    for bank in ('=HYPERLINK("http://evil","x")', "+1+1", "@SUM(A1)", "-2"):
+        status, body = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "hi"}],
+                                                            "metadata": {"memory_bank": bank}})
+        assert status == 200 and body["retrieval"].endswith("invalid-bank-name"), body
+    resp = api.client.http.get("/v1/usage?format=csv", headers={"Authorization": f"Bearer {api.token}"})
+    assert resp.status_code == 200
+    rows = resp.body.decode().splitlines()[1:]
+    assert [r.split(",")[1] for r in rows] == ["org"] and rows[0].split(",")[2] == "4", rows
+    rep = report.Report("default", 0, 1, "hour", "bank", report.Totals(), [report.Group("=cmd|' /C calc'!A0")])
+    rep.groups[0].series[0].values["requests"] = 1
+    assert rep.as_csv().splitlines()[1].startswith("0,'=cmd|"), rep.as_csv()
+
+
+def test_a_bad_from_names_the_parameter_from(api):
+    for q in ("from=-1", "from=1.5", "from=abc"):
+        status, body = api.get(f"/v1/usage?{q}")
+        assert status == 400 and body["details"]["field"] == "from" and body["error"].startswith("from "), body
