@@ -10,7 +10,6 @@ from ..errors import RateLimited
 from ..inject import reload, service
 from ..inject.render import BYTES_PER_TOKEN
 from ..inject.service import RULES_ONLY
-from ..names import NAME_RE
 from ..usage import meter
 from . import banks_models as m
 from .banks import ADMIN, READ, _bank, rules_budget
@@ -40,16 +39,18 @@ def pre_generate(ctx: Ctx):
     the token's rate limit it injects the rules only, and ``retrieval`` says
     ``rules-only+rate_limited``."""
     bank = service.hook_bank(ctx.body.metadata)
-    if NAME_RE.fullmatch(bank):  # a bad name (answered "invalid-bank-name") counts under the org
+    refused = service.refusal(ctx.principal, bank) is not None
+    if not refused:  # a refused bank (bad name, not allowed) is client text: counted under the org
         meter.set_scope(bank)
     result = service.hook(ctx.principal, ctx.body)
     _note_injected("hook", result.system_prompt_append, *result.append_messages)
     if meter.spend_read(deny=False) is not None:  # over the rate limit: rules only, counted all the same
-        meter.clear_noted()
-        limited = service.hook(ctx.principal, ctx.body, rules_only=True)
-        result = service.HookResult(limited.system_prompt_append, limited.append_messages,
-                                    f"{RULES_ONLY}+{RATE_LIMITED}")
-        _note_injected("hook", result.system_prompt_append, *result.append_messages)
+        if not refused:  # a refusal injects nothing already (and is audited once)
+            meter.clear_noted()
+            limited = service.hook(ctx.principal, ctx.body, rules_only=True)
+            result = service.HookResult(limited.system_prompt_append, limited.append_messages,
+                                        f"{RULES_ONLY}+{RATE_LIMITED}")
+            _note_injected("hook", result.system_prompt_append, *result.append_messages)
         meter.count_read()
     return render_hook(result)
 

@@ -141,7 +141,7 @@ def hook_bank(metadata: HookMetadata) -> str:
     return metadata.memory_bank or get_tuning().default_bank
 
 
-def _refusal(principal: Principal, bank: str) -> str | None:
+def refusal(principal: Principal, bank: str) -> str | None:
     """Why ``principal`` may see nothing of ``bank`` (a retrieval mode), or None."""
     try:
         check_name(bank)
@@ -161,12 +161,12 @@ def hook(principal: Principal, req: HookRequest, *, rules_only: bool = False) ->
     audited as ``hook.refused`` (the name cut to 100 characters). ``rules_only``: no recall (the
     token is over its rate limit)."""
     bank = hook_bank(req.metadata)
-    refusal = _refusal(principal, bank)
-    if refusal is None:
+    why = refusal(principal, bank)
+    if why is None:
         return pre_generate(principal.org_id, bank, req, rules_only=rules_only)
     audit.record(principal.org_id, "hook.refused", principal.actor, None,
-                 {"bank": bank[:100], "reason": refusal.split("+", 1)[1]})
-    return HookResult("", (), refusal)
+                 {"bank": bank[:100], "reason": why.split("+", 1)[1]})
+    return HookResult("", (), why)
 
 
 def pre_generate(org_id: str, bank: str, req: HookRequest, *, rules_only: bool = False) -> HookResult:

@@ -128,3 +128,27 @@ def test_a_bucket_carries_over_into_the_next_utc_hour(api, aws, limited):
     assert status == 429 and int(headers["Retry-After"]) == 1, body
     limited[0] = turn + 1100
     assert send(api, "GET", "/v1/banks/main")[0] == 200
+
+
+def test_a_refused_hook_over_the_limit_is_answered_audited_once_and_counted_under_the_org(api, aws, limited):
+    """The hook never denies: over the limit, a bank the token may not see (outside its allow-list)
+    still answers ``none+bank-not-allowed``, audited once, and counts under ``org``, never under
+    the other bank."""
+    from chalicelib.audit import to_dict
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.storage.tables import AuditModel
+    from chalicelib.usage import report
+    service.save_memory("default", "mine", SaveRequest(text="Mine alone"), actor="setup")
+    scoped = mint(user_id="scoped", banks=["mine"])
+    for _ in range(61):
+        send(api, "GET", "/v1/banks/mine", token=scoped)
+    assert send(api, "GET", "/v1/banks/mine", token=scoped)[0] == 429
+    hook = {"messages": [{"role": "user", "content": "secrets?"}], "metadata": {"memory_bank": "theirs"}}
+    status, body, _ = send(api, "POST", "/v1/hooks/pre-generate", hook, token=scoped)
+    assert status == 200 and body["retrieval"] == "none+bank-not-allowed", body
+    refused = [e for e in map(to_dict, AuditModel.query("default")) if e["action"] == "hook.refused"]
+    assert len(refused) == 1, refused
+    rep = report.report("default", T0 - 3_600_000, T0 + 3_600_000).as_json()
+    hooks = {g["key"]: g["totals"]["hooks"] for g in rep["groups"] if g["totals"]["hooks"]}
+    assert hooks == {"org": 1}, hooks
