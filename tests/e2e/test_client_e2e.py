@@ -174,6 +174,7 @@ def _service(c: Cairn, stack, transport: httpx.BaseTransport) -> None:
     assert "config_version" in data(c.reload())
     assert "banks" in data(c.status())
     assert "console/app.js" in c.console_page() and c.console_asset("app.js")
+    assert "totals" in data(c.usage(group_by="operation"))
     limits = data(c.usage_limits())
     assert data(c.lower_usage_limits(memories_per_bank=None))["effective"] == limits["effective"]
     listed = data(c.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
