@@ -37,6 +37,14 @@ def chars(*texts: str) -> tuple[int, int]:
     return sum(len(t) for t in texts), sum(len(t.encode()) for t in texts) // 4
 
 
+def run_together(threads: list[threading.Thread]) -> None:
+    """Start every thread, then wait for all of them."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def org_totals(org: str) -> dict:
     """The org's totals over the last and next hour (the report's own function)."""
     from chalicelib import clock
@@ -182,11 +190,7 @@ def test_concurrent_twins_with_one_idempotency_key_count_once(aws, token):
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=twin) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together([threading.Thread(target=twin) for _ in range(6)])
     assert not errors, errors
     totals = org_totals("default")
     assert totals["operations"] == {"save_memory": 1} and totals["saved"] == 1
@@ -256,11 +260,7 @@ def test_twenty_concurrent_saves_to_one_bank_all_succeed_with_exact_counters(aws
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together([threading.Thread(target=writer, args=(i,)) for i in range(20)])
     assert not errors, errors
     totals = org_totals("default")
     assert totals["operations"] == {"save_memory": 20} and totals["saved"] == 20
