@@ -2,7 +2,7 @@
 
 from chalice import Chalice
 
-from chalicelib.api import audit, banks, hooks, inject, mcp, meta, recall, structured, tokens
+from chalicelib.api import audit, banks, console, hooks, inject, limits, mcp, meta, recall, structured, tokens, usage
 from chalicelib.api import events as event_handlers
 from chalicelib.api import team as team_api
 from chalicelib.api.http import finalize
@@ -21,6 +21,9 @@ app.register_blueprint(hooks.bp)
 app.register_blueprint(event_handlers.bp)
 app.register_blueprint(team_api.bp)
 app.register_blueprint(audit.bp)
+app.register_blueprint(usage.bp)
 app.register_blueprint(mcp.bp)
+app.register_blueprint(limits.bp)
+app.register_blueprint(console.bp)
 
 finalize(app)

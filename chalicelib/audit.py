@@ -34,7 +34,7 @@ MEMORY_ACTIONS = ("memory.save", "memory.update", "memory.delete")
 ACTIONS: tuple[str, ...] = (
     *MEMORY_ACTIONS, "memory.purge",
     "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete",
-    "token.mint", "token.revoke", "session.forget", "hook.refused",
+    "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits",
     "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove",
     "context.deny_rules",
     "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept",

@@ -12,6 +12,13 @@ Commands (each goes through the same service functions as the API; no Chalice):
 - ``rebuild-indexes [--org O] [--bank B]``: rebuild recall indexes from the records and write
   snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
   operator tool only).
+- ``limits show|set --org O [--memories-per-bank N] [--banks-per-org N] [--requests-per-minute N]
+  [--burst N] [--as-of-cost N] [--extraction-tokens-per-day N]``: an org's limits; ``set`` stores the
+  operator's values (N, or ``default`` to drop one), the only way to raise a limit above the defaults.
+- ``usage --org O | --all-orgs [--from T] [--to T] [--granularity hour|day] [--group-by
+  bank|token|operation] [--format table|csv|json]``: the usage report of ``GET /v1/usage``
+  (``chalicelib.usage.report``; T is ms since the epoch or an ISO UTC date/time; default the last
+  24 hours); ``--all-orgs`` scans every org (group keys ``<org>/<key>``).
 
 Stages: ``local`` (the default) talks to the moto server of the local stack running from
 ``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
@@ -202,10 +209,83 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     return 0
 
 
+def cmd_limits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``limits show``: the org's limits as JSON (``effective``, ``operator``, ``org``, ``defaults``).
+    ``limits set``: the operator's values of the org (the only way to raise one; ``default`` drops
+    the operator's value), audited as ``usage.limits``, then the same JSON."""
+    from . import audit
+    from .usage import limits
+    if args.action == "set":
+        values: dict[str, int | None] = {}
+        for name in limits.FIELDS:
+            raw = getattr(args, name)
+            if raw is None:
+                continue
+            if raw == "default":
+                values[name] = None
+                continue
+            try:
+                values[name] = int(raw)
+            except ValueError:
+                raise UsageError(f"--{name.replace('_', '-')} takes an integer or 'default', not {raw!r}") from None
+        if not values:
+            raise UsageError("limits set needs at least one --<limit> value")
+        try:
+            limits.set_operator(args.org, values)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        audit.record(args.org, "usage.limits", f"operator:{getpass.getuser()}", args.org, {"operator": values})
+    ov = limits.overrides(args.org, fresh=True)
+    out.write(json.dumps({"org": args.org, "effective": dataclasses.asdict(limits.combine(limits.defaults(), ov)),
+                          "operator": ov.operator, "org_values": ov.org,
+                          "defaults": dataclasses.asdict(limits.defaults())}) + "\n")
+    return 0
+
+
+def _instant(text: str) -> int:
+    """ms since the epoch from ``text``: digits (ms) or an ISO date/time (UTC unless it says)."""
+    from datetime import UTC, datetime
+    if text.isdigit():
+        return int(text)
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"not a time: {text!r} (ms since the epoch or an ISO date/time)") from None
+    return int((t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def cmd_usage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the usage report of one org (or every org) as a table, CSV or JSON."""
+    from datetime import UTC, datetime
+
+    from . import clock
+    from .usage import report
+    if bool(args.org) == bool(args.all_orgs):
+        raise UsageError("give --org O or --all-orgs")
+    to = _instant(args.to) if args.to else clock.now_ms()
+    start = _instant(args.from_) if args.from_ else to - report.DAY_MS
+    try:
+        rep = report.report(args.org, start, to, granularity=args.granularity, group_by=args.group_by)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.format == "json":
+        out.write(json.dumps(rep.as_json(), indent=2) + "\n")
+    elif args.format == "csv":
+        out.write(rep.as_csv())
+    else:
+        head = ["start (UTC)", "group", *report.FIELDS]
+        rows = [[datetime.fromtimestamp(int(str(r[0])) / 1000, UTC).strftime("%Y-%m-%d %H:%M"), *map(str, r[1:])]
+                for r in rep.rows()]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)]
+        for row in [head, *rows]:
+            out.write("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    return 0
+
+
 # --- entry point ----------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands export, import, mint-token, rebuild-indexes)."""
+    """The argument parser (subcommands export, import, mint-token, rebuild-indexes, limits, usage)."""
     p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
     p.add_argument("--stage", choices=STAGES, default="local",
                    help="local: the local stack's moto (default); "
@@ -239,6 +319,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--org")
     r.add_argument("--bank")
     r.set_defaults(func=cmd_rebuild_indexes)
+
+    lim = sub.add_parser("limits", help="show or set an org's limits (set: the operator's values; raises too)")
+    lim.add_argument("action", choices=("show", "set"))
+    lim.add_argument("--org", required=True)
+    from .usage.limits import FIELDS
+    for name in FIELDS:
+        lim.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="N|default",
+                         help="0 = no limit (burst, as-of-cost: at least 1); default drops the operator's value")
+    lim.set_defaults(func=cmd_limits)
+    u = sub.add_parser("usage", help="usage report of an org (or every org), as GET /v1/usage")
+    u.add_argument("--org")
+    u.add_argument("--all-orgs", action="store_true", help="every org (a table scan)")
+    u.add_argument("--from", dest="from_", help="ms since the epoch or ISO date/time (default: to - 24 h)")
+    u.add_argument("--to", help="ms since the epoch or ISO date/time (default: now)")
+    u.add_argument("--granularity", choices=("hour", "day"), default="hour")
+    u.add_argument("--group-by", choices=("bank", "token", "operation"), default="bank")
+    u.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    u.set_defaults(func=cmd_usage)
     return p
 
 

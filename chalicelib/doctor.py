@@ -8,7 +8,9 @@ system org's ``doctor-probe`` bank, which no token can reach, and recall it: a r
 one probe, so doctor leaves nothing a user can see). Advisory (reported, never failing ``ok``): ``tuning`` (the
 configured memory tuning validates; when it does not, the last good one is running and the detail
 names the file or variable, the key and the problem), ``queue_reachable`` and ``model_reachable``,
-each bounded by a 3 s timeout. A degraded state is named, never a bare
+each bounded by a 3 s timeout, and ``extraction_quota`` (the caller's org: its model tokens of the
+UTC day against its limit; failing while jobs are deferred to the next day, naming how many and
+until when). A degraded state is named, never a bare
 "up".
 """
 
@@ -127,8 +129,26 @@ def _model() -> str:
     return f"{extractor.name}: {detail}"
 
 
-def run_checks(actor: str) -> DoctorReport:
-    """Run every check (see the module doc) and return ``{ok, checks}``."""
+def _extraction_quota(org_id: str) -> Callable[[], str]:
+    def run() -> str:
+        from .extraction import store as x_store
+        from .usage import extraction as usage_x
+        over, used, top = usage_x.over_quota(org_id)
+        day = f"{used} of {top} model tokens used today" if top else "no daily limit"
+        pointers = usage_x.org_pointers(org_id)
+        waiting = sum(len(x_store.parked(org_id, p.session_key.partition("#")[2])) for p in pointers)
+        if waiting:
+            until = min(p.day for p in pointers)
+            raise RuntimeError(f"{waiting} extraction jobs of {len(pointers)} sessions deferred until "
+                               f"{until[:4]}-{until[4:6]}-{until[6:]} (UTC); {day}")
+        return f"no extraction job deferred; {day}" + (" (over: the next turns will be deferred)" if over else "")
+
+    return run
+
+
+def run_checks(actor: str, org_id: str | None = None) -> DoctorReport:
+    """Run every check (see the module doc) and return ``{ok, checks}``; with ``org_id``, also the
+    org's ``extraction_quota`` (advisory: fails while jobs are deferred past its daily quota)."""
     checks = [
         _check("configuration", True, _configuration),
         _check("tuning", False, _tuning),
@@ -137,5 +157,6 @@ def run_checks(actor: str) -> DoctorReport:
         _check("round_trip", True, _round_trip(actor)),
         _check("queue_reachable", False, _queue),
         _check("model_reachable", False, _model),
+        *([_check("extraction_quota", False, _extraction_quota(org_id))] if org_id is not None else []),
     ]
     return {"ok": all(c["ok"] for c in checks if c["required"]), "checks": checks}

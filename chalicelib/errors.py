@@ -122,6 +122,20 @@ class RateLimited(CairnError):
         super().__init__(message, headers={"Retry-After": str(max(1, int(retry_after_s)))}, **kw)
 
 
+class QuotaExceeded(CairnError):
+    """429 ``quota_exceeded``: the write would take the org past a quota that no wait lifts
+    (memories per bank, banks per org), so no ``Retry-After``; ``details: {limit, max, used}``.
+    Deletes, forgets, purges, trash and exports never meet one."""
+
+    status = 429
+    code = "quota_exceeded"
+
+    def __init__(self, limit: str, max_: int, used: int, message: str | None = None) -> None:
+        super().__init__(message or f"The {limit.replace('_', ' ')} quota ({max_}) is reached: delete something, "
+                                    "or ask your operator to raise it.",
+                         details={"limit": limit, "max": max_, "used": used})
+
+
 class BackendUnavailable(CairnError):
     """503 ``backend_unavailable``: a throttled or unreachable backend; safe to retry."""
 
@@ -170,6 +184,8 @@ CODES: dict[str, tuple[int, str]] = {
     "backend_unavailable": (503, "A storage backend is throttled or unreachable; retry after Retry-After."),
     "write_contention": (503, "A write lost to concurrent writes on every retry; nothing was written."),
     "rate_limited": (429, "Too many requests; retry after Retry-After seconds."),
+    "quota_exceeded": (429, "The write would pass an org quota (details.limit names it); no wait helps: delete "
+                            "something or have the operator raise it."),
     # the MCP endpoint (as data.code of a JSON-RPC error)
     "invalid_request": (400, "The body is not one JSON-RPC 2.0 message (a batch, or a malformed message)."),
     "header_mismatch": (400, "An MCP header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) disagrees with the body."),

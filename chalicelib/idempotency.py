@@ -23,6 +23,7 @@ from .core.store import get_revision_record
 from .errors import BadRequest, Conflict
 from .settings import get_settings
 from .storage.tables import IdempotencyModel, bind
+from .usage import meter
 
 # The record's ``status`` when ``body[RESULT]`` holds the domain result (``_StoredSave``). Records
 # written before hold an HTTP status (200/201) and the rendered body, whose memory is
@@ -97,12 +98,15 @@ def lookup(idem: IdemKey | None) -> SaveResult | None:
     try:
         if row.status == DOMAIN:
             stored = _StoredSave.model_validate(row.body.get(RESULT))
-            return SaveResult(created=stored.created, tags_dropped=stored.tags_dropped,
-                              memory=_revision_memory(stored.memory.bank_key, stored.memory.seq)
-                              if stored.memory is not None else None)
-        return _from_body(row.body)
+            result = SaveResult(created=stored.created, tags_dropped=stored.tags_dropped,
+                                memory=_revision_memory(stored.memory.bank_key, stored.memory.seq)
+                                if stored.memory is not None else None)
+        else:
+            result = _from_body(row.body)
     except ValidationError:
         raise damaged from None
+    meter.replayed()  # the first response answers again: the request counted once, then
+    return result
 
 
 def _from_body(body: dict[str, Any]) -> SaveResult:

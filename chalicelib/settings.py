@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
@@ -69,6 +69,27 @@ class Settings(BaseSettings):
     idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")
     mcp_allowed_origins: str = Field("", description="Browser origins (scheme://host[:port], comma-separated) "
                                      "allowed to call /mcp; a request with another Origin gets 403.")
+    # default limits of every org and token (0 = no limit); an operator may set an org's own
+    rate_requests_per_minute: int = Field(600, ge=0, description="Requests per minute of one token (token "
+                                          "bucket refill); 0 = no rate limit.")
+    rate_burst: int = Field(120, ge=1, description="Requests one idle token may send at once (bucket capacity).")
+    rate_as_of_cost: int = Field(10, ge=1, description="Bucket tokens an as_of recall spends (a warm one spends 1).")
+    quota_memories_per_bank: int = Field(250_000, ge=0, description="Live memories of one bank; 0 = no limit.")
+    quota_banks_per_org: int = Field(1_000, ge=0, description="Live banks of one org; 0 = no limit.")
+    usage_retention_days: int = Field(400, ge=1, le=3650, description="Days usage counters are kept "
+                                      "(the usage table's TTL).")
+    usage_shards: int = Field(8, ge=1, le=64, description="Counter items a token's writes of one hour "
+                              "spread over outside the bank write lanes (fewer meetings of concurrent writers).")
+    quota_extraction_tokens_per_day: int = Field(
+        5_000_000, ge=0, description="Extraction model tokens (input + output) of one org per UTC day; 0 = no limit.")
+    model_prices: str = Field("{}", description="Extraction model prices, JSON {model id: [USD per million input "
+                              "tokens, USD per million output tokens]}; a model not listed costs 0.")
+
+    @field_validator("model_prices")
+    @classmethod
+    def _prices(cls, v: str) -> str:
+        parse_prices(v)
+        return v
 
     def table_name(self, logical: str) -> str:
         """Physical DynamoDB table name for a logical one (``tokens`` -> ``cairn-local-tokens``)."""
@@ -105,6 +126,25 @@ def from_env(cls: type[S], prefix: str) -> S:
 
 
 _overrides: ContextVar[Mapping[str, Any]] = ContextVar("cairn_settings_overrides", default=MappingProxyType({}))
+
+
+def parse_prices(raw: str) -> dict[str, tuple[float, float]]:
+    """``CAIRN_MODEL_PRICES`` as ``{model: (usd_per_mtok_in, usd_per_mtok_out)}``. Raises
+    ``ValueError`` unless it is a JSON object of model ids to two non-negative numbers."""
+    import json
+    try:
+        data = json.loads(raw or "{}")
+    except ValueError:
+        raise ValueError("must be a JSON object {model: [usd_per_mtok_in, usd_per_mtok_out]}") from None
+    if not isinstance(data, dict):
+        raise ValueError("must be a JSON object {model: [usd_per_mtok_in, usd_per_mtok_out]}")
+    out = {}
+    for model, pair in data.items():
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e6 for x in pair)):
+            raise ValueError(f"{model}: a price is [usd_per_mtok_in, usd_per_mtok_out], two numbers >= 0")
+        out[str(model)] = (float(pair[0]), float(pair[1]))
+    return out
 
 
 def get_settings() -> Settings:

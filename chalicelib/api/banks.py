@@ -26,8 +26,10 @@ from ..banks.service import Bank, History, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
 from ..errors import BadRequest
+from ..inject.render import Rule, Section, render_section
 from ..names import check_name
 from ..settings import get_settings
+from ..tuning import get_tuning
 from . import banks_models as m
 from .http import Ctx, IntRange, QueryBool, Raw, Reply, damaged_header, endpoint, parse_json, parse_query
 
@@ -51,6 +53,11 @@ def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
     if result.tags_dropped:
         body["details"] = {"tags_dropped": result.tags_dropped}
     return (201 if result.created else 200), body
+
+
+def rules_budget(section: Section) -> dict[str, Any]:
+    """``{used_bytes, limit_bytes, truncated}``: the section's rule content against ``max_rule_chars``."""
+    return {"used_bytes": section.used, "limit_bytes": section.limit, "truncated": section.truncated}
 
 
 def render_page(page: MemoryPage) -> dict[str, Any]:
@@ -97,6 +104,7 @@ class MemoriesQuery(BaseModel):
                        json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
+    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case.")
     include_superseded: QueryBool = False
 
     @field_validator("limit", mode="before")
@@ -119,7 +127,7 @@ def _bank(ctx: Ctx, bank: str) -> str:
 
 
 @endpoint(bp, "/v1/banks", ["POST"], permission=WRITE, body=BankRequest, bank_scoped=True,
-          responses={201: m.BankCreated, 200: m.BankCreated}, errors=("invalid_name", "damaged"))
+          responses={201: m.BankCreated, 200: m.BankCreated}, errors=("invalid_name", "damaged", "quota_exceeded"))
 def create_bank(ctx: Ctx):
     """Create a bank, or ensure it exists: 201 ``{bank, created: true}`` or 200 ``{bank, created: false}``."""
     name = _bank(ctx, ctx.body.name)
@@ -171,7 +179,7 @@ def trash_bank(ctx: Ctx, bank: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/restore", ["POST"], permission=WRITE, body=RestoreRequest, bank_scoped=True,
-          responses={200: m.BankReply}, errors=("not_found", "bank_exists", "damaged"))
+          responses={200: m.BankReply}, errors=("not_found", "bank_exists", "damaged", "quota_exceeded"))
 def restore_bank(ctx: Ctx, bank: str):
     """Restore a trashed bank whole: ``{bank}``; 409 ``bank_exists`` when the name is taken."""
     return {"bank": render_bank(service.restore_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.trashed_to,
@@ -181,8 +189,14 @@ def restore_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/rules", ["GET"], permission=READ, bank_scoped=True,
           responses={200: m.BankRuleList}, errors=("bank_not_found", "damaged"))
 def list_rules(ctx: Ctx, bank: str):
-    """List a bank's rules: ``{rules: [{name, content, updated_at}]}``."""
-    return {"rules": rules.list_rules(ctx.principal.org_id, _bank(ctx, bank))}
+    """List a bank's rules: ``{rules: [{name, content, updated_at}], budget: {used_bytes, limit_bytes,
+    truncated}}``: ``budget`` is their rendered size against the tuning's ``max_rule_chars``, as a
+    turn's injection counts it."""
+    name = _bank(ctx, bank)
+    listed = rules.list_rules(ctx.principal.org_id, name)
+    section = render_section(name, [Rule(name=r["name"], content=r["content"]) for r in listed],
+                             get_tuning().max_rule_chars)
+    return {"rules": listed, "budget": rules_budget(section)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["GET"], permission=READ, bank_scoped=True,
@@ -193,7 +207,7 @@ def get_rule(ctx: Ctx, bank: str, name: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/rules/{name}", ["PUT"], permission=WRITE, body=RuleRequest, bank_scoped=True,
-          responses={200: m.BankRuleState}, errors=("damaged",))
+          responses={200: m.BankRuleState}, errors=("damaged", "quota_exceeded"))
 def set_rule(ctx: Ctx, bank: str, name: str):
     """Create, replace or (empty content) remove a rule: ``{exists}``; the bank is created on first use."""
     check_name(name, "rule")
@@ -210,7 +224,7 @@ def delete_rule(ctx: Ctx, bank: str, name: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True,
-          responses={201: m.MemorySaved, 200: m.MemorySaved}, errors=("conflict", "damaged"))
+          responses={201: m.MemorySaved, 200: m.MemorySaved}, errors=("conflict", "damaged", "quota_exceeded"))
 def save_memory(ctx: Ctx, bank: str):
     """Save a memory, or reinforce the one with the same text: 201 ``{created: true, memory}`` / 200
     ``{created: false, memory}``. The bank is created on first use; an ``Idempotency-Key`` header
@@ -225,11 +239,12 @@ def save_memory(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/memories", ["GET"], permission=READ, bank_scoped=True, query=MemoriesQuery,
           responses={200: m.BankMemoryPage}, errors=("bank_not_found", "damaged"))
 def list_memories(ctx: Ctx, bank: str):
-    """List a bank's memories: ``{memories, total, next_cursor}``, newest first."""
+    """List a bank's memories: ``{memories, total, next_cursor}``, newest first; ``q`` keeps those
+    whose text contains it, ignoring case."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     q = parse_query(ctx.query, MemoriesQuery)
     return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,
-                                             include_superseded=q.include_superseded))
+                                             include_superseded=q.include_superseded, text=q.q))
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True,
@@ -282,7 +297,8 @@ def memory_history(ctx: Ctx, bank: str, memory_id: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}/purge", ["POST"], permission=ADMIN, bank_scoped=True,
-          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
+          responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"),
+          meter="exempt")
 def purge_memory(ctx: Ctx, bank: str, memory_id: str):
     """Erase a memory's content everywhere: ``{memory}`` (a content-free tombstone)."""
     return {"memory": service.purge_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id,
@@ -299,7 +315,7 @@ def list_tags(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True, query=ExportQuery,
           responses={200: (Raw("application/x-ndjson", "memories.jsonl: one memory (or revision) a line."),
                            m.ExportLink)},
-          errors=("bank_not_found", "damaged"))
+          errors=("bank_not_found", "damaged"), meter="exempt")
 def export_bank(ctx: Ctx, bank: str):
     """Export a bank: ``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""
@@ -315,7 +331,7 @@ def export_bank(ctx: Ctx, bank: str):
 
 @endpoint(bp, "/v1/banks/{bank}/import", ["POST"], permission=WRITE,
           body_types=("application/x-ndjson", "application/json", "text/plain"), bank_scoped=True,
-          responses={200: m.ImportReport}, errors=("damaged",))
+          responses={200: m.ImportReport}, errors=("damaged", "quota_exceeded"))
 def import_bank(ctx: Ctx, bank: str):
     """Import memories into a bank (created on first use): an ndjson body, or JSON ``{s3_key}`` of an
     uploaded file: ``{imported, skipped, errors}``."""

@@ -117,10 +117,33 @@ class BankRule(BaseModel):
     updated_at: int | None = None
 
 
+class BudgetUse(BaseModel):
+    """How much of one injection budget a turn uses, in UTF-8 bytes."""
+
+    used_bytes: int
+    limit_bytes: int
+
+
+class RulesBudget(BudgetUse):
+    """The rules' share of the injection: rendered rule bytes against ``max_rule_chars``."""
+
+    truncated: bool
+    """A rule is cut or omitted from the injection."""
+
+
 class BankRuleList(BaseModel):
-    """The bank's rules in name order."""
+    """The bank's rules in name order, and their size against the injection budget."""
 
     rules: list[BankRule]
+    budget: RulesBudget
+
+
+class InjectionBudget(BaseModel):
+    """Budget use of a previewed turn: the rules (``max_rule_chars`` bytes) and the memories
+    (``recall_budget_tokens`` * 4 bytes of text)."""
+
+    rules: RulesBudget
+    memories: BudgetUse
 
 
 class BankRuleReply(BaseModel):
@@ -281,6 +304,7 @@ class InjectionPreview(BaseModel):
     message: str | None = None
     """The memory message appended to the conversation (only when memories are injected)."""
     retrieval: str
+    budget: InjectionBudget
 
 
 class HookMessage(BaseModel):
@@ -315,7 +339,8 @@ class ExtractionOutcome(BaseModel):
     """What an inline extraction job did."""
 
     status: str
-    """``applied``, ``duplicate``, ``too_small`` or ``disabled``."""
+    """``applied``, ``duplicate``, ``too_small``, ``disabled`` or ``deferred`` (the org spent its extraction
+    tokens of the UTC day, or an earlier turn of the session waits: the job runs the next day)."""
     saved: int
     reinforced: int
     skipped: int
@@ -371,3 +396,33 @@ class DoctorReport(BaseModel):
 
     ok: bool
     checks: list[DoctorCheck]
+
+
+class IndexSnapshot(BaseModel):
+    """A bank's newest index snapshot in S3."""
+
+    key: str
+    seq: int
+    """The bank's ``seq`` the snapshot was taken at."""
+    at: int
+    """Its upload, ms since epoch."""
+
+
+class BankStatus(BaseModel):
+    """One live bank's position."""
+
+    name: str
+    seq: int
+    """Every change the bank committed (its lanes included)."""
+    memories: int
+    snapshot: IndexSnapshot | None
+
+
+class ServiceStatus(BaseModel):
+    """What the service holds right now."""
+
+    config_version: int
+    """The global config version (bumped by each global reload)."""
+    org_config_version: int
+    """The caller's org's config version (bumped by ``POST /v1/reload``)."""
+    banks: list[BankStatus]

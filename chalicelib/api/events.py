@@ -48,6 +48,12 @@ def snapshot_indexes(event):
     return schedules.snapshot_indexes()
 
 
+@bp.schedule(Rate(10, unit=Rate.MINUTES))
+def resume_deferred_extraction(event):
+    """Run again the extraction jobs deferred past a daily quota, once the UTC day rolled over."""
+    return schedules.resume_deferred_extraction()
+
+
 @bp.schedule(Rate(1, unit=Rate.HOURS))
 def purge_expired(event):
     """Purge expired idempotency, rate-limit and extraction-job records."""

@@ -4,7 +4,7 @@
 answers 202 once the job is queued (or ran inline without a queue); ``POST
 /v1/hooks/session-deleted`` (``memory:write``) drops the session's cursor, which spans every bank
 the session's turns named, so a token with a bank allow-list is refused it; ``POST
-/v1/banks/{bank}/forget-session`` and ``GET /v1/doctor`` need ``admin.memories``.
+/v1/banks/{bank}/forget-session`` ``GET /v1/doctor`` and ``GET /v1/status`` need ``admin.memories``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 
 from chalice import Blueprint
 
-from .. import doctor
+from .. import doctor, status
 from ..auth.principal import Permission
 from ..extraction import service
 from . import banks_models as m
@@ -39,14 +39,14 @@ def turn_completed(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/hooks/session-deleted", ["POST"], permission=WRITE, body=service.SessionDeletedRequest,
-          responses={200: m.SessionDropped})
+          responses={200: m.SessionDropped}, meter="exempt")
 def session_deleted(ctx: Ctx):
     """Drop a deleted session's extraction cursor: ``{session_id, dropped}``."""
     return {"session_id": ctx.body.session_id, "dropped": service.session_deleted(ctx.principal, ctx.body)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/forget-session", ["POST"], permission=ADMIN, body=service.ForgetSessionRequest,
-          bank_scoped=True, responses={200: m.SessionForgotten}, errors=("bank_not_found", "damaged"))
+          bank_scoped=True, responses={200: m.SessionForgotten}, errors=("bank_not_found", "damaged"), meter="exempt")
 def forget_session(ctx: Ctx, bank: str):
     """Retire (or, with ``purge``, erase) every memory a session taught in a bank:
     ``{session_id, retired, purged, memory_ids}``."""
@@ -56,4 +56,11 @@ def forget_session(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/doctor", ["GET"], permission=ADMIN, responses={200: m.DoctorReport})
 def run_doctor(ctx: Ctx):
     """Check the deployment end to end: ``{ok, checks: [{name, ok, required, detail, ms}]}``."""
-    return doctor.run_checks(ctx.principal.actor)
+    return doctor.run_checks(ctx.principal.actor, ctx.principal.org_id)
+
+
+@endpoint(bp, "/v1/status", ["GET"], permission=ADMIN, responses={200: m.ServiceStatus})
+def service_status(ctx: Ctx):
+    """What the org holds right now: ``{config_version, org_config_version, banks: [{name, seq,
+    memories, snapshot: {key, seq, at} | null}]}`` (``status.org_status``)."""
+    return dataclasses.asdict(status.org_status(ctx.principal.org_id))

@@ -46,12 +46,25 @@ from ..errors import (
 )
 from ..settings import get_settings
 from ..storage.txn import as_backend_error
+from ..usage import meter as usage_meter
 from . import mcp_wire
 
 log = logging.getLogger("cairn.http")
 
 ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 CATCH_ALL_DEPTH = 9
+
+PATH_ERROR_HEADERS: dict[str, dict[str, str]] = {}
+"""Path prefix (``/console``) -> headers added to the 404 and 405 answers under it, so a page's
+own policy (CSP, nosniff) covers the errors that echo a path below it too."""
+
+
+def _path_error_headers(request: Any) -> dict[str, str]:
+    context = request.context or {}
+    path, stage = str(context.get("path") or request.path), str(context.get("stage") or "")
+    if stage and path.startswith(f"/{stage}/"):  # API Gateway's context path holds the stage
+        path = path[len(stage) + 1:]
+    return next((h for prefix, h in PATH_ERROR_HEADERS.items() if path == prefix or path.startswith(prefix + "/")), {})
 
 
 @dataclass
@@ -205,7 +218,8 @@ class IntRange:
             if not self.strict and (value is None or value == ""):
                 raise PydanticUseDefault()
             # a CairnError is not a ValueError: pydantic lets it through with this exact message
-            return self.parse(value, info.field_name or "value", self.lo)
+            # a field named for a Python keyword (``from_``) is the parameter ``from``
+            return self.parse(value, (info.field_name or "value").rstrip("_"), self.lo)
 
         return core_schema.with_info_before_validator_function(check, handler(source))
 
@@ -279,6 +293,12 @@ def _render(result: Any) -> Response:
     return _json_response(200, result)
 
 
+def _status_of(result: Any) -> int:
+    if isinstance(result, Reply):
+        return result.status
+    return int(result[0]) if isinstance(result, tuple) else 200
+
+
 def _request_id(request: Any) -> str:
     # API Gateway's id when there is one (CloudWatch correlates on it), else our own
     return str((request.context or {}).get("requestId") or uuid.uuid4().hex)
@@ -333,6 +353,7 @@ class Route:
     doc: str = ""
     view: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     envelope: str = "error"
+    meter: str = "none"
 
 
 ROUTES: list[Route] = []
@@ -343,7 +364,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False,
              public: bool = False, query: type[BaseModel] | None = None, responses: Responses | None = None,
-             errors: tuple[str, ...] = (), envelope: str = "error") -> Callable:
+             errors: tuple[str, ...] = (), envelope: str = "error", meter: str | None = None) -> Callable:
     """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
 
     The contract, which the OpenAPI document shows: ``body`` (the model the JSON body is parsed
@@ -358,18 +379,29 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
 
     ``public``: no authentication (the health check): the view is called as ``view(**path_params)``,
     without a ``Ctx``, so it knows nothing of a caller and can serve nothing of an org. A public
-    route takes no permission, no body and no bank (``ValueError`` at declaration otherwise)."""
+    route takes no permission, no body and no bank (``ValueError`` at declaration otherwise).
+
+    ``meter``: how a request is counted and rate limited (``chalicelib.usage.meter``): ``read``
+    (after its answer, one conditional update; 429 ``rate_limited`` over the token's limit),
+    ``write`` (inside its transactions), ``exempt`` (counted, never limited: deletes, forgets,
+    purges, exports), ``hook`` (a read never denied) or ``none``. Default: ``read`` for GET,
+    ``exempt`` for DELETE, else ``write``."""
     if public and (permission or body is not None or bank_scoped):
         raise ValueError(f"public route {path} cannot take a permission, a body or banks")
     if not responses:
         raise ValueError(f"route {path} must declare its success responses")
+    kind = meter or ("none" if public else "read" if (methods or ["GET"])[0] == "GET"
+                     else "exempt" if (methods or ["GET"])[0] == "DELETE" else "write")
+    if kind not in usage_meter.KINDS:
+        raise ValueError(f"route {path}: meter {kind!r} is not one of {usage_meter.KINDS}")
     unknown = [c for c in errors if c not in CODES]
     if unknown:
         raise ValueError(f"route {path}: error codes {unknown} are not in chalicelib.errors.CODES")
 
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         route = Route(path, tuple(methods or ["GET"]), permission, body, body_types, bank_scoped, public,
-                      query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "", view, envelope)
+                      query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "", view, envelope,
+                      kind)
         ROUTES.append(route)
 
         def handler(**params: str) -> Response:
@@ -409,11 +441,24 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
         if route.public:
             return _render(view(**_checked(params))), None
         principal = _authorize(headers.get("authorization"), route)
-        ctx = _context(request, route, principal, params, headers, raw)
-        ctx.request_id = request_id
-        return _render(view(ctx, **params)), principal
+        with usage_meter.metering(principal, route.name, route.meter, meter_scope(params)):
+            ctx = _context(request, route, principal, params, headers, raw)
+            ctx.request_id = request_id
+            result = view(ctx, **params)
+            if _status_of(result) >= 400:
+                usage_meter.failed()  # an error the view rendered itself (JSON-RPC) counts nothing
+            usage_meter.finish()
+        return _render(result), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders every failure
         return _error(route.envelope, as_cairn_error(exc, request_id), request), principal
+
+
+def meter_scope(params: dict[str, str]) -> str:
+    """What a request's counters are kept under: the bank it names, the team space
+    (``!space/<id>``), else ``""`` (the org)."""
+    if params.get("bank"):
+        return params["bank"]
+    return f"!space/{params['space_id']}" if params.get("space_id") else ""
 
 
 def as_cairn_error(exc: Exception, request_id: str) -> CairnError:
@@ -467,6 +512,15 @@ def invoke(route: Route, principal: Principal, params: dict[str, str], *, body: 
     the permission and allow-list (``permit``), the path values' edge rules, and ``body`` (a JSON
     object) validated into the route's body model. Returns ``(status, JSON body)``; raises the
     ``CairnError`` the pipeline would render (403, 400 ``validation_error`` naming the field...)."""
+    try:
+        return _invoke(route, principal, params, body, query)
+    except Exception:
+        usage_meter.failed()  # a refused or failed call counts nothing
+        raise
+
+
+def _invoke(route: Route, principal: Principal, params: dict[str, str], body: dict[str, Any] | None,
+            query: dict[str, str] | None) -> tuple[int, Any]:
     view = route.view
     if view is None or route.public:
         raise ValueError(f"route {route.path} cannot be invoked")
@@ -480,6 +534,7 @@ def invoke(route: Route, principal: Principal, params: dict[str, str], *, body: 
             raise validation_failure(exc) from None
     ctx = Ctx(principal=principal, body=parsed, query=dict(query or {}), headers={}, raw_body=b"",
               route=f"{route.methods[0]} {route.path}")
+    usage_meter.retarget(route.name, route.meter, meter_scope(params))
     result = view(ctx, **params)
     if isinstance(result, Reply):
         if result.raw is not None:
@@ -547,7 +602,7 @@ def finalize(app: Chalice) -> None:
                 request = _current(app)
                 return _with_request_id(request, _error(envelope, MethodNotAllowed(
                     f"Method {request.method} is not allowed here; use {allowed}.",
-                    headers={"Allow": allowed})))
+                    headers={"Allow": allowed, **_path_error_headers(request)})))
 
             not_allowed.__name__ = "method_not_allowed_" + str(abs(hash(path)))
             app.route(path, methods=missing, content_types=["*/*"])(not_allowed)
@@ -557,7 +612,8 @@ def finalize(app: Chalice) -> None:
         request = _current(app)
         path = (request.context or {}).get("path") or request.path
         return _with_request_id(request, error_response(NotFound(f"No route for {request.method} {path}.",
-                                                                 code="not_found")))
+                                                                 code="not_found",
+                                                                 headers=_path_error_headers(request))))
 
     for depth in range(1, CATCH_ALL_DEPTH + 1):
         path = "/" + "/".join(f"{{p{i}}}" for i in range(depth))

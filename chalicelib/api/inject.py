@@ -6,29 +6,60 @@ from typing import Any
 
 from chalice import Blueprint
 
+from ..errors import RateLimited
 from ..inject import reload, service
+from ..inject.render import BYTES_PER_TOKEN
+from ..inject.service import RULES_ONLY
+from ..usage import meter
 from . import banks_models as m
-from .banks import ADMIN, READ, _bank
+from .banks import ADMIN, READ, _bank, rules_budget
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
+RATE_LIMITED = RateLimited.code
 
 
 @endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True,
-          responses={200: m.InjectionPreview}, errors=("bank_not_found", "damaged"))
+          responses={200: m.InjectionPreview}, errors=("bank_not_found", "damaged"), meter="read")
 def preview(ctx: Ctx, bank: str):
     """Preview exactly what a turn asking ``query`` would get injected: ``{system_prompt_section,
     rules, rules_truncated, memories: [{memory, score}], message?, retrieval}``; 404
     ``bank_not_found``."""
-    return render_preview(service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query))
+    turn = service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query)
+    injected = turn.injection
+    _note_injected("preview", injected.section.text, *([injected.message] if injected.message else []))
+    return render_preview(turn)
 
 
 @endpoint(bp, "/v1/hooks/pre-generate", ["POST"], permission=READ, body=service.HookRequest, bank_scoped=True,
-          responses={200: m.HookInjection})
+          responses={200: m.HookInjection}, meter="hook")
 def pre_generate(ctx: Ctx):
     """The rules and memories to inject into this turn: ``{mutations: {system_prompt_append,
-    append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``)."""
-    return render_hook(service.hook(ctx.principal, ctx.body))
+    append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``): over
+    the token's rate limit it injects the rules only, and ``retrieval`` says
+    ``rules-only+rate_limited``."""
+    bank = service.hook_bank(ctx.body.metadata)
+    refused = service.refusal(ctx.principal, bank) is not None
+    if not refused:  # a refused bank (bad name, not allowed) is client text: counted under the org
+        meter.set_scope(bank)
+    result = service.hook(ctx.principal, ctx.body)
+    _note_injected("hook", result.system_prompt_append, *result.append_messages)
+    if meter.spend_read(deny=False) is not None:  # over the rate limit: rules only, counted all the same
+        if not refused:  # a refusal injects nothing already (and is audited once)
+            meter.clear_noted()
+            limited = service.hook(ctx.principal, ctx.body, rules_only=True)
+            result = service.HookResult(limited.system_prompt_append, limited.append_messages,
+                                        f"{RULES_ONLY}+{RATE_LIMITED}")
+            _note_injected("hook", result.system_prompt_append, *result.append_messages)
+        meter.count_read()
+    return render_hook(result)
+
+
+def _note_injected(kind: str, *texts: str) -> None:
+    """Count one ``kind`` request and the characters and estimated tokens (UTF-8 bytes / 4, the
+    injection budget's own estimate) it injects."""
+    size = sum(len(t.encode("utf-8")) for t in texts)
+    meter.add({kind: 1, "inj_chars": sum(len(t) for t in texts), "inj_tok": size // BYTES_PER_TOKEN})
 
 
 @endpoint(bp, "/v1/reload", ["POST"], permission=ADMIN, responses={200: m.ReloadResult},
@@ -51,6 +82,8 @@ def render_preview(turn: service.Injected) -> dict[str, Any]:
         "rules_truncated": injection.section.truncated,
         "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
         "retrieval": turn.retrieval,
+        "budget": {"rules": rules_budget(injection.section),
+                   "memories": {"used_bytes": injection.memory_bytes, "limit_bytes": injection.memory_limit}},
     }
     if injection.message is not None:
         out["message"] = injection.message

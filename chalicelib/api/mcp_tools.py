@@ -41,6 +41,7 @@ from ..inject.service import PreviewRequest
 from ..structured.tool import ToolCall
 from ..team import entries
 from ..team.retrieval import RetrieveBody
+from ..usage import meter as usage_meter
 from ..validation import Line, Text
 from . import banks, inject, recall, structured, team
 from . import team_models as tm
@@ -393,6 +394,7 @@ class Toolbox:
         except Exception as exc:  # noqa: BLE001 - every failure is a result the model can read
             err = as_cairn_error(exc, self.request_id)
             status, code = err.status, err.code
+            usage_meter.failed()  # a refused or failed tool call counts nothing
             result = {"content": [{"type": "text", "text": f"{err.message} (code: {err.code})"}],
                       "structuredContent": dict(err.body()), "isError": True}
         log.info(json.dumps({"msg": "mcp tool", "request_id": self.request_id, "tool": name,

@@ -40,7 +40,9 @@ TAGS: tuple[tuple[str, str, str], ...] = (
      "Typed, scoped, named memories: wire-compatible with the Turnstone memory API."),
     ("/api/v1/context", "Team memory", "Entries edited together, accepted by a second person, then retrievable."),
     ("/v1/audit", "Audit", "Every event the service writes, filtered by key, never with content."),
+    ("/v1/usage", "Usage", "What an org uses, and the limits that bound it."),
     ("/v1", "Service", "Health, identity, the document itself, diagnostics."),
+    ("/console", "Console", "The web console's page and files."),
     ("/mcp", "MCP", "The Model Context Protocol endpoint: Cairn's memory as tools for agents."),
 )
 
@@ -66,6 +68,8 @@ def error_codes(route: Route, method: str) -> list[str]:
     codes = set(PIPELINE_ERRORS) | set(route.errors)
     if method in ("POST", "PUT", "PATCH", "DELETE"):
         codes |= set(WRITE_ERRORS)
+    if route.meter in ("read", "write"):
+        codes.add("rate_limited")  # the token's rate limit (chalicelib.usage.meter)
     if not route.public:
         codes |= {"unauthorized", "validation_error"}
         if route.permission is not None or not route.bank_scoped or "{bank}" in route.path:

@@ -11,6 +11,7 @@ from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
+from ..usage import limits, meter
 from ..validation import Line, Millis
 from . import banks_models as m
 from .banks import ADMIN, READ, _bank
@@ -31,7 +32,7 @@ class RecallRequest(BaseModel):
 
 
 @endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest, bank_scoped=True,
-          responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"))
+          responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"), meter="read")
 def recall(ctx: Ctx, bank: str):
     """Recall a bank's memories best ranked for a query: ``{memories: [{memory, score, signals:
     {bm25, entity, corroboration, pinned, recency}}], retrieval}``; 404 ``bank_not_found``; 403
@@ -39,6 +40,8 @@ def recall(ctx: Ctx, bank: str):
     b = ctx.body
     if b.as_of is not None:
         ctx.principal.require(ADMIN)
+        meter.set_cost(limits.effective(ctx.principal.org_id).as_of_cost)  # a whole history read
+    meter.note(recall=1)
     return render_recall(recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
                                      include_superseded=b.include_superseded, as_of=b.as_of))
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchem
 from .. import validation
 from ..auth.principal import Permission
 from ..errors import BadRequest
+from ..inject.render import BYTES_PER_TOKEN
 from ..structured import (
     admin,
     context,
@@ -27,6 +28,7 @@ from ..structured import (
     tool,
     workstreams,
 )
+from ..usage import meter
 from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
 from .structured_models import (
     AdminMemoryDeleted,
@@ -310,7 +312,8 @@ def list_structured_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave,
-          responses={201: StructuredMemory, 200: StructuredMemory}, errors=("invalid_name", *_REST_SCOPE_ERRORS))
+          responses={201: StructuredMemory, 200: StructuredMemory},
+          errors=("invalid_name", *_REST_SCOPE_ERRORS, "quota_exceeded"))
 def save_structured_memory(ctx: Ctx):
     """Save a structured memory (an upsert of its name, scope and scope_id).
 
@@ -320,7 +323,7 @@ def save_structured_memory(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody,
-          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
+          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS, meter="read")
 def search_structured_memories(ctx: Ctx):
     """Search structured memories, best first.
 
@@ -328,6 +331,7 @@ def search_structured_memories(ctx: Ctx):
     caller's user namespace)."""
     b = ctx.body
     targets = scopes.rest_envelope(ctx.principal, b.scope, b.scope_id)
+    meter.note(recall=1)
     return _listing(memories.search_rows(ctx.principal.org_id, targets, b.query, type_=b.type, limit=b.limit))
 
 
@@ -469,7 +473,7 @@ def delete_session(ctx: Ctx, session_id: str):
           responses={201: StructuredMemory, 200: MemoryToolResult},
           errors=("invalid_name", "invalid_type", "invalid_scope", "scope_unavailable", "scope_forbidden",
                   "coordinator_only", "project_access_denied", "project_read_only", "session_not_found",
-                  "memory_not_found", "project_inactive", "damaged"))
+                  "memory_not_found", "project_inactive", "damaged", "quota_exceeded"))
 def session_memory(ctx: Ctx, session_id: str):
     """Run the memory tool in a session: save, get, search, delete or list.
 
@@ -478,12 +482,14 @@ def session_memory(ctx: Ctx, session_id: str):
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest,
-          responses={200: SessionContext}, errors=("session_not_found", "damaged"))
+          responses={200: SessionContext}, errors=("session_not_found", "damaged"), meter="read")
 def session_context(ctx: Ctx, session_id: str):
     """Get a turn's memory injection for a session.
 
     ``{system_message, injected, candidates, in_scope, nudge}``: ``injected`` the memory_ids."""
     t = context.turn(ctx.principal, session_id, ctx.body)
+    size = len(t.system_message.encode("utf-8"))
+    meter.note(context=1, inj_chars=len(t.system_message), inj_tok=size // BYTES_PER_TOKEN)
     return {"system_message": t.system_message, "injected": [r.memory_id for r in t.injected],
             "candidates": t.candidates, "in_scope": t.in_scope, "nudge": t.nudge}
 
@@ -514,7 +520,7 @@ def admin_search_memories(ctx: Ctx):
 
 @endpoint(bp, "/v1/api/admin/memories/import", ["POST"], permission=ADMIN,
           body_types=("application/x-ndjson", "application/json", "text/plain"),
-          responses={200: MemoryImportReport}, errors=("damaged",))
+          responses={200: MemoryImportReport}, errors=("damaged", "quota_exceeded"))
 def admin_import(ctx: Ctx):
     """Import Turnstone memory rows (admin) from ndjson.
 

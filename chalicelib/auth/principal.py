@@ -21,6 +21,7 @@ class Permission(StrEnum):
     ADMIN_TOKENS = "admin.tokens"
     SERVICE = "service"
     CONTEXT_ADMIN = "context:admin"
+    ADMIN_USAGE = "admin.usage"
 
 
 PERMISSIONS = tuple(p.value for p in Permission)

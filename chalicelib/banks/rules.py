@@ -17,6 +17,7 @@ from ..core.store import BankTx, get_bank_row
 from ..errors import NotFound
 from ..names import check_name
 from ..storage import blobs
+from ..usage import meter
 from .service import require_bank
 
 
@@ -84,10 +85,11 @@ def delete_rule(org_id: str, bank: str, name: str, *, actor: str) -> None:
     check_name(name, "rule")
     require_bank(org_id, bank)
     key = rule_key(org_id, bank, name)
-    if blobs.get_bytes(key) is None:
+    old = blobs.get_bytes(key)
+    if old is None:
         raise _rule_not_found(bank, name)
     blobs.delete(key)
-    refresh_rule_count(org_id, bank, audit=("rule.delete", actor, name))
+    refresh_rule_count(org_id, bank, audit=("rule.delete", actor, name), bytes_delta=-len(old))
 
 
 def set_rule(org_id: str, bank: str, name: str, content: str, *, actor: str | None = None) -> bool:
@@ -97,22 +99,28 @@ def set_rule(org_id: str, bank: str, name: str, content: str, *, actor: str | No
     the count's transaction."""
     check_name(bank)
     check_name(name, "rule")
+    meter.settle()  # the rule's file is written before any transaction: count and rate limit first
     key = rule_key(org_id, bank, name)
     exists = bool(content.strip())
     if get_bank_row(org_id, bank) is None:
         store.write(org_id, lambda btx: btx.create(bank))
+    old = len(blobs.get_bytes(key) or b"")
     if exists:
         blobs.put_text(key, content)
     else:
         blobs.delete(key)
-    refresh_rule_count(org_id, bank, audit=("rule.set", actor, name) if actor is not None else None)
+    delta = (len(content.encode()) if exists else 0) - old
+    refresh_rule_count(org_id, bank, audit=("rule.set", actor, name) if actor is not None else None,
+                       bytes_delta=delta)
     return exists
 
 
-def refresh_rule_count(org_id: str, bank: str, *, audit: tuple[str, str, str] | None = None) -> None:
+def refresh_rule_count(org_id: str, bank: str, *, audit: tuple[str, str, str] | None = None,
+                       bytes_delta: int = 0) -> None:
     """Recount a bank's rule objects and bump its ``rules_version`` (also after hand edits).
     ``audit``: ``(action, actor, rule name)`` of the rule write this count follows, whose audit
-    event commits with the count (target ``<bank>/<rule>``).
+    event commits with the count (target ``<bank>/<rule>``); ``bytes_delta``: the change of the
+    bank's stored rule bytes (UTF-8), counted as usage ``bytes_rules`` in the same transaction.
 
     The count is written conditioned on the ``rules_version`` read before listing, and retried
     when another writer moved it: the last count to land was listed after every earlier rule
@@ -128,5 +136,6 @@ def refresh_rule_count(org_id: str, bank: str, *, audit: tuple[str, str, str] | 
         if row is None:
             return  # the bank was trashed meanwhile: nothing to count
         btx.set_rule_count(row, sum(1 for o in blobs.list_objects(prefix) if o["Key"].endswith(".md")))
+        meter.note(bank, bytes_rules=bytes_delta)
 
     store.write(org_id, attempt)

@@ -600,10 +600,11 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memor
 # --- reads ----------------------------------------------------------------------------------
 
 def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: str | None = None,
-                  tag: str | None = None, include_superseded: bool = False) -> MemoryPage:
-    """A page of memories newest first (``updated_at`` desc, ``id`` asc). ``total`` counts every
-    match of the filter, not the page. A page holds up to ``limit`` stored records; one that
-    cannot be read is left out of ``memories`` and listed in ``damaged`` as ``{id, reason}``.
+                  tag: str | None = None, include_superseded: bool = False, text: str | None = None) -> MemoryPage:
+    """A page of memories newest first (``updated_at`` desc, ``id`` asc); ``text``: only those whose
+    text contains it, ignoring case. ``total`` counts every match of the filter, not the page. A
+    page holds up to ``limit`` stored records; one that cannot be read is left out of
+    ``memories`` and listed in ``damaged`` as ``{id, reason}``.
     ``limit`` defaults to ``Settings.memories_page_default``.
     Raises 400 ``validation_error`` (``limit`` outside 1..``Settings.memories_page_max``, a bad
     cursor), 404.
@@ -617,10 +618,12 @@ def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: s
     owner = f"{org_id}/{bank}"
     start = decode_cursor(cursor, "memories", owner, {"sk": str, "ord": str})
     live_only = not include_superseded
+    needle = text.casefold() if text else None
     records, last = store.query_memories_page(row.incarnation, start=start, limit=limit,
-                                              max_page=settings.memories_page_max, live_only=live_only, tag=tag)
-    if tag:
-        total = store.count_memories(row.incarnation, live_only=live_only, tag=tag)
+                                              max_page=settings.memories_page_max, live_only=live_only, tag=tag,
+                                              text=needle)
+    if tag or needle:
+        total = store.count_memories(row.incarnation, live_only=live_only, tag=tag, text=needle)
     else:
         head = store.heads_of(org_id, [row], strict=False)[0]
         total = head.records if include_superseded else head.memories

@@ -24,7 +24,7 @@ from ..core import store
 from ..core.ndjson import check_inline_size, parse_line
 from ..core.records import Memory
 from ..core.store import BankTx, Write, current, get_items, iter_records
-from ..errors import BadRequest
+from ..errors import BadRequest, QuotaExceeded
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
@@ -34,11 +34,11 @@ from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
 
-# DynamoDB allows 100 items per transaction: per record, its row, its revision and maybe a
-# fingerprint pointer, plus the bank row.
-# Per record at most 4 items (the record, its revision, and two pointer moves or one pointer
-# check), plus at most BATCH_LANES lane rows: 24 x 4 + 4 = 100, DynamoDB's limit per transaction.
-BATCH = 24
+# DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
+# and two pointer moves or one pointer check), plus at most BATCH_LANES lane rows, the org's bank
+# count (a batch creating the bank), and the usage meter's counter item and rate-limit bucket
+# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 2 = 99.
+BATCH = 23
 BATCH_LANES = 4
 
 
@@ -197,15 +197,25 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     Per id the winning line (highest revision, then the later line) is applied when it is newer
     than the stored record. Every valid line is counted once: ``imported`` (a winner applied),
     ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
-    tombstone, which carries no content) or in ``errors`` (a bad line, or a winner whose text is
-    another memory's: ``duplicate_text``). Blank lines count as nothing. ``progress``, when given,
-    is called with the number of records each batch handled.
+    tombstone, which carries no content) or in ``errors`` (a bad line, a winner whose text is
+    another memory's: ``duplicate_text``, or, once the bank's memory quota is reached after some
+    batches committed, every line not applied: ``quota_exceeded``; when the first batch already
+    passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count
+    as nothing. ``progress``, when given, is called with the number of records each batch handled.
     """
     check_name(bank)
     out = ImportResult()
     ordered = _first_text_wins(_winners(lines, out), out)
-    for batch in store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES):
-        applied = _write_batch(org_id, bank, batch, actor)
+    batches = store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES)
+    for i, batch in enumerate(batches):
+        try:
+            applied = _write_batch(org_id, bank, batch, actor)
+        except QuotaExceeded as exc:
+            if i == 0:
+                raise  # nothing written yet: the whole import is refused (429)
+            # earlier batches committed: the lines left over are reported, not half-refused
+            out.errors.extend(LineError(n, f"quota_exceeded: {exc.message}") for b in batches[i:] for n, _r in b)
+            break
         out.imported += applied.imported
         out.skipped += applied.skipped
         out.errors.extend(applied.errors)

@@ -43,6 +43,7 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import Retry, run_transaction
+from ..usage import meter, quotas
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
@@ -351,14 +352,21 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
-def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> dict[int, BankModel | None]:
+def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
+               counting: bool = False) -> tuple[dict[int, BankModel | None], int]:
     """The rows of ``lanes`` of the bank as read now (one consistent BatchGetItem): lane 0 is the
     bank row, an absent lane row is ``None``. Read just before the commit, so the window in which
     another writer of the same lane can win is one read and the commit. A bank row gone or of
-    another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt."""
-    keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in lanes}
+    another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt.
+    With ``counting``, every lane row is read in that same call, and the bank's live memories
+    summed over them are returned beside the rows (else 0)."""
+    lanes = list(lanes)
+    every = range(lane_count(row)) if counting else lanes
+    keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in every}
     got = _batch_rows(list(keys.values()))
-    out = {lane: got.get(key) for lane, key in keys.items()}
+    live = sum(int(r.memories or 0) for lane, key in keys.items() if (r := got.get(key)) is not None
+               and (lane == 0 or _lane_problem(r, row.incarnation) is None)) if counting else 0
+    out = {lane: got.get(keys[lane]) for lane in lanes}
     for lane, lr in out.items():
         if lr is None:
             if lane == 0:
@@ -371,7 +379,7 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int]) -> 
             raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
         if lr.sealed:
             raise Retry()
-    return out
+    return out, live
 
 
 def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_row: BankModel | None,
@@ -417,12 +425,22 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     groups: dict[int, list[Write]] = {}
     for w in writes:
         groups.setdefault(lane_of(w.record.id, n), []).append(w)
+    adding = deltas(writes)[0]
+    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
     if row is None:
         now_rows: dict[int, BankModel | None] = dict.fromkeys(groups)
+        live = 0
     elif n == 1:
         now_rows = {0: row}  # one lane: the row the attempt read is the lane
+        live = int(row.memories or 0)
     else:
-        now_rows = _lanes_now(org_id, bank, row, groups)
+        now_rows, live = _lanes_now(org_id, bank, row, groups, counting)
+    if counting:
+        quotas.check_memories(org_id, bank, live, adding)
+    for lane, ws in groups.items():
+        meter.note_lane(lane, n)
+        for w in ws:
+            meter.add({f"w_{w.op}": 1}, bank)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():
@@ -464,6 +482,7 @@ class BankTx:
         self.tx = tx
         self.org_id = org_id
         self.staged: list[tuple[str, BankModel, list[tuple[int, Memory]]]] = []
+        self.banks_added = 0  # live named banks this attempt creates or restores, less those it trashes
 
     def row(self, bank: str) -> BankModel | None:
         """The live bank row as this attempt reads it (consistent), or ``None``; 409 ``damaged``
@@ -480,6 +499,7 @@ class BankTx:
         """Get or create bank ``bank`` with no record change: ``(row, created)``."""
         row, fresh = self.row_or_new(bank, description)
         if row is None:
+            self.banks_added += int(quotas.counted(bank))
             self.tx.save(fresh, condition=BankModel.name.does_not_exist())
         return fresh, row is None
 
@@ -488,6 +508,8 @@ class BankTx:
         """Stage ``writes`` and the advance of the lanes they fall in (their positions read just
         before the commit), or ``bank``'s creation from ``fresh`` when ``row`` is ``None``; returns
         the ``(seq, record)`` pairs (``seq`` = lane * ``LANE_SPAN`` + position)."""
+        if row is None:
+            self.banks_added += int(quotas.counted(bank))
         after, changes = _stage(self.tx, self.org_id, bank, row, writes, actor, fresh=fresh)
         self.staged.append((bank, after, changes))
         return changes
@@ -525,6 +547,7 @@ class BankTx:
         self.tx.delete(row, condition=(BankModel.incarnation == row.incarnation) & (BankModel.seq == row.seq))
         self.tx.save(trash, condition=BankModel.name.does_not_exist())
         self._seal(row, True)
+        self.banks_added -= int(quotas.counted(str(row.bank_name)))
 
     def _seal(self, row: BankModel, sealed: bool) -> None:
         """Seal (trash) or unseal (restore) every lane row of ``row``'s bank: a writer that read
@@ -544,6 +567,7 @@ class BankTx:
         live = _copy_row(trash)
         live.name, live.trashed_to, live.trashed_at = name, None, None
         live.updated_at = now_ms()
+        self.banks_added += int(quotas.counted(name))
         self.tx.save(live, condition=BankModel.name.does_not_exist())
         self.tx.delete(trash, condition=BankModel.name.exists())
         self._seal(trash, False)
@@ -577,13 +601,17 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
     fresh read on a lost race (``storage.txn.run_transaction``: 503 ``write_contention`` after
     ``Settings.write_retries``), then tell
     the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
-    a ``CairnError`` it raises writes nothing."""
+    a ``CairnError`` it raises writes nothing. A write that adds live memories or creates or
+    restores a bank is refused past the org's quotas (429 ``quota_exceeded``, ``usage.quotas``)."""
     last: list[BankTx] = []
 
     def run(tx: TransactWrite) -> T:
         btx = BankTx(tx, org_id)
         last[:] = [btx]
-        return attempt(btx)
+        result = attempt(btx)
+        # the org's bank count moves in the same transaction, once (one item, one operation)
+        quotas.stage_banks(tx, org_id, btx.banks_added)
+        return result
 
     result = run_transaction(run, retries=retries)
     for bank, row, changes in last[0].staged if last else []:
@@ -641,31 +669,42 @@ def _memory_filter(live_only: bool, tag: str | None) -> Any:
 
 
 def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int, max_page: int,
-                        live_only: bool, tag: str | None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
+                        live_only: bool, tag: str | None,
+                        text: str | None = None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
     """Up to ``limit`` memory records of an incarnation newest first (the ``by_order`` index),
     after the stored keys ``start`` (``{sk, ord}`` of the previous page's last item): ``(records,
     next)`` where a damaged record is its ``Damaged`` and ``next`` is the last item's ``{sk,
-    ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for."""
+    ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for.
+    ``text`` (casefolded): only memories whose text contains it (the text may live in S3, so
+    it is matched here, after decoding; a damaged record is kept)."""
     cond = _memory_filter(live_only, tag)
     last_key = None
     if start is not None:
         last_key = {"bank_key": {"S": inc}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
     items = MemoryModel.by_order.query(inc, filter_condition=cond, last_evaluated_key=last_key, consistent_read=True,
-                                       page_size=min(limit + 1, max_page) if cond is None else None)
+                                       page_size=min(limit + 1, max_page) if cond is None and not text else None)
     out: list[Memory | Damaged] = []
     last = None
     for it in items:
         if len(out) == limit:
             # the cursor is the last item's stored keys: a damaged record has no order_key() to offer
             return out, ({"sk": last.sk, "ord": last.ord} if last is not None else None)
+        rec = decoded(it)
+        if text and isinstance(rec, Memory) and text not in rec.text.casefold():
+            continue
         last = it
-        out.append(decoded(it))
+        out.append(rec)
     return out, None
 
 
-def count_memories(inc: str, *, live_only: bool, tag: str | None) -> int:
-    """How many memory records of an incarnation match the filter (a counting query)."""
-    return int(MemoryModel.by_order.count(inc, filter_condition=_memory_filter(live_only, tag), consistent_read=True))
+def count_memories(inc: str, *, live_only: bool, tag: str | None, text: str | None = None) -> int:
+    """How many memory records of an incarnation match the filter (a counting query; with
+    ``text``, casefolded, a read of every record the other filters keep)."""
+    cond = _memory_filter(live_only, tag)
+    if not text:
+        return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
+    items = MemoryModel.by_order.query(inc, filter_condition=cond, consistent_read=True)
+    return sum(1 for it in items if not isinstance(rec := decoded(it), Memory) or text in rec.text.casefold())
 
 
 def live_tag_counts(inc: str) -> dict[str, int]:

@@ -6,6 +6,9 @@
 - ``snapshot_indexes``: write S3 snapshots of bank indexes whose ``seq`` moved far enough since
   their last snapshot (``chalicelib.search.recall.snapshot_banks``; snapshots are keyed by
   ``seq``, so two runs write the same object).
+- ``resume_deferred_extraction``: run again the extraction jobs parked past an org's daily token
+  quota once the UTC day rolled over, in each session's turn order
+  (``chalicelib.extraction.job.resume_deferred``).
 - ``purge_expired``: delete expired idempotency, rate-limit and extraction-job records. DynamoDB's
   TTL removes them too, eventually (up to days late; moto never does); each delete is
   conditioned on the item still being expired, so a concurrent run or a refreshed item is safe.
@@ -27,14 +30,14 @@ log = logging.getLogger("cairn.events")
 
 # Logical tables whose ``expires_at`` (seconds since epoch) is a TTL attribute. Tokens also have
 # an ``expires_at``, but an expired token stays listed (audit), so it is not here.
-PURGEABLE = ("idempotency", "team_rates", "extraction")
+PURGEABLE = ("idempotency", "team_rates", "extraction", "usage")
 SNAPSHOT_MIN_SEQ_DELTA = 200
 
 
 class JobReport(TypedDict, total=False):
     """What a scheduled job reports (its Lambda's JSON result): ``job``, ``status`` (``ran`` or
-    ``skipped``), and ``reason`` (skipped), ``entries`` (compacted), ``banks`` (snapshot keys) or
-    ``deleted`` (``{table: n}``)."""
+    ``skipped``), and ``reason`` (skipped), ``entries`` (compacted), ``banks`` (snapshot keys),
+    ``deleted`` (``{table: n}``) or ``sessions``/``jobs``/``still_deferred`` (deferred extraction)."""
 
     job: str
     status: str
@@ -42,6 +45,9 @@ class JobReport(TypedDict, total=False):
     entries: int
     banks: list[str]
     deleted: dict[str, int]
+    sessions: int
+    jobs: int
+    still_deferred: int
 
 
 def _optional(module: str, name: str) -> Callable[..., Any] | None:
@@ -82,6 +88,14 @@ def snapshot_indexes(min_seq_delta: int = SNAPSHOT_MIN_SEQ_DELTA) -> JobReport:
         return _report({"job": "snapshot_indexes", "status": "skipped", "reason": "no recall core available"})
     banks = fn(min_seq_delta=min_seq_delta)
     return _report({"job": "snapshot_indexes", "status": "ran", "banks": list(banks or [])})
+
+
+def resume_deferred_extraction() -> JobReport:
+    """Resume deferred extraction jobs whose day came: ``{job, status, sessions, jobs, still_deferred}``."""
+    from ..extraction.job import resume_deferred
+    r = resume_deferred()
+    return _report({"job": "resume_deferred_extraction", "status": "ran", "sessions": r.sessions, "jobs": r.jobs,
+                    "still_deferred": r.still_deferred})
 
 
 def purge_expired(now_s: float | None = None) -> JobReport:

@@ -33,7 +33,7 @@ from ..banks.records import MAX_SESSION_ID, SaveRequest, normalize_handles
 from ..clock import now_ms
 from ..core.records import Memory, Source
 from ..core.store import decoded, fingerprint_pointer, get_bank_row, get_item
-from ..errors import NotFound
+from ..errors import NotFound, QuotaExceeded
 from ..fingerprint import fingerprint
 from ..names import check_name
 from ..settings import get_settings
@@ -41,9 +41,10 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import bind
 from ..team.dlp import holds_secret
+from ..usage import extraction as usage_x
 from ..validation import text_problem
 from . import store
-from .models import Extractor, get_extractor
+from .models import Extractor, ModelUsage, get_extractor
 from .parse import Candidate
 from .store import Cursor, get_cursor, session_key
 from .transcript import Window, clip_utf8, window
@@ -84,10 +85,11 @@ class TurnJob(BaseModel):
     offset: int = Field(0, ge=0)
     total: int = Field(0, ge=0)
     enqueued_at: int = 0
+    token_id: str = ""  # the token that sent the turn (usage counts); "" before it was recorded
 
 
 def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: list[Any], *, actor: str,
-             status: str | None = None, window_size: int) -> TurnJob:
+             status: str | None = None, window_size: int, token_id: str = "") -> TurnJob:
     """A ``TurnJob`` keeping only what a window can reach: the last ``window_size`` messages,
     each reduced to ``{role, content, id?}`` with its text clipped to 2000 UTF-8 bytes."""
     from .transcript import message_text
@@ -103,7 +105,7 @@ def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: li
             slim["id"] = m["id"]
         kept.append(slim)
     return TurnJob(org_id=org_id, bank=bank, session_id=session_id, turn_id=turn_id, status=status, actor=actor,
-                   messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms())
+                   messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms(), token_id=token_id)
 
 
 def _short(value: str, limit: int = 128) -> str:
@@ -114,7 +116,7 @@ def _short(value: str, limit: int = 128) -> str:
 
 @dataclass
 class Outcome:
-    """What one job did: ``status`` (applied | duplicate | too_small | disabled),
+    """What one job did: ``status`` (applied | duplicate | too_small | disabled | deferred),
     counts of memories ``saved`` (new), ``reinforced``, ``skipped`` (pinned, retired, over caps,
     out of bounds), ``rule_lines`` appended, and whether a model was called."""
 
@@ -294,7 +296,11 @@ def _apply(job: TurnJob, items: list[Candidate], out: Outcome) -> store.Progress
             out.skipped += 1
             store.mark_applied(progress, fp)
             continue
-        created, memory = _save(job, cand)
+        try:
+            created, memory = _save(job, cand)
+        except QuotaExceeded:  # the bank (or the org's banks) is full: the item is dropped, the job goes on
+            out.skipped += 1
+            continue
         if created:
             out.saved += 1
         else:
@@ -317,13 +323,40 @@ def _learn_rules(job: TurnJob, rules: list[Candidate]) -> int:
     return append_rule_lines(job.org_id, job.bank, lines) if lines else 0
 
 
+def _defer(job: TurnJob, sk: str, why: str) -> Outcome:
+    """Park ``job`` (message kept, cursor untouched) until the next UTC day: its row in the
+    session's partition and the session's pointer for ``resume_deferred``."""
+    store.park(job.org_id, job.session_id, sk, job.model_dump_json())
+    until = usage_x.next_day()
+    usage_x.put_pointer(job.org_id, session_key(job.org_id, job.session_id), until)
+    metrics.emit("extraction", {"ExtractionDeferred": 1}, {"reason": why})
+    return Outcome("deferred")
+
+
 def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
+    """The job, in the session's turn order: while an earlier turn of the session is parked (the
+    org spent its extraction tokens of the day), this one is parked behind it, so the cursor never
+    moves past a turn that has not run. A parked job that runs to the end drops its row."""
     check_name(job.bank)
     bind()
-    tune = tuning()
     cursor = get_cursor(job.org_id, job.session_id)
+    mine = store.parked_sk(job.total, job.enqueued_at, job.turn_id)
     if cursor is not None and job.turn_id in cursor.turns:
-        return Outcome("duplicate")
+        out = Outcome("duplicate")  # maybe a parked copy of an applied turn: its row goes below
+    else:
+        waiting = [sk for sk, _ in store.parked(job.org_id, job.session_id)]
+        if waiting and waiting[0] != mine:
+            return _defer(job, mine, "behind")
+        out = _extract(job, cursor, extractor, mine)
+        if out.status == "deferred" or mine not in waiting:
+            return out
+    with contextlib.suppress(Exception):  # a leftover row runs again tomorrow and ends "duplicate"
+        store.unpark(job.org_id, job.session_id, mine)
+    return out
+
+
+def _extract(job: TurnJob, cursor: Cursor | None, extractor: Extractor | None, sk: str) -> Outcome:
+    tune = tuning()
     if not tune.extraction_enabled:
         return Outcome("disabled")
     w = _window(job, cursor, tune.extraction_window)
@@ -332,8 +365,15 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
         _advance(job, cursor, end, w.last_id)
         return Outcome("too_small")
     extractor = extractor or get_extractor()
+    model_called = extractor.name != "offline"
+    if model_called and usage_x.over_quota(job.org_id)[0]:
+        return _defer(job, sk, "quota")
     candidates: list[Candidate] = extractor.extract(w)
-    out = Outcome("applied", model_called=extractor.name != "offline")
+    usage: ModelUsage | None = getattr(extractor, "last_usage", None)
+    if model_called:  # the call cost what it cost even if the job fails later
+        usage_x.record(job.org_id, job.bank, job.token_id, usage.model if usage else extractor.name,
+                       usage.input_tokens if usage else 0, usage.output_tokens if usage else 0)
+    out = Outcome("applied", model_called=model_called)
     memories = [c for c in candidates if c.kind == "memory"]
     rule_lines = [c for c in candidates if c.kind == "rule"] if tune.rule_learning_enabled else []
     kept = [c for c in memories if _usable(c.text)][: tune.max_memories_per_turn]
@@ -347,6 +387,57 @@ def _run(job: TurnJob, extractor: Extractor | None) -> Outcome:
     log.info(json.dumps({"msg": "extraction", "session_key_sha": hashlib.sha256(
         session_key(job.org_id, job.session_id).encode()).hexdigest()[:16], **out.as_dict()}))
     return out
+
+
+# --- deferred jobs ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``resume_deferred`` did: ``sessions`` whose pointer was due, ``jobs`` run (inline) or
+    sent to the queue again, and ``still_deferred`` (jobs parked again: the org is over its quota
+    of the new day too, or a job failed and waits for the next day)."""
+
+    sessions: int
+    jobs: int
+    still_deferred: int
+
+
+def resume_deferred() -> Resumed:
+    """Run again, in turn order, the jobs of every session whose pointer's day has come (the
+    scheduled job, every 10 minutes). With a queue, each job is sent back to its session's FIFO
+    group (so one runs after the other); without one, they run here, stopping at the first that
+    is deferred again or fails. A session whose jobs are not all done keeps a pointer for the next
+    day; one with none left loses it."""
+    sessions = jobs = left = 0
+    url = get_settings().queue_url
+    for ptr in usage_x.due_pointers():
+        sessions += 1
+        org_id, session_id = ptr.org_id, ptr.session_key.partition("#")[2]
+        for sk, raw in store.parked(org_id, session_id):
+            try:
+                job = TurnJob.model_validate_json(raw)
+            except ValueError:
+                log.error(json.dumps({"msg": "extraction_parked_unreadable"}))
+                store.unpark(org_id, session_id, sk)  # unreadable: it would block its session forever
+                continue
+            jobs += 1
+            if url:
+                blobs.sqs().send_message(QueueUrl=url, MessageBody=raw, MessageGroupId=_short(job.session_id),
+                                         MessageDeduplicationId=_short(f"{job.turn_id}#resumed#{ptr.day}"))
+                continue
+            try:
+                if run_job(job).status == "deferred":
+                    break
+            except Exception as exc:  # noqa: BLE001 - the job stays parked; its session waits for the next day
+                log.error(json.dumps({"msg": "extraction_resume_failed", "error": type(exc).__name__}))
+                break
+        remaining = len(store.parked(org_id, session_id))
+        left += remaining if not url else 0
+        if remaining and ptr.day != usage_x.next_day():
+            usage_x.put_pointer(org_id, ptr.session_key, usage_x.next_day())
+        if ptr.day != usage_x.next_day():
+            usage_x.drop_pointer(ptr)
+    return Resumed(sessions, jobs, left)
 
 
 # --- forget-session ----------------------------------------------------------------------------

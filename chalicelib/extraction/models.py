@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlparse
 
@@ -42,8 +43,26 @@ Reply with a JSON array only. Each item: {"text": str, "entities": [str], "tags"
 PROBE_TIMEOUT_S = 3.0
 
 
+@dataclass(frozen=True)
+class ModelUsage:
+    """What one model call cost, from the model's own response: ``model`` (the id the call
+    named), ``input_tokens`` and ``output_tokens``; ``reported`` False when the response held no
+    counts (some OpenAI-compatible servers): both are then 0."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    reported: bool = True
+
+
+def _count(value: object) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+
+
 class Extractor(Protocol):
-    """One extraction backend. ``name`` is reported in metrics and by the doctor."""
+    """One extraction backend. ``name`` is reported in metrics and by the doctor. A backend that
+    calls a model also sets ``last_usage`` (``ModelUsage``) after each ``extract``; callers read it
+    with ``getattr(extractor, "last_usage", None)`` (``None``: no model call, no cost)."""
 
     name: str
 
@@ -80,6 +99,7 @@ class BedrockExtractor:
 
     def __init__(self, settings: Settings, client=None) -> None:
         self.model_id = settings.bedrock_model_id
+        self.last_usage: ModelUsage | None = None
         self.client = client or boto3.client(
             "bedrock-runtime", region_name=settings.region,
             config=Config(connect_timeout=PROBE_TIMEOUT_S, read_timeout=settings.model_timeout_s,
@@ -90,6 +110,9 @@ class BedrockExtractor:
             modelId=self.model_id, system=[{"text": SYSTEM_PROMPT}],
             messages=[{"role": "user", "content": [{"text": user_prompt(window)}]}],
             inferenceConfig={"maxTokens": 1500, "temperature": 0.0})
+        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else None
+        self.last_usage = ModelUsage(self.model_id, _count((usage or {}).get("inputTokens")),
+                                     _count((usage or {}).get("outputTokens")), reported=usage is not None)
         parts = resp.get("output", {}).get("message", {}).get("content", [])
         return parse_candidates("".join(p.get("text", "") for p in parts if isinstance(p, dict)))
 
@@ -107,6 +130,7 @@ class OpenAICompatibleExtractor:
         from openai import OpenAI  # imported lazily: only this backend needs it
 
         self.model = settings.openai_model
+        self.last_usage: ModelUsage | None = None
         self.client = OpenAI(base_url=settings.openai_base_url or None, api_key=settings.openai_api_key,
                              timeout=settings.model_timeout_s, max_retries=0)
 
@@ -115,6 +139,9 @@ class OpenAICompatibleExtractor:
             model=self.model, temperature=0,
             messages=[{"role": "system", "content": SYSTEM_PROMPT},
                       {"role": "user", "content": user_prompt(window)}])
+        usage = getattr(resp, "usage", None)  # compatible servers may send none: counted as 0
+        self.last_usage = ModelUsage(self.model, _count(getattr(usage, "prompt_tokens", None)),
+                                     _count(getattr(usage, "completion_tokens", None)), reported=usage is not None)
         return parse_candidates(resp.choices[0].message.content or "")
 
     def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:

@@ -75,7 +75,7 @@ def submit_turn(principal: Principal, req: TurnCompletedRequest) -> Submitted:
     if not tune.extraction_enabled:
         return Submitted(False, bank, req.session_id, req.turn_id, reason="extraction_disabled")
     job = jobs.make_job(principal.org_id, bank, req.session_id, req.turn_id, req.messages, actor=principal.actor,
-                        status=req.status, window_size=tune.extraction_window)
+                        status=req.status, window_size=tune.extraction_window, token_id=principal.token_id)
     return Submitted(True, bank, req.session_id, req.turn_id, run=jobs.enqueue(job))
 
 

@@ -4,7 +4,9 @@
 - ``cursor``: how far the session's transcript was extracted (``position`` messages, the
   ``last_message_id``, the recent ``turns`` applied);
 - ``job#<turn_id>``: the fingerprints an unfinished job already applied (expires by TTL);
-- ``mem#<bank>#<memory_id>``: provenance, a memory the session taught.
+- ``mem#<bank>#<memory_id>``: provenance, a memory the session taught;
+- ``parked#<total:010d>#<enqueued_at:013d>#<turn_id>``: a job deferred past the org's daily
+  extraction quota (its JSON), in the session's turn order, until it runs again.
 
 The only extraction module that knows the table and its keys."""
 
@@ -133,3 +135,31 @@ def taught(org_id: str, session_id: str, bank: str) -> list[str]:
     rows = ExtractionModel.query(session_key(org_id, session_id), ExtractionModel.sk.startswith(f"mem#{bank}#"),
                                  consistent_read=True)
     return [r.memory_id for r in rows if r.memory_id]
+
+
+PARKED_PREFIX = "parked#"
+
+
+def parked_sk(total: int, enqueued_at: int, turn_id: str) -> str:
+    """The sort key of a parked job: turn order (the hook's message count, then its time)."""
+    return f"{PARKED_PREFIX}{total:010d}#{enqueued_at:013d}#{turn_id}"
+
+
+def park(org_id: str, session_id: str, sk: str, job_json: str) -> None:
+    """Keep a deferred job (its JSON) under ``sk`` (the same job parked again overwrites itself)."""
+    bind()
+    ExtractionModel(session_key=session_key(org_id, session_id), sk=sk, org_id=org_id, session_id=session_id,
+                    job=job_json, updated_at=now_ms()).save()
+
+
+def parked(org_id: str, session_id: str) -> list[tuple[str, str]]:
+    """``[(sk, job JSON)]`` of the session's parked jobs in turn order (a key query)."""
+    bind()
+    rows = ExtractionModel.query(session_key(org_id, session_id), ExtractionModel.sk.startswith(PARKED_PREFIX),
+                                 consistent_read=True)
+    return [(r.sk, r.job or "") for r in rows]
+
+
+def unpark(org_id: str, session_id: str, sk: str) -> None:
+    """Drop a parked job once it ran (absent is fine)."""
+    ExtractionModel(session_key=session_key(org_id, session_id), sk=sk).delete()

@@ -39,8 +39,8 @@ PARAGRAPH = ("Memory is automatic here: durable memories and preferences from th
              "exist. When the user asks you to remember something, acknowledge it — no save call is "
              "needed.\n")
 RULE = "\n## {name}\n{content}\n"
-TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget — trim it in the memory "
-             "page]")
+TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget — trim it in the console's "
+             "rules view]")
 OMITTED = "\n## {name} [omitted: over the injection budget]\n"
 TRUNCATE_MIN_BYTES = 200  # a cut rule needs more than this many bytes left, else it is omitted
 MESSAGE_OPEN = ('<memory bank="{bank}">\n'
@@ -66,11 +66,14 @@ class Rule(TypedDict):
 @dataclass
 class Section:
     """The rendered system-prompt section: ``text``, ``rules`` (how many rules are included whole
-    or cut; omitted ones do not count) and ``truncated`` (any rule cut or omitted)."""
+    or cut; omitted ones do not count), ``truncated`` (any rule cut or omitted), and the budget:
+    ``used`` bytes of rendered rule content out of ``limit`` (``max_rule_chars``)."""
 
     text: str
     rules: int
     truncated: bool
+    used: int = 0
+    limit: int = 0
 
 
 @dataclass
@@ -84,11 +87,18 @@ class Picked:
 @dataclass
 class Injection:
     """Everything one turn injects: the section, the picked memories and the message text
-    (``None`` when no memory fits)."""
+    (``None`` when no memory fits), and the memories' budget: ``memory_limit`` bytes of memory
+    text (``recall_budget_tokens * 4``)."""
 
     section: Section
     memories: list[Picked] = field(default_factory=list)
     message: str | None = None
+    memory_limit: int = 0
+
+    @property
+    def memory_bytes(self) -> int:
+        """UTF-8 bytes of the picked memories' text (what the budget counts)."""
+        return sum(len(p.memory.text.encode("utf-8")) for p in self.memories)
 
 
 def cut_utf8(text: str, max_bytes: int) -> str:
@@ -173,7 +183,7 @@ def render_section(bank: str, rules: Iterable[Rule], max_rule_chars: int) -> Sec
             continue
         omitting = True
         parts.append(OMITTED.format(name=name))
-    return Section(text="".join(parts), rules=included, truncated=truncated)
+    return Section(text="".join(parts), rules=included, truncated=truncated, used=used, limit=max_rule_chars)
 
 
 def escape_text(text: str) -> str:
@@ -226,7 +236,9 @@ def render(bank: str, rules: Iterable[Rule], hits: list[Picked], ambient: list[M
            with_memories: bool = True) -> Injection:
     """The whole injection for one turn (``with_memories=False``: rules only, as on step > 0)."""
     section = render_section(bank, rules, max_rule_chars)
+    limit = max(0, recall_budget_tokens) * BYTES_PER_TOKEN
     if not with_memories:
-        return Injection(section=section)
+        return Injection(section=section, memory_limit=limit)
     picked = select_memories(hits, ambient, recall_limit=recall_limit, recall_budget_tokens=recall_budget_tokens)
-    return Injection(section=section, memories=picked, message=render_message(bank, [p.memory for p in picked]))
+    return Injection(section=section, memories=picked, message=render_message(bank, [p.memory for p in picked]),
+                     memory_limit=limit)

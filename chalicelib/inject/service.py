@@ -142,7 +142,7 @@ def hook_bank(metadata: HookMetadata) -> str:
     return metadata.memory_bank or get_tuning().default_bank
 
 
-def _refusal(principal: Principal, bank: str) -> str | None:
+def refusal(principal: Principal, bank: str) -> str | None:
     """Why ``principal`` may see nothing of ``bank`` (a retrieval mode), or None."""
     try:
         check_name(bank)
@@ -155,26 +155,27 @@ def _refusal(principal: Principal, bank: str) -> str | None:
     return None
 
 
-def hook(principal: Principal, req: HookRequest) -> HookResult:
+def hook(principal: Principal, req: HookRequest, *, rules_only: bool = False) -> HookResult:
     """The per-turn hook for ``principal``: ``pre_generate`` of the turn's bank. Never denies: a
     bank the caller may not see (an invalid name, or outside the token's allow-list) injects
     nothing, answers ``retrieval`` ``none+invalid-bank-name`` / ``none+bank-not-allowed`` and is
-    audited as ``hook.refused`` (the name cut to 100 characters)."""
+    audited as ``hook.refused`` (the name cut to 100 characters). ``rules_only``: no recall (the
+    token is over its rate limit)."""
     bank = hook_bank(req.metadata)
-    refusal = _refusal(principal, bank)
-    if refusal is None:
-        return pre_generate(principal.org_id, bank, req)
+    why = refusal(principal, bank)
+    if why is None:
+        return pre_generate(principal.org_id, bank, req, rules_only=rules_only)
     audit.record(principal.org_id, "hook.refused", principal.actor, None,
-                 {"bank": bank[:100], "reason": refusal.split("+", 1)[1]})
-    return HookResult("", (), refusal)
+                 {"bank": bank[:100], "reason": why.split("+", 1)[1]})
+    return HookResult("", (), why)
 
 
-def pre_generate(org_id: str, bank: str, req: HookRequest) -> HookResult:
+def pre_generate(org_id: str, bank: str, req: HookRequest, *, rules_only: bool = False) -> HookResult:
     """The turn's injection: the query is the newest user message (``<memory `` messages
     skipped); on ``step > 0`` only the rules are returned (no recall). Never denies: a missing
     bank yields the bare section. ``retrieval`` is the mode that ran, as in preview
     (``rules-only`` when no recall ran)."""
     query = newest_user_text(req.messages)[:MAX_QUERY_CHARS]  # a long message is cut, never refused
-    turn = inject(org_id, bank, query, with_memories=req.step == 0)
+    turn = inject(org_id, bank, query, with_memories=req.step == 0 and not rules_only)
     messages = () if turn.injection.message is None else (turn.injection.message,)
     return HookResult(turn.injection.section.text, messages, turn.retrieval)

@@ -24,6 +24,8 @@ Tables (logical name: hash key, range key; index): purpose.
 - ``team_rates`` (key): per-minute update counters (TTL)
 - ``structured`` (org_id, sk): sessions, workstreams, projects, members, memory locations
 - ``extraction`` (session_key, sk): extraction cursors, per-turn job progress, session provenance
+- ``usage`` (pk, sk): per-org usage counters by hour, rate-limit buckets, quota counters and
+  per-org limits (counters are top-level number attributes named by ``chalicelib.usage``)
 """
 
 from __future__ import annotations
@@ -351,7 +353,9 @@ class ExtractionModel(_Base):
     ``cursor`` (how far the transcript was extracted: ``position`` messages, ``last_message_id``,
     the recent ``turns`` applied), ``job#<turn_id>`` (fingerprints already applied by an unfinished
     job, so a retry does not reinforce twice; expires) and ``mem#<bank>#<memory_id>`` (provenance:
-    a memory this session taught, so forget-session is a key query, never a scan)."""
+    a memory this session taught, so forget-session is a key query, never a scan) and
+    ``parked#<total>#<enqueued_at>#<turn_id>`` (a job deferred past the org's daily extraction
+    quota, in turn order)."""
 
     class Meta(_Base.Meta):
         pass
@@ -370,6 +374,7 @@ class ExtractionModel(_Base):
     turn_id = UnicodeAttribute(null=True)  # mem#, job#
     updated_at = NumberAttribute()
     expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute (job# rows)
+    job = UnicodeAttribute(null=True)  # parked#: a deferred TurnJob (its JSON), run again the next UTC day
 
 
 # --- team memory ------------------------------------------------------------------
@@ -497,12 +502,26 @@ class TeamRateModel(_Base):
     expires_at = NumberAttribute()  # seconds since epoch: the table's TTL attribute
 
 
+class UsageModel(_Base):
+    """Usage counters, rate-limit buckets, quota counters and per-org limits. ``pk`` starts with the
+    item kind and the org (``<kind>#<org>...``); the counters themselves are top-level number
+    attributes written with raw ``ADD`` updates, so the model declares only the keys and the TTL."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    LOGICAL_NAME = "usage"
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    expires_at = NumberAttribute(null=True)  # seconds since epoch: the table's TTL attribute
+
+
 TEAM_MODELS: tuple[type[_Base], ...] = (TeamSpaceModel, TeamEntryModel, TeamUpdateModel, TeamEventModel,
                                         TeamAttributionModel, TeamRateModel)
 
 
 ALL_MODELS: tuple[type[_Base], ...] = (TokenModel, BankModel, MemoryModel, RevisionModel, IdempotencyModel, AuditModel,
-                                         StructuredModel, ExtractionModel)
+                                         StructuredModel, ExtractionModel, UsageModel)
 ALL_MODELS += TEAM_MODELS
 
 _bind_lock = threading.Lock()

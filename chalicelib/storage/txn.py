@@ -37,10 +37,50 @@ class _TransactWrite(TransactWrite):
     empty ``TransactItems`` list (moto accepts it), and a read that decides to write nothing
     (an idempotent replay, an existing bank) must not fail."""
 
+    sent = False
+
     def _commit(self):
         if not (self._condition_check_items or self._delete_items or self._put_items or self._update_items):
             return None
+        for fn in list(_before_commit):
+            fn(self)
+        self.sent = True
         return super()._commit()
+
+
+# Observers of every transaction (the usage meter): an attempt starts; before a non-empty commit
+# (may stage more items); an attempt ended (committed or not); a commit was cancelled (may raise
+# a ``CairnError``, which ends the write with nothing written and no retry).
+_on_attempt: list[Callable[[], None]] = []
+_before_commit: list[Callable[[TransactWrite], None]] = []
+_after_attempt: list[Callable[[TransactWrite, bool], None]] = []
+_on_cancel: list[Callable[[TransactWriteError], None]] = []
+
+
+def _register(hooks: list, fn: Callable) -> None:
+    if fn not in hooks:
+        hooks.append(fn)
+
+
+def on_attempt(fn: Callable[[], None]) -> None:
+    """Call ``fn()`` as each transaction attempt starts."""
+    _register(_on_attempt, fn)
+
+
+def before_commit(fn: Callable[[TransactWrite], None]) -> None:
+    """Call ``fn(tx)`` just before an attempt that staged something commits; it may stage more."""
+    _register(_before_commit, fn)
+
+
+def after_attempt(fn: Callable[[TransactWrite, bool], None]) -> None:
+    """Call ``fn(tx, committed)`` when an attempt ends (``committed``: a non-empty commit succeeded)."""
+    _register(_after_attempt, fn)
+
+
+def on_cancel(fn: Callable[[TransactWriteError], None]) -> None:
+    """Call ``fn(exc)`` when a commit is cancelled, before any retry; an exception it raises ends
+    the write (nothing was written)."""
+    _register(_on_cancel, fn)
 
 
 class Retry(Exception):
@@ -67,18 +107,28 @@ def run_transaction(attempt: Callable[[TransactWrite], T], *, retries: int | Non
     n = retries or settings.write_retries
     conn: Connection = connection(settings)
     for i in range(n):
+        tx = _TransactWrite(connection=conn)
+        committed = False
+        for fn in list(_on_attempt):
+            fn()
         try:
-            with _TransactWrite(connection=conn) as tx:
+            with tx:
                 result = attempt(tx)
+            committed = tx.sent
             if i:
                 metrics.emit("write", {"WriteRetries": i, "WriteContended": 0})
             return result
         except Retry:
             pass
         except TransactWriteError as exc:
+            for hook in list(_on_cancel):
+                hook(exc)
             reasons = _reasons(exc)
             if not reasons & _RETRYABLE_REASONS and not _is_throttle(exc):
                 raise
+        finally:
+            for end in list(_after_attempt):
+                end(tx, committed)
         time.sleep(random.uniform(0, min(0.25, 0.002 * (2 ** min(i, 10)))))
     metrics.emit("write", {"WriteRetries": n - 1, "WriteContended": 1})
     raise WriteContended()

@@ -49,7 +49,8 @@ from .names import normalize_description, normalize_name
 from .scopes import NAMESPACE, SCOPES, Target, check_scope, check_type, parse_bank
 
 # Per memory: its record, revision, name pointer, location item and audit event, and at most one
-# lane row (an updated name's stored id may fall in another lane than predicted): 6 x 16 <= 100.
+# lane row (an updated name's stored id may fall in another lane than predicted), plus the usage
+# meter's counter item and rate-limit bucket: 6 x 16 + 2 <= 100.
 BATCH = 16
 AUDIT_ACTIONS = audit.MEMORY_ACTIONS
 

@@ -42,6 +42,7 @@ from ..errors import (
 )
 from ..storage.damage import Damaged, time_ms
 from ..storage.txn import Retry
+from ..usage import meter
 from ..validation import Line, check_text
 from . import canonical, dlp, merge, permissions, spaces, store
 from .limits import Limits, get_limits
@@ -528,11 +529,13 @@ def post_update(principal: Principal, entry_id: str, req: UpdatePost) -> UpdateR
                               "KEYSTONE_CONTEXT_MEMORY_MAX_UPDATE_BYTES", limits.max_update_bytes, len(raw))
         replay = _replayed(org, entry_id, req.update_id, digest)
         if replay is not None:
+            meter.replayed()
             return replay
         edit = _checked_edit(org, row, raw, author, limits)
         now = clock.now_ms()
         _stage_rates(tx, org, author, entry_id, now, limits)
         seq = _stage_edit(tx, principal, row, req, raw, digest, edit, now)
+        meter.note(bytes_yjs=len(raw))  # stored Yjs state grows by the update
         compacted[0] = row.compacted_seq
         return UpdateResult(duplicate=False, seq=seq, state_vector=edit.merged.doc.get_state())
 

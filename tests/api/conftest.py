@@ -9,6 +9,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+# tests send bursts of hundreds of requests from one token: the per-token rate limit is off
+# unless a test turns it on (monkeypatch.setenv("CAIRN_RATE_REQUESTS_PER_MINUTE", ...))
+os.environ.setdefault("CAIRN_RATE_REQUESTS_PER_MINUTE", "0")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -33,6 +36,10 @@ def aws(monkeypatch):
         for k, v in names.items():
             monkeypatch.setenv(k, v)
         monkeypatch.setenv("CAIRN_STAGE", "test")
+        # some tests seed more banks than an org's default quota; quota tests set their own limits
+        monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "100000")
+        from chalicelib.usage import limits
+        limits.forget_cached()  # a former test's per-org overrides, cached in this process
         yield names
 
 

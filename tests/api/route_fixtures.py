@@ -558,6 +558,14 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
         "/v1/hooks/session-deleted", {"session_id": w.fresh_hook_session()}, touches=(B,))},
     ("POST", "/v1/reload"): {"reload": lambda w: Call("/v1/reload", {}, touches=(("config",), ("_system", "tuning")))},
     ("GET", "/v1/doctor"): {"doctor": lambda w: Call("/v1/doctor")},
+    # --- usage limits (an org admin may lower them; these bodies leave the limits in force unchanged) ---
+    ("GET", "/v1/usage/limits"): {"get": lambda w: Call("/v1/usage/limits")},
+    ("PUT", "/v1/usage/limits"): {"lower": lambda w: Call("/v1/usage/limits", {
+        "memories_per_bank": 250000, "extraction_tokens_per_day": None}, touches=(("limits",),))},
+    ("GET", "/v1/status"): {"status": lambda w: Call("/v1/status")},
+    # --- the console (static files, no token) ---
+    ("GET", "/console"): {"page": lambda w: Call("/console", public=True)},
+    ("GET", "/console/{asset}"): {"script": lambda w: Call("/console/app.js", public=True)},
     # --- tokens ---
     ("POST", "/v1/api/admin/tokens"): {
         "api_key": lambda w: Call("/v1/api/admin/tokens", {
@@ -635,6 +643,8 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
                            "action": lambda w: Call("/v1/audit", query={"action": "token.mint", "limit": "5"}),
                            "actor": lambda w: Call("/v1/audit", query={"actor": f"person:{w.user}", "since": "1"}),
                            "target": lambda w: Call("/v1/audit", query={"target": w.sid, "until": str(MAX_MS)})},
+    ("GET", "/v1/usage"): {"json": lambda w: Call("/v1/usage", query={"group_by": "token"}),
+                           "csv": lambda w: Call("/v1/usage", query={"format": "csv", "granularity": "day"})},
     # --- team memory: spaces ---
     ("GET", SPACES): {"list": lambda w: Call(SPACES), "next": _next_page(SPACES)},
     ("POST", SPACES): {"create": lambda w: Call(SPACES, {

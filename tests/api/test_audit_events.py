@@ -51,6 +51,7 @@ def _structured_and_token_events(api) -> None:
     s, b = api.post("/v1/api/admin/tokens", {"kind": "api_key", "permissions": ["memory:read"], "label": "ci"})
     assert s == 201, b
     assert api.delete(f"/v1/api/admin/tokens/{b['token_id']}")[0] == 200
+    assert api.put("/v1/usage/limits", {"banks_per_org": 500})[0] == 200
 
 
 def _team_events(api) -> None:

@@ -15,9 +15,9 @@ def test_doctor_all_green(api, monkeypatch):
     assert status == 200 and body["ok"] is True, body
     checks = by_name(body)
     assert set(checks) == {"configuration", "tuning", "dynamodb_writable", "s3_writable", "round_trip",
-                           "queue_reachable", "model_reachable"}
+                           "queue_reachable", "model_reachable", "extraction_quota"}
     assert all(c["ok"] for c in checks.values()), checks
-    assert [c["required"] for c in body["checks"]] == [True, False, True, True, True, False, False]
+    assert [c["required"] for c in body["checks"]] == [True, False, True, True, True, False, False, False]
     assert "found by recall" in checks["round_trip"]["detail"]
 
 

@@ -17,10 +17,13 @@ def loops(app, aws, monkeypatch):
     return LocalEvents(app, log=lambda msg: None)
 
 
+SCHEDULES = ["compact_team_logs", "purge_expired", "resume_deferred_extraction", "snapshot_indexes"]
+
+
 def test_handlers_are_discovered(loops):
     assert loops.sqs_handlers == ["run_extraction"]
     assert loops.s3_handlers == ["s3_object_changed"]
-    assert sorted(loops.schedule_handlers) == ["compact_team_logs", "purge_expired", "snapshot_indexes"]
+    assert sorted(loops.schedule_handlers) == SCHEDULES
 
 
 def test_poller_runs_queued_jobs_and_keeps_failed_ones(loops, api, aws):
@@ -60,5 +63,5 @@ def test_watcher_reloads_a_hand_edited_rule_once(loops, api, aws):
 
 def test_timer_fires_every_schedule(loops):
     results = loops.fire_schedules()
-    assert sorted(r["job"] for r in results) == ["compact_team_logs", "purge_expired", "snapshot_indexes"]
+    assert sorted(r["job"] for r in results) == SCHEDULES
     assert all(r["status"] == "ran" for r in results)

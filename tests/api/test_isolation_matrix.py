@@ -65,7 +65,7 @@ STACK = "cairn-isomatrix"
 ALL_KINDS = ("person", "api_key", "service")
 RW = ["context:space:read", "context:space:write"]
 ROWS = {**ROUTES, **MCP_TOOLS}  # (method, pattern) of a route, ("MCP", name) of a tool -> its variants
-SIDE_UNITS = ("audit", "idem", "rates", "touch", "spaceattr")  # read-side effects and logs of one's own call
+SIDE_UNITS = ("audit", "idem", "rates", "touch", "spaceattr", "usage")  # read-side effects and logs of one's own call
 
 
 @dataclass(frozen=True)
@@ -317,6 +317,12 @@ class Placement:
         if table == "team_rates":
             org, author = a["key"].split("#")[:2]
             return [((org, "rates", author), a)]
+        if table == "usage":  # ``<kind>#<org>...`` items; an org-less pk names the org in its sk
+            parts = a["pk"].split("#")
+            org = parts[1] if len(parts) > 1 else a["sk"].split("#")[1]
+            if parts[0] == "q" and a["sk"] == "limits":  # the org's own limits: its admins' to lower
+                return [((org, "limits"), a)]
+            return [((org, "usage"), a)]
         return [(("?", table), a)]
 
     def object_unit(self, key: str) -> tuple[str, ...]:
@@ -438,11 +444,13 @@ def writable(c: Caller, unit: tuple[str, ...], aux: Placement) -> bool:
         return c.mintable(aux.tokens.get(unit[2]))
     if kind == "config":
         return c.has("admin.memories")
+    if kind == "limits":
+        return c.org_wide and c.has("admin.memories")
     if kind == "hook":
         return c.org_wide and c.has("memory:write")
     if kind == "rates":
         return unit[2] == c.member_id
-    return kind == "audit"
+    return kind in ("audit", "usage")
 
 
 def _declared(c: Caller, unit: tuple[str, ...], call: Call) -> bool:

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import requests
 
 from .harness import LocalStack
 
+# the stacks inherit CAIRN_* from this process: tests send bursts from one token, so the per-token
+# rate limit is off unless a test's stack turns it on
+os.environ.setdefault("CAIRN_RATE_REQUESTS_PER_MINUTE", "0")
+
 DEV_TOKEN = "cairn_e2e_dev_token_0123456789abcdef"
 CONTRACT_LOG = "contract.log"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say loudly when the console's browser tests skipped (no chromium or playwright)."""
+    from .console_support import SKIP_LINE, SKIPPED
+    if SKIPPED:
+        line = "!" * 100
+        terminalreporter.write_line(line, red=True, bold=True)
+        terminalreporter.write_line(f"{SKIP_LINE}: {SKIPPED[0]}; CAIRN_REQUIRE_BROWSER=1 turns this into a failure",
+                                    red=True, bold=True)
+        terminalreporter.write_line(line, red=True, bold=True)
 
 
 def pytest_collection_modifyitems(items):

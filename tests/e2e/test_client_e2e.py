@@ -172,6 +172,11 @@ def _service(c: Cairn, stack, transport: httpx.BaseTransport) -> None:
     assert data(c.openapi())["openapi"].startswith("3.1")
     assert "checks" in data(c.doctor())
     assert "config_version" in data(c.reload())
+    assert "banks" in data(c.status())
+    assert "console/app.js" in c.console_page() and c.console_asset("app.js")
+    assert "totals" in data(c.usage(group_by="operation"))
+    limits = data(c.usage_limits())
+    assert data(c.lower_usage_limits(memories_per_bank=None))["effective"] == limits["effective"]
     listed = data(c.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
     assert "memory_recall" in {t["name"] for t in listed["result"]["tools"]}
     assert c.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None  # 202, no body

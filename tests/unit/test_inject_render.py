@@ -17,7 +17,7 @@ HEAD = ("\n\n# Memory — bank: main\n"
         "Memory is automatic here: durable memories and preferences from this conversation are extracted "
         "and saved after each turn, and relevant memories are provided to you when they exist. When the "
         "user asks you to remember something, acknowledge it — no save call is needed.\n")
-MARK = "[rule truncated: over the {n} char injection budget — trim it in the memory page]"
+MARK = "[rule truncated: over the {n} char injection budget — trim it in the console's rules view]"
 
 
 def mem(i: int, text: str | None = None, **kw) -> Memory:

@@ -37,6 +37,7 @@ RUN_TRANSACTION_CALLERS: dict[str, str] = {
     "chalicelib/auth/store.py": "tokens: principals and their bearer tokens, no bank involved",
     "chalicelib/team/store.py": "team spaces, memberships and entries: org-scoped records, not bank memories",
     "chalicelib/structured/objects.py": "structured objects (sessions, projects, workstreams): not bank memories",
+    "chalicelib/usage/meter.py": "usage counters of a write request that committed no transaction of its own",
 }
 TXN_MODULE = "chalicelib.storage.txn"  # defines run_transaction
 
@@ -49,6 +50,11 @@ STORAGE_MODULES: dict[str, str] = {
     "chalicelib/audit.py": "audit events",
     "chalicelib/idempotency.py": "Idempotency-Key records",
     "chalicelib/extraction/store.py": "extraction cursors and job progress",
+    "chalicelib/usage/meter.py": "usage counters and rate-limit buckets",
+    "chalicelib/usage/report.py": "usage counters (the report's reads)",
+    "chalicelib/usage/limits.py": "an org's limit overrides",
+    "chalicelib/usage/quotas.py": "the org's bank count",
+    "chalicelib/usage/extraction.py": "extraction's token counters, the day's total, deferred-session pointers",
 }
 STORAGE_PACKAGE = "chalicelib/storage/"
 TABLES_MODULE = "chalicelib.storage.tables"

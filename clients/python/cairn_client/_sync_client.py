@@ -819,6 +819,22 @@ class Cairn:
         """The calling token: ``{token_id, org_id, kind, user_id, permissions, banks, expires_at}``."""
         return self._t.call("me")
 
+    @operation("usage")
+    def usage(self, *, from_ms: int | None = None, to_ms: int | None = None, granularity: str | None = None,
+                    group_by: str | None = None) -> r.Usage:
+        """The org's usage (``admin.usage``): ``{org, from, to, granularity, group_by, totals, groups}``
+        over ``[from_ms, to_ms)`` (default the last 24 hours), ``granularity`` ``hour``/``day``,
+        ``group_by`` ``bank``/``token``/``operation``."""
+        return self._t.call("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                  "group_by": group_by})
+
+    def usage_csv(self, *, from_ms: int | None = None, to_ms: int | None = None,
+                        granularity: str | None = None, group_by: str | None = None) -> str:
+        """The same report as CSV text (``start,group,<counters>``, one row per period and group)."""
+        response = self._t.send("usage", query={"from": from_ms, "to": to_ms, "granularity": granularity,
+                                                      "group_by": group_by, "format": "csv"})
+        return response.text
+
     @operation("openapi_document")
     def openapi(self) -> r.OpenapiDocument:
         """The service's OpenAPI 3.1 document (a dict); no token needed."""
@@ -828,6 +844,32 @@ class Cairn:
     def doctor(self) -> r.RunDoctor:
         """``{ok, checks: [{name, ok, required, detail, ms}]}`` (``admin.memories``)."""
         return self._t.call("run_doctor")
+
+    @operation("service_status")
+    def status(self) -> r.ServiceStatus:
+        """``{config_version, org_config_version, banks: [{name, seq, memories, snapshot}]}`` (``admin.memories``)."""
+        return self._t.call("service_status")
+
+    @operation("console_page")
+    def console_page(self) -> r.ConsolePage:
+        """The web console's HTML page (text); no token needed."""
+        return (self._t.send("console_page")).text
+
+    @operation("console_asset")
+    def console_asset(self, asset: str) -> r.ConsoleAsset:
+        """One of the web console's files as text (``app.js``, ``console.css``...); no token needed."""
+        return (self._t.send("console_asset", path={"asset": asset})).text
+
+    @operation("get_usage_limits")
+    def usage_limits(self) -> r.GetUsageLimits:
+        """The org's limits: ``{effective, operator, org}`` (``admin.memories``)."""
+        return self._t.call("get_usage_limits")
+
+    @operation("put_usage_limits")
+    def lower_usage_limits(self, **values: int | None) -> r.PutUsageLimits:
+        """Lower the org's own limits (``memories_per_bank=1000``; ``None`` drops the org's value):
+        ``{effective, operator, org}``. A value above the operator's limit raises ``validation_error``."""
+        return self._t.call("put_usage_limits", json=values)
 
     @operation("reload_caches")
     def reload(self) -> r.ReloadCaches:

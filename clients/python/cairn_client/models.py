@@ -166,13 +166,6 @@ class BankRule(BaseModel):
     updated_at: Annotated[int | None, Field(title="Updated At")] = None
 
 
-class BankRuleList(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    rules: Annotated[list[BankRule], Field(title="Rules")]
-
-
 class BankRuleReply(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -223,6 +216,14 @@ class BanksQuery(BaseModel):
         Literal["true", "false", "1", "0", "yes", "no", ""] | None,
         Field(title="Trashed"),
     ] = "false"
+
+
+class BudgetUse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    used_bytes: Annotated[int, Field(title="Used Bytes")]
+    limit_bytes: Annotated[int, Field(title="Limit Bytes")]
 
 
 class CallerToken(BaseModel):
@@ -431,7 +432,7 @@ class EventsQuery(BaseModel):
         extra="allow",
     )
     action: Annotated[
-        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
+        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
         Field(title="Action"),
     ] = None
     actor: Annotated[Actor | None, Field(title="Actor")] = None
@@ -550,6 +551,94 @@ class ImportUpload(BaseModel):
     expires_at: Annotated[int, Field(title="Expires At")]
 
 
+class IndexSnapshot(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key: Annotated[str, Field(title="Key")]
+    seq: Annotated[int, Field(title="Seq")]
+    at: Annotated[int, Field(title="At")]
+
+
+class LimitValues(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[
+        int,
+        Field(
+            description="Requests per minute of one token (bucket refill).",
+            title="Requests Per Minute",
+        ),
+    ]
+    burst: Annotated[
+        int,
+        Field(description="Requests an idle token may send at once.", title="Burst"),
+    ]
+    as_of_cost: Annotated[
+        int,
+        Field(
+            description="Bucket tokens an `as_of` recall spends.", title="As Of Cost"
+        ),
+    ]
+    memories_per_bank: Annotated[
+        int, Field(description="Live memories of one bank.", title="Memories Per Bank")
+    ]
+    banks_per_org: Annotated[
+        int, Field(description="Live banks of the org.", title="Banks Per Org")
+    ]
+    extraction_tokens_per_day: Annotated[
+        int,
+        Field(
+            description="Extraction model tokens (input + output) per UTC day.",
+            title="Extraction Tokens Per Day",
+        ),
+    ]
+
+
+class RequestsPerMinute(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Requests Per Minute")
+    ] = None
+
+
+class Burst(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Burst")] = None
+
+
+class MemoriesPerBank(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Memories Per Bank")
+    ] = None
+
+
+class BanksPerOrg(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Banks Per Org")] = None
+
+
+class ExtractionTokensPerDay(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Extraction Tokens Per Day")
+    ] = None
+
+
+class LimitsPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[
+        RequestsPerMinute | None, Field(title="Requests Per Minute")
+    ] = None
+    burst: Annotated[Burst | None, Field(title="Burst")] = None
+    memories_per_bank: Annotated[
+        MemoriesPerBank | None, Field(title="Memories Per Bank")
+    ] = None
+    banks_per_org: Annotated[BanksPerOrg | None, Field(title="Banks Per Org")] = None
+    extraction_tokens_per_day: Annotated[
+        ExtractionTokensPerDay | None, Field(title="Extraction Tokens Per Day")
+    ] = None
+
+
 class McpErrorData(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -632,6 +721,13 @@ class MemoriesQuery(BaseModel):
     limit: Annotated[Limit8 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
     tag: Annotated[str | None, Field(title="Tag")] = None
+    q: Annotated[
+        str | None,
+        Field(
+            description="Only memories whose text contains this, ignoring case.",
+            title="Q",
+        ),
+    ] = None
     include_superseded: Annotated[
         Literal["true", "false", "1", "0", "yes", "no", ""] | None,
         Field(title="Include Superseded"),
@@ -869,7 +965,7 @@ class MintRequest(BaseModel):
     user_id: Annotated[UserId | None, Field(title="User Id")] = None
     kind: Annotated[str, Field(title="Kind")]
     permissions: Annotated[
-        list[str] | None, Field(max_length=6, title="Permissions")
+        list[str] | None, Field(max_length=7, title="Permissions")
     ] = None
     label: Annotated[Label | None, Field(title="Label")] = None
     expires_at: Annotated[
@@ -980,6 +1076,21 @@ class OrgAuditEventPage(BaseModel):
             title="Next Cursor",
         ),
     ]
+
+
+class OrgLimitValues(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests_per_minute: Annotated[int | None, Field(title="Requests Per Minute")] = (
+        None
+    )
+    burst: Annotated[int | None, Field(title="Burst")] = None
+    memories_per_bank: Annotated[int | None, Field(title="Memories Per Bank")] = None
+    banks_per_org: Annotated[int | None, Field(title="Banks Per Org")] = None
+    extraction_tokens_per_day: Annotated[
+        int | None, Field(title="Extraction Tokens Per Day")
+    ] = None
 
 
 class PinRequest(BaseModel):
@@ -1159,6 +1270,15 @@ class RuleRequest(BaseModel):
             title="Content",
         ),
     ]
+
+
+class RulesBudget(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    used_bytes: Annotated[int, Field(title="Used Bytes")]
+    limit_bytes: Annotated[int, Field(title="Limit Bytes")]
+    truncated: Annotated[bool, Field(title="Truncated")]
 
 
 class SaveDetails(BaseModel):
@@ -2074,6 +2194,83 @@ class UpdatesQuery(BaseModel):
     ] = 0
 
 
+class UsageLimits(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    effective: LimitValues
+    operator: LimitValues
+    org: OrgLimitValues
+
+
+class UsagePoint(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: Annotated[int, Field(title="Requests")]
+    saved: Annotated[int, Field(title="Saved")]
+    reinforced: Annotated[int, Field(title="Reinforced")]
+    recalls: Annotated[int, Field(title="Recalls")]
+    previews: Annotated[int, Field(title="Previews")]
+    hooks: Annotated[int, Field(title="Hooks")]
+    contexts: Annotated[int, Field(title="Contexts")]
+    injected_chars: Annotated[int, Field(title="Injected Chars")]
+    injected_tokens: Annotated[int, Field(title="Injected Tokens")]
+    extraction_jobs: Annotated[int, Field(title="Extraction Jobs")]
+    model_input_tokens: Annotated[int, Field(title="Model Input Tokens")]
+    model_output_tokens: Annotated[int, Field(title="Model Output Tokens")]
+    model_cost_usd: Annotated[float, Field(title="Model Cost Usd")]
+    stored_bytes_delta: Annotated[int, Field(title="Stored Bytes Delta")]
+    operations: Annotated[dict[str, int], Field(title="Operations")]
+    start: Annotated[int, Field(title="Start")]
+
+
+class From(RootModel[int]):
+    root: Annotated[int, Field(ge=0, le=9999999999999, title="From")] = None
+
+
+class To(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=9999999999999, title="To")] = None
+
+
+class UsageQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    from_: Annotated[From | Literal[""] | None, Field(alias="from", title="From")] = (
+        None
+    )
+    to: Annotated[To | Literal[""] | None, Field(title="To")] = None
+    granularity: Annotated[
+        Literal["hour", "day"] | None, Field(title="Granularity")
+    ] = "hour"
+    group_by: Annotated[
+        Literal["bank", "token", "operation"] | None, Field(title="Group By")
+    ] = "bank"
+    format: Annotated[Literal["json", "csv"] | None, Field(title="Format")] = "json"
+
+
+class UsageTotals(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: Annotated[int, Field(title="Requests")]
+    saved: Annotated[int, Field(title="Saved")]
+    reinforced: Annotated[int, Field(title="Reinforced")]
+    recalls: Annotated[int, Field(title="Recalls")]
+    previews: Annotated[int, Field(title="Previews")]
+    hooks: Annotated[int, Field(title="Hooks")]
+    contexts: Annotated[int, Field(title="Contexts")]
+    injected_chars: Annotated[int, Field(title="Injected Chars")]
+    injected_tokens: Annotated[int, Field(title="Injected Tokens")]
+    extraction_jobs: Annotated[int, Field(title="Extraction Jobs")]
+    model_input_tokens: Annotated[int, Field(title="Model Input Tokens")]
+    model_output_tokens: Annotated[int, Field(title="Model Output Tokens")]
+    model_cost_usd: Annotated[float, Field(title="Model Cost Usd")]
+    stored_bytes_delta: Annotated[int, Field(title="Stored Bytes Delta")]
+    operations: Annotated[dict[str, int], Field(title="Operations")]
+
+
 class Workstream(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2173,6 +2370,24 @@ class BankReply(BaseModel):
     bank: MemoryBank
 
 
+class BankRuleList(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: Annotated[list[BankRule], Field(title="Rules")]
+    budget: RulesBudget
+
+
+class BankStatus(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    name: Annotated[str, Field(title="Name")]
+    seq: Annotated[int, Field(title="Seq")]
+    memories: Annotated[int, Field(title="Memories")]
+    snapshot: IndexSnapshot | None
+
+
 class HookInjection(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2189,6 +2404,14 @@ class InjectedMemory(BaseModel):
     score: Annotated[float, Field(title="Score")]
 
 
+class InjectionBudget(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    rules: RulesBudget
+    memories: BudgetUse
+
+
 class InjectionPreview(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2199,6 +2422,7 @@ class InjectionPreview(BaseModel):
     memories: Annotated[list[InjectedMemory], Field(title="Memories")]
     message: Annotated[str | None, Field(title="Message")] = None
     retrieval: Annotated[str, Field(title="Retrieval")]
+    budget: InjectionBudget
 
 
 class McpError(BaseModel):
@@ -2253,6 +2477,15 @@ class RevokedToken(BaseModel):
         extra="allow",
     )
     token: TokenInfo
+
+
+class ServiceStatus(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    config_version: Annotated[int, Field(title="Config Version")]
+    org_config_version: Annotated[int, Field(title="Org Config Version")]
+    banks: Annotated[list[BankStatus], Field(title="Banks")]
 
 
 class TeamAttribution(BaseModel):
@@ -2444,6 +2677,28 @@ class TeamRetrievedEntry(BaseModel):
     ]
     score: Annotated[float, Field(title="Score")]
     metadata: TeamRetrievedMetadata
+
+
+class UsageGroup(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key: Annotated[str, Field(title="Key")]
+    totals: UsageTotals
+    series: Annotated[list[UsagePoint], Field(title="Series")]
+
+
+class UsageReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    org: Annotated[str, Field(title="Org")]
+    from_: Annotated[int, Field(alias="from", title="From")]
+    to: Annotated[int, Field(title="To")]
+    granularity: Annotated[Literal["hour", "day"], Field(title="Granularity")]
+    group_by: Annotated[Literal["bank", "token", "operation"], Field(title="Group By")]
+    totals: UsageTotals
+    groups: Annotated[list[UsageGroup], Field(title="Groups")]
 
 
 class BankRecall(BaseModel):

@@ -1,0 +1,290 @@
+// Memory banks: the list, a bank's memories, one memory (history and actions), rules, recall.
+import {can, del, errorText, get, patch, post, put, qs, seg} from "./api.js";
+import {append, clear, confirmAction, field, h, link, notice, rerender, table, when} from "./dom.js";
+
+const PAGE = 25;
+const B = (bank) => "v1/banks/" + seg(bank);
+
+export async function list(host) {
+  append(host, [h("h2", null, "Banks")]);
+  const box = h("div");
+  host.append(box);
+  let cursor = null;
+  const load = async () => {
+    const page = await get("v1/banks" + qs({limit: 50, cursor}));
+    const rows = page.banks.map((b) => [link(["banks", b.name], b.name), b.description || "", String(b.memories),
+      String(b.pinned), String(b.rules)]);
+    box.append(table("Banks and their counts", ["Bank", "Description", "Memories", "Pinned", "Rules"], rows));
+    cursor = page.next_cursor || null;
+    more.hidden = !cursor;
+  };
+  const more = h("button", {type: "button", hidden: true, onclick: () => load().catch((e) => box.append(notice("error", errorText(e))))}, "More banks");
+  host.append(more);
+  await load();
+}
+
+function bankNav(bank, current) {
+  const items = [["", "Memories"], ["rules", "Rules"], ["recall", "Recall and preview"]];
+  return h("nav", {class: "subnav", "aria-label": "Bank " + bank},
+    h("ul", null, items.map(([frag, label]) => h("li", null,
+      frag === current ? h("span", {"aria-current": "page"}, label) : link(frag ? ["banks", bank, frag] : ["banks", bank], label)))));
+}
+
+function chips(items) {
+  return h("span", {class: "chips"}, (items || []).map((t) => h("span", {class: "chip"}, t)));
+}
+
+export async function bank(host, name) {
+  const info = (await get(B(name))).bank;
+  append(host, [h("h2", null, "Bank ", h("q", null, name)), bankNav(name, ""),
+    h("p", {class: "counts"}, `${info.memories} memories · ${info.pinned} pinned · ${info.rules} rules`,
+      info.description ? ` · ${info.description}` : "")]);
+  const tags = await get(B(name) + "/tags").catch(() => ({tags: []}));
+  const tag = h("select", {name: "tag"}, h("option", {value: ""}, "Any tag"),
+    (tags.tags || []).map((t) => h("option", {value: t.tag}, `${t.tag} (${t.count})`)));
+  const text = h("input", {name: "q", type: "search", placeholder: "words in the text"});
+  const retired = h("input", {name: "retired", type: "checkbox"});
+  const form = h("form", {class: "filters", "aria-label": "Filter memories"},
+    field("Tag", tag), field("Text contains", text),
+    h("div", {class: "field check"}, retired, h("label", {for: "retired-box"}, "Show retired (superseded or forgotten)")),
+    h("button", {type: "submit"}, "Filter"));
+  retired.id = "retired-box";
+  const out = h("div", {class: "results"});
+  const pager = h("div", {class: "pager"});
+  append(host, [form, out, pager]);
+  const cursors = [null];
+  let index = 0;
+  const load = async () => {
+    clear(out);
+    clear(pager);
+    let page;
+    try {
+      page = await get(B(name) + "/memories" + qs({limit: PAGE, cursor: cursors[index], tag: tag.value,
+        q: text.value.trim(), include_superseded: retired.checked ? "true" : ""}));
+    } catch (e) {
+      out.append(notice("error", errorText(e)));
+      return;
+    }
+    const rows = page.memories.map((m) => [
+      h("span", {class: m.invalid_at || m.superseded_by ? "retired" : ""}, link(["banks", name, "memories", m.id], m.text),
+        m.invalid_at || m.superseded_by ? h("small", null, " (retired)") : null),
+      chips(m.tags), chips(m.entities), String(m.corroboration), m.pinned ? "yes" : "no", when(m.updated_at)]);
+    out.append(table(`Memories of ${name}`, ["Text", "Tags", "Entities", "Corroboration", "Pinned", "Updated"], rows));
+    if (!rows.length) out.append(notice("info", "No memory matches."));
+    if (page.damaged && page.damaged.length) out.append(notice("error", `${page.damaged.length} stored records could not be read.`));
+    cursors[index + 1] = page.next_cursor || null;
+    append(pager, [
+      h("button", {type: "button", disabled: index === 0, onclick: () => { index -= 1; load(); }}, "Previous page"),
+      h("span", {class: "pageinfo"}, ` Page ${index + 1} · ${page.total} in all `),
+      h("button", {type: "button", disabled: !page.next_cursor, onclick: () => { index += 1; load(); }}, "Next page")]);
+  };
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    cursors.length = 1;
+    index = 0;
+    load();
+  });
+  await load();
+}
+
+function memoryFacts(m) {
+  return h("dl", {class: "facts"},
+    h("dt", null, "Text"), h("dd", {class: "memtext"}, m.text),
+    h("dt", null, "Tags"), h("dd", null, chips(m.tags)),
+    h("dt", null, "Entities"), h("dd", null, chips(m.entities)),
+    h("dt", null, "Corroboration"), h("dd", null, String(m.corroboration)),
+    h("dt", null, "Pinned"), h("dd", {class: "pinned"}, m.pinned ? "yes" : "no"),
+    h("dt", null, "Confidence"), h("dd", null, m.confidence),
+    h("dt", null, "Status"), h("dd", {class: "status"}, m.superseded_by ? `superseded by ${m.superseded_by}` : m.invalid_at ? "forgotten" : "live"),
+    h("dt", null, "Revision"), h("dd", null, String(m.revision)),
+    h("dt", null, "Updated"), h("dd", null, when(m.updated_at)));
+}
+
+const splitList = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
+
+export async function memory(host, bankName, id) {
+  const path = B(bankName) + "/memories/" + seg(id);
+  const [{memory: m}, hist] = await Promise.all([get(path), get(path + "/history")]);
+  const live = !m.invalid_at && !m.superseded_by;
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  const reload = rerender();
+  const act = (label, question, call) => h("button", {type: "button", onclick: () => confirmAction(actions, question, async () => {
+    clear(msg);
+    try {
+      await call();
+      reload();
+    } catch (e) {
+      msg.append(notice("error", `${label} failed: ${errorText(e)}`));
+    }
+  })}, label);
+  const actions = h("div", {class: "actions"});
+  append(host, [h("h2", null, "Memory ", h("code", null, id)), bankNav(bankName, "memory"),
+    h("p", null, link(["banks", bankName], "← back to " + bankName)), memoryFacts(m), msg, actions]);
+  if (can("memory:write") && live) {
+    const text = h("textarea", {name: "text", rows: 3, value: m.text});
+    const tags = h("input", {name: "tags", value: (m.tags || []).join(", ")});
+    const ents = h("input", {name: "entities", value: (m.entities || []).join(", ")});
+    const edit = h("form", {class: "edit", "aria-label": "Edit memory"}, h("h3", null, "Edit"),
+      field("Text", text), field("Tags", tags, "comma-separated"), field("Entities", ents, "comma-separated"),
+      h("button", {type: "submit"}, "Save changes"));
+    edit.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      confirmAction(edit, "Save these changes to the memory?", async () => {
+        clear(msg);
+        try {
+          await patch(path, {text: text.value, tags: splitList(tags.value), entities: splitList(ents.value)});
+          reload();
+        } catch (e) {
+          msg.append(notice("error", `Save failed: ${errorText(e)}`));
+        }
+      });
+    });
+    const by = h("input", {name: "superseded_by"});
+    const sup = h("form", {class: "supersede", "aria-label": "Supersede memory"}, h("h3", null, "Supersede"),
+      field("Replaced by (memory id)", by), h("button", {type: "submit"}, "Supersede"));
+    sup.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      confirmAction(sup, `Mark this memory superseded by ${by.value}?`, async () => {
+        clear(msg);
+        try { await post(path + "/supersede", {superseded_by: by.value.trim()}); reload(); }
+        catch (e) { msg.append(notice("error", `Supersede failed: ${errorText(e)}`)); }
+      });
+    });
+    append(actions, [
+      act(m.pinned ? "Unpin" : "Pin", m.pinned ? "Unpin this memory?" : "Pin this memory (always recalled first)?",
+        () => post(path + "/pin", {pinned: !m.pinned})),
+      " ",
+      act("Forget", "Forget this memory? It stops being recalled; its history stays.", () => del(path)),
+      edit, sup]);
+  } else if (!live) {
+    actions.append(notice("info", "This memory is retired: it is no longer recalled."));
+  } else {
+    actions.append(notice("info", "Your token may read this bank but not change it (no memory:write)."));
+  }
+  host.append(h("h3", null, "History"));
+  const FIELDS = ["text", "tags", "entities", "pinned", "corroboration", "superseded_by", "invalid_at"];
+  const changed = (r, prev) => prev ? FIELDS.filter((f) => JSON.stringify(r[f]) !== JSON.stringify(prev[f])) : [];
+  const items = hist.revisions.map((r, i) => h("li", {class: "rev"},
+    h("div", {class: "revhead"}, h("strong", null, r.op), ` · seq ${r.seq} · revision ${r.revision} · ${when(r.updated_at)}`,
+      i ? h("span", {class: "changed"}, ` · changed: ${changed(r, hist.revisions[i - 1]).join(", ") || "nothing"}`) : null),
+    h("div", {class: "revtext"}, r.text),
+    r.tags && r.tags.length ? h("div", null, "tags: ", chips(r.tags)) : null,
+    r.entities && r.entities.length ? h("div", null, "entities: ", chips(r.entities)) : null,
+    r.pinned ? h("div", null, "pinned") : null)).reverse();
+  host.append(h("ol", {class: "timeline", reversed: true, "aria-label": "Revisions, newest first"}, items));
+  if (hist.damaged && hist.damaged.length) host.append(notice("error", `${hist.damaged.length} revisions could not be read.`));
+}
+
+function budgetLine(label, b) {
+  const pct = b.limit_bytes ? Math.round((100 * b.used_bytes) / b.limit_bytes) : 0;
+  const id = "m" + Math.random().toString(36).slice(2);
+  return h("div", {class: "budget"}, h("label", {for: id}, `${label}: ${b.used_bytes} of ${b.limit_bytes} bytes (${pct}%)`),
+    h("meter", {id, min: 0, max: Math.max(1, b.limit_bytes), value: Math.min(b.used_bytes, Math.max(1, b.limit_bytes)),
+      high: Math.max(1, b.limit_bytes) * 0.9}),
+    b.truncated ? h("strong", {class: "warn"}, " Over budget: a rule is cut or omitted in the injection.") : null);
+}
+
+export async function rules(host, bankName) {
+  const data = await get(B(bankName) + "/rules");
+  append(host, [h("h2", null, "Rules of ", h("q", null, bankName)), bankNav(bankName, "rules"),
+    budgetLine("Rules use of the injection budget", data.budget)]);
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  host.append(msg);
+  const reload = rerender();
+  const writable = can("memory:write");
+  for (const r of data.rules) {
+    const area = h("textarea", {name: "content", rows: 8, value: r.content, readOnly: !writable});
+    const form = h("form", {class: "rule", "aria-label": "Rule " + r.name},
+      h("h3", null, r.name), h("p", {class: "meta"}, `${new TextEncoder().encode(r.content).length} bytes · updated ${when(r.updated_at)}`),
+      field(`Markdown of ${r.name}`, area));
+    if (writable) {
+      append(form, [h("button", {type: "submit"}, "Save rule"), " ",
+        h("button", {type: "button", onclick: () => confirmAction(form, `Delete rule ${r.name}?`, async () => {
+          try { await del(B(bankName) + "/rules/" + seg(r.name)); reload(); } catch (e) { msg.append(notice("error", errorText(e))); }
+        })}, "Delete rule")]);
+      form.addEventListener("submit", (ev) => {
+        ev.preventDefault();
+        confirmAction(form, `Save rule ${r.name}?`, async () => {
+          try { await put(B(bankName) + "/rules/" + seg(r.name), {content: area.value}); reload(); }
+          catch (e) { msg.append(notice("error", `Save failed: ${errorText(e)}`)); }
+        });
+      });
+    }
+    host.append(form);
+  }
+  if (!data.rules.length) host.append(notice("info", "This bank has no rules."));
+  if (writable) {
+    const nm = h("input", {name: "name"});
+    const area = h("textarea", {name: "content", rows: 6});
+    const form = h("form", {class: "rule new", "aria-label": "New rule"}, h("h3", null, "New rule"),
+      field("Rule name", nm), field("Markdown", area), h("button", {type: "submit"}, "Create rule"));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      confirmAction(form, `Create rule ${nm.value}?`, async () => {
+        try { await put(B(bankName) + "/rules/" + seg(nm.value.trim()), {content: area.value}); reload(); }
+        catch (e) { msg.append(notice("error", `Create failed: ${errorText(e)}`)); }
+      });
+    });
+    host.append(form);
+  }
+}
+
+const SIGNALS = ["bm25", "entity", "corroboration", "pinned", "recency"];
+
+// The injection text, exact; the truncation markers highlighted (as <mark>, text unchanged).
+function injectionText(text) {
+  const pre = h("pre", {class: "injection"});
+  const re = /\[rule truncated:[^\]]*\]|\[omitted: over the injection budget\]/g;
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    pre.append(text.slice(at, m.index), h("mark", {class: "marker"}, m[0]));
+    at = m.index + m[0].length;
+  }
+  pre.append(text.slice(at));
+  return pre;
+}
+
+export async function recall(host, bankName) {
+  const q = h("input", {name: "query", type: "search", required: true});
+  const limit = h("input", {name: "limit", type: "number", min: 1, max: 50, value: "10"});
+  const form = h("form", {class: "recall", "aria-label": "Recall"}, field("Query", q), field("Results", limit),
+    h("button", {type: "submit", name: "recall"}, "Recall"), " ",
+    h("button", {type: "button", name: "preview", onclick: () => runPreview()}, "Preview injection"));
+  const hits = h("section", {class: "hits", "aria-label": "Ranked memories"});
+  const prev = h("section", {class: "preview", "aria-label": "Injection preview"});
+  append(host, [h("h2", null, "Recall and preview in ", h("q", null, bankName)), bankNav(bankName, "recall"), form, hits, prev]);
+  const runRecall = async () => {
+    clear(hits);
+    try {
+      const r = await post(B(bankName) + "/recall", {query: q.value, limit: Number(limit.value) || 10});
+      const max = Object.fromEntries(SIGNALS.map((s) => [s, Math.max(1, ...r.memories.map((x) => x.signals[s]))]));
+      hits.append(h("h3", null, `Ranked memories (${r.memories.length}, retrieval ${r.retrieval})`));
+      hits.append(h("ol", {class: "ranked"}, r.memories.map((x, i) => h("li", {class: "hit"},
+        h("div", {class: "hithead"}, link(["banks", bankName, "memories", x.memory.id], x.memory.text), h("span", {class: "score"}, ` score ${x.score.toFixed(3)}`)),
+        h("div", {class: "signals"}, SIGNALS.map((s) => {
+          const id = `sig-${i}-${s}`;
+          return h("div", {class: "signal"}, h("label", {for: id}, s),
+            h("meter", {id, min: 0, max: max[s], value: x.signals[s], "data-signal": s, title: String(x.signals[s])}),
+            h("span", {class: "num"}, x.signals[s].toFixed(3)));
+        }))))));
+      if (!r.memories.length) hits.append(notice("info", "No memory matched."));
+    } catch (e) {
+      hits.append(notice("error", errorText(e)));
+    }
+  };
+  const runPreview = async () => {
+    clear(prev);
+    try {
+      const p = await post(B(bankName) + "/preview", {query: q.value});
+      append(prev, [h("h3", null, "What the model would get"),
+        budgetLine("Rules", p.budget.rules), budgetLine("Memories", p.budget.memories),
+        p.rules_truncated ? notice("error", "Rules are over the budget: the markers below show what the model does not see.") : null,
+        h("h4", null, "Appended to the system prompt"), injectionText(p.system_prompt_section),
+        h("h4", null, "Memory message"), p.message ? injectionText(p.message) : h("p", null, "No memory is injected."),
+        h("p", {class: "meta"}, `${p.memories.length} memories, ${p.rules} rules, retrieval ${p.retrieval}`)]);
+    } catch (e) {
+      prev.append(notice("error", errorText(e)));
+    }
+  };
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); runRecall(); });
+}

@@ -1,0 +1,639 @@
+"""The web console in a real headless Chromium (Debian's package, driven by Playwright), against
+the local stack: every test runs twice, once on the stack itself and once through a proxy that
+serves it under ``/api`` (API Gateway's stage prefix). Data is seeded through the API."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import Http
+from .console_support import (
+    ARTIFACTS,
+    AXE,
+    TIMEOUT_MS,
+    PrefixProxy,
+    TeamSeed,
+    browser_or_skip,
+    expect,
+    mint,
+    ok,
+    unique,
+)
+
+XSS = '<img src=x onerror="window.__xss=1">'
+XSS_SCRIPT = "<script>window.__xss=1</script>"
+VIEWS = ("banks", "bank", "memory", "rules", "recall", "spaces", "space", "entry", "structured", "tokens",
+         "audit", "status")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw, browser = browser_or_skip()
+    yield browser
+    browser.close()
+    pw.stop()
+
+
+@pytest.fixture(scope="module", params=["direct", "proxy"])
+def site(request, stack):
+    """The console's base URL: the stack itself, or the stack under ``/api`` through a proxy."""
+    if request.param == "direct":
+        yield stack.base_url
+    else:
+        with PrefixProxy(stack.base_url) as proxy:
+            yield proxy.base_url
+
+
+@pytest.fixture(scope="module")
+def seeded(stack):
+    """A bank of 30 memories (one retired), rules, a team space with a draft and structured memory."""
+    http = Http(stack.base_url, stack.token)
+    bank = unique("0console-")  # sorts first: on the banks list's first page whatever else the stack holds
+    lines = [{"text": f"Memory number {i:02d} about {'tea' if i % 3 == 0 else 'coffee'} brewing.",
+              "tags": ["drinks", "even" if i % 2 == 0 else "odd"], "entities": [f"ent{i % 4}"],
+              "corroboration": i % 5, "updated_at": 1_780_000_000_000 + i * 60_000} for i in range(30)]
+    report = ok(http.post(f"/v1/banks/{bank}/import", data="\n".join(json.dumps(x) for x in lines),
+                          headers={"Content-Type": "application/x-ndjson"}))
+    assert report["imported"] == 30, report
+    by_text = {m["text"]: m["id"] for m in ok(http.get(f"/v1/banks/{bank}/memories?limit=50"))["memories"]}
+    ids = [by_text[x["text"]] for x in lines]
+    retired = ids[1]
+    ok(http.post(f"/v1/banks/{bank}/memories/{retired}/supersede", json={"superseded_by": ids[2]}))
+    ok(http.put(f"/v1/banks/{bank}/rules/style", json={"content": "Answer in plain English.\n\n# Tone\nBe brief."}))
+    # over the default 6000-byte rule budget: the preview shows a truncation marker
+    ok(http.put(f"/v1/banks/{bank}/rules/zz-runbook", json={"content": "Check the kettle before brewing. " * 220}))
+    team = TeamSeed(http)
+    entry = team.draft("Use Postgres for jobs", "We store the job queue in Postgres.\nContact ops@example.com.\n")
+    ok(http.post("/v1/api/memories", json={"name": "prefers-tea", "description": "Drink preference",
+                                           "type": "user", "content": "The user prefers green tea.",
+                                           "scope": "global"}), 200, 201)
+    return {"http": http, "bank": bank, "ids": ids, "retired": retired, "team": team, "entry": entry}
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser, site):
+    """Signed-in pages kept for the module's pass, one per (token, bypass_csp): a test navigates
+    its page by fragment instead of starting a browser context and signing in again."""
+    pages: dict[tuple[str, bool], tuple] = {}
+    yield pages
+    for ctx, _page, _problems in pages.values():
+        ctx.close()
+
+
+@pytest.fixture
+def open_page(browser, site, stack, signed_in):
+    """``open_page(fragment, token=..., bypass_csp=False, fresh=False)``: a page signed in with
+    ``token`` (default: the stack's admin) showing ``#/<fragment>``: a new context (fresh
+    sessionStorage) that signs in when ``fresh`` or the first time, else the pass's page for that
+    token, moved to the fragment. Any page error or CSP violation during the test fails it."""
+    fresh_contexts, used = [], []
+
+    def open_(fragment="banks", token=None, bypass_csp=False, fresh=False):
+        token = token or stack.token
+        key = (token, bypass_csp)
+        if fresh or key not in signed_in:
+            ctx = browser.new_context(bypass_csp=bypass_csp, viewport={"width": 1280, "height": 900})
+            ctx.set_default_timeout(TIMEOUT_MS)
+            page, problems = ctx.new_page(), []
+            page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+            page.on("console", lambda m: problems.append(f"console: {m.text}")
+                    if m.type == "error" and "Content Security Policy" in m.text else None)
+            page.goto(f"{site}/console#/{fragment}")
+            sign_in(page, token)
+            if fresh:
+                fresh_contexts.append(ctx)
+            else:
+                signed_in[key] = (ctx, page, problems)
+            used.append(problems)
+            return page
+        _ctx, page, problems = signed_in[key]
+        used.append(problems)
+        page.evaluate("""f => { document.getElementById("main").dataset.view = "loading";
+            if (location.hash === f) dispatchEvent(new HashChangeEvent("hashchange")); else location.hash = f; }""",
+                      "#/" + fragment)
+        wait_view(page)
+        return page
+
+    yield open_
+    for c in fresh_contexts:
+        c.close()
+    found = [p for problems in used for p in problems]
+    for problems in used:
+        problems.clear()
+    assert not found, found
+
+
+def sign_in(page, token):
+    page.get_by_label("Token").fill(token)
+    page.get_by_label("Token").press("Enter")
+    page.wait_for_selector("#signout")
+    wait_view(page)
+
+
+def wait_view(page, name=None):
+    """Wait until the router has rendered a view (``name``, when given)."""
+    rendered = '#main[data-view]:not([data-view="loading"]):not([data-view="signin"])'
+    page.wait_for_selector(f'#main[data-view="{name}"]' if name else rendered)
+
+
+def go(page, fragment, view):
+    page.evaluate("f => { location.hash = f }", "#/" + fragment)
+    wait_view(page, view)
+
+
+def shot(page, site, name):
+    """A full-page screenshot to ``artifacts/console/<name>.png`` (the direct pass only: the proxy
+    pass renders the same pages); its path, or None."""
+    if "/api" in site:
+        return None
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+# --- sign in -----------------------------------------------------------------------------------
+
+
+def test_sign_in_shows_who_you_are_keeps_the_token_in_session_storage_only_and_signs_out(open_page, stack):
+    page = open_page("banks", fresh=True)
+    me = ok(Http(stack.base_url, stack.token).get("/v1/me"))
+    who = page.locator("#who").inner_text()
+    assert (me["user_id"] or me["token_id"]) in who and me["kind"] in who and me["org_id"] in who
+    assert page.evaluate("sessionStorage.getItem('cairn.token')") == stack.token
+    assert stack.token not in page.url
+    assert page.context.cookies() == []
+    assert page.evaluate("localStorage.length") == 0
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_selector('#main[data-view="signin"]')
+    assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    page.get_by_label("Token").fill("cairn_not_a_real_token_0000000000000000")
+    page.get_by_label("Token").press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("(unauthorized)")
+    assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+    for typed, says in (("   ", "Paste a token first."), ("cairn_tëst€", "only printable ASCII characters")):
+        page.get_by_label("Token").fill(typed)
+        page.get_by_label("Token").press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text(says)
+        assert page.evaluate("sessionStorage.getItem('cairn.token')") is None
+
+
+# --- banks -------------------------------------------------------------------------------------
+
+
+def test_banks_list_counts_and_the_memory_table_paginates_and_filters(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    live = ok(http.get(f"/v1/banks/{bank}"))["bank"]["memories"]  # 29 seeded live; the other pass may add some
+    page = open_page("banks")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=bank, exact=True))
+    expect(row.get_by_role("cell").nth(2)).to_have_text(str(live))
+    row.get_by_role("link", name=bank, exact=True).click()
+    wait_view(page, "bank")
+    table = page.locator("table").first
+    expect(table.locator("thead")).to_have_text(re.compile("Text.*Tags.*Entities.*Corroboration.*Pinned.*Updated"))
+    expect(table.locator("tbody tr")).to_have_count(25)
+    expect(page.locator(".pageinfo")).to_contain_text(f"Page 1 · {live} in all")
+    shot(page, site, "bank-table")
+    page.get_by_role("button", name="Next page").click()
+    expect(page.locator(".pageinfo")).to_contain_text("Page 2")
+    expect(page.locator("table tbody tr")).to_have_count(live - 25)
+    page.get_by_role("button", name="Previous page").click()
+    expect(page.locator("table tbody tr")).to_have_count(25)
+
+    page.get_by_label("Tag").select_option("odd")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".pageinfo")).to_contain_text("14 in all")  # 15 odd, one retired
+    page.get_by_label("Tag").select_option("")
+    page.get_by_label("Text contains").fill("TEA")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".pageinfo")).to_contain_text("10 in all")
+    expect(page.locator("table tbody tr").first).to_contain_text("tea")
+    page.get_by_label("Text contains").fill("")
+    page.get_by_label("Show retired (superseded or forgotten)").check()
+    page.get_by_role("button", name="Filter").click()
+    everything = ok(http.get(f"/v1/banks/{bank}/memories?include_superseded=true&limit=1"))["total"]
+    expect(page.locator(".pageinfo")).to_contain_text(f"{everything} in all")
+    page.get_by_label("Text contains").fill("number 01 ")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table tbody tr")).to_have_count(1)
+    expect(page.locator("table tbody tr")).to_contain_text("(retired)")
+
+
+def test_memory_history_timeline_edit_and_pin_with_errors_shown(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    saved = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": unique("Kettle model ") + " is K1."}), 201)
+    mid = saved["memory"]["id"]
+    ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"tags": ["kitchen"]}))
+    ok(http.patch(f"/v1/banks/{bank}/memories/{mid}", json={"entities": ["kettle"]}))
+    page = open_page(f"banks/{bank}/memories/{mid}")
+    wait_view(page, "memory")
+    revs = page.locator("ol.timeline > li")
+    expect(revs).to_have_count(3)
+    history = ok(http.get(f"/v1/banks/{bank}/memories/{mid}/history"))["revisions"]
+    shown = [r.inner_text() for r in revs.all()]
+    for text, rev in zip(shown, reversed(history), strict=True):  # newest first
+        assert rev["op"] in text and f"seq {rev['seq']}" in text
+    expect(revs.first).to_contain_text("changed: entities")  # what each revision changed
+    expect(revs.nth(1)).to_contain_text("changed: tags")
+    shot(page, site, "memory-history")
+
+    new_text = unique("Kettle model is K2, ") + "bought in May."
+    page.get_by_label("Text", exact=True).fill(new_text)
+    page.get_by_role("button", name="Save changes").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.memtext")).to_have_text(new_text)
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["text"] == new_text
+    expect(page.locator("ol.timeline > li")).to_have_count(4)
+
+    page.get_by_role("button", name="Pin", exact=True).click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.pinned")).to_have_text("yes")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["pinned"] is True
+    expect(page.get_by_role("button", name="Unpin")).to_be_visible()
+
+    taken = ok(http.get(f"/v1/banks/{bank}/memories/{seeded['ids'][0]}"))["memory"]["text"]
+    page.get_by_label("Text", exact=True).fill(taken)
+    page.get_by_role("button", name="Save changes").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("alert")).to_contain_text("Save failed")
+    expect(page.get_by_role("alert")).to_contain_text("duplicate_text")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["text"] == new_text
+
+    # a token that may only read sees the memory and no action
+    reader = mint(http, unique("reader-"), ["memory:read"])["token"]
+    ro = open_page(f"banks/{bank}/memories/{mid}", token=reader)
+    wait_view(ro, "memory")
+    expect(ro.locator(".notice.info")).to_contain_text("no memory:write")
+    expect(ro.get_by_role("button", name="Unpin")).to_have_count(0)
+
+    def supersede():
+        page.get_by_label("Replaced by (memory id)").fill(seeded["ids"][0])
+        page.get_by_role("button", name="Supersede").click()
+        page.get_by_role("button", name="Confirm").click()
+
+    supersede()  # refused while pinned: the server's reason is shown
+    expect(page.get_by_role("alert")).to_contain_text("Supersede failed: A pinned memory cannot be superseded")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"].get("superseded_by") is None
+    page.get_by_role("button", name="Unpin").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("dd.pinned")).to_have_text("no")
+    supersede()
+    expect(page.locator("dd.status")).to_have_text(f"superseded by {seeded['ids'][0]}")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["superseded_by"] == seeded["ids"][0]
+
+
+def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    page = open_page(f"banks/{bank}/rules")
+    wait_view(page, "rules")
+    budget = ok(http.get(f"/v1/banks/{bank}/rules"))["budget"]
+    expect(page.locator(".budget").first).to_contain_text(f"{budget['used_bytes']} of {budget['limit_bytes']} bytes")
+    expect(page.locator(".budget").first).to_contain_text("Over budget")
+    shot(page, site, "rules-budget")
+    content = unique("Answer in plain English. Rev ")
+    page.get_by_label("Markdown of style").fill(content)
+    page.get_by_role("form", name="Rule style").get_by_role("button", name="Save rule").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_label("Markdown of style")).to_have_value(content)
+    assert ok(http.get(f"/v1/banks/{bank}/rules/style"))["rule"]["content"] == content
+
+
+def test_recall_draws_each_signal_and_preview_shows_the_exact_injection(open_page, seeded, site):
+    http, bank = seeded["http"], seeded["bank"]
+    page = open_page(f"banks/{bank}/recall")
+    wait_view(page, "recall")
+    page.get_by_label("Query").fill("tea brewing")
+    with page.expect_response(lambda r: r.url.endswith("/recall")) as answer:
+        page.get_by_role("button", name="Recall").click()
+    assert answer.value.status == 200, answer.value.text()
+    hits = page.locator("ol.ranked > li")
+    expect(hits.first).to_be_visible()
+    api = ok(http.post(f"/v1/banks/{bank}/recall", json={"query": "tea brewing", "limit": 10}))["memories"]
+    assert hits.count() == len(api) > 0
+    for li, hit in zip(hits.all(), api, strict=True):
+        assert li.get_by_role("link").inner_text() == hit["memory"]["text"]
+        meters = li.locator("meter")
+        assert meters.count() == 5
+        for m in meters.all():
+            name = m.get_attribute("data-signal")
+            # recency moves with the clock between the two recalls: a tolerance, the rest exact
+            tolerance = 1e-4 if name == "recency" else 1e-9
+            assert float(m.get_attribute("value")) == pytest.approx(hit["signals"][name], abs=tolerance)
+            assert li.get_by_label(name, exact=True).count() == 1  # each bar is labelled
+    page.get_by_role("button", name="Preview injection").click()
+    pre = page.locator("pre.injection").first
+    expect(pre).to_be_visible()
+    p = ok(http.post(f"/v1/banks/{bank}/preview", json={"query": "tea brewing"}))
+    assert pre.text_content() == p["system_prompt_section"]
+    assert page.locator("pre.injection").nth(1).text_content() == p["message"]
+    for i, part in enumerate(("rules", "memories")):
+        used, limit = p["budget"][part]["used_bytes"], p["budget"][part]["limit_bytes"]
+        expect(page.locator(".preview .budget").nth(i)).to_contain_text(f"{used} of {limit} bytes")
+    expect(pre.locator("mark.marker").first).to_contain_text("[rule truncated")
+    shot(page, site, "recall-preview")
+
+
+# --- team review -------------------------------------------------------------------------------
+
+
+def _accept(page):
+    page.get_by_role("button", name="Accept", exact=True).click()
+    page.get_by_role("button", name="Confirm").click()
+
+
+def test_team_entry_reviewed_and_accepted_by_a_second_person(open_page, seeded, site):
+    team = seeded["team"]
+    text = "We store the job queue in Postgres.\nContact ops@example.com.\n"
+    eid = team.draft(unique("Job queue "), text)
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.bob["token"])
+    wait_view(page, "entry")
+    entry = ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}"))
+    expect(page.locator("pre.entry-text")).to_have_text(entry["text"])
+    expect(page.locator("pre.diff ins").first).to_have_text("We store the job queue in Postgres.")
+    expect(page.locator("ul.dlp")).to_contain_text("email")
+    expect(page.locator("table").last).to_contain_text(team.alice["user_id"])
+    expect(page.locator("code.sha")).to_have_text(entry["documentSha256"])
+    shot(page, site, "entry-review")
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("Accepted")
+    expect(page.locator("dd.status")).to_have_text("accepted")
+    assert ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}"))["status"] == "accepted"
+
+    # the space lists it by status
+    go(page, f"spaces/{team.space}", "space")
+    expect(page.locator("table", has=page.locator("caption", has_text="accepted"))).to_contain_text("Job queue")
+
+
+def test_accept_after_the_text_changed_shows_the_new_diff_and_accepts_the_new_hash(open_page, seeded):
+    team = seeded["team"]
+    eid = team.draft(unique("Caching "), "Cache the user list for 60 seconds.\n")
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.bob["token"])
+    wait_view(page, "entry")
+    expect(page.locator("pre.entry-text")).to_contain_text("60 seconds")
+    team.append(eid, "Invalidate it on every write.\n")  # alice edits while bob reads
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("The text changed since you opened it")
+    expect(page.locator("pre.entry-text")).to_contain_text("Invalidate it on every write.")
+    expect(page.locator("pre.diff ins").last).to_have_text("Invalidate it on every write.")
+    expect(page.locator("dd.status")).to_have_text("draft")
+    _accept(page)
+    expect(page.locator(".messages")).to_contain_text("Accepted")
+    accepted = ok(team.as_(team.bob).get(f"/api/v1/context/memory/entries/{eid}/accepted"))
+    assert "Invalidate it on every write." in accepted["text"]
+
+
+def test_the_author_accepting_her_own_entry_is_explained(open_page, seeded):
+    team = seeded["team"]
+    eid = team.draft(unique("Retries "), "Retry three times.\n")
+    page = open_page(f"spaces/{team.space}/entries/{eid}", token=team.alice["token"])
+    wait_view(page, "entry")
+    _accept(page)
+    expect(page.get_by_role("alert")).to_contain_text("context.memory.self_accept")
+    expect(page.locator(".explain")).to_contain_text("Separation of duties")
+    expect(page.locator("dd.status")).to_have_text("draft")
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+
+def test_mint_shows_the_secret_once_and_revoke_stops_it(open_page, stack, site):
+    page = open_page("tokens")
+    wait_view(page, "tokens")
+    label = unique("console-test-")
+    page.get_by_label("Kind").select_option("person")
+    page.get_by_label("User id").fill(unique("dana-"))
+    page.get_by_label("Label").fill(label)
+    page.get_by_role("button", name="Mint token").click()
+    secret = page.get_by_label("Secret")
+    expect(secret).to_be_visible()
+    value = secret.input_value()
+    assert value and value not in page.url
+    me = ok(Http(stack.base_url, value).get("/v1/me"))
+    row = page.get_by_role("row").filter(has_text=label)
+    expect(row).to_contain_text("active")
+    shot(page, site, "tokens-minted")
+    go(page, "banks", "banks")
+    go(page, "tokens", "tokens")
+    expect(page.get_by_label("Secret")).to_have_count(0)  # shown once
+    assert value not in page.content()
+    page.get_by_role("button", name=f"Revoke {me['token_id']}").click()
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("row").filter(has_text=label)).to_contain_text("revoked")
+    assert Http(stack.base_url, value).get("/v1/me").status_code == 401
+
+
+# --- every view --------------------------------------------------------------------------------
+
+
+def _fragments(seeded):
+    bank, team = seeded["bank"], seeded["team"]
+    return {"banks": "banks", "bank": f"banks/{bank}", "memory": f"banks/{bank}/memories/{seeded['ids'][0]}",
+            "rules": f"banks/{bank}/rules", "recall": f"banks/{bank}/recall", "spaces": "spaces",
+            "space": f"spaces/{team.space}", "entry": f"spaces/{team.space}/entries/{seeded['entry']}",
+            "structured": "structured", "tokens": "tokens", "audit": "audit", "status": "status"}
+
+
+def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded, site, stack):
+    frags = _fragments(seeded)
+    assert set(frags) == set(VIEWS)
+    page = open_page("banks")
+    for view, frag in frags.items():
+        page.goto("about:blank")
+        page.goto(f"{site}/console#/{frag}")  # a fresh load of the link: the tab's session still signs it in
+        wait_view(page, view)
+        expect(page.locator("main h2")).to_be_visible()
+        errors = page.locator("main .notice.error")
+        assert errors.count() == 0, (view, errors.all_inner_texts())
+        path = shot(page, site, view)
+        assert path is None or path.stat().st_size > 1000
+    # the status view agrees with the API
+    status = ok(Http(stack.base_url, stack.token).get("/v1/status"))
+    mine = next(b for b in status["banks"] if b["name"] == seeded["bank"])
+    row = page.get_by_role("row").filter(has=page.get_by_role("cell", name=seeded["bank"], exact=True))
+    expect(row.get_by_role("cell").nth(1)).to_have_text(str(mine["seq"]))
+    expect(row.get_by_role("cell").nth(2)).to_have_text(str(mine["memories"]))
+    expect(page.locator(".versions")).to_contain_text(f"Config version {status['config_version']}")
+    # usage per bank as a chart: one bar per bank, its value the bank's requests of the last 24 hours
+    usage = ok(Http(stack.base_url, stack.token).get("/v1/usage?group_by=bank&granularity=hour"))
+    bank = next(g for g in usage["groups"] if g["key"] == seeded["bank"])
+    bar = page.locator(".usage-row").filter(has=page.get_by_text(seeded["bank"], exact=True)).locator("meter")
+    assert 0 < int(float(bar.get_attribute("value") or 0)) <= bank["totals"]["requests"]  # the page loaded first
+    # the audit view filters
+    go(page, "audit", "audit")
+    page.get_by_label("Action").fill("token.mint")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("tbody tr").first).to_contain_text("token.mint")
+    # the structured view shows the seeded memory
+    go(page, "structured", "structured")
+    expect(page.get_by_role("cell", name="prefers_tea")).to_be_visible()
+    if "/api" not in site:
+        for view in VIEWS:
+            assert (ARTIFACTS / f"{view}.png").exists()
+
+
+def test_a_malformed_fragment_or_the_skip_link_never_breaks_the_view(open_page):
+    """A fragment with a broken %-escape shows "Not found" (no script error, no stale view);
+    "Skip to content" moves the focus to the view and leaves the fragment (the route) alone."""
+    page = open_page("banks")
+    go(page, "banks/%E0%A4%A", "notfound")
+    expect(page.locator("main .notice.error")).to_contain_text("No view for #/banks/%E0%A4%A")
+    go(page, "banks", "banks")
+    page.locator("a.skip").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#main")).to_be_focused()
+    assert page.evaluate("location.hash") == "#/banks"
+    assert page.locator("#main").get_attribute("data-view") == "banks"
+
+
+# --- stored XSS --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def xss(stack, seeded):
+    """Payloads that set ``window.__xss`` if ever parsed as HTML, in every kind of stored string the
+    console shows: memory text, tag, entity, rule, entry title and text, structured memory, token
+    label, space name."""
+    http, team = seeded["http"], seeded["team"]
+    bank = unique("0xss-")
+    mem = ok(http.post(f"/v1/banks/{bank}/memories", json={
+        "text": f"Payload {XSS} here.", "tags": [XSS], "entities": [XSS_SCRIPT]}), 201)["memory"]["id"]
+    rule = f"{XSS}\n{XSS_SCRIPT}\n\"><svg onload=window.__xss=1>"
+    ok(http.put(f"/v1/banks/{bank}/rules/evil", json={"content": rule}))
+    eid = team.draft(XSS, f"Body {XSS}\n{XSS_SCRIPT}\n")
+    ok(http.post("/v1/api/memories", json={"name": "xss-probe", "description": XSS, "type": "user",
+                                           "content": XSS_SCRIPT, "scope": "global"}), 200, 201)
+    mint(http, unique("x-"), ["memory:read"], label=XSS)
+    return {"bank": bank, "memory": mem, "space": team.space, "entry": eid}
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["with-csp", "csp-bypassed"])
+def test_stored_xss_shows_as_text_and_never_runs(open_page, xss, bypass_csp):
+    bank = xss["bank"]
+    page = open_page(f"banks/{bank}", bypass_csp=bypass_csp)
+    wait_view(page, "bank")
+    visits = [(f"banks/{bank}", "bank"), (f"banks/{bank}/memories/{xss['memory']}", "memory"),
+              (f"banks/{bank}/rules", "rules"), (f"banks/{bank}/recall", "recall"), ("spaces", "spaces"),
+              (f"spaces/{xss['space']}", "space"), (f"spaces/{xss['space']}/entries/{xss['entry']}", "entry"),
+              ("structured", "structured"), ("tokens", "tokens"), ("audit", "audit")]
+    for frag, view in visits:
+        go(page, frag, view)
+        if view == "recall":
+            page.get_by_label("Query").fill("payload here")
+            page.get_by_role("button", name="Recall").click()
+            expect(page.locator("ol.ranked > li").first).to_contain_text(XSS)
+            page.get_by_role("button", name="Preview injection").click()
+            escaped = XSS_SCRIPT.replace("<", "&lt;").replace(">", "&gt;")  # rules are data in the injection
+            expect(page.locator("pre.injection").first).to_contain_text(escaped)
+        if view == "rules":
+            expect(page.get_by_label("Markdown of evil")).to_have_value(re.compile(re.escape(XSS)))
+        elif view in ("bank", "memory", "space", "entry", "structured", "tokens"):
+            assert XSS in page.locator("main").inner_text(), view  # the characters, shown as text
+        assert page.evaluate("typeof window.__xss") == "undefined", view
+        assert page.locator("main img, main script, main svg").count() == 0, view
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+# --- keyboard, accessibility, first load -------------------------------------------------------
+
+
+def _tab_to(page, js_test, limit=400):
+    """Press Tab until ``js_test(document.activeElement)`` holds; fails after ``limit`` presses."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"(el => {js_test})(document.activeElement)"):
+            return
+    raise AssertionError(f"never reached by Tab: {js_test}")
+
+
+def test_keyboard_alone_signs_in_opens_a_memory_and_pins_it(browser, site, stack, seeded):
+    http = seeded["http"]
+    bank = unique("0kbd-")
+    text = unique("Keyboard memory ")
+    mid = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": text}), 201)["memory"]["id"]
+    ctx = browser.new_context()
+    try:
+        page = ctx.new_page()
+        page.goto(f"{site}/console")
+        page.wait_for_selector('#main[data-view="signin"]')
+        assert page.evaluate("document.activeElement.name") == "token"
+        page.keyboard.type(stack.token)
+        page.keyboard.press("Enter")
+        wait_view(page, "banks")
+        _tab_to(page, f"el.tagName === 'A' && el.textContent === {json.dumps(bank)}")
+        page.keyboard.press("Enter")
+        wait_view(page, "bank")
+        _tab_to(page, f"el.tagName === 'A' && el.textContent === {json.dumps(text)}")
+        page.keyboard.press("Enter")
+        wait_view(page, "memory")
+        _tab_to(page, "el.tagName === 'BUTTON' && el.textContent === 'Pin'")
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.textContent") == "Confirm"
+        page.keyboard.press("Enter")
+        expect(page.locator("dd.pinned")).to_have_text("yes")
+        assert ok(http.get(f"/v1/banks/{bank}/memories/{mid}"))["memory"]["pinned"] is True
+    finally:
+        ctx.close()
+
+
+def test_axe_finds_no_serious_or_critical_violation_on_any_view(browser, site, stack, seeded):
+    if "/api" in site:
+        pytest.skip("the pages are the same through the proxy; axe runs on the direct pass")
+    ctx = browser.new_context(bypass_csp=True)  # axe is injected: the page's CSP would block it
+    try:
+        page = ctx.new_page()
+        page.goto(f"{site}/console")
+        page.wait_for_selector('#main[data-view="signin"]')
+        found = {"signin": _axe(page)}
+        sign_in(page, stack.token)
+        for view, frag in _fragments(seeded).items():
+            go(page, frag, view)
+            found[view] = _axe(page)
+        bad = {view: v for view, v in found.items() if v}
+        assert not bad, json.dumps(bad, indent=1)[:4000]
+    finally:
+        ctx.close()
+
+
+def _axe(page):
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async () => {
+        const r = await axe.run(document, {resultTypes: ["violations"]});
+        return r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+            .map(v => `${v.impact} ${v.id}: ${v.help} @ `
+                 + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "));
+    }""")
+
+
+def test_first_load_is_small_and_fast(browser, site):
+    """First load of the page on the local stack (keep-alive): every byte transferred, asserted
+    under 200 KB; ``loadEventEnd`` of 5 loads recorded in
+    ``artifacts/console/first-load.json`` (a measurement, not an assertion)."""
+    if "/api" in site:
+        pytest.skip("measured on the stack itself, not through the test proxy")
+    timings, sizes = [], []
+    ctx = browser.new_context()  # one context: its connections are kept alive, as a person's browser keeps them
+    try:
+        for i in range(6):
+            page = ctx.new_page()  # no-cache and no validators: every load transfers every file again
+            page.goto(f"{site}/console", wait_until="load")
+            page.wait_for_selector('#main[data-view="signin"]')
+            nav = page.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
+                                " return {load: n.loadEventEnd, size: n.transferSize}; })()")
+            res = page.evaluate("performance.getEntriesByType('resource').map(r => r.transferSize)")
+            if i:  # the first is a warm-up
+                timings.append(nav["load"])
+                sizes.append(nav["size"] + sum(res))
+            page.close()
+    finally:
+        ctx.close()
+    timings.sort()
+    figures = {"median_load_ms": round(timings[len(timings) // 2], 1), "max_load_ms": round(timings[-1], 1),
+               "transferred_bytes": max(sizes), "runs": len(timings)}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "first-load.json").write_text(json.dumps(figures, indent=1))
+    print(f"console first load: {figures}")
+    assert 0 < figures["transferred_bytes"] < 200 * 1024, figures
