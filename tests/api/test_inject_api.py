@@ -188,7 +188,7 @@ def call_counter():
 def test_warm_turn_reads_the_bank_once(api, call_counter, query):
     """A warm turn makes ONE consistent read of the bank table: the recall and the ambient floor
     (the second query matches nothing, so the floor pads the injection) rank the bank as the
-    turn's read found it."""
+    turn's read found it. The one write is the turn's usage counter."""
     seed(api)
     turn = {"messages": [{"role": "user", "content": query}], "metadata": {}}
     assert api.post("/v1/hooks/pre-generate", turn)[0] == 200  # warm the index and the rules
@@ -196,7 +196,8 @@ def test_warm_turn_reads_the_bank_once(api, call_counter, query):
     status, body = api.post("/v1/hooks/pre-generate", turn)
     assert status == 200 and body["mutations"]["append_messages"], body
     calls = [c for c in counter.calls if "tokens" not in c[1]]
-    assert calls == [("dynamodb.BatchGetItem", "cairn-test-banks")], counter.calls
+    assert calls == [("dynamodb.BatchGetItem", "cairn-test-banks"),
+                     ("dynamodb.UpdateItem", "cairn-test-usage")], counter.calls
 
 
 def test_reload_requires_admin_and_bumps_config_version(api, aws):
