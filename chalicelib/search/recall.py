@@ -23,6 +23,7 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from ..tuning import (
     tuning_problem,
 )
 from . import index as index_mod
+from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
 from .scorer import K1, CorpusStats, SegmentData, full_scores, norm_table
@@ -62,7 +64,8 @@ _TEXT_FIELDS = ("text", "name", "description")
 
 @dataclass
 class Hit:
-    """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}``;
+    """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}`` plus
+    ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``);
     ``bank`` names the bank or namespace it came from."""
 
     memory: Memory
@@ -159,16 +162,26 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     cands.update(dict.fromkeys(_pick(data, [np.flatnonzero(e) for e in ent], None, fetch, accept)))
     if not cands:
         return [], 0
-    li = np.fromiter((k[0] for k in cands), dtype=np.int64, count=len(cands))
-    dn = np.fromiter((k[1] for k in cands), dtype=np.int64, count=len(cands))
 
-    def column(per_leaf: list[np.ndarray]) -> np.ndarray:
-        return np.array([per_leaf[i][d] for i, d in cands])
+    def base(keys: list[Key]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """``(updated_at, totals, signals)`` of ``keys`` by ``scorer.full_scores``."""
+        def column(per_leaf: list[np.ndarray]) -> np.ndarray:
+            return np.array([per_leaf[i][d] for i, d in keys])
 
-    upd = column([sd.updated_at for sd in data])
-    totals, signals = full_scores(column(bm), column(ent), column([sd.corroboration for sd in data]),
-                                  column([sd.pinned for sd in data]), upd, now, tuning)
-    order = sorted(range(len(cands)), key=lambda j: (-totals[j], -upd[j], data[li[j]].ids[dn[j]]))
+        u = column([sd.updated_at for sd in data])
+        tot, sig = full_scores(column(bm), column(ent), column([sd.corroboration for sd in data]),
+                               column([sd.pinned for sd in data]), u, now, tuning)
+        return u, tot, sig
+
+    keys = list(cands)
+    upd, totals, signals = base(keys)
+    if signals_mod.active(tuning):  # feedback, time, neighbourhood: their own module
+        keys, upd, totals, signals = signals_mod.apply(signals_mod.Ranking(
+            query if isinstance(query, str) else None, q.terms, stats, readers, data, allowed, record, accept,
+            functools.partial(_bm25f, stats, readers), _pick, base, now, tuning), keys, totals, upd)
+    li = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
+    dn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+    order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], data[li[j]].ids[dn[j]]))
     hits: list[Hit] = []
     names = list(signals)
     for j in order:
@@ -178,7 +191,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         rec = record(key)
         if rec is not None:
             hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
-    return hits, len(cands)
+    return hits, len(keys)
 
 
 def _allowed(stats: CorpusStats, i: int, reader: Any, tag: str | None) -> np.ndarray:
