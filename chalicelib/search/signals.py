@@ -17,7 +17,8 @@ Each has a weight in ``MemoryTuning`` (0 turns it off: not computed, not in the 
   ``yesterday``, ``last week``, ``ago``...).
 - **neighbour**: the best ``neighbour_hits`` candidates after the above (score > 0) are strong
   hits; a memory of the same ``source.session_id`` whose ``created_at`` and ``updated_at`` are
-  within ``neighbour_window_minutes`` of a strong hit's ``created_at`` gets that hit's score as
+  within ``neighbour_window_minutes`` of a strong hit's ``created_at`` (among the
+  ``NEIGHBOUR_SCAN`` documents nearest it by ``updated_at``, then id) gets that hit's score as
   ``neighbour`` (the greatest, over strong hits other than itself) and joins the candidates, so
   evidence split over a session's turns surfaces together.
 """
@@ -40,6 +41,7 @@ from .analyzers import memory_analyzer
 
 Key = tuple[int, int]  # (leaf, document number)
 MINUTE_MS = 60_000
+NEIGHBOUR_SCAN = 64  # documents examined per strong hit: a bulk import saves thousands at one time
 TEXT_FIELDS = ("text", "name", "description")
 
 
@@ -291,17 +293,20 @@ def _neighbours(r: Ranking, keys: list[Key], totals: np.ndarray, upd: np.ndarray
         if hit is None or not sid:
             continue
         t = hit.created_at
+        near: list[tuple[int, str, Key]] = []
         for i, sd in enumerate(r.data):
-            near = np.flatnonzero(r.allowed[i] & (np.abs(sd.updated_at - t) <= window))
-            for d in near.tolist():
-                key = (i, d)
-                if key == keys[j] or out.get(key, -math.inf) >= totals[j]:
-                    continue
-                rec = r.record(key)
-                if (rec is None or rec.source.session_id != sid or abs(rec.created_at - t) > window
-                        or (r.accept is not None and not r.accept(key))):
-                    continue
-                out[key] = float(totals[j])
+            dist = np.abs(sd.updated_at - t)
+            near += [(int(dist[d]), sd.ids[d], (i, d))
+                     for d in np.flatnonzero(r.allowed[i] & (dist <= window)).tolist()]
+        near.sort()
+        for _dist, _id, key in near[:NEIGHBOUR_SCAN]:
+            if key == keys[j] or out.get(key, -math.inf) >= totals[j]:
+                continue
+            rec = r.record(key)
+            if (rec is None or rec.source.session_id != sid or abs(rec.created_at - t) > window
+                    or (r.accept is not None and not r.accept(key))):
+                continue
+            out[key] = float(totals[j])
     return out
 
 

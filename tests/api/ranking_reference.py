@@ -18,7 +18,7 @@ from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from chalicelib.core.records import Memory
 from chalicelib.search.analyzers import cjk_analyzer, entity_keys, has_cjk, memory_analyzer, query_terms
-from chalicelib.search.signals import date_ranges, is_when, states_time
+from chalicelib.search.signals import NEIGHBOUR_SCAN, date_ranges, is_when, states_time
 from chalicelib.tuning import MemoryTuning
 
 K1, B = 1.2, 0.75
@@ -159,7 +159,9 @@ def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int, 
             hr = by_id[h.id].rec
             if not hr.source.session_id:
                 continue
-            for d in pool:
+            scan = sorted((d for d in pool if abs(d.rec.updated_at - hr.created_at) <= window),
+                          key=lambda d: (abs(d.rec.updated_at - hr.created_at), d.rec.id))[:NEIGHBOUR_SCAN]
+            for d in scan:
                 r = d.rec
                 near = abs(r.created_at - hr.created_at) <= window and abs(r.updated_at - hr.created_at) <= window
                 if r.id != hr.id and r.source.session_id == hr.source.session_id and near:
