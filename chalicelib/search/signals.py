@@ -296,8 +296,11 @@ def _neighbours(r: Ranking, keys: list[Key], totals: np.ndarray, upd: np.ndarray
         near: list[tuple[int, str, Key]] = []
         for i, sd in enumerate(r.data):
             dist = np.abs(sd.updated_at - t)
-            near += [(int(dist[d]), sd.ids[d], (i, d))
-                     for d in np.flatnonzero(r.allowed[i] & (dist <= window)).tolist()]
+            idx = np.flatnonzero(r.allowed[i] & (dist <= window))
+            if len(idx) > NEIGHBOUR_SCAN:  # only the nearest (ties included) can make the cut
+                kth = np.partition(dist[idx], NEIGHBOUR_SCAN - 1)[NEIGHBOUR_SCAN - 1]
+                idx = idx[dist[idx] <= kth]
+            near += [(int(dist[d]), sd.ids[d], (i, d)) for d in idx.tolist()]
         near.sort()
         for _dist, _id, key in near[:NEIGHBOUR_SCAN]:
             if key == keys[j] or out.get(key, -math.inf) >= totals[j]:

@@ -152,7 +152,8 @@ def test_ranking_equals_the_reference_with_the_default_signals(corpus):
     defaults = MemoryTuning()
     assert defaults.w_prf or defaults.w_time or defaults.w_neighbour, "the defaults run no new signal"
     assert _check(corpus, defaults, limit=30) > 1000
-    for one in ({"w_prf": 1.0}, {"w_time": 2.0}, {"w_neighbour": 0.5, "neighbour_hits": 5}):
+    for one in ({"w_prf": 1.0}, {"w_time": 2.0}, {"w_neighbour": 0.5, "neighbour_hits": 5},
+                {"w_neighbour": 0.5, "neighbour_window_minutes": 3 * 1440}):  # past the 64 examined per hit
         assert _check(corpus, MemoryTuning(**{**OFF, **one}), limit=20) > 500
 
 
