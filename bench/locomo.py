@@ -8,10 +8,11 @@ answers for every turn it stands for, in every system alike. Each question is a 
 are evidence R@5, R@10, All@10 and MRR (reciprocal rank of the first evidence turn within the
 top ``DEPTH``), per category and over categories 1-4.
 
-Recency: LoCoMo's dates are from 2023, so against today's clock every memory sits on the decay
-floor. The benchmark makes decay relative and the clock fixed: every timestamp of a conversation
-is shifted so that its last session falls on one fixed ``NOW``, and recall runs "as of" ``NOW``
-(the recall's ``now`` argument); the order and gaps between sessions are kept.
+Time: each conversation keeps its own dates. A turn is saved at its session's date plus one
+minute per turn before it (``TURN_MS``, a plausible chat pace; LoCoMo gives one time per
+session), with ``source.session_id`` naming its session (``<sample>/s<n>``), and recall runs with
+``now`` at the conversation's last turn (``Conversation.now``): as an agent would ask right after
+the last session, so "last week" and "in May 2023" mean what they meant to the speakers.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ from pathlib import Path
 
 TUNE = ("conv-26", "conv-30", "conv-41")
 DEPTH = 50
-NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z: every conversation's last session, and recall's clock
+TURN_MS = 60_000  # one minute between the turns of a session
 CATEGORIES = (1, 2, 3, 4, 5)
 _EVIDENCE = re.compile(r"^D(\d+):(\d+)$")
 
@@ -53,7 +53,9 @@ class Conversation:
     sample_id: str
     docs: list[str] = field(default_factory=list)  # memory text per doc index
     speakers: list[str] = field(default_factory=list)
-    times: list[int] = field(default_factory=list)  # ms, shifted (see module doc)
+    times: list[int] = field(default_factory=list)  # ms, the session's date + TURN_MS per turn
+    sessions: list[str] = field(default_factory=list)  # source.session_id per doc index
+    now: int = 0  # ms: the last turn's time, recall's clock
     questions: list[Question] = field(default_factory=list)
     dropped_evidence: int = 0
     skipped_questions: int = 0
@@ -76,21 +78,19 @@ def repair_evidence(raw: str) -> list[str]:
     return out
 
 
-def load(path: Path | None = None, *, now_ms: int | None = None) -> list[Conversation]:
-    """Parse the LoCoMo json into conversations (docs deduplicated by Cairn's fingerprint), each
-    shifted so that its last session date is ``now_ms`` (default: the real clock)."""
+def load(path: Path | None = None) -> list[Conversation]:
+    """Parse the LoCoMo json into conversations (docs deduplicated by Cairn's fingerprint), with
+    their own dates (module docstring)."""
     from chalicelib.fingerprint import fingerprint
 
     path = path or data_dir() / "locomo-dev7.json"
     samples = json.loads(Path(path).read_text())
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
     out = []
     for s in samples:
         conv = Conversation(sample_id=s["sample_id"])
         c = s["conversation"]
         sessions = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k))
         dates = {n: parse_date(c[f"session_{n}_date_time"]) for n in sessions}
-        shift = now - max(dates.values())
         by_fp: dict[str, int] = {}
         turn_doc: dict[str, int] = {}
         for n in sessions:
@@ -103,7 +103,9 @@ def load(path: Path | None = None, *, now_ms: int | None = None) -> list[Convers
                     by_fp[fp] = len(conv.docs)
                     conv.docs.append(text)
                     conv.speakers.append(turn["speaker"])
-                    conv.times.append(dates[n] + shift + i)  # + i ms keeps turn order within a session
+                    conv.times.append(dates[n] + i * TURN_MS)
+                    conv.sessions.append(f"{conv.sample_id}/s{n}")
+                    conv.now = max(conv.now, conv.times[-1])
                 d = turn["dia_id"]
                 m = _EVIDENCE.match(d)
                 turn_doc[f"D{int(m.group(1))}:{int(m.group(2))}" if m else d] = by_fp[fp]
@@ -201,39 +203,38 @@ def import_conversation(org: str, bank: str, conv: Conversation) -> dict[str, in
     from chalicelib.banks.transfer import import_lines
     from chalicelib.fingerprint import fingerprint
 
-    lines = [json.dumps({"text": t, "entities": [s], "created_at": ts, "updated_at": ts}).encode()
-             for t, s, ts in zip(conv.docs, conv.speakers, conv.times, strict=False)]
+    lines = [json.dumps({"text": t, "entities": [s], "created_at": ts, "updated_at": ts,
+                         "source": {"session_id": sid}}).encode()
+             for t, s, ts, sid in zip(conv.docs, conv.speakers, conv.times, conv.sessions, strict=True)]
     result = import_lines(org, bank, lines, actor="bench")
     if result.errors:
         raise RuntimeError(f"{conv.sample_id}: import errors {result.errors[:3]}")
     return {fingerprint(t): i for i, t in enumerate(conv.docs)}
 
 
-def cairn_candidates(org: str, bank: str, ids: dict[str, int], query: str, now: int) -> list[dict]:
-    """Every candidate Cairn's recall scores for ``query`` (limit 100 >= fetch_limit bm25 hits +
-    fetch_limit entity candidates), with its signals, ranked ``as of`` ``now``. Candidates do not
-    depend on the weights, so ``rerank`` can score any weights offline, exactly as the scorer."""
-    from chalicelib.search.recall import recall
+def cairn_ranker(org: str, bank: str, ids: dict[str, int], now: int, tuning) -> Ranker:
+    """Cairn's ranking of ``bank`` (the top ``DEPTH``) with ``tuning``, as of ``now``, as doc
+    indexes (``ids``: memory id -> doc index, from ``import_conversation``): recall's own ranking
+    over the bank's cached index, without the per-call consistent read (checked against a full
+    ``recall`` on the first question asked). Runs inside the benchmark's backend."""
+    from chalicelib.search import index as index_mod
+    from chalicelib.search.recall import _rank, read_rows, recall
 
-    res = recall(org, [bank], query, limit=100, now=now)
-    return [{"doc": ids[h.memory.id], "id": h.memory.id, "updated_at": h.memory.updated_at,
-             "bm25": h.signals["bm25"], "entity": h.signals["entity"], "pinned": h.signals["pinned"],
-             "corroboration": h.memory.corroboration, "score": h.score}
-            for h in res.hits if h.memory.id in ids]
+    cache = index_mod.active_cache()
+    entry = cache.fresh(org, bank, read_rows(org, [bank])[bank])
+    leaves = [(leaf, entry.stats_cache, bank) for leaf, _off in entry.reader().leaf_readers()]
+    checked = False
 
-
-def rerank(cands: list[dict], tuning, now: int, limit: int = DEPTH) -> list[int]:
-    """Doc indexes ranked by ``chalicelib.search.scorer.full_score`` with ``tuning`` (same formula,
-    same ties: score desc, ``updated_at`` desc, id asc)."""
-    from chalicelib.search.scorer import full_score
-
-    scored = []
-    for c in cands:
-        total, _signals = full_score(c["bm25"], c["entity"], c["corroboration"], c["pinned"], c["updated_at"],
-                                     now, tuning)
-        scored.append((-total, -c["updated_at"], c["id"], c["doc"]))
-    scored.sort()
-    return [d for *_, d in scored[:limit]]
+    def rank(q: str) -> list[int]:
+        nonlocal checked
+        hits, _n = _rank(leaves, q, limit=DEPTH, tag=None, include_superseded=False, tuning=tuning, filter=None,
+                         now=now)
+        if not checked:
+            full = recall(org, [bank], q, limit=DEPTH, now=now, tuning=tuning).hits
+            assert [h.memory.id for h in full] == [h.memory.id for h in hits], "ranking != recall"
+            checked = True
+        return [ids[h.memory.id] for h in hits if h.memory.id in ids]
+    return rank
 
 
 def evaluate(convs: list[Conversation], rankers: dict[str, dict[str, Ranker]]) -> dict:

@@ -1,42 +1,57 @@
-"""The LoCoMo quality part of ``python -m bench`` (see ``bench.locomo``)."""
+"""The LoCoMo quality part of ``python -m bench`` (see ``bench.locomo``).
+
+Systems: plain and stemmed BM25, Cairn with the signals this ranking had before pseudo-relevance
+feedback, neighbourhood and time (``cairn-before``: those weights at 0), Cairn's defaults, and one
+ablation row per new signal (the defaults with that signal's weight at 0). ``--tune`` runs a
+coordinate search of the new signals' keys on the tuning conversations only (``tune_split``)."""
 
 from __future__ import annotations
 
-import functools
-import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import locomo
 from .harness import backend, fast_moto_transactions
 
 ORG = "bench"
-# The weights the benchmark recommends, chosen by ``choose`` over ``GRID`` on the tune split
-# (run with --tune to re-check; docs/banks.md, "How recall ranks"). Empty = the tuning's defaults.
-TUNED: dict[str, Any] = {"w_entity": 1.5, "recency_floor": 0.9, "decay_half_life_days": 30.0}
-CAT5_MARGIN = 0.01
-GRID = {"w_entity": [0.0, 0.3, 0.6, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0],
-        "recency_floor": [0.35, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0],
-        "decay_half_life_days": [30.0, 90.0, 365.0]}
+CAT5_MARGIN = 0.0
+# the new signals: their weight key (0 turns a signal off; its ablation row) and the values the
+# coordinate search tries on the tune split, in order
+SIGNALS = {"prf": "w_prf", "neighbour": "w_neighbour", "time": "w_time"}
+GRID: dict[str, list[Any]] = {
+    "w_time": [0.0, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0],
+    "w_neighbour": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4],
+    "neighbour_window_minutes": [1.0, 2.0, 3.0, 5.0, 10.0],
+    "neighbour_hits": [1, 2, 3, 5],
+    "w_prf": [0.0, 0.1, 0.2, 0.3, 0.5, 0.75],
+    "prf_docs": [2, 3, 5, 8],
+    "prf_terms": [5, 10, 20],
+}
 
 
-def _targets(res: dict, system: str) -> dict[str, Any]:
-    a, h = res[system]["all7"], res[system]["heldout4"]
-    sh, pa = res["bm25s-stemmed"]["heldout4"], res["rank-bm25"]["all7"]
-    return {
-        "all7 1-4 R@10 >= 0.58": [a["1-4"]["R@10"], a["1-4"]["R@10"] >= 0.58],
-        "all7 1-4 MRR >= 0.42": [a["1-4"]["MRR"], a["1-4"]["MRR"] >= 0.42],
-        "heldout4 1-4 R@10 >= stemmed + 0.02": [h["1-4"]["R@10"], round(sh["1-4"]["R@10"] + 0.02, 4),
-                                                 h["1-4"]["R@10"] >= sh["1-4"]["R@10"] + 0.02],
-        "heldout4 1-4 MRR >= stemmed + 0.02": [h["1-4"]["MRR"], round(sh["1-4"]["MRR"] + 0.02, 4),
-                                                h["1-4"]["MRR"] >= sh["1-4"]["MRR"] + 0.02],
-        "all7 cat 5 R@10 >= plain BM25": [a["5"]["R@10"], pa["5"]["R@10"], a["5"]["R@10"] >= pa["5"]["R@10"]],
-    }
+def tune_split(convs: list[locomo.Conversation]) -> list[locomo.Conversation]:
+    """The tuning conversations (``locomo.TUNE``) of ``convs``: all the tuning code ever sees."""
+    return [c for c in convs if c.sample_id in locomo.TUNE]
 
 
-def _rerank_query(by_q: dict[str, Any], tuning: Any, now: Any, q: str) -> list[int]:
-    """Cairn's ranking of question ``q`` from its stored candidates (a ``locomo.Ranker``)."""
-    return locomo.rerank(by_q[q], tuning, now)
+def _targets(res: dict) -> dict[str, Any]:
+    """The goals on the held-out conversations: defaults against ``cairn-before``."""
+    new, old = res["cairn-defaults"]["heldout4"], res["cairn-before"]["heldout4"]
+    plain = res["rank-bm25"]["heldout4"]
+    out: dict[str, Any] = {}
+    for k in ("R@10", "MRR"):
+        out[f"heldout4 1-4 {k} >= before + 0.035"] = [new["1-4"][k], round(old["1-4"][k] + 0.035, 4),
+                                                     new["1-4"][k] >= old["1-4"][k] + 0.035]
+    out["heldout4 cat 1 R@10 >= before + 0.05"] = [new["1"]["R@10"], round(old["1"]["R@10"] + 0.05, 4),
+                                                   new["1"]["R@10"] >= old["1"]["R@10"] + 0.05]
+    for cat in ("1", "2", "3", "4", "5"):
+        for k in ("R@10", "MRR"):
+            out[f"heldout4 cat {cat} {k} >= before - 0.01"] = [new[cat][k], round(old[cat][k] - 0.01, 4),
+                                                              new[cat][k] >= old[cat][k] - 0.01]
+    out["heldout4 cat 5 R@10 >= plain BM25"] = [new["5"]["R@10"], plain["5"]["R@10"],
+                                                new["5"]["R@10"] >= plain["5"]["R@10"]]
+    return out
 
 
 def run(*, tune: bool = False) -> tuple[dict, list[str]]:
@@ -46,84 +61,91 @@ def run(*, tune: bool = False) -> tuple[dict, list[str]]:
         msg = f"LoCoMo data not found at {path} (set CAIRN_LOCOMO_DIR): quality part skipped."
         print(msg)
         return {"skipped": msg}, ["## Quality (LoCoMo)", "", msg, ""]
-    from chalicelib.tuning import get_tuning
+    from chalicelib.tuning import MemoryTuning, get_tuning
 
     started = time.perf_counter()
-    now = locomo.NOW
-    convs = locomo.load(path, now_ms=now)
+    convs = locomo.load(path)
     out: dict[str, Any] = {"data": str(path), "conversations": [c.sample_id for c in convs],
                            "questions": sum(len(c.questions) for c in convs),
                            "memories": sum(len(c.docs) for c in convs), "tune_split": list(locomo.TUNE),
                            "depth": locomo.DEPTH,
-                           "recency": "relative: each conversation shifted so its last session is the fixed "
-                                      "NOW (2026-01-01), recall run as of NOW"}
+                           "time": "each conversation's own dates, a turn a minute; recall as of its last turn"}
     fast_moto_transactions()
     with backend():
         defaults = get_tuning()
-        cands: dict[str, list[list[dict]]] = {}
+        ids: dict[str, dict[str, int]] = {}
         for c in convs:
-            ids = locomo.import_conversation(ORG, c.sample_id, c)
-            cands[c.sample_id] = [locomo.cairn_candidates(ORG, c.sample_id, ids, q.text, now) for q in c.questions]
-            print(f"quality: {c.sample_id} imported and queried ({time.perf_counter() - started:.0f} s)", flush=True)
-        # the offline re-ranking reproduces the recall's own order (checked on the defaults)
-        check = [h["doc"] for h in cands[convs[0].sample_id][0]][:locomo.DEPTH]
-        assert locomo.rerank(cands[convs[0].sample_id][0], defaults, now) == check, "rerank != recall"
-    tuned = defaults.model_copy(update=TUNED)
+            ids[c.sample_id] = locomo.import_conversation(ORG, c.sample_id, c)
+        print(f"quality: {len(convs)} conversations imported ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    def cairn(t) -> dict[str, locomo.Ranker]:
-        rankers: dict[str, locomo.Ranker] = {}
-        for c in convs:
-            by_q = {q.text: cs for q, cs in zip(c.questions, cands[c.sample_id], strict=False)}
-            rankers[c.sample_id] = functools.partial(_rerank_query, by_q, t, now)
-        return rankers
+        def cairn(t: MemoryTuning) -> dict[str, locomo.Ranker]:
+            return {c.sample_id: locomo.cairn_ranker(ORG, c.sample_id, ids[c.sample_id], c.now, t) for c in convs}
 
-    rankers = {"rank-bm25": {c.sample_id: locomo.plain_bm25(c) for c in convs},
-               "bm25s-stemmed": {c.sample_id: locomo.stemmed_bm25(c) for c in convs},
-               "cairn-defaults": cairn(defaults)}
-    if TUNED:
-        rankers["cairn-tuned"] = cairn(tuned)
-    res = locomo.evaluate(convs, rankers)
-    if tune:
-        out["grid"] = grid(convs, cairn, defaults)
-        out["grid_choice"] = choose(out["grid"], res["rank-bm25"]["tune3"]["5"]["R@10"])
+        before = defaults.model_copy(update={k: 0.0 for k in SIGNALS.values()})
+        systems: dict[str, dict[str, locomo.Ranker]] = {
+            "rank-bm25": {c.sample_id: locomo.plain_bm25(c) for c in convs},
+            "bm25s-stemmed": {c.sample_id: locomo.stemmed_bm25(c) for c in convs},
+            "cairn-before": cairn(before), "cairn-defaults": cairn(defaults)}
+        for name, key in SIGNALS.items():
+            if getattr(defaults, key):
+                systems[f"cairn-defaults without {name}"] = cairn(defaults.model_copy(update={key: 0.0}))
+        res: dict[str, Any] = {}
+        out["ms_per_question"] = {}
+        for name, rankers in systems.items():
+            t0 = time.perf_counter()
+            res.update(locomo.evaluate(convs, {name: rankers}))
+            out["ms_per_question"][name] = round((time.perf_counter() - t0) * 1000 / out["questions"], 2)
+            print(f"quality: {name} ({time.perf_counter() - started:.0f} s)", flush=True)
+        if tune:
+            out["search"] = search(tune_split(convs), cairn, before)
     out["results"] = res
     out["tuning_defaults"] = defaults.model_dump()
-    out["tuned_overrides"] = TUNED
-    main = "cairn-tuned" if TUNED else "cairn-defaults"
-    out["targets"] = _targets(res, main)
+    out["targets"] = _targets(res)
     out["seconds"] = round(time.perf_counter() - started, 1)
-    return out, markdown(out, main)
+    return out, markdown(out)
 
 
-def grid(convs, cairn, defaults) -> list[dict[str, Any]]:
-    """Every GRID combination scored on the tune split only, best (1-4 R@10 + MRR) first."""
-    tune_convs = [c for c in convs if c.sample_id in locomo.TUNE]
-    rows = []
-    keys = list(GRID)
-    for values in itertools.product(*(GRID[k] for k in keys)):
-        upd = dict(zip(keys, values, strict=False))
-        r = locomo.evaluate(tune_convs, {"x": cairn(defaults.model_copy(update=upd))})["x"]["all7"]
-        rows.append({**upd, "R@10": r["1-4"]["R@10"], "MRR": r["1-4"]["MRR"], "cat5 R@10": r["5"]["R@10"]})
-    rows.sort(key=lambda x: -(x["R@10"] + x["MRR"]))
+def _objective(agg: dict[str, Any]) -> float:
+    return agg["1-4"]["R@10"] + agg["1-4"]["MRR"]
+
+
+def search(convs: list[locomo.Conversation], cairn: Callable[[Any], dict[str, locomo.Ranker]],
+           start: Any) -> list[dict[str, Any]]:
+    """Coordinate search of ``GRID`` on ``convs`` (the tune split: ``tune_split``): key by key in
+    order, each value tried with the others at the best so far, kept when categories 1-4 R@10 +
+    MRR rise and category 5 R@10 stays at least at the start's minus ``CAT5_MARGIN``. Returns
+    every row tried, ``{key, value, R@10, MRR, cat5 R@10, kept}``; the last kept values are the
+    choice."""
+    def score(t: Any) -> dict[str, Any]:
+        return locomo.evaluate(convs, {"x": cairn(t)})["x"]["all7"]
+
+    best_t = start
+    base = score(best_t)
+    best, floor5 = _objective(base), base["5"]["R@10"] - CAT5_MARGIN
+    rows: list[dict[str, Any]] = []
+    for key, values in GRID.items():
+        for v in values:
+            if getattr(best_t, key) == v:
+                continue
+            t = best_t.model_copy(update={key: v})
+            agg = score(t)
+            kept = _objective(agg) > best + 1e-9 and agg["5"]["R@10"] >= floor5
+            rows.append({"key": key, "value": v, "R@10": agg["1-4"]["R@10"], "MRR": agg["1-4"]["MRR"],
+                         "cat1 R@10": agg["1"]["R@10"], "cat5 R@10": agg["5"]["R@10"], "kept": kept})
+            print(f"search: {key}={v} R@10 {agg['1-4']['R@10']} MRR {agg['1-4']['MRR']} "
+                  f"cat5 {agg['5']['R@10']}{' kept' if kept else ''}", flush=True)
+            if kept:
+                best, best_t = _objective(agg), t
     return rows
 
 
-def choose(rows: list[dict[str, Any]], plain_cat5: float) -> dict[str, Any] | None:
-    """The rule behind ``TUNED``: on the tune split, the best R@10 + MRR over categories 1-4 among
-    settings that keep recency (``recency_floor`` < 1) and keep category 5 (adversarial: the
-    question names the wrong speaker, so entity weight hurts it) at least ``CAT5_MARGIN`` above
-    plain BM25's category-5 R@10."""
-    ok = [r for r in rows if r["recency_floor"] < 1 and r["cat5 R@10"] >= plain_cat5 + CAT5_MARGIN]
-    return ok[0] if ok else None
-
-
-def markdown(out: dict[str, Any], main: str) -> list[str]:
+def markdown(out: dict[str, Any]) -> list[str]:
     res = out["results"]
     md = ["## Quality (LoCoMo)", "",
           f"{len(out['conversations'])} conversations, {out['memories']} memories, {out['questions']} questions "
           f"with evidence; tune split {', '.join(out['tune_split'])}; MRR within the top {out['depth']}. "
-          f"Recency: {out['recency']}. Tuned overrides: `{out['tuned_overrides'] or 'none (defaults)'}`.", ""]
-    for part, title in (("all7", "All seven conversations"), ("heldout4", "The four held-out conversations"),
+          f"Time: {out['time']}.", ""]
+    for part, title in (("heldout4", "The four held-out conversations"), ("all7", "All seven conversations"),
                         ("tune3", "The three tuning conversations")):
         md += [f"### {title}", "", "| system | cat | n | R@5 | R@10 | All@10 | MRR |", "|---|---|---|---|---|---|---|"]
         for system, parts in res.items():
@@ -133,18 +155,17 @@ def markdown(out: dict[str, Any], main: str) -> list[str]:
                     md.append(f"| {system} | {cat} | {m['n']} | {m['R@5']} | {m['R@10']} | {m['All@10']} "
                               f"| {m['MRR']} |")
         md.append("")
-    md += [f"### Targets ({main})", "", "| target | figures | met |", "|---|---|---|"]
+    md += ["### Targets (cairn-defaults against cairn-before, held-out)", "", "| target | figures | met |",
+           "|---|---|---|"]
     for k, v in out["targets"].items():
         md.append(f"| {k} | {' vs '.join(str(x) for x in v[:-1])} | {'yes' if v[-1] else 'NO'} |")
+    md += ["", "### Time per question (whole recall, moto backend)", "", "| system | ms |", "|---|---|"]
+    md += [f"| {k} | {v} |" for k, v in out["ms_per_question"].items()]
     md.append("")
-    if out.get("grid_choice"):
-        md += [f"Grid choice (best 1-4 R@10 + MRR on the tune split with recency kept and cat 5 R@10 >= plain "
-               f"BM25 + {CAT5_MARGIN}): `{out['grid_choice']}`.", ""]
-    if out.get("grid"):
-        md += ["### Weight grid on the tune split (best 10 by R@10 + MRR)", "",
-               "| w_entity | recency_floor | half-life (d) | R@10 | MRR | cat 5 R@10 |", "|---|---|---|---|---|---|"]
-        for r in out["grid"][:10]:
-            md.append(f"| {r['w_entity']} | {r['recency_floor']} | {r['decay_half_life_days']} | {r['R@10']} | "
-                      f"{r['MRR']} | {r['cat5 R@10']} |")
+    if out.get("search"):
+        md += ["### Coordinate search on the tune split", "",
+               "| key | value | R@10 | MRR | cat 1 R@10 | cat 5 R@10 | kept |", "|---|---|---|---|---|---|---|"]
+        md += [f"| {r['key']} | {r['value']} | {r['R@10']} | {r['MRR']} | {r['cat1 R@10']} | {r['cat5 R@10']} "
+               f"| {'yes' if r['kept'] else ''} |" for r in out["search"]]
         md.append("")
     return md

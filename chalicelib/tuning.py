@@ -64,6 +64,15 @@ class MemoryTuning(BaseModel):
     w_corroboration: float = Field(0.3, ge=0)
     w_pinned: float = Field(0.75, ge=0)
     recency_floor: float = Field(0.9, ge=0, le=1)
+    # Signals beyond BM25F (chalicelib/search/signals.py; 0 turns one off), chosen on the LoCoMo
+    # tuning conversations only (bench/quality.py, --tune).
+    w_prf: float = Field(0.0, ge=0)
+    prf_docs: int = Field(3, ge=1, le=20)
+    prf_terms: int = Field(10, ge=1, le=50)
+    w_neighbour: float = Field(0.3, ge=0)
+    neighbour_hits: int = Field(5, ge=1, le=20)
+    neighbour_window_minutes: float = Field(2.0, gt=0)
+    w_time: float = Field(0.75, ge=0)
     extraction_enabled: bool = True
     extraction_window: int = Field(12, ge=1)
     max_memories_per_turn: int = Field(8, ge=0)

@@ -267,6 +267,12 @@ class RecallSignals(BaseModel):
     """1 when pinned, else 0."""
     recency: float
     """The recency factor, within the tuning's floor and 1."""
+    prf: float | None = None
+    """BM25F over the query's feedback terms (when ``w_prf`` > 0)."""
+    time: float | None = None
+    """1 when the memory's time matches the query's date or when-question (when ``w_time`` > 0)."""
+    neighbour: float | None = None
+    """The score of a strong hit of the same session it neighbours (when ``w_neighbour`` > 0)."""
 
 
 class RecallHit(BaseModel):

@@ -23,6 +23,7 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from ..tuning import (
     tuning_problem,
 )
 from . import index as index_mod
+from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import from_stored
 from .scorer import K1, CorpusStats, SegmentData, full_scores, norm_table
@@ -59,7 +61,8 @@ _TEXT_FIELDS = ("text", "name", "description")
 
 @dataclass
 class Hit:
-    """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}``;
+    """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}`` plus
+    ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``);
     ``bank`` names the bank or namespace it came from."""
 
     memory: Memory
@@ -156,14 +159,26 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     cands.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, fetch, accept)))
     if not cands:
         return [], 0
-    li = np.fromiter((k[0] for k in cands), dtype=np.int64, count=len(cands))
-    dn = np.fromiter((k[1] for k in cands), dtype=np.int64, count=len(cands))
-    upd = _gather(li, dn, [sd.updated_at for sd in data])
-    totals, signals = full_scores(_lookup(li, dn, bm, np.float64), _lookup(li, dn, ent, np.int64),
-                                  _gather(li, dn, [sd.corroboration for sd in data]),
-                                  _gather(li, dn, [sd.pinned for sd in data]), upd, now, tuning)
-    ids = [data[i].ids[d] for i, d in cands]
-    order = sorted(range(len(cands)), key=lambda j: (-totals[j], -upd[j], ids[j]))
+    def base(keys: list[Key]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """``(updated_at, totals, signals)`` of ``keys`` by ``scorer.full_scores``."""
+        li = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
+        dn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+        u = _gather(li, dn, [sd.updated_at for sd in data])
+        tot, sig = full_scores(_lookup(li, dn, bm, np.float64), _lookup(li, dn, ent, np.int64),
+                               _gather(li, dn, [sd.corroboration for sd in data]),
+                               _gather(li, dn, [sd.pinned for sd in data]), u, now, tuning)
+        return u, tot, sig
+
+    keys = list(cands)
+    upd, totals, signals = base(keys)
+    if signals_mod.active(tuning):  # feedback, time, neighbourhood: their own module
+        keys, upd, totals, signals = signals_mod.apply(signals_mod.Ranking(
+            query if isinstance(query, str) else None, q.terms, stats, readers, data, allowed, record, accept,
+            functools.partial(_bm25f, stats, readers), _pick, base, now, tuning), keys, totals, upd)
+    li = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
+    dn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
+    ids = [data[i].ids[d] for i, d in keys]
+    order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], ids[j]))
     hits: list[Hit] = []
     names = list(signals)
     for j in order:
@@ -173,7 +188,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         rec = record(key)
         if rec is not None:
             hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
-    return hits, len(cands)
+    return hits, len(keys)
 
 
 Sparse = tuple[np.ndarray, np.ndarray]  # (sorted document numbers, one value each)

@@ -17,11 +17,14 @@ DynamoDB.
 | live         | ID                           | live filter |
 | updated_at   | NUMERIC sortable, one term   | recency, ties, entity candidates newest first |
 | pinned, corroboration | NUMERIC sortable, one term | the ambient floor's order |
+| created_at   | NUMERIC sortable, one term   | the time and neighbourhood signals |
+| session      | NUMERIC sortable, one term   | ``session_key(source.session_id)``: the neighbourhood signal |
 | record       | STORED                       | the full record (JSON) |
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
 from typing import Any, NotRequired, TypedDict
@@ -60,6 +63,8 @@ def schema() -> Schema:
         updated_at=NUMERIC(bits=64, sortable=True, shift_step=0),
         pinned=NUMERIC(bits=32, sortable=True, shift_step=0),
         corroboration=NUMERIC(bits=64, sortable=True, shift_step=0),
+        created_at=NUMERIC(bits=64, sortable=True, shift_step=0),
+        session=NUMERIC(bits=64, sortable=True, shift_step=0),
         record=STORED(),
     )
 
@@ -73,6 +78,8 @@ class Document(TypedDict):
     updated_at: int
     pinned: int
     corroboration: int
+    created_at: int
+    session: int
     record: str
     text: NotRequired[str]
     name: NotRequired[str]
@@ -82,11 +89,21 @@ class Document(TypedDict):
     tags: NotRequired[str]
 
 
+def session_key(session_id: str | None) -> int:
+    """A session id as a column value: the first 63 bits of its BLAKE2b digest, never 0; 0 for
+    none. Two sessions sharing a key (odds 2**-63 per pair) would count as one for the
+    neighbourhood signal only."""
+    if not session_id:
+        return 0
+    return (int.from_bytes(hashlib.blake2b(session_id.encode(), digest_size=8).digest(), "big") >> 1) or 1
+
+
 def to_document(rec: Memory) -> Document:
     """The Whoosh document of one record (empty optional fields left out)."""
     doc: Document = {
         "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
         "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
+        "created_at": int(rec.created_at), "session": session_key(rec.source.session_id),
         "record": json.dumps(rec.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")),
     }
     if rec.text:

@@ -36,7 +36,7 @@ _DF_CACHE_MAX = 20000
 # and decoded again on demand
 POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
 # three int64 columns, four length bytes and an id string (about 70 bytes) per document
-_BASE_BYTES_PER_DOC = 3 * 8 + 4 + 70
+_BASE_BYTES_PER_DOC = 5 * 8 + 4 + 70
 _NO_IDS = np.zeros(0, dtype=np.int32)
 _NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
@@ -54,7 +54,8 @@ def _byte_lengths() -> np.ndarray:
 
 class SegmentData:
     """One segment's per-document values, read once into memory as numpy arrays indexed by
-    document number: ``updated_at``, ``pinned`` and ``corroboration`` (int64), ``ids`` (list of
+    document number: ``updated_at``, ``pinned``, ``corroboration``, ``created_at`` and ``session``
+    (int64, ``schema.session_key``), ``ids`` (list of
     str) and, per text field, the field-length bytes Whoosh stores (``lengths[field]``, uint8,
     decoded with ``byte_to_length``; ``None`` when the segment has no such column), ``fields``,
     the text fields holding any token, and the decoded postings of the terms looked up so far
@@ -63,8 +64,8 @@ class SegmentData:
     segment id alone: dropped when the segment is merged away, with its bank's index (the index
     cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
 
-    __slots__ = ("_postings", "corroboration", "fields", "ids", "lengths", "n", "nbytes", "pinned",
-                 "updated_at")
+    __slots__ = ("_postings", "corroboration", "created_at", "fields", "ids", "lengths", "n", "nbytes", "pinned",
+                 "session", "updated_at")
 
     def __init__(self, reader: Any) -> None:
         self.n = n = reader.doc_count_all()
@@ -73,6 +74,8 @@ class SegmentData:
         self.updated_at = np.fromiter(reader.column_reader("updated_at"), dtype=np.int64, count=n)
         self.pinned = np.fromiter(reader.column_reader("pinned"), dtype=np.int64, count=n)
         self.corroboration = np.fromiter(reader.column_reader("corroboration"), dtype=np.int64, count=n)
+        self.created_at = np.fromiter(reader.column_reader("created_at"), dtype=np.int64, count=n)
+        self.session = np.fromiter(reader.column_reader("session"), dtype=np.int64, count=n)
         self.ids = list(reader.column_reader("id"))
         self.lengths: dict[str, np.ndarray | None] = {}
         for f in TEXT_FIELDS:

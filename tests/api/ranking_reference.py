@@ -18,6 +18,7 @@ from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from chalicelib.core.records import Memory
 from chalicelib.search.analyzers import cjk_analyzer, entity_keys, has_cjk, memory_analyzer, query_terms
+from chalicelib.search.signals import NEIGHBOUR_SCAN, date_ranges, is_when, states_time
 from chalicelib.tuning import MemoryTuning
 
 K1, B = 1.2, 0.75
@@ -89,7 +90,8 @@ class Reference:
                      now=now, tag=tag)
 
 
-def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int, tag: str | None) -> list[Ranked]:
+def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int,  # noqa: C901 - written plain, in the documentation's order
+          tag: str | None) -> list[Ranked]:
     corpus, n, avgfl = c.docs, c.n, c.avgfl
     pool = [d for d in corpus if tag is None or tag in d.rec.tags]
     terms = query_terms(memory_analyzer(), query)
@@ -119,17 +121,100 @@ def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int, 
     fetch = tuning.fetch_limit
     cands = {d.rec.id: d for d in sorted(matched, key=lambda d: (-bm25[d.rec.id], *newest(d)))[:fetch]}
     cands.update({d.rec.id: d for d in sorted([d for d in pool if d.rec.id in ents], key=newest)[:fetch]})
-    out = []
-    for d in cands.values():
+
+    def score(d: Doc) -> Ranked:
         r = d.rec
         rec = max(0.5 ** ((max(0, now - r.updated_at) / DAY_MS) / tuning.decay_half_life_days), tuning.recency_floor)
         b = bm25.get(r.id, 0.0)
         e = ents.get(r.id, 0)
         base = (tuning.w_bm25 * b + tuning.w_entity * e
                 + tuning.w_corroboration * math.log(1 + r.corroboration) + tuning.w_pinned * (1.0 if r.pinned else 0.0))
-        out.append(Ranked(r.id, base * rec, {"bm25": b, "entity": float(e),
-                                             "corroboration": float(r.corroboration),
-                                             "pinned": 1.0 if r.pinned else 0.0, "recency": rec}))
+        return Ranked(r.id, base * rec, {"bm25": b, "entity": float(e), "corroboration": float(r.corroboration),
+                                         "pinned": 1.0 if r.pinned else 0.0, "recency": rec})
+
+    out = {i: score(d) for i, d in cands.items()}
     by_id = {d.rec.id: d for d in corpus}
-    out.sort(key=lambda x: (-x.score, -by_id[x.id].rec.updated_at, x.id))
-    return out[:limit]
+
+    def best(ranked: list[Ranked], n: int) -> list[Ranked]:
+        return sorted([x for x in ranked if x.score > 0], key=lambda x: (-x.score, *newest(by_id[x.id])))[:n]
+
+    if tuning.w_prf > 0:
+        prf = _feedback(c, pool, best(list(out.values()), tuning.prf_docs), set(terms), tuning)
+        hits = sorted([d for d in pool if prf.get(d.rec.id, 0) > 0], key=lambda d: (-prf[d.rec.id], *newest(d)))
+        for d in hits[:fetch]:
+            out.setdefault(d.rec.id, score(d))
+        for x in out.values():
+            p = prf.get(x.id, 0.0)
+            x.score += tuning.w_prf * p * x.signals["recency"]
+            x.signals["prf"] = p
+    if tuning.w_time > 0:
+        for x in out.values():
+            t = _time(query, now, by_id[x.id].rec)
+            x.score *= 1 + tuning.w_time * t
+            x.signals["time"] = t
+    if tuning.w_neighbour > 0:
+        window = tuning.neighbour_window_minutes * 60_000
+        share: dict[str, float] = {}
+        for h in best(list(out.values()), tuning.neighbour_hits):
+            hr = by_id[h.id].rec
+            if not hr.source.session_id:
+                continue
+            scan = sorted((d for d in pool if d.rec.source.session_id == hr.source.session_id
+                           and abs(d.rec.updated_at - hr.created_at) <= window
+                           and abs(d.rec.created_at - hr.created_at) <= window),
+                          key=lambda d: (abs(d.rec.updated_at - hr.created_at), d.rec.id))[:NEIGHBOUR_SCAN]
+            for d in scan:
+                if d.rec.id != hr.id:
+                    share[d.rec.id] = max(share.get(d.rec.id, 0.0), h.score)
+        for i in share:
+            if i not in out:
+                x = out[i] = score(by_id[i])
+                if tuning.w_prf > 0:
+                    x.signals["prf"] = prf.get(i, 0.0)
+                    x.score += tuning.w_prf * x.signals["prf"] * x.signals["recency"]
+                if tuning.w_time > 0:
+                    x.signals["time"] = _time(query, now, by_id[i].rec)
+                    x.score *= 1 + tuning.w_time * x.signals["time"]
+        for x in out.values():
+            x.signals["neighbour"] = share.get(x.id, 0.0)
+            x.score += tuning.w_neighbour * x.signals["neighbour"]
+    ranked = sorted(out.values(), key=lambda x: (-x.score, -by_id[x.id].rec.updated_at, x.id))
+    return ranked[:limit]
+
+
+def _feedback(c: Corpus, pool: list[Doc], top: list[Ranked], query: set[str], tuning: MemoryTuning) -> dict[str, float]:
+    """Per record id, its BM25F over the expansion terms of ``top``, each term's score times its weight."""
+    by_id = {d.rec.id: d for d in c.docs}
+    total = sum(x.score for x in top) or 1.0
+    rel: Counter = Counter()
+    for x in top:
+        r = by_id[x.id].rec
+        toks = _tokens("text", " ".join(v for v in (r.text, r.name, r.description) if v))
+        for t, k in Counter(toks).items():
+            rel[t] += (x.score / total) * k / len(toks)
+    n = c.n
+    weighted = [(t, w * math.log(1.0 + (n - c.df[("text", t)] + 0.5) / (c.df[("text", t)] + 0.5)))
+                for t, w in rel.items() if t not in query]
+    weighted = sorted([x for x in weighted if x[1] > 0], key=lambda x: (-x[1], x[0]))[:tuning.prf_terms]
+    norm = sum(w for _t, w in weighted)
+    out: dict[str, float] = {}
+    for t, w in weighted:
+        for d in pool:
+            s = 0.0
+            for f in ("text", "name", "description"):
+                tf = d.pairs.get((f, t))
+                if tf:
+                    idf = math.log(1.0 + (n - c.df[(f, t)] + 0.5) / (c.df[(f, t)] + 0.5))
+                    s += idf * (tf * (K1 + 1) / (tf + K1 * ((1 - B) + B * (d.length[f] or 1) / (c.avgfl[f] or 1.0))))
+            if s:
+                out[d.rec.id] = out.get(d.rec.id, 0.0) + (w / norm) * s
+    return out
+
+
+def _time(query: str, now: int, r: Memory) -> float:
+    """1.0 when ``r``'s time matches the query's date ranges or, for a question about when with none,
+    when its text states a time (the expressions are ``chalicelib.search.signals``' own)."""
+    ranges = date_ranges(query, now)
+    if ranges:
+        return 1.0 if any(a <= r.created_at < b for a, b in ranges) else 0.0
+    return 1.0 if is_when(query) and states_time(r.text or "") else 0.0

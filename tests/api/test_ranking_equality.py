@@ -7,6 +7,7 @@ order, each score and signal within 1e-9."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import pytest
 from whoosh import index as whoosh_index
@@ -45,10 +46,13 @@ def _records(rng: random.Random, vocab: list[str]) -> list[Memory]:
             words += ["東京都の天気は晴れです"]
         if i % 89 == 0:
             words += ["os.path.join", "parseHttpHeader"]
+        if i % 13 == 0:
+            words += ["yesterday"]  # states a time (the time signal)
         t = NOW - rng.randint(0, 400) * DAY - rng.randint(0, 3) * 1000  # many equal updated_at
         structured = i % 10 == 0
         recs.append(Memory(
             id=f"m{i:05d}", text=" ".join(words), created_at=t, updated_at=t,
+            source={"session_id": f"s{i % 3}"},  # same day, same session: neighbours
             entities=rng.sample(PEOPLE, rng.randint(0, 2)), tags=rng.sample(TAGS, rng.randint(0, 2)),
             pinned=rng.random() < 0.05, corroboration=rng.choice([0, 0, 0, 1, 2, 7]),
             name=f"note_{words[0]}" if structured else None,
@@ -98,13 +102,21 @@ def _queries(vocab: list[str]) -> list[str]:
     mixed = [f"{vocab[i]} {vocab[2000 + i]}" for i in range(6)]
     return common + rare + mixed + [
         "what does alice think of " + vocab[3], "bob smith " + vocab[700], "my " + vocab[0], "person7",
-        "東京 天気", "os.path.join", "parse http header", "note_" + vocab[1], vocab[0], "zzzz nothing"]
+        "東京 天気", "os.path.join", "parse http header", "note_" + vocab[1], vocab[0], "zzzz nothing",
+        f"when did {vocab[5]} {vocab[1800]} happen", f"{vocab[2]} {vocab[1700]} last month",
+        f"what happened on 3 {_month(NOW - 40 * DAY)}", f"{vocab[2100]} {vocab[4]} 2 weeks ago"]
 
 
-def _check(corpus, tuning: MemoryTuning, limit: int, **kw) -> int:
+def _month(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%B %Y")
+
+
+def _check(corpus, tuning: MemoryTuning, limit: int, sample: bool = False, **kw) -> int:
+    """Hits compared over every query of the set (``sample``: every fourth, and the dated ones)."""
     leaves, reference, vocab = corpus
     compared = 0
-    for q in _queries(vocab):
+    qs = _queries(vocab)
+    for q in (qs[:-4:4] + qs[-4:]) if sample else qs:
         hits, _n = recall_mod._rank(leaves, q, limit=limit, tuning=tuning, filter=None, now=NOW,
                                     tag=kw.get("tag"), include_superseded=kw.get("include_superseded", False))
         want = reference.rank(q, limit=limit, tuning=tuning, now=NOW, **kw)
@@ -118,17 +130,46 @@ def _check(corpus, tuning: MemoryTuning, limit: int, **kw) -> int:
     return compared
 
 
-def test_ranking_equals_the_reference_with_the_defaults(corpus):
-    assert _check(corpus, MemoryTuning(), limit=100) > 1000
+OFF = {"w_prf": 0.0, "w_time": 0.0, "w_neighbour": 0.0}  # the signals of chalicelib.search.signals off
+
+
+def test_ranking_equals_the_reference_with_the_new_signals_off(corpus):
+    assert _check(corpus, MemoryTuning(**OFF), limit=100) > 1000
 
 
 def test_ranking_equals_the_reference_with_a_small_fetch_and_other_weights(corpus):
     """A fetch limit of 7 makes the candidate cut (ties included) decide what ranks."""
     tuning = MemoryTuning(fetch_limit=7, w_entity=0.2, w_corroboration=1.1, w_pinned=2.0, decay_half_life_days=3,
-                          recency_floor=0.1)
+                          recency_floor=0.1, **OFF)
     assert _check(corpus, tuning, limit=10) > 100
 
 
 def test_ranking_equals_the_reference_with_a_tag_and_retired_memories(corpus):
-    assert _check(corpus, MemoryTuning(), limit=30, tag="ops") > 100
-    assert _check(corpus, MemoryTuning(), limit=30, include_superseded=True) > 100
+    assert _check(corpus, MemoryTuning(**OFF), limit=30, tag="ops") > 100
+    assert _check(corpus, MemoryTuning(**OFF), limit=30, include_superseded=True) > 100
+
+
+def test_ranking_equals_the_reference_with_the_default_signals(corpus):
+    """The shipped defaults (time and neighbourhood on, feedback off) on every query."""
+    defaults = MemoryTuning()
+    assert defaults.w_time and defaults.w_neighbour, "the defaults run no new signal"
+    assert _check(corpus, defaults, limit=30) > 1000
+
+
+@pytest.mark.parametrize("one", [{"w_prf": 1.0}, {"w_time": 2.0}, {"w_neighbour": 0.5, "neighbour_hits": 5},
+                                 {"w_neighbour": 0.5, "neighbour_window_minutes": 3 * 1440}],  # past the 64 examined
+                         ids=["feedback", "time", "neighbour", "neighbour-wide"])
+def test_ranking_equals_the_reference_with_one_signal_strong(corpus, one):
+    """Each signal alone at a strong weight (feedback, off by default, included), on a sample."""
+    assert _check(corpus, MemoryTuning(**{**OFF, **one}), limit=20, sample=True) > 150
+
+
+def test_each_new_signal_changes_some_ranking(corpus):
+    """Each signal reaches the hits it should (the check above cannot pass with a signal dead)."""
+    leaves, _ref, vocab = corpus
+    for key, name in (("w_prf", "prf"), ("w_time", "time"), ("w_neighbour", "neighbour")):
+        tuning = MemoryTuning(**{**OFF, key: 1.0})
+        seen = [h.signals.get(name, 0.0) for q in _queries(vocab)
+                for h in recall_mod._rank(leaves, q, limit=20, tuning=tuning, filter=None, now=NOW, tag=None,
+                                          include_superseded=False)[0]]
+        assert any(v > 0 for v in seen), name

@@ -99,8 +99,15 @@ def test_no_match_returns_nothing(api, cache):
     assert recall(api, "the of and") == []  # only stopwords: nothing, never noise
 
 
+def _signals_off(monkeypatch) -> None:
+    """Feedback, time and neighbourhood off (``chalicelib.search.signals``): the base formula alone."""
+    for key in ("W_PRF", "W_TIME", "W_NEIGHBOUR"):
+        monkeypatch.setenv(f"CAIRN_MEMORY_{key}", "0")
+
+
 def test_score_formula_and_signals(api, cache, monkeypatch):
     # the bank worker's weights, set explicitly (Cairn's tuned defaults differ: see tuning.py)
+    _signals_off(monkeypatch)
     monkeypatch.setenv("CAIRN_MEMORY_W_ENTITY", "0.6")
     monkeypatch.setenv("CAIRN_MEMORY_RECENCY_FLOOR", "0.35")
     from chalicelib.search import recall as recall_mod
@@ -264,10 +271,12 @@ def test_top_memories_order(aws, cache):
     assert top_memories("o", "missing", 3) == []
 
 
-def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache):
+def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache, monkeypatch):
     """The ranking reads postings block by block and sums BM25F itself; Whoosh's own searcher with
     the same corpus statistics (``tests.api.search_support.CorpusBM25F``) must give every memory the same bm25,
-    across several segments, replaced documents and a retired one."""
+    across several segments, replaced documents and a retired one (feedback off: its candidates
+    need not match the query)."""
+    _signals_off(monkeypatch)
     from whoosh.query import Or, Term
     from whoosh.reading import MultiReader
     from whoosh.searching import Searcher

@@ -1203,6 +1203,9 @@ class RecallSignals(BaseModel):
     corroboration: Annotated[float, Field(title="Corroboration")]
     pinned: Annotated[float, Field(title="Pinned")]
     recency: Annotated[float, Field(title="Recency")]
+    prf: Annotated[float | None, Field(title="Prf")] = None
+    time: Annotated[float | None, Field(title="Time")] = None
+    neighbour: Annotated[float | None, Field(title="Neighbour")] = None
 
 
 class ReloadResult(BaseModel):
