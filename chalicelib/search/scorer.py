@@ -74,8 +74,12 @@ class SegmentData:
         self.updated_at = np.fromiter(reader.column_reader("updated_at"), dtype=np.int64, count=n)
         self.pinned = np.fromiter(reader.column_reader("pinned"), dtype=np.int64, count=n)
         self.corroboration = np.fromiter(reader.column_reader("corroboration"), dtype=np.int64, count=n)
-        self.created_at = np.fromiter(reader.column_reader("created_at"), dtype=np.int64, count=n)
-        self.session = np.fromiter(reader.column_reader("session"), dtype=np.int64, count=n)
+        if "session" in reader.schema:
+            self.created_at = np.fromiter(reader.column_reader("created_at"), dtype=np.int64, count=n)
+            self.session = np.fromiter(reader.column_reader("session"), dtype=np.int64, count=n)
+        else:  # an index written before these columns: no neighbours, dates by updated_at, until rebuilt
+            self.created_at = self.updated_at
+            self.session = np.zeros(n, dtype=np.int64)
         self.ids = list(reader.column_reader("id"))
         self.lengths: dict[str, np.ndarray | None] = {}
         for f in TEXT_FIELDS:

@@ -122,8 +122,10 @@ def apply(r: Ranking, keys: list[Key], totals: np.ndarray,
 def _top(keys: list[Key], totals: np.ndarray, upd: np.ndarray, n: int, data: list[Any]) -> list[int]:
     """Positions of the best ``n`` of ``keys`` with a score above 0 (score desc, ``updated_at``
     desc, id asc)."""
-    order = sorted((j for j in range(len(keys)) if totals[j] > 0),
-                   key=lambda j: (-totals[j], -upd[j], data[keys[j][0]].ids[keys[j][1]]))
+    pos = np.flatnonzero(totals > 0)
+    if len(pos) > n:  # only those at least as good as the n-th (ties included) can make the cut
+        pos = pos[totals[pos] >= np.partition(totals[pos], len(pos) - n)[len(pos) - n]]
+    order = sorted(pos.tolist(), key=lambda j: (-totals[j], -upd[j], data[keys[j][0]].ids[keys[j][1]]))
     return order[:n]
 
 
