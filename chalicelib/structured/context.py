@@ -28,6 +28,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import timing
 from ..auth.principal import Principal
 from ..clock import now_ms
 from . import memories, objects, scopes, sessions
@@ -137,21 +138,28 @@ def turn(p: Principal, session_id: str, req: ContextRequest) -> Turn:
     """One turn's injection (module docstring); memory disabled for the session is an empty ``Turn``."""
     from ..tuning import get_tuning
 
-    s = sessions.require(p, session_id)
-    if not s.memory_enabled:
-        return Turn()
+    with timing.phase("session"):
+        s = sessions.require(p, session_id)
+        if not s.memory_enabled:
+            return Turn()
+        targets = scopes.session_envelope(p.org_id, s)
     tuning = get_tuning()
     texts = user_context(req.messages)
     query = "\n".join(t for t in texts if t.strip())[:MAX_QUERY_CHARS]
-    targets = scopes.session_envelope(p.org_id, s)
     injected: list[Row] = []
     candidates = 0
-    in_scope = memories.count_live(p.org_id, targets)
+    with timing.phase("bank"):
+        in_scope = memories.count_live(p.org_id, targets)
     if query.strip():
         limit = min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k))
-        result = memories.recall(p.org_id, targets, query, limit=limit)
+        with timing.phase("rank"):
+            result = memories.recall(p.org_id, targets, query, limit=limit)
         candidates = result.candidates
         top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
-        injected = memories.rows(p.org_id, top)
-        memories.touch(p.org_id, [r.memory_id for r in injected])
-    return Turn(render(injected, in_scope), injected, candidates, in_scope, _nudge(p.org_id, s, texts, tuning))
+        with timing.phase("render"):
+            injected = memories.rows(p.org_id, top)
+        with timing.phase("touch"):
+            memories.touch(p.org_id, [r.memory_id for r in injected])
+    with timing.phase("render"):
+        message = render(injected, in_scope)
+    return Turn(message, injected, candidates, in_scope, _nudge(p.org_id, s, texts, tuning))
