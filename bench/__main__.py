@@ -1,13 +1,16 @@
 """``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``), and ``latest-<part>.md``/``.json``
+(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``), and ``latest-<part>.md``/``.json``
 when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
 ``--contention`` / ``--mcp`` run those parts only (default: all five); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
+``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
+local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
-``--stack-root PATH`` runs the local part on another checkout's launcher; ``--sizes 1000,10000,100000``;
+``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
+on it beside this checkout's; ``--sizes 1000,10000,100000``;
 ``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
 """
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the MCP part only: memory_recall over /mcp against REST recall (local stack)")
     ap.add_argument("--cold", action="store_true",
                     help="run the cold first structured context part (local stack, 10k memories)")
+    ap.add_argument("--turn", action="store_true",
+                    help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -85,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
                     help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
     args = ap.parse_args(argv)
-    every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold)
+    every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
+                 or args.turn)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -99,10 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local", "contention", "mcp", "cold"):
-        if not ((every and part != "cold") or getattr(args, part)):
+    for part in ("quality", "speed", "local", "contention", "mcp", "cold", "turn"):
+        if not ((every and part not in ("cold", "turn")) or getattr(args, part)):
             continue
-        if part == "cold":
+        if part == "turn":
+            from . import turn
+            data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
+            ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
+            failed = failed or not ok
+        elif part == "cold":
             from . import cold
             data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
             ok = "error" not in data

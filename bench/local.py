@@ -45,14 +45,14 @@ MODES = {"durable": [], "no-persist": ["--no-persist"]}
 
 class Launcher:
     """``python -m infra.local.stack`` in ``root`` on free ports with a temp state dir, as a
-    context manager (``infra.local.launch.StackProcess``)."""
+    context manager (``infra.local.launch.StackProcess``); ``env`` adds to the launcher's environment."""
 
-    def __init__(self, root: Path, args: list[str]) -> None:
+    def __init__(self, root: Path, args: list[str], env: dict[str, str] | None = None) -> None:
         self.args = args
         self.state = Path(tempfile.mkdtemp(prefix="cairn-bench-local-"))
         # no scheduled index snapshots: their bursts of CPU in one stack would land in the other's figures
         self.stack = StackProcess(self.state / "state", TOKEN, self.state / "stack.log", root=root,
-                                  env={"CAIRN_LOCAL_SCHEDULE_S": "86400"})
+                                  env={"CAIRN_LOCAL_SCHEDULE_S": "86400", **(env or {})})
         self.base = ""
 
     def __enter__(self) -> Launcher:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, Vali
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
-from .. import validation
+from .. import timing, validation
 from ..auth.principal import Principal
 from ..auth.tokens import authenticate
 from ..errors import (
@@ -416,15 +416,19 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
 
 
 def _handle(request: Request, route: Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
-    """The pipeline around one view call: respond, stamp ``X-Request-Id``, log one line."""
+    """The pipeline around one view call: respond, stamp ``X-Request-Id`` and ``Server-Timing``
+    (``chalicelib.timing``: where the time went, by phase), log one line."""
     started = time.perf_counter()
     request_id = _request_id(request)
-    response, principal = _respond(request, route, view, params, request_id)
+    with timing.recording() as phases:
+        response, principal = _respond(request, route, view, params, request_id)
+    total_ms = (time.perf_counter() - started) * 1000
     response.headers["X-Request-Id"] = request_id
+    response.headers[timing.HEADER] = timing.server_timing(phases, total_ms)
     log.info(json.dumps({"msg": "request", "request_id": request_id,
                          "route": f"{request.method} {route.path}", "status": response.status_code,
                          "principal_id": principal.token_id if principal else None,
-                         "latency_ms": round((time.perf_counter() - started) * 1000, 2)}))
+                         "latency_ms": round(total_ms, 2), "phases": timing.rounded(phases)}))
     return response
 
 
@@ -448,7 +452,8 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
             if _status_of(result) >= 400:
                 usage_meter.failed()  # an error the view rendered itself (JSON-RPC) counts nothing
             usage_meter.finish()
-        return _render(result), principal
+        with timing.phase("render"):
+            return _render(result), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders every failure
         return _error(route.envelope, as_cairn_error(exc, request_id), request), principal
 
@@ -492,7 +497,8 @@ def _raw_body(request: Request) -> bytes:
 
 def _authorize(authorization: str | None, route: Route) -> Principal:
     """The caller (401), permitted the route (``permit``)."""
-    principal = authenticate(authorization)
+    with timing.phase("token"):
+        principal = authenticate(authorization)
     permit(principal, route)
     return principal
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from ..clock import now_ms
+from .. import clock
 from ..errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
 from ..names import check_name
 from ..settings import get_settings
@@ -138,7 +138,7 @@ def _check_mint(req: MintRequest, grantor: Principal | None) -> list[str] | None
         raise BadRequest("A person token needs a user_id.", details={"field": "user_id"})
     if req.kind == "api_key" and req.user_id:
         raise BadRequest("An api_key token has no user_id.", details={"field": "user_id"})
-    if req.expires_at is not None and req.expires_at <= now_ms():
+    if req.expires_at is not None and req.expires_at <= clock.now_ms():
         raise BadRequest("expires_at must be in the future (ms since epoch).", details={"field": "expires_at"})
     banks = [check_name(b) for b in req.banks] if req.banks is not None else None
     if grantor is None:
@@ -166,7 +166,7 @@ def mint(org_id: str, req: MintRequest, *, created_by: str, token: str | None = 
     secret = token or "cairn_" + secrets.token_urlsafe(32)
     row = store.new(token_id=token_id_for(secret), digest=digest(secret), org_id=org_id, kind=req.kind,
                     user_id=req.user_id, permissions=list(req.permissions), label=req.label,
-                    expires_at=req.expires_at, banks=banks, created_at=now_ms(), created_by=created_by)
+                    expires_at=req.expires_at, banks=banks, created_at=clock.now_ms(), created_by=created_by)
     existing = store.insert(row, actor=created_by, if_absent=token is not None,
                             details={"kind": req.kind, "permissions": list(req.permissions), "label": req.label or ""})
     if existing is not None and existing.revoked_at is not None:
@@ -197,7 +197,7 @@ def authenticate(authorization: str | None) -> Principal:
         raise Unauthorized("Unknown token.")
     if row.damaged:  # a half-read row could lose its expiry or revocation: fail closed
         raise Unauthorized("This token's stored record is damaged; mint a new token.")
-    now = now_ms()
+    now = clock.now_ms()
     if row.revoked_at is not None:
         raise Unauthorized("This token was revoked.")
     if row.expires_at is not None and row.expires_at <= now:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import audit
+from .. import audit, timing
 from ..auth.principal import Principal
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
@@ -107,7 +107,8 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
     cannot be used (preview); otherwise either renders the bare section (the hook never denies
     a turn)."""
-    rows = read_rows(org_id, [bank])  # the turn's one consistent read; also applies a moved config version
+    with timing.phase("bank"):
+        rows = read_rows(org_id, [bank])  # the turn's one consistent read; also applies a moved config version
     row = rows.get(bank)
     tuning = tuning or get_tuning()
     if row is None and require:
@@ -118,15 +119,18 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
     if with_memories and row is not None and query.strip():
-        result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows)
+        with timing.phase("rank"):
+            result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows)
         retrieval = result.retrieval
         hits = [Picked(memory=h.memory, score=h.score) for h in result.hits]
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
         if len(hits) < floor:
-            ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
-    injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
-                       recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
-                       with_memories=with_memories)
+            with timing.phase("floor"):
+                ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
+    with timing.phase("render"):
+        injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
+                           recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
+                           with_memories=with_memories)
     return Injected(injection, retrieval)
 
 

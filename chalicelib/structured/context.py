@@ -7,10 +7,12 @@ nudge}``:
 1. the session's visibility envelope is resolved with live project access (``scopes``);
 2. the context is the last 3 user messages, newest first (text parts of multi-part content
    included), joined by newlines;
-3. BM25F ranks every live memory of the envelope as one corpus (``memories.recall``: statistics
+3. the envelope's namespaces are read once (one consistent BatchGetItem): the hint's count and
+   the ranking both come from that read;
+4. BM25F ranks every live memory of the envelope as one corpus (``memories.recall``: statistics
    global to the envelope, never a recent window), ``fetch_limit`` candidates re-ranked;
-4. the top ``relevance_k`` are rendered (``render``) and touched once;
-5. the hint names ``candidates``, how many memories were scored.
+5. the top ``relevance_k`` are rendered (``render``) and touched once, all in one write;
+6. the hint names ``in_scope``; ``candidates`` says how many memories were scored.
 
 Memory disabled for the session (persona off) -> empty ``system_message``, no touches, no nudge.
 Nudges: a correction in the newest user message (``no, ...``, ``actually ...``, ``don't ...``,
@@ -28,6 +30,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import timing
 from ..auth.principal import Principal
 from ..clock import now_ms
 from . import memories, objects, scopes, sessions
@@ -137,21 +140,28 @@ def turn(p: Principal, session_id: str, req: ContextRequest) -> Turn:
     """One turn's injection (module docstring); memory disabled for the session is an empty ``Turn``."""
     from ..tuning import get_tuning
 
-    s = sessions.require(p, session_id)
-    if not s.memory_enabled:
-        return Turn()
+    with timing.phase("session"):
+        s = sessions.require(p, session_id)
+        if not s.memory_enabled:
+            return Turn()
+        targets = scopes.session_envelope(p.org_id, s)
     tuning = get_tuning()
     texts = user_context(req.messages)
     query = "\n".join(t for t in texts if t.strip())[:MAX_QUERY_CHARS]
-    targets = scopes.session_envelope(p.org_id, s)
     injected: list[Row] = []
     candidates = 0
-    in_scope = memories.count_live(p.org_id, targets)
+    with timing.phase("bank"):
+        rows = memories.read_heads(p.org_id, targets)  # the turn's one consistent read
+    in_scope = memories.count_live(p.org_id, targets, rows=rows)
     if query.strip():
         limit = min(MAX_HITS, max(tuning.fetch_limit, tuning.relevance_k))
-        result = memories.recall(p.org_id, targets, query, limit=limit)
+        with timing.phase("rank"):
+            result = memories.recall(p.org_id, targets, query, limit=limit, rows=rows)
         candidates = result.candidates
         top = [h.memory for h in result.hits if h.memory.live][:tuning.relevance_k]
-        injected = memories.rows(p.org_id, top)
-        memories.touch(p.org_id, [r.memory_id for r in injected])
-    return Turn(render(injected, in_scope), injected, candidates, in_scope, _nudge(p.org_id, s, texts, tuning))
+        injected = [memories.row(m) for m in top]  # the message shows no touch counters: none read
+        with timing.phase("touch"):
+            memories.touch(p.org_id, [r.memory_id for r in injected])
+    with timing.phase("render"):
+        message = render(injected, in_scope)
+    return Turn(message, injected, candidates, in_scope, _nudge(p.org_id, s, texts, tuning))

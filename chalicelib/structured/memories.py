@@ -35,6 +35,7 @@ from ..auth.principal import Principal
 from ..clock import now_ms
 from ..core.records import Memory
 from ..core.store import (
+    BankHead,
     BankTx,
     Write,
     current,
@@ -168,13 +169,14 @@ def rows(org_id: str, records: list[Memory]) -> list[Row]:
 
 
 def touch(org_id: str, memory_ids: Iterable[str]) -> None:
-    """Add one to ``access_count`` and set ``last_accessed`` of each memory: an atomic counter
-    update of its location item (no ``seq``, no revision, no audit). A memory deleted meanwhile is
-    skipped."""
-    now = now_ms()
-    for mid in dict.fromkeys(memory_ids):
+    """Add one to ``access_count`` and set ``last_accessed`` of each memory: atomic counter
+    updates of their location items, all in one write (``objects.touch``; no ``seq``, no
+    revision, no audit). A memory deleted meanwhile is skipped; a touch that fails is lost, never
+    the turn's failure."""
+    ids = list(memory_ids)
+    if ids:
         with contextlib.suppress(Exception):  # a lost touch must never fail a turn
-            objects.touch(org_id, mid, now)
+            objects.touch(org_id, ids, now_ms())
 
 
 def _audit_details(m: Memory, surface: str) -> dict[str, str | None]:
@@ -433,23 +435,31 @@ def list_rows(org_id: str, targets: list[Target], *, type_: str | None, limit: i
     return Listing(found, len(damaged))
 
 
-def count_live(org_id: str, targets: list[Target]) -> int:
-    """How many live memories ``targets`` hold together (their bank rows' counters; one
-    consistent BatchGetItem)."""
+def read_heads(org_id: str, targets: list[Target]) -> dict[str, BankHead]:
+    """The namespaces of ``targets`` that exist, by bank key, as ONE consistent read found them
+    (``search.recall.read_rows``: one BatchGetItem); a turn counts and ranks from it."""
     from ..search.recall import read_rows
-    found = read_rows(org_id, [t.bank for t in dict.fromkeys(targets)])
-    return sum(int(r.memories or 0) for r in found.values())
+    return read_rows(org_id, [t.bank for t in dict.fromkeys(targets)])
 
 
-def recall(org_id: str, targets: list[Target], query: str, *, limit: int, type_: str | None = None):
+def count_live(org_id: str, targets: list[Target], *, rows: dict[str, BankHead] | None = None) -> int:
+    """How many live memories ``targets`` hold together (their bank rows' counters): from
+    ``rows`` (``read_heads``) when given, else one consistent BatchGetItem here."""
+    found = read_heads(org_id, targets) if rows is None else rows
+    return sum(int(found[t.bank].memories or 0) for t in dict.fromkeys(targets) if t.bank in found)
+
+
+def recall(org_id: str, targets: list[Target], query: str, *, limit: int, type_: str | None = None,
+           rows: dict[str, BankHead] | None = None):
     """BM25F over name, description and content of ``targets`` ranked as ONE corpus (statistics
-    global to the envelope; ``chalicelib.search.recall``): a ``RecallResult``."""
+    global to the envelope; ``chalicelib.search.recall``): a ``RecallResult``. ``rows``: the
+    namespaces as the turn already read them (``read_heads``), else read here."""
     from ..search.recall import recall as _recall
     from ..tuning import get_tuning
 
     flt = (lambda m: m.type == type_) if type_ else None
     return _recall(org_id, [t.bank for t in dict.fromkeys(targets)], query, limit=limit, tuning=get_tuning(),
-                   filter=flt)
+                   filter=flt, rows=rows)
 
 
 def search_rows(org_id: str, targets: list[Target], query: str, *, type_: str | None, limit: int) -> Listing:

@@ -7,18 +7,20 @@ the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` .
 
 from __future__ import annotations
 
+import random
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
 from ..errors import Conflict
 from ..storage.damage import Damaged
-from ..storage.tables import StructuredModel, bind
+from ..storage.tables import StructuredModel, bind, connection
 from ..storage.txn import run_transaction
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # an object id (never ``#`` or ``~``)
@@ -255,13 +257,47 @@ def touches(org_id: str, memory_ids: Iterable[str]) -> dict[str, Touches]:
             for it in StructuredModel.batch_get(keys, consistent_read=True)}
 
 
-def touch(org_id: str, memory_id: str, now: int) -> None:
-    """Add one to ``access_count`` and set ``last_accessed`` of the memory's location item (an
-    atomic counter update); raises the pynamodb ``UpdateError`` when the item is gone."""
+TOUCH_BATCH = 100  # DynamoDB's most actions in one TransactWriteItems
+TOUCH_ATTEMPTS = 3
+
+
+def touch(org_id: str, memory_ids: Iterable[str], now: int) -> set[str]:
+    """Add one to ``access_count`` and set ``last_accessed`` of each memory's location item,
+    ``TOUCH_BATCH`` memories in ONE ``TransactWriteItems`` (atomic counter updates, each
+    conditioned on its item existing). A memory whose item is gone is left out and the rest
+    sent again; a batch that conflicts with a concurrent transaction is sent again (jittered),
+    at most ``TOUCH_ATTEMPTS`` times in all. Returns the memory_ids touched; raises what the
+    backend raised otherwise (a cancelled batch wrote nothing, so a retry never counts twice)."""
+    ids = list(dict.fromkeys(memory_ids))
+    done: set[str] = set()
+    for i in range(0, len(ids), TOUCH_BATCH):
+        done |= _touch_batch(org_id, ids[i:i + TOUCH_BATCH], now)
+    return done
+
+
+def _touch_batch(org_id: str, ids: list[str], now: int) -> set[str]:
     bind()
-    new(org_id, "mem", (memory_id,), {}).update(
-        actions=[StructuredModel.access_count.add(1), StructuredModel.last_accessed.set(now)],
-        condition=StructuredModel.sk.exists())
+    conn = connection()
+    for attempt in range(TOUCH_ATTEMPTS):
+        if not ids:
+            return set()
+        try:
+            with TransactWrite(connection=conn) as tx:
+                for mid in ids:
+                    tx.update(new(org_id, "mem", (mid,), {}),
+                              actions=[StructuredModel.access_count.add(1), StructuredModel.last_accessed.set(now)],
+                              condition=StructuredModel.sk.exists())
+            return set(ids)
+        except TransactWriteError as exc:
+            reasons = list(exc.cancellation_reasons or [])
+            gone = {mid for mid, r in zip(ids, reasons, strict=False)
+                    if r is not None and r.code == "ConditionalCheckFailed"}
+            if not gone and not any(r is not None and r.code == "TransactionConflict" for r in reasons):
+                raise
+            ids = [mid for mid in ids if mid not in gone]
+            if not gone:
+                time.sleep(random.uniform(0, 0.002 * (2 ** attempt)))
+    raise RuntimeError(f"touching {len(ids)} memories conflicted {TOUCH_ATTEMPTS} times")
 
 
 def stage_location(tx: TransactWrite, org_id: str, memory_id: str, fields: dict[str, Any], *,

@@ -37,7 +37,7 @@ from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
-from .. import clock, metrics
+from .. import clock, metrics, timing
 from ..auth.principal import Principal
 from ..errors import RateLimited
 from ..settings import get_settings
@@ -371,6 +371,7 @@ def _read_counts(m: Meter) -> Counter:
     return counts
 
 
+@timing.phase("usage")
 def spend_read(*, deny: bool = True) -> bucket.Verdict | None:
     """Spend the open read meter's bucket tokens and write its counters: one conditional
     ``UpdateItem`` (a second one only when another container moved the bucket, or at a new hour).
@@ -400,6 +401,7 @@ def spend_read(*, deny: bool = True) -> bucket.Verdict | None:
     return None
 
 
+@timing.phase("usage")
 def count_read() -> None:
     """Add the open read meter's counters without spending (a request answered over its limit,
     such as the per-turn hook's rules-only answer); a failure emits ``usage_lost``."""

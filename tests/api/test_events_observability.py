@@ -50,6 +50,7 @@ def test_request_lines_and_metrics_never_carry_text_or_tokens(api, token, logs, 
     assert last["request_id"] == request_id
     assert last["route"] == "GET /v1/banks/{bank}/memories" and last["status"] == 200
     assert last["principal_id"].startswith("tok_") and isinstance(last["latency_ms"], float)
+    assert list(last["phases"]) == ["token", "render", "usage"]  # where the time went (Server-Timing's)
     emf = [json.loads(line) for line in out.out.splitlines() if line.startswith('{"_aws"')]
     extraction = [m for m in emf if m["Event"] == "extraction"]
     assert extraction and extraction[0]["ExtractionSaved"] == 1 and extraction[0]["outcome"] == "applied"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from chalicelib.inject.render import PARAGRAPH
@@ -229,3 +231,19 @@ def test_reload_reaches_other_containers(api, monkeypatch):
     assert [c for c in calls if "/rules/" in c] == ["default/banks/main/rules/"]
     assert any("/indexes/" in c for c in calls)  # the index cache was dropped too
     assert "\n## style\nAnswer briefly.\n" in body["system_prompt_section"]
+
+
+def test_the_hook_answers_where_its_time_went(api):
+    """``Server-Timing`` names the turn's phases (the ambient floor too: nothing matches), in the
+    documented order, each at most the total; an error answered early names what ran."""
+    from chalicelib import timing
+    seed(api)
+    body = {"messages": [{"role": "user", "content": "nothing matches this"}], "metadata": {"memory_bank": "main"}}
+    resp = api.client.http.post("/v1/hooks/pre-generate", body=json.dumps(body),
+                                headers={"Authorization": f"Bearer {api.token}", "Content-Type": "application/json"})
+    assert resp.status_code == 200
+    phases = timing.parse(resp.headers[timing.HEADER])
+    assert list(phases) == ["token", "bank", "rank", "floor", "render", "usage", "total"], phases
+    assert all(0 <= v <= phases["total"] for v in phases.values())
+    err = api.client.http.post("/v1/hooks/pre-generate", body="{", headers={"Authorization": f"Bearer {api.token}"})
+    assert err.status_code == 400 and list(timing.parse(err.headers[timing.HEADER])) == ["token", "total"]

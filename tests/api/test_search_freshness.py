@@ -232,12 +232,14 @@ class CallCounter:
             if "TableName" in body:
                 tables.add(body["TableName"])
             tables.update((body.get("RequestItems") or {}).keys())
+            tables.update(op["TableName"] for it in body.get("TransactItems") or () for op in it.values())
         self.calls.append((model.service_model.service_name + "." + model.name, ",".join(sorted(tables))))
 
     def install(self):
         from chalicelib.storage import blobs
-        from chalicelib.storage.tables import ALL_MODELS
+        from chalicelib.storage.tables import ALL_MODELS, connection
         self.clients = [m._get_connection().connection.client for m in ALL_MODELS] + [blobs.s3()]
+        self.clients.append(connection().client)  # the transactions' own
         for cl in self.clients:
             cl.meta.events.register("before-call", self)
         return self

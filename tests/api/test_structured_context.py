@@ -232,3 +232,50 @@ def test_hint_counts_the_memories_in_scope_not_the_matches(alice):
     assert "You have 6 memories in scope." in b["system_message"]
     alice.delete("/v1/api/memories/lunch_0")
     assert turn(alice, sid, "how do we deploy?")["in_scope"] == 5
+
+
+def test_warm_context_reads_its_namespaces_once_and_touches_in_one_write(alice):
+    """A warm turn over two namespaces (global and the user's) that injects three memories: the
+    session read, ONE consistent read of both namespaces (the hint's count and the ranking), ONE
+    write touching all three, the usage counter; the touch counts as before. Server-Timing names
+    those phases."""
+    from chalicelib import timing
+    from tests.api.test_search_freshness import CallCounter
+    for name in ("deploy_process", "deploy_canary"):
+        save(alice, name, f"Deploy notes: {name}.")
+    save(alice, "deploy_mine", "My deploy habit.", scope="user")
+    save(alice, "lunch", "Lunch is at noon.")
+    sid = session(alice)
+    body = {"messages": [{"role": "user", "content": "how do we deploy?"}]}
+    turn(alice, sid, "how do we deploy?")  # warm the indexes and the token's last_used_at
+    counter = CallCounter().install()
+    try:
+        resp = alice.client.http.post(f"/v1/api/sessions/{sid}/context", body=json.dumps(body), headers={
+            "Authorization": f"Bearer {alice.token}", "Content-Type": "application/json"})
+    finally:
+        counter.uninstall()
+    b = json.loads(resp.body)
+    assert resp.status_code == 200 and len(b["injected"]) == 3 and b["in_scope"] == 4, b
+    calls = [c for c in counter.calls if "tokens" not in c[1]]
+    assert calls == [("dynamodb.GetItem", "cairn-test-structured"), ("dynamodb.BatchGetItem", "cairn-test-banks"),
+                     ("dynamodb.TransactWriteItems", "cairn-test-structured"),
+                     ("dynamodb.UpdateItem", "cairn-test-usage")], counter.calls
+    assert list(timing.parse(resp.headers[timing.HEADER])) == [
+        "token", "session", "bank", "rank", "touch", "render", "usage", "total"]
+    for name in ("deploy_process", "deploy_canary", "deploy_mine"):
+        g = alice.get(f"/v1/api/memories/{name}" + ("?scope=user" if name == "deploy_mine" else ""))[1]
+        assert g["access_count"] == 2 and g["last_accessed"], g
+    assert alice.get("/v1/api/memories/lunch")[1]["access_count"] == 0
+
+
+def test_a_touch_skips_a_memory_deleted_meanwhile_and_counts_the_rest_once(alice):
+    """One memory of the batch lost its location item (deleted after the ranking): the others are
+    touched exactly once (the cancelled batch wrote nothing; the second one leaves it out)."""
+    from chalicelib.structured import objects
+    ids = [save(alice, f"note_{i}", f"Note {i}.")["memory_id"] for i in range(3)]
+    assert alice.delete("/v1/api/memories/note_1")[0] == 200
+    assert objects.touch("default", [ids[0], ids[1], ids[2], ids[0]], 1_700_000_000_000) == {ids[0], ids[2]}
+    got = objects.touches("default", ids)
+    assert set(got) == {ids[0], ids[2]}
+    assert [(got[i].access_count, got[i].last_accessed) for i in (ids[0], ids[2])] == [(1, 1_700_000_000_000)] * 2
+    assert objects.touch("default", [ids[1]], 1) == set()  # nothing left to touch: no error

@@ -147,3 +147,33 @@ def test_unknown_route_names_the_real_path(api):
     status, body = api.get("/v1/nothing/here")
     assert status == 404 and body["code"] == "not_found"
     assert "/v1/nothing/here" in body["error"]
+
+
+def test_last_used_at_is_written_at_most_once_per_interval(api, monkeypatch):
+    """Every request reads its token once; ``last_used_at`` is written on the first use and then
+    only when ``token_touch_interval_s`` (60 s) has passed, so warm turns within a minute write
+    nothing to the tokens table."""
+    from chalicelib import clock
+    from chalicelib.auth import store
+    from chalicelib.auth.tokens import token_id_for
+    from tests.api.test_search_freshness import CallCounter
+    now = [1_900_000_000_000]
+    monkeypatch.setattr(clock, "now_ms", lambda: now[0])
+    secret = mint(permissions=["memory:read"])
+    counter = CallCounter().install()
+    try:
+        def calls(op):
+            return sum(c == (f"dynamodb.{op}", "cairn-test-tokens") for c in counter.calls)
+
+        assert api.get("/v1/banks", token=secret)[0] == 200  # first use: written
+        assert (calls("GetItem"), calls("UpdateItem")) == (1, 1)
+        for step in (1_000, 58_999):  # within the interval: read, never written
+            now[0] += step
+            assert api.get("/v1/banks", token=secret)[0] == 200
+        assert (calls("GetItem"), calls("UpdateItem")) == (3, 1)
+        now[0] += 1  # 60 s since the last write
+        assert api.get("/v1/banks", token=secret)[0] == 200
+        assert (calls("GetItem"), calls("UpdateItem")) == (4, 2)
+    finally:
+        counter.uninstall()
+    assert store.get(token_id_for(secret)).last_used_at == now[0]
