@@ -140,13 +140,13 @@ def expansion(r: Ranking, docs: list[tuple[Memory, float]]) -> list[tuple[str, f
     """The expansion terms of ``docs`` (``(record, first-pass score)``) with their weights,
     summing to 1, best first (module docstring); empty when none is left."""
     total = sum(s for _rec, s in docs) or 1.0
-    rel: Counter[str] = Counter()
+    rel: dict[str, float] = {}
     for rec, s in docs:
         toks = _tokens(rec)
         if not toks:
             continue
         for term, n in Counter(toks).items():
-            rel[term] += (s / total) * n / len(toks)  # type: ignore[assignment]
+            rel[term] = rel.get(term, 0.0) + (s / total) * n / len(toks)
     query = set(r.terms)
     scored = [(term, w * r.stats.idf("text", term)) for term, w in rel.items() if term not in query]
     scored = [x for x in scored if x[1] > 0]
