@@ -1,10 +1,10 @@
 """Every use of Whoosh's private API, in one place, checked against the version it was written for.
 
 Recall reads Whoosh's W3 codec below its public interface for speed: posting blocks read whole
-(``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length column read at once
-(``W3PerDocReader._cached_reader``), an open segment reader moved onto a segment with more
-deletions (``SegmentReader._segment``, the ``deleted_docs_set`` cached property) and the index's
-table of contents (``FileIndex._read_toc``), and the stemmer a ``StemFilter`` calls
+(``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length column read at once and
+any column opened once per segment (``W3PerDocReader._cached_reader``), an open segment reader
+moved onto a segment with more deletions (``SegmentReader._segment``, the ``deleted_docs_set``
+cached property) and the index's table of contents (``FileIndex._read_toc``), and the stemmer a ``StemFilter`` calls
 (``StemFilter._stem``, given an LRU cache). None of these is a stable interface, so this module
 is the only one allowed to touch them, and it refuses to import under any Whoosh version but
 ``WRITTEN_FOR`` (the ``whoosh-reloaded`` pin in requirements.txt): upgrading Whoosh means
@@ -92,6 +92,18 @@ def length_bytes(reader: Any, fieldname: str) -> bytes | None:
     return None if col is None else bytes(col[d] for d in range(n))
 
 
+def cached_column(reader: Any, fieldname: str) -> Any:
+    """A segment reader's raw column reader of ``fieldname`` (values before the field's
+    ``from_column_value``), opened once and kept by the W3 codec's per-document reader (its
+    ``_cached_reader``) for the reader's life, or ``None`` when the segment has no such column;
+    for another codec a fresh public column reader each call."""
+    column = reader.schema[fieldname].column_type
+    try:
+        return reader._perdoc._cached_reader(fieldname, column)
+    except AttributeError:  # another codec: the public call
+        return reader.column_reader(fieldname, translate=False) if reader.has_column(fieldname) else None
+
+
 def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
     """``(docnums, weights)`` blocks of a term's postings in one segment, deleted documents
     included (the caller masks them); nothing when the segment lacks the term. Reads the W3
@@ -124,6 +136,7 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 __all__ = [
     "WRITTEN_FOR",
     "WhooshVersionError",
+    "cached_column",
     "check_version",
     "deleted_docs",
     "length_bytes",
