@@ -73,7 +73,7 @@ from ..core.store import BankHead, BankRow, Clock, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from .schema import FORMAT, schema, to_document
+from .schema import FORMAT, codec, schema, to_document
 from .whoosh_private import cached_column, move_deletions, read_toc
 
 META_FILE = "cairn.json"
@@ -297,7 +297,7 @@ class BankIndex:
             purge = purge or (isinstance(rec, Memory) and rec.purged_at is not None)
         if tuple(pos) == self.clock.positions:
             return 0
-        writer = self.ix.writer()
+        writer = self.ix.writer(codec=codec())
         try:
             for dn in self._doomed(writer, latest):
                 writer.delete_document(dn)
@@ -565,7 +565,7 @@ class IndexCache:
             clock = head.clock if head is not None and head.incarnation == entry.inc else entry.clock
         entry.close_reader()
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
-        writer = ix.writer(limitmb=128)
+        writer = ix.writer(limitmb=128, codec=codec())
         documents = 0
         try:
             # the partition's key ranges read in parallel pages; closed at once if indexing fails
@@ -732,7 +732,7 @@ def transient_index(records: Iterable[Memory]):
     """An in-memory index of ``records`` (``as_of`` recall ranks the past through one; they come
     decoded, so each can be indexed)."""
     ix = RamStorage().create_index(schema())
-    writer = ix.writer()
+    writer = ix.writer(codec=codec())
     for rec in records:
         writer.add_document(**to_document(rec))
     writer.commit()

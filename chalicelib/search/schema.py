@@ -46,7 +46,7 @@ from .analyzers import (
     has_cjk,
     memory_analyzer,
 )
-from .whoosh_private import cached_column
+from .whoosh_private import InliningCodec, cached_column
 
 # The layout of documents and their record column; a directory or snapshot of another format is
 # rebuilt (1: the whole record as JSON in a stored field, numeric fields indexed too).
@@ -222,6 +222,18 @@ def schema() -> Schema:
         corroboration=COLUMN(NumericColumn("q")),
         record=COLUMN(RecordColumn()),
     )
+
+
+# posting lists shorter than this are kept in the term index (``whoosh_private.InliningCodec``):
+# most of a vocabulary's terms are rare, and a list of its own costs about 70 bytes of framing
+INLINE_LIMIT = 4
+
+
+@lru_cache(maxsize=1)
+def codec() -> InliningCodec:
+    """The codec every writer of a recall index uses (``ix.writer(codec=codec())``); segments
+    keep the codec that wrote them, so any reader reads them."""
+    return InliningCodec(inlinelimit=INLINE_LIMIT)
 
 
 class Document(TypedDict):
