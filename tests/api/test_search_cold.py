@@ -273,3 +273,41 @@ def test_the_cli_rebuild_builds_once_on_a_cold_cache_and_once_on_a_warm_one(aws,
         assert cold.counters["rebuilds"] == 1
         assert rebuild("o", "rb").documents == 3  # warm now: the repair still rebuilds from the records
         assert cold.counters["rebuilds"] == 2
+
+
+def test_a_rebuild_indexes_each_memory_once_across_the_ranges_and_never_scans(aws, tmp_path):
+    """Ids on every range boundary and just below it, read by the parallel range queries: each
+    memory is one document of the rebuilt index, and the rebuild made Query calls only, one per
+    range."""
+    from chalicelib.core import store
+    from chalicelib.search import index
+    from chalicelib.search.whoosh_private import str_column
+    from chalicelib.storage.tables import ALL_MODELS, MemoryModel
+    inc = _bank_with_edges("o", "ranges", 20)
+    template = next(r for r in store.iter_records(inc) if not hasattr(r, "reason"))
+    edges = {b for r in store.record_key_ranges() for b in (r.low, r.high) if b and not b.startswith("~")}
+    below = {e[:-1] + chr(ord(e[-1]) - 1) + "\uffff" for e in edges}  # the greatest keys under each edge
+    for sk in sorted((edges | below) - set(EDGE_KEYS)):
+        rec = template.model_copy(update={"id": sk, "text": f"boundary key {sk}"}).model_dump(mode="json")
+        MemoryModel(bank_key=inc, sk=sk, ord=f"edge-{sk}", record=rec, live=True, revision=1).save()
+    good = sorted(r.id for r in store.iter_records(inc) if not hasattr(r, "reason"))
+    assert edges | below <= set(good)
+    head = store.get_bank_head("o", "ranges")
+    calls = DynamoCalls()
+    clients = [m._get_connection().connection.client for m in ALL_MODELS]
+    for cl in clients:
+        cl.meta.events.register("before-call", calls)
+    try:
+        cache = index.IndexCache(str(tmp_path / "c"))
+        with cache.lock("o", "ranges"):
+            entry = cache.fresh("o", "ranges", head)
+            leaves = [leaf for leaf, _off in entry.reader().leaf_readers()]
+            ids = sorted(i for leaf in leaves for d, i in enumerate(str_column(leaf, "id")) if not leaf.is_deleted(d))
+    finally:
+        for cl in clients:
+            cl.meta.events.unregister("before-call", calls)
+    assert cache.counters["rebuilds"] == 1
+    assert ids == good  # every memory once: none lost at an edge, none read by two ranges
+    ops = [op for op, _b in calls.calls]
+    assert "Scan" not in ops
+    assert ops == ["Query"] * len(store.record_key_ranges())

@@ -210,3 +210,29 @@ def test_snapshots_of_another_format_are_never_loaded_and_go_with_the_next_snaps
         again = recall("o", ["s"], "limes", limit=5, now=NOW)
     assert loaded.counters["snapshot_loads"] == 1 and loaded.counters["rebuilds"] == 0
     assert [(h.memory, h.score) for h in again.hits] == [(h.memory, h.score) for h in got.hits]
+
+
+def test_a_replaced_record_is_found_by_id_through_the_writers_reader_too(tmp_path):
+    """``apply`` finds the document a record replaces through the id column's per-segment lookup,
+    in the open reader or, when that reader shows another commit, in the writer's own: either
+    way one document per id remains."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    recs = [Memory(id=f"fp{i:016x}", text=f"quince {i}", created_at=i, updated_at=i) for i in range(30)]
+    for k, r in enumerate(recs, start=1):  # thirty commits: tiered merges along the way
+        entry.apply([(k, r)])
+    entry.apply([(31, recs[3].model_copy(update={"text": "quince edited", "updated_at": 99}))])
+    entry.reader()
+    entry._reader_gen = -5  # as if the open reader showed an older commit
+    entry.apply([(32, recs[17].model_copy(update={"text": "quince edited again", "updated_at": 100}))])
+    got = _read_all(entry.reader())
+    assert entry.reader().doc_count() == len(got) == 30
+    assert got[recs[3].id].text == "quince edited" and got[recs[17].id].text == "quince edited again"
