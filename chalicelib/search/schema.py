@@ -30,10 +30,10 @@ import bisect
 import json
 import struct
 import zlib
-from array import array
 from functools import lru_cache
 from typing import Any, NotRequired, TypedDict
 
+import numpy as np
 from whoosh.columns import Column, ColumnReader, ColumnWriter, NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, KEYWORD, TEXT, Schema
 
@@ -68,12 +68,13 @@ class RecordColumn(Column):
     (Whoosh's own compressed column deflates each value alone, which gains little on a few
     hundred bytes).
 
-    Layout: the blocks, each ``zlib(lengths as uint32 LE + the values)``; then the block table,
-    ``uint32 first document`` then ``uint64 offset`` per block; then ``_TRAILER`` (the table's
-    offset, the number of blocks, the documents written). A document without a value reads ``b""``. The reader keeps the
-    last block it inflated, so reading documents in order (a merge) inflates each block once.
-    Pickled into the index's table of contents by its import path: renaming the class or moving
-    it out of this module makes existing indexes unreadable (they are then rebuilt)."""
+    Layout (little-endian): the blocks, each ``zlib(uint32 length per document + the values)``;
+    the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
+    ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
+    without a value reads ``b""``. The reader keeps the last block it inflated, so reading
+    documents in order (a merge) inflates each block once. Pickled into the index's table of
+    contents by its import path: renaming the class or moving it out of this module makes
+    existing indexes unreadable (they are then rebuilt)."""
 
     _default = b""
 
@@ -91,16 +92,16 @@ class RecordColumn(Column):
         def __init__(self, dbfile: Any, block_bytes: int, level: int) -> None:
             self._dbfile = dbfile
             self._block_bytes, self._level = block_bytes, level
-            self._count = 0  # documents given a value or a gap so far
-            self._first = 0  # first document of the open block
+            self._docs = 0  # documents given a value (or b"" for a gap) so far
+            self._first = 0  # the open block's first document
             self._values: list[bytes] = []
-            self._size = 0
-            self._written = 0  # bytes written to the column so far
-            self._firsts = array("I")
-            self._offsets = array("Q")
+            self._size = 0  # bytes of values in the open block
+            self._at = 0  # bytes written to the column so far
+            self._firsts: list[int] = []
+            self._offsets: list[int] = []
 
         def fill(self, docnum: int) -> None:
-            while self._count < docnum:
+            while self._docs < docnum:
                 self._append(b"")
 
         def add(self, docnum: int, value: bytes) -> None:
@@ -110,82 +111,64 @@ class RecordColumn(Column):
         def _append(self, value: bytes) -> None:
             self._values.append(value)
             self._size += len(value)
-            self._count += 1
+            self._docs += 1
             if self._size >= self._block_bytes:
                 self._emit()
 
         def _emit(self) -> None:
             if not self._values:
                 return
-            lengths = array("I", [len(v) for v in self._values])
-            if lengths.itemsize != 4:  # pragma: no cover - every platform Cairn runs on
-                raise RuntimeError("array('I') is not 32-bit here")
-            lengths_le = lengths.tobytes() if _LITTLE else _swapped(lengths)
-            block = zlib.compress(lengths_le + b"".join(self._values), self._level)
+            lengths = np.fromiter(map(len, self._values), dtype="<u4", count=len(self._values))
+            block = zlib.compress(lengths.tobytes() + b"".join(self._values), self._level)
             self._firsts.append(self._first)
-            self._offsets.append(self._written)
+            self._offsets.append(self._at)
             self._dbfile.write(block)
-            self._written += len(block)
-            self._first = self._count
+            self._at += len(block)
+            self._first = self._docs
             self._values, self._size = [], 0
 
         def finish(self, doccount: int) -> None:
             self._emit()
-            table = self._firsts.tobytes() + self._offsets.tobytes() if _LITTLE else \
-                _swapped(self._firsts) + _swapped(self._offsets)
-            self._dbfile.write(table)
-            self._dbfile.write(_TRAILER.pack(self._written, len(self._firsts), self._count))
+            self._dbfile.write(np.array(self._firsts, dtype="<u4").tobytes()
+                               + np.array(self._offsets, dtype="<u8").tobytes())
+            self._dbfile.write(_TRAILER.pack(self._at, len(self._firsts), self._docs))
 
     class Reader(ColumnReader):
         def __init__(self, dbfile: Any, basepos: int, length: int, doccount: int) -> None:
             super().__init__(dbfile, basepos, length, doccount)
-            at, blocks, self._written = _TRAILER.unpack(dbfile.get(basepos + length - _TRAILER.size, _TRAILER.size))
+            at, blocks, docs = _TRAILER.unpack(dbfile.get(basepos + length - _TRAILER.size, _TRAILER.size))
             table = dbfile.get(basepos + at, blocks * 12)
-            self._firsts = array("I", table[:blocks * 4])
-            self._offsets = array("Q", table[blocks * 4:])
-            if not _LITTLE:  # pragma: no cover
-                self._firsts.byteswap()
-                self._offsets.byteswap()
-            self._ends = [*self._offsets[1:], at]
+            self._firsts: list[int] = np.frombuffer(table, dtype="<u4", count=blocks).tolist()
+            offsets: list[int] = np.frombuffer(table, dtype="<u8", count=blocks, offset=blocks * 4).tolist()
+            # per block: (offset, end) in the column and its documents' (first, end)
+            self._extents = list(zip(offsets, [*offsets[1:], at], strict=True))
+            self._ends = [*self._firsts[1:], docs]
+            self._docs = docs
             self._block = -1
-            self._docs: tuple[int, list[int], bytes] = (0, [], b"")
+            self._open: tuple[int, list[int], bytes] = (0, [], b"")  # first document, value starts, data
 
         def _load(self, b: int) -> None:
-            end = self._firsts[b + 1] if b + 1 < len(self._firsts) else self._written
-            count = end - self._firsts[b]
-            raw = zlib.decompress(self._dbfile.get(self._basepos + self._offsets[b], self._ends[b] - self._offsets[b]))
-            lengths = array("I", raw[:count * 4])
-            if not _LITTLE:  # pragma: no cover
-                lengths.byteswap()
-            starts = [count * 4]
-            for n in lengths:
-                starts.append(starts[-1] + n)
-            if starts[-1] != len(raw):
+            start, end = self._extents[b]
+            raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
+            count = self._ends[b] - self._firsts[b]
+            starts = np.cumsum(np.frombuffer(raw, dtype="<u4", count=count), dtype=np.int64) + 4 * count
+            if count and int(starts[-1]) != len(raw):
                 raise ValueError("record block: its lengths do not match its size")
-            self._block, self._docs = b, (self._firsts[b], starts, raw)
+            self._block, self._open = b, (self._firsts[b], [4 * count, *starts.tolist()], raw)
 
         def __getitem__(self, docnum: int) -> bytes:
-            if docnum < 0 or docnum >= min(self._written, self._doccount):
+            if docnum < 0 or docnum >= min(self._docs, self._doccount):
                 return b""
             b = bisect.bisect_right(self._firsts, docnum) - 1
             if b != self._block:
                 self._load(b)
-            first, starts, raw = self._docs
+            first, starts, raw = self._open
             i = docnum - first
             return raw[starts[i]:starts[i + 1]]
 
         def __iter__(self):
             for d in range(self._doccount):
                 yield self[d]
-
-
-_LITTLE = array("I", [1]).tobytes()[0] == 1
-
-
-def _swapped(a: array) -> bytes:  # pragma: no cover - big-endian hosts only
-    b = array(a.typecode, a)
-    b.byteswap()
-    return b.tobytes()
 
 
 class IdField(COLUMN):
