@@ -11,7 +11,8 @@ local stack (``bench/turn.py``, never by default: it imports 10k memories twice)
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
 on it beside this checkout's; ``--sizes 1000,10000,100000``;
-``--rebuild-max`` (10000) the largest size whose cold rebuild is timed;
+``--rebuild-max`` (10000) the largest size whose whole cold recall through a rebuild is timed (a
+rebuild's Cairn share and the records' read are timed at every size);
 ``--tune`` also runs the weight grid on the tuning conversations (conv-26, conv-30, conv-41).
 """
 
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="memory counts for the speed part (default 1000,10000,100000)")
     ap.add_argument("--queries", type=_at_least(5), default=200, help="queries per kind for the speed part (>= 5)")
     ap.add_argument("--rebuild-max", type=_at_least(0), default=10000,
-                    help="largest size whose cold rebuild from (moto) DynamoDB the speed part times")
+                    help="largest size whose whole cold recall through a rebuild from (moto) DynamoDB the speed "
+                         "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
                  or args.turn)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .core import store
 from .inject.reload import read_version
-from .search.index import newest_snapshot_seq, snapshot_prefix
+from .search.index import newest_snapshot_seq, snapshot_key
 from .storage import blobs
 
 
@@ -46,7 +46,7 @@ def _snapshot(org_id: str, bank: str) -> Snapshot | None:
     seq = newest_snapshot_seq(org_id, bank)
     if seq < 0:
         return None
-    key = f"{snapshot_prefix(org_id, bank)}{seq}.tar.gz"
+    key = snapshot_key(org_id, bank, seq)
     for obj in blobs.list_objects(key):
         if obj["Key"] == key:
             return Snapshot(key=key, seq=seq, at=int(obj["LastModified"].timestamp() * 1000))

@@ -48,7 +48,7 @@ from ..tuning import (
 from . import index as index_mod
 from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
-from .schema import from_stored
+from .schema import read_record
 from .scorer import K1, CorpusStats, SegmentData, full_scores, norm_table
 
 RETRIEVAL = "bm25-entity"
@@ -351,13 +351,13 @@ def _by_id(keys: list[Key], p: np.ndarray, u: np.ndarray, data: list[SegmentData
 
 
 def _stored(reader: Any, docnum: int) -> Memory | None:
-    """The record stored in a document, or ``None`` when it does not decode (a damaged snapshot
-    or cache: the metric is emitted and recall serves the rest)."""
+    """The record a document holds (``schema.read_record``), or ``None`` when it does not decode
+    (a damaged snapshot or cache: the metric is emitted and recall serves the rest)."""
     try:
-        return from_stored(reader.stored_fields(docnum))
+        return read_record(reader, docnum)
     except Damaged:
         return None
-    except Exception as exc:  # noqa: BLE001 - an unreadable stored field is a damaged document too
+    except Exception as exc:  # noqa: BLE001 - an unreadable record column is a damaged document too
         metrics.emit("damaged", {"DamagedRecords": 1}, {"kind": "index_document", "reason": type(exc).__name__})
         return None
 
@@ -570,7 +570,7 @@ def rebuild(org_id: str, bank: str, *, snapshot: bool = True) -> Rebuilt:
 
 def snapshot_banks(min_seq_delta: int = 100, *, org_id: str | None = None,
                    banks: list[str] | None = None) -> list[str]:
-    """Write S3 snapshots (``<org>/indexes/<bank>/<total>.tar.gz``) of the banks whose clock total
+    """Write S3 snapshots (``index.snapshot_key``) of the banks whose clock total
     moved at least ``min_seq_delta`` past their newest snapshot; returns the keys written.
 
     Scope: ``banks`` of ``org_id``; every bank and namespace of ``org_id``; or, with neither, every

@@ -2,35 +2,43 @@
 
 Every memory record of a bank incarnation is one document, live or not (``live`` is ``"1"`` or
 ``"0"``), so recall can rank with ``include_superseded`` and a purge replaces the document with a
-content-free one. The whole record is stored (``record``, JSON) so a recall reads no record from
-DynamoDB.
+content-free one. Each document keeps what ranking and rendering need and nothing twice: the
+record minus the fields its columns hold, compactly (``encode_record``), in a column compressed
+in blocks of many documents (``RecordColumn``), so a recall reads no record from DynamoDB.
 
-| field        | type                         | role |
-|--------------|------------------------------|------|
-| id           | ID unique, stored, sortable  | ``update_document`` key; tie-break (id asc) |
-| text         | TEXT (memory analyzer)       | BM25F |
-| name         | TEXT (memory analyzer)       | BM25F (structured memories) |
-| description  | TEXT (memory analyzer)       | BM25F (structured memories) |
-| cjk          | TEXT (CJK bigrams)           | BM25F over the CJK runs of text, name, description (none without) |
-| entities     | KEYWORD (exact handles)      | entity candidates and ``entity_hits`` |
-| tags         | KEYWORD (exact handles)      | tag filter |
-| live         | ID                           | live filter |
-| updated_at   | NUMERIC sortable, one term   | recency, ties, entity candidates newest first |
-| pinned, corroboration | NUMERIC sortable, one term | the ambient floor's order |
-| created_at   | NUMERIC sortable, one term   | the time and neighbourhood signals |
-| session      | NUMERIC sortable, one term   | ``session_key(source.session_id)``: the neighbourhood signal |
-| record       | STORED                       | the full record (JSON) |
+| field        | type                              | role |
+|--------------|-----------------------------------|------|
+| id           | column only (``IdField``)         | a record's document (``index.IdLookup``); tie-break (id asc) |
+| text         | TEXT (memory analyzer)            | BM25F |
+| name         | TEXT (memory analyzer)            | BM25F (structured memories) |
+| description  | TEXT (memory analyzer)            | BM25F (structured memories) |
+| cjk          | TEXT (CJK bigrams)                | BM25F over the CJK runs of text, name, description (none without) |
+| entities     | KEYWORD (exact handles)           | entity candidates and ``entity_hits`` |
+| tags         | KEYWORD (exact handles)           | tag filter |
+| live         | ID                                | live filter |
+| updated_at   | column only (int64)               | recency, ties, entity candidates newest first |
+| pinned, corroboration | column only (uint8, int64) | the ambient floor's order |
+| created_at   | column only (int64)               | the time and neighbourhood signals |
+| session      | column only (int64)               | ``session_key(source.session_id)``: the neighbourhood signal |
+| record       | column only (``RecordColumn``)    | the rest of the record (``encode_record``) |
+
+``FORMAT`` names this layout: an index directory or snapshot of another format is never opened
+(the bank is rebuilt from its records instead).
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+import struct
+import zlib
 from functools import lru_cache
 from typing import Any, NotRequired, TypedDict
 
-from pydantic import ValidationError
-from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
+import numpy as np
+from whoosh.columns import Column, ColumnReader, ColumnWriter, NumericColumn, VarBytesColumn
+from whoosh.fields import COLUMN, ID, KEYWORD, TEXT, Schema
 
 from ..core.records import Memory, decode_memory
 from ..storage.damage import Damaged
@@ -41,8 +49,144 @@ from .analyzers import (
     has_cjk,
     memory_analyzer,
 )
+from .whoosh_private import InliningCodec, cached_column
+
+# The layout of documents and their record column; a directory or snapshot of another format is
+# rebuilt (1: the whole record as JSON in a stored field, numeric fields indexed too).
+FORMAT = 2
 
 TEXT_FIELDS = ("text", "name", "description", "cjk")
+
+
+# A block holds at least this many bytes of records before it is compressed: bigger blocks
+# compress better (about 3.3x at 4 KiB, 3.9x at 16 KiB on 20-word memories), smaller ones cost
+# less to read one record from (the whole block is inflated).
+BLOCK_BYTES = 8192
+_LEVEL = 6
+_TRAILER = struct.Struct("<QII")  # the block table's offset in the column, blocks, documents
+
+
+class RecordColumn(Column):
+    """A per-document bytes column compressed with zlib in blocks of consecutive documents
+    (Whoosh's own compressed column deflates each value alone, which gains little on a few
+    hundred bytes).
+
+    Layout (little-endian): the blocks, each ``zlib(uint32 length per document + the values)``;
+    the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
+    ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
+    without a value reads ``b""``. The reader keeps the last block it inflated, so reading
+    documents in order (a merge) inflates each block once. Pickled into the index's table of
+    contents by its import path: renaming the class or moving it out of this module makes
+    existing indexes unreadable (they are then rebuilt)."""
+
+    _default = b""
+
+    def __init__(self, block_bytes: int = BLOCK_BYTES, level: int = _LEVEL) -> None:
+        self.block_bytes = block_bytes
+        self.level = level
+
+    def writer(self, dbfile: Any) -> RecordColumn.Writer:
+        return self.Writer(dbfile, self.block_bytes, self.level)
+
+    def reader(self, dbfile: Any, basepos: int, length: int, doccount: int) -> RecordColumn.Reader:
+        return self.Reader(dbfile, basepos, length, doccount)
+
+    class Writer(ColumnWriter):
+        def __init__(self, dbfile: Any, block_bytes: int, level: int) -> None:
+            self._dbfile = dbfile
+            self._block_bytes, self._level = block_bytes, level
+            self._docs = 0  # documents given a value (or b"" for a gap) so far
+            self._first = 0  # the open block's first document
+            self._values: list[bytes] = []
+            self._size = 0  # bytes of values in the open block
+            self._at = 0  # bytes written to the column so far
+            self._firsts: list[int] = []
+            self._offsets: list[int] = []
+
+        def fill(self, docnum: int) -> None:
+            while self._docs < docnum:
+                self._append(b"")
+
+        def add(self, docnum: int, value: bytes) -> None:
+            self.fill(docnum)
+            self._append(bytes(value))
+
+        def _append(self, value: bytes) -> None:
+            self._values.append(value)
+            self._size += len(value)
+            self._docs += 1
+            if self._size >= self._block_bytes:
+                self._emit()
+
+        def _emit(self) -> None:
+            if not self._values:
+                return
+            lengths = np.fromiter(map(len, self._values), dtype="<u4", count=len(self._values))
+            block = zlib.compress(lengths.tobytes() + b"".join(self._values), self._level)
+            self._firsts.append(self._first)
+            self._offsets.append(self._at)
+            self._dbfile.write(block)
+            self._at += len(block)
+            self._first = self._docs
+            self._values, self._size = [], 0
+
+        def finish(self, doccount: int) -> None:
+            self._emit()
+            self._dbfile.write(np.array(self._firsts, dtype="<u4").tobytes()
+                               + np.array(self._offsets, dtype="<u8").tobytes())
+            self._dbfile.write(_TRAILER.pack(self._at, len(self._firsts), self._docs))
+
+    class Reader(ColumnReader):
+        def __init__(self, dbfile: Any, basepos: int, length: int, doccount: int) -> None:
+            super().__init__(dbfile, basepos, length, doccount)
+            at, blocks, docs = _TRAILER.unpack(dbfile.get(basepos + length - _TRAILER.size, _TRAILER.size))
+            table = dbfile.get(basepos + at, blocks * 12)
+            self._firsts: list[int] = np.frombuffer(table, dtype="<u4", count=blocks).tolist()
+            offsets: list[int] = np.frombuffer(table, dtype="<u8", count=blocks, offset=blocks * 4).tolist()
+            # per block: (offset, end) in the column and its documents' (first, end)
+            self._extents = list(zip(offsets, [*offsets[1:], at], strict=True))
+            self._ends = [*self._firsts[1:], docs]
+            self._docs = docs
+            self._block = -1
+            self._open: tuple[int, list[int], bytes] = (0, [], b"")  # first document, value starts, data
+
+        def _load(self, b: int) -> None:
+            start, end = self._extents[b]
+            raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
+            count = self._ends[b] - self._firsts[b]
+            starts = np.cumsum(np.frombuffer(raw, dtype="<u4", count=count), dtype=np.int64) + 4 * count
+            if count and int(starts[-1]) != len(raw):
+                raise ValueError("record block: its lengths do not match its size")
+            self._block, self._open = b, (self._firsts[b], [4 * count, *starts.tolist()], raw)
+
+        def __getitem__(self, docnum: int) -> bytes:
+            if docnum < 0 or docnum >= min(self._docs, self._doccount):
+                return b""
+            b = bisect.bisect_right(self._firsts, docnum) - 1
+            if b != self._block:
+                self._load(b)
+            first, starts, raw = self._open
+            i = docnum - first
+            return raw[starts[i]:starts[i + 1]]
+
+        def __iter__(self):
+            for d in range(self._doccount):
+                yield self[d]
+
+
+class IdField(COLUMN):
+    """The memory id as a per-document column of UTF-8 bytes and no term: a term per document
+    cost about 150 bytes of term index and postings each, for lookups a per-segment table of the
+    column does as well (``index.IdLookup``). Pickled into the index like ``RecordColumn``."""
+
+    def __init__(self) -> None:
+        super().__init__(VarBytesColumn())
+
+    def to_bytes(self, v: str) -> bytes:
+        return v.encode()
+
+    def from_bytes(self, b: bytes) -> str:
+        return bytes(b).decode()
 
 
 @lru_cache(maxsize=1)
@@ -50,7 +194,7 @@ def schema() -> Schema:
     """The recall index schema (see the module docstring)."""
     ma = memory_analyzer()
     return Schema(
-        id=ID(unique=True, stored=True, sortable=True),
+        id=IdField(),
         text=TEXT(analyzer=ma, phrase=False),
         name=TEXT(analyzer=ma, phrase=False),
         description=TEXT(analyzer=ma, phrase=False),
@@ -58,15 +202,26 @@ def schema() -> Schema:
         entities=KEYWORD(analyzer=handle_analyzer(), scorable=False),
         tags=KEYWORD(analyzer=handle_analyzer(), scorable=False),
         live=ID(),
-        # read as columns only (sorting, scoring): one term per value, not Whoosh's 16 trie
-        # terms (shift_step 4) that only speed up NumericRange queries, which recall never runs
-        updated_at=NUMERIC(bits=64, sortable=True, shift_step=0),
-        pinned=NUMERIC(bits=32, sortable=True, shift_step=0),
-        corroboration=NUMERIC(bits=64, sortable=True, shift_step=0),
-        created_at=NUMERIC(bits=64, sortable=True, shift_step=0),
-        session=NUMERIC(bits=64, sortable=True, shift_step=0),
-        record=STORED(),
+        # read as columns only (sorting, scoring): no term at all
+        updated_at=COLUMN(NumericColumn("q")),
+        pinned=COLUMN(NumericColumn("B")),
+        corroboration=COLUMN(NumericColumn("q")),
+        created_at=COLUMN(NumericColumn("q")),
+        session=COLUMN(NumericColumn("q")),
+        record=COLUMN(RecordColumn()),
     )
+
+
+# posting lists shorter than this are kept in the term index (``whoosh_private.InliningCodec``):
+# most of a vocabulary's terms are rare, and a list of its own costs about 70 bytes of framing
+INLINE_LIMIT = 4
+
+
+@lru_cache(maxsize=1)
+def codec() -> InliningCodec:
+    """The codec every writer of a recall index uses (``ix.writer(codec=codec())``); segments
+    keep the codec that wrote them, so any reader reads them."""
+    return InliningCodec(inlinelimit=INLINE_LIMIT)
 
 
 class Document(TypedDict):
@@ -80,7 +235,7 @@ class Document(TypedDict):
     corroboration: int
     created_at: int
     session: int
-    record: str
+    record: bytes
     text: NotRequired[str]
     name: NotRequired[str]
     description: NotRequired[str]
@@ -104,7 +259,7 @@ def to_document(rec: Memory) -> Document:
         "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
         "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
         "created_at": int(rec.created_at), "session": session_key(rec.source.session_id),
-        "record": json.dumps(rec.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")),
+        "record": encode_record(rec),
     }
     if rec.text:
         doc["text"] = rec.text
@@ -122,17 +277,45 @@ def to_document(rec: Memory) -> Document:
     return doc
 
 
-def from_stored(fields: dict[str, Any]) -> Memory:
-    """The record stored in a document. Raises ``Damaged`` when it does not decode (documents
-    are written from decoded records, so only a damaged snapshot or cache directory has one)."""
-    raw: Any = fields.get("record")  # anything a damaged document holds: both parsers refuse it below
-    try:
-        return Memory.model_validate_json(raw)
-    except (ValidationError, TypeError, ValueError):
-        pass
-    key = fields.get("id") if isinstance(fields.get("id"), str) else None
+# held by the document's columns, so never in its record value
+_IN_COLUMNS = frozenset({"id", "updated_at", "pinned", "corroboration"})
+
+
+def encode_record(rec: Memory) -> bytes:
+    """The record value of a document: the record as compact UTF-8 JSON without the fields the
+    columns hold (``_IN_COLUMNS``), without fields at their default, and without ``created_at``
+    when it equals ``updated_at``. ``decode_record`` gives back a record equal to ``rec``."""
+    data = rec.model_dump(mode="json", exclude_defaults=True, exclude=set(_IN_COLUMNS))
+    if data.get("created_at") == rec.updated_at:
+        del data["created_at"]
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def decode_record(raw: Any, *, id: str, updated_at: int, pinned: int, corroboration: int) -> Memory:
+    """The record of a document from its record value (``encode_record``) and its columns.
+    Raises ``Damaged`` (kind ``memory``, key ``id``) when it does not decode (documents are written
+    from decoded records, so only a damaged snapshot or cache directory has one)."""
     try:
         data = json.loads(raw)
     except (TypeError, ValueError, RecursionError):
-        raise Damaged("memory", key, "index document: not valid JSON") from None
-    return decode_memory(data, key=key)
+        raise Damaged("memory", id, "index document: not valid JSON") from None
+    if not isinstance(data, dict) or _IN_COLUMNS & data.keys():
+        raise Damaged("memory", id, "index document: not a record value")
+    data.setdefault("created_at", updated_at)
+    data.update(id=id, updated_at=updated_at, pinned=bool(pinned), corroboration=corroboration)
+    return decode_memory(data, key=id)
+
+
+def read_record(reader: Any, docnum: int) -> Memory:
+    """The record of document ``docnum`` of one segment reader, from its columns (each opened
+    once per reader). Raises ``Damaged`` when it does not decode, and whatever a damaged column
+    file raises while it is read."""
+    values = {name: reader.schema[name].from_column_value(col[docnum])
+              if (col := cached_column(reader, name)) is not None else None
+              for name in ("id", "record", "updated_at", "pinned", "corroboration")}
+    key, updated_at, pinned, corroboration = (values[n] for n in ("id", "updated_at", "pinned", "corroboration"))
+    if not isinstance(key, str) or not key:
+        raise Damaged("memory", None, "index document: no id")
+    if not (type(updated_at) is int and type(pinned) is int and type(corroboration) is int):
+        raise Damaged("memory", key, "index document: a column is missing")
+    return decode_record(values["record"], id=key, updated_at=updated_at, pinned=pinned, corroboration=corroboration)

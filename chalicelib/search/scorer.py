@@ -27,7 +27,7 @@ from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
 from .schema import TEXT_FIELDS
-from .whoosh_private import deleted_docs, length_bytes, posting_blocks
+from .whoosh_private import deleted_docs, int_column, length_bytes, posting_blocks, str_column
 
 K1, B = 1.2, 0.75
 DAY_MS = 86_400_000
@@ -71,16 +71,12 @@ class SegmentData:
         self.n = n = reader.doc_count_all()
         # text fields holding any token here (a bank's memories have no name or description)
         self.fields = frozenset(f for f in TEXT_FIELDS if reader.field_length(f) > 0)
-        self.updated_at = np.fromiter(reader.column_reader("updated_at"), dtype=np.int64, count=n)
-        self.pinned = np.fromiter(reader.column_reader("pinned"), dtype=np.int64, count=n)
-        self.corroboration = np.fromiter(reader.column_reader("corroboration"), dtype=np.int64, count=n)
-        if "session" in reader.schema:
-            self.created_at = np.fromiter(reader.column_reader("created_at"), dtype=np.int64, count=n)
-            self.session = np.fromiter(reader.column_reader("session"), dtype=np.int64, count=n)
-        else:  # an index written before these columns: no neighbours, dates by updated_at, until rebuilt
-            self.created_at = self.updated_at
-            self.session = np.zeros(n, dtype=np.int64)
-        self.ids = list(reader.column_reader("id"))
+        self.updated_at = int_column(reader, "updated_at")
+        self.pinned = int_column(reader, "pinned")
+        self.corroboration = int_column(reader, "corroboration")
+        self.ids = str_column(reader, "id")
+        self.created_at = int_column(reader, "created_at")
+        self.session = int_column(reader, "session")
         self.lengths: dict[str, np.ndarray | None] = {}
         for f in TEXT_FIELDS:
             raw = length_bytes(reader, f)

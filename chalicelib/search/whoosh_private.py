@@ -1,13 +1,15 @@
 """Every use of Whoosh's private API, in one place, checked against the version it was written for.
 
 Recall reads Whoosh's W3 codec below its public interface for speed: posting blocks read whole
-(``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length column read at once
-(``W3PerDocReader._cached_reader``), an open segment reader moved onto a segment with more
-deletions (``SegmentReader._segment``, the ``deleted_docs_set`` cached property) and the index's
-table of contents (``FileIndex._read_toc``), and the stemmer a ``StemFilter`` calls
-(``StemFilter._stem``, given an LRU cache). None of these is a stable interface, so this module
-is the only one allowed to touch them, and it refuses to import under any Whoosh version but
-``WRITTEN_FOR`` (the ``whoosh-reloaded`` pin in requirements.txt): upgrading Whoosh means
+(``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length, numeric and string columns
+read at once (their readers' buffers), any column opened once per segment
+(``W3PerDocReader._cached_reader``), an open segment reader
+moved onto a segment with more deletions (``SegmentReader._segment``, the ``deleted_docs_set``
+cached property) and the index's table of contents (``FileIndex._read_toc``), the stemmer a
+``StemFilter`` calls (``StemFilter._stem``, given an LRU cache), and the W3 postings writer's
+inlining of short posting lists, broken in this version (``InliningCodec``). None of these is a
+stable interface, so this module is the only one allowed to touch them, and it refuses to import
+under any Whoosh version but ``WRITTEN_FOR`` (the ``whoosh-reloaded`` pin in requirements.txt): upgrading Whoosh means
 re-reading the code below against the new sources, then moving the pin here.
 """
 
@@ -16,8 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import whoosh
+from whoosh import columns
 from whoosh.codec import whoosh3
+from whoosh.fields import COLUMN
+from whoosh.matching import ListMatcher
 from whoosh.matching.wrappers import FilterMatcher
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.util.numeric import length_to_byte
@@ -41,6 +47,50 @@ def check_version(found: Sequence[int] | str) -> None:
 
 
 check_version(whoosh.__version__)  # at import: fail loudly rather than rank wrongly
+
+
+class _InliningPostingsWriter(whoosh3.W3PostingsWriter):
+    """``W3PostingsWriter`` whose short posting lists really are inlined into their term info:
+    Whoosh 2.7.5's ``finish_postings`` calls ``terminfo.set_inline``, which ``W3TermInfo`` does
+    not have (its method is ``set_inlined``), so any ``inlinelimit`` above 1 fails."""
+
+    def finish_postings(self) -> Any:
+        if not self.written() and 0 < len(self) < self._inlinelimit:
+            terminfo = getattr(self, "_terminfo")  # noqa: B009 - set by the base class, untyped
+            terminfo.add_block(self)
+            # weights pickled as small ints where they are whole (a float pickles to 9 bytes),
+            # none at all when every one is 1.0 (the matcher's default)
+            ws = self._weights
+            weights = () if all(w == 1.0 for w in ws) else tuple(int(w) if w.is_integer() else w for w in ws)
+            terminfo.set_inlined(self._ids, weights, self._values)
+            self._terminfo = None
+            return terminfo
+        return super().finish_postings()
+
+
+class _InlinedMatcher(ListMatcher):
+    """``ListMatcher`` over inlined postings whose value is ``b""`` when the format keeps none
+    (Whoosh's returns ``""``, which a merge's posting pool refuses)."""
+
+    def value(self) -> Any:
+        return super().value() if self._values else b""
+
+
+class InliningCodec(whoosh3.W3Codec):
+    """The W3 codec with posting lists shorter than ``inlinelimit`` kept inside the term index
+    instead of a block of their own in the postings file, whose header, pickle and zlib framing
+    cost about 70 bytes a list. Pickled into each segment it writes (by this import path), so
+    those segments are read through it."""
+
+    def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
+        return _InliningPostingsWriter(dbfile, blocklimit=self._blocklimit, byteids=byteids,
+                                       compression=self._compression, inlinelimit=self._inlinelimit)
+
+    def postings_reader(self, dbfile: Any, terminfo: Any, format_: Any, term: Any = None, scorer: Any = None) -> Any:
+        if terminfo.is_inlined():
+            ids, weights, values = terminfo.inlined_postings()
+            return _InlinedMatcher(ids, weights, values, format_, scorer=scorer, term=term, terminfo=terminfo)
+        return super().postings_reader(dbfile, terminfo, format_, term=term, scorer=scorer)
 
 
 def set_stemmer(stem_filter: Any, stem: Any) -> None:
@@ -89,7 +139,62 @@ def length_bytes(reader: Any, fieldname: str) -> bytes | None:
         col = reader._perdoc._cached_reader(whoosh3._lenfield(fieldname), whoosh3.LENGTHS_COLUMN)
     except AttributeError:  # another codec: the public per-document call
         return bytes(length_to_byte(reader.doc_field_length(d, fieldname, 0) or 0) for d in range(n))
-    return None if col is None else bytes(col[d] for d in range(n))
+    if col is None:
+        return None
+    whole = _numbers(col, n)
+    return whole.astype(np.uint8).tobytes() if whole is not None else bytes(col[d] for d in range(n))
+
+
+def _numbers(col: Any, n: int) -> np.ndarray | None:
+    """Every value of a raw ``NumericColumn`` reader of integers (``n`` documents) from one read of
+    its bytes (big-endian, the documents past the last written taking the default), as int64;
+    ``None`` for any other column reader."""
+    if type(col) is not columns.NumericColumn.Reader or col._typecode not in "bBhHiIqQ":
+        return None
+    raw = col._dbfile.get(col._basepos, col._count * col._fixedlen)
+    out = np.full(n, col._default, dtype=np.int64)
+    out[:col._count] = np.frombuffer(raw, dtype=np.dtype(">" + col._typecode))
+    return out
+
+
+def int_column(reader: Any, fieldname: str) -> np.ndarray:
+    """A segment's integer column as int64, one value per document: read at once when the field
+    is a plain ``COLUMN`` of a ``NumericColumn`` (no value translation), else through the public
+    per-document column reader."""
+    n = reader.doc_count_all()
+    if type(reader.schema[fieldname]) is COLUMN:
+        col = cached_column(reader, fieldname)
+        whole = _numbers(col, n) if col is not None else None
+        if whole is not None:
+            return whole
+    return np.fromiter(reader.column_reader(fieldname), dtype=np.int64, count=n)
+
+
+def str_column(reader: Any, fieldname: str) -> list[str]:
+    """A segment's UTF-8 string column, one value per document: a raw ``VarBytesColumn`` read at
+    once and split by its lengths, else through the public per-document column reader."""
+    col = cached_column(reader, fieldname)
+    if type(col) is columns.VarBytesColumn.Reader:
+        lengths = col._lengths
+        raw = col._dbfile.get(col._basepos, sum(lengths))
+        out, at = [], 0
+        for k in lengths:
+            out.append(raw[at:at + k].decode())
+            at += k
+        return out
+    return list(reader.column_reader(fieldname))
+
+
+def cached_column(reader: Any, fieldname: str) -> Any:
+    """A segment reader's raw column reader of ``fieldname`` (values before the field's
+    ``from_column_value``), opened once and kept by the W3 codec's per-document reader (its
+    ``_cached_reader``) for the reader's life, or ``None`` when the segment has no such column;
+    for another codec a fresh public column reader each call."""
+    column = reader.schema[fieldname].column_type
+    try:
+        return reader._perdoc._cached_reader(fieldname, column)
+    except AttributeError:  # another codec: the public call
+        return reader.column_reader(fieldname, translate=False) if reader.has_column(fieldname) else None
 
 
 def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
@@ -123,11 +228,15 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 
 __all__ = [
     "WRITTEN_FOR",
+    "InliningCodec",
     "WhooshVersionError",
+    "cached_column",
     "check_version",
     "deleted_docs",
+    "int_column",
     "length_bytes",
     "move_deletions",
     "posting_blocks",
     "read_toc",
+    "str_column",
 ]

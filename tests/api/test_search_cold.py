@@ -90,9 +90,17 @@ def test_a_failed_range_query_raises_and_stops_the_readers(aws, monkeypatch):
         list(store.iter_records_any_order(inc))
 
 
-def _documents(entry) -> dict[str, dict]:
-    with entry.ix.searcher() as s:
-        return {f["id"]: f for f in s.all_stored_fields()}
+def _documents(entry) -> dict:
+    """The records of the entry's live documents, by id."""
+    from chalicelib.search.schema import read_record
+    out = {}
+    with entry.ix.reader() as reader:
+        for leaf, _off in reader.leaf_readers():
+            for d in range(leaf.doc_count_all()):
+                if not leaf.is_deleted(d):
+                    rec = read_record(leaf, d)
+                    out[rec.id] = rec
+    return out
 
 
 def test_rebuild_gives_the_documents_of_a_sequential_read(aws, tmp_path, monkeypatch):
@@ -155,8 +163,7 @@ def test_structured_rebuild_reads_only_its_own_partition(aws, tmp_path):
         for cl in clients:
             cl.meta.events.unregister("before-call", calls)
     assert cache.counters["rebuilds"] == 1
-    from chalicelib.search.schema import from_stored
-    texts = sorted(from_stored(d).text for d in docs.values())
+    texts = sorted(d.text for d in docs.values())
     assert texts == sorted(f"mine number {i} about pears" for i in range(12))
     ops = {op for op, _b in calls.calls}
     assert "Scan" not in ops and "BatchGetItem" not in ops
@@ -189,8 +196,8 @@ def test_cold_structured_context_loads_the_newest_usable_snapshot(aws, tmp_path)
         for i in range(7, 9):
             memories.save("o", t, f"fig_{i}", f"figs number {i}", "d", None, actor="t", surface="rest")
         want = recall("o", [t.bank], "figs number", limit=20, now=NOW)
-    assert first == [index.snapshot_prefix("o", t.bank) + "4.tar.gz"]
-    assert newest == [index.snapshot_prefix("o", t.bank) + "7.tar.gz"]
+    assert first == [index.snapshot_prefix("o", t.bank) + "4.v2.tar.gz"]
+    assert newest == [index.snapshot_prefix("o", t.bank) + "7.v2.tar.gz"]
     b = index.IndexCache(str(tmp_path / "b"))
     with index.using(b):
         got = recall("o", [t.bank], "figs number", limit=20, now=NOW)
@@ -222,7 +229,7 @@ def test_a_large_cold_rebuild_leaves_a_snapshot_for_the_next_container(aws, tmp_
         want = recall("o", ["many"], "plums number", limit=20, now=NOW)
         recall("o", ["few"], "plums number", limit=20, now=NOW)
     assert a.counters["rebuilds"] == 2 and a.counters["snapshots_left"] == 1
-    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/many/6.tar.gz"]
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/many/6.v2.tar.gz"]
     b = index.IndexCache(str(tmp_path / "b"))
     with index.using(b):
         got = recall("o", ["many"], "plums number", limit=20, now=NOW)
@@ -266,3 +273,41 @@ def test_the_cli_rebuild_builds_once_on_a_cold_cache_and_once_on_a_warm_one(aws,
         assert cold.counters["rebuilds"] == 1
         assert rebuild("o", "rb").documents == 3  # warm now: the repair still rebuilds from the records
         assert cold.counters["rebuilds"] == 2
+
+
+def test_a_rebuild_indexes_each_memory_once_across_the_ranges_and_never_scans(aws, tmp_path):
+    """Ids on every range boundary and just below it, read by the parallel range queries: each
+    memory is one document of the rebuilt index, and the rebuild made Query calls only, one per
+    range."""
+    from chalicelib.core import store
+    from chalicelib.search import index
+    from chalicelib.search.whoosh_private import str_column
+    from chalicelib.storage.tables import ALL_MODELS, MemoryModel
+    inc = _bank_with_edges("o", "ranges", 20)
+    template = next(r for r in store.iter_records(inc) if not hasattr(r, "reason"))
+    edges = {b for r in store.record_key_ranges() for b in (r.low, r.high) if b and not b.startswith("~")}
+    below = {e[:-1] + chr(ord(e[-1]) - 1) + "\uffff" for e in edges}  # the greatest keys under each edge
+    for sk in sorted((edges | below) - set(EDGE_KEYS)):
+        rec = template.model_copy(update={"id": sk, "text": f"boundary key {sk}"}).model_dump(mode="json")
+        MemoryModel(bank_key=inc, sk=sk, ord=f"edge-{sk}", record=rec, live=True, revision=1).save()
+    good = sorted(r.id for r in store.iter_records(inc) if not hasattr(r, "reason"))
+    assert edges | below <= set(good)
+    head = store.get_bank_head("o", "ranges")
+    calls = DynamoCalls()
+    clients = [m._get_connection().connection.client for m in ALL_MODELS]
+    for cl in clients:
+        cl.meta.events.register("before-call", calls)
+    try:
+        cache = index.IndexCache(str(tmp_path / "c"))
+        with cache.lock("o", "ranges"):
+            entry = cache.fresh("o", "ranges", head)
+            leaves = [leaf for leaf, _off in entry.reader().leaf_readers()]
+            ids = sorted(i for leaf in leaves for d, i in enumerate(str_column(leaf, "id")) if not leaf.is_deleted(d))
+    finally:
+        for cl in clients:
+            cl.meta.events.unregister("before-call", calls)
+    assert cache.counters["rebuilds"] == 1
+    assert ids == good  # every memory once: none lost at an edge, none read by two ranges
+    ops = [op for op, _b in calls.calls]
+    assert "Scan" not in ops
+    assert ops == ["Query"] * len(store.record_key_ranges())

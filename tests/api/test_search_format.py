@@ -1,0 +1,238 @@
+"""The index's document format: a record decodes back exactly from its compact record value and
+columns (through block boundaries, merges and purges); a damaged record value is skipped with the
+``damaged`` metric; a directory or snapshot of another format is never opened (rebuilt, counted,
+deleted with the next snapshot)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+NOW = 1_900_000_000_000
+
+
+def _emf(out: str, event: str) -> list[dict]:
+    return [d for d in (json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"'))
+            if d["Event"] == event]
+
+
+def _records():
+    """Records with every field set, with every default, structured ones, and edge values."""
+    from chalicelib.core.records import MAX_SAFE_INT, Memory, Source
+    full = Memory(id="fp0123456789abcdef", text="Ana moved to Lisbon \u00e9t\u00e9 \u6771\u4eac\u90fd",
+                  entities=["ana", "lisbon"], tags=["travel", "home"], confidence="inferred",
+                  corroboration=MAX_SAFE_INT, pinned=True,
+                  source=Source(session_id="s1", entry_id="e1", agent="claude"), created_at=1, updated_at=NOW,
+                  invalid_at=NOW + 1, superseded_by="fpfeedfacefeedface", revision=7, purged_at=None)
+    structured = Memory(id="3f2a9c1e-0000-4000-8000-000000000001", text="Deploys go through the staging queue",
+                        created_at=NOW - 5, updated_at=NOW - 5, name="deploy_flow", description="how deploys run",
+                        type="procedure", meta={"scope": "global", "n": [1, 2.5, None, {"deep": True}], "": ""},
+                        source=Source(agent="a"))
+    defaults = Memory(id="fp0000000000000001", text="plain", created_at=0, updated_at=0)
+    purged = Memory(id="fp0000000000000002", text="", created_at=3, updated_at=9, purged_at=9, invalid_at=9,
+                    revision=2)
+    zeros = Memory(id="ent_00ff", text="x", created_at=5, updated_at=4, name="", description="", type="", meta={},
+                   corroboration=0, pinned=False, entities=[], tags=[])
+    many = [Memory(id=f"fp{i:016x}", text=f"filler memory {i} " + "word " * (i % 40), entities=[f"p{i % 7}"],
+                   created_at=i, updated_at=i + (i % 2), corroboration=i % 3, pinned=i % 5 == 0) for i in range(600)]
+    return [full, structured, defaults, purged, zeros, *many]
+
+
+def _read_all(reader) -> dict:
+    from chalicelib.search.schema import read_record
+    out = {}
+    for leaf, _off in reader.leaf_readers():
+        for d in range(leaf.doc_count_all()):
+            if not leaf.is_deleted(d):
+                rec = read_record(leaf, d)
+                out[rec.id] = rec
+    return out
+
+
+def test_records_decode_back_exactly_through_blocks_merges_and_purges(tmp_path):
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import BLOCK_BYTES, decode_record, encode_record, schema
+    recs = _records()
+    assert sum(len(encode_record(r)) for r in recs) > 3 * BLOCK_BYTES  # several blocks per segment
+    for r in recs[:5]:  # the value alone, columns beside it
+        assert decode_record(encode_record(r), id=r.id, updated_at=r.updated_at, pinned=int(r.pinned),
+                             corroboration=r.corroboration) == r
+    assert b"updated_at" not in encode_record(recs[0]) and b'"id"' not in encode_record(recs[0])
+    assert encode_record(recs[2]) == b'{"text":"plain"}'  # defaults and columns left out
+
+    # in memory (as_of), one segment
+    assert _read_all(index.transient_index(recs).reader()) == {r.id: r for r in recs}
+
+    # on disk: one commit per record for the first 25 (tiered merges rewrite the segments and
+    # copy the record column), the rest in one batch, then a purge (segments with deletions rewritten)
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    for k, r in enumerate(recs[:25], start=1):
+        entry.apply([(k, r)])
+    entry.apply([(k, r) for k, r in enumerate(recs[25:], start=26)])
+    purged = recs[7].model_copy(update={"text": "", "purged_at": NOW, "invalid_at": NOW})
+    entry.apply([(len(recs) + 1, purged)])
+    want = {r.id: r for r in recs} | {purged.id: purged}
+    assert entry.reader().doc_count() == len(want)  # each replaced document found by id and deleted
+    assert _read_all(entry.reader()) == want
+    reopened = whoosh_index.open_dir(path, indexname=index.INDEX_NAME)
+    with reopened.reader() as reader:
+        assert _read_all(reader) == want
+
+
+def _damaged_index(tmp_path, value: bytes):
+    """A one-segment index of two good records and one whose record value is ``value``."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema, to_document
+    path = str(tmp_path / "d")
+    os.makedirs(path, exist_ok=True)
+    ix = whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME)
+    w = ix.writer()
+    for i, text in enumerate(["damson jam recipe", "damson tree pruning", "damson wine"]):
+        doc = to_document(Memory(id=f"fp{i:016x}", text=text, created_at=NOW, updated_at=NOW - i))
+        if i == 1:
+            doc["record"] = value
+        w.add_document(**doc)
+    w.commit()
+    return ix
+
+
+@pytest.mark.parametrize("value", [b"not json", b"\xff\xfe\x00", b"[1, 2]", b'{"text": 5}',
+                                   b'{"text": "x", "id": "fp_other"}', b'{"text": "x", "bogus": 1}'],
+                         ids=["not_json", "not_utf8", "not_an_object", "wrong_type", "column_field", "unknown_field"])
+def test_a_damaged_record_value_is_skipped_with_the_damaged_metric(tmp_path, capsys, value):
+    from chalicelib.search.recall import _rank
+    from chalicelib.tuning import MemoryTuning
+    ix = _damaged_index(tmp_path, value)
+    capsys.readouterr()
+    with ix.reader() as reader:
+        leaves = [(leaf, {}, "b") for leaf, _off in reader.leaf_readers()]
+        hits, candidates = _rank(leaves, "damson", limit=10, tag=None, include_superseded=False,
+                                 tuning=MemoryTuning(), filter=None, now=NOW)
+    assert candidates == 3
+    assert sorted(h.memory.text for h in hits) == ["damson jam recipe", "damson wine"]
+    (line,) = _emf(capsys.readouterr().out, "damaged")
+    assert line["DamagedRecords"] == 1 and line["kind"] == "memory"
+    assert "damson" not in json.dumps(line)
+
+
+def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkeypatch):
+    """A record block that does not inflate (a damaged snapshot or directory) is skipped with the
+    metric, whatever the column reader raises."""
+    import zlib
+
+    from chalicelib.search import schema as schema_mod
+    from chalicelib.search.recall import _stored
+    ix = _damaged_index(tmp_path, b'{"text":"damson tree pruning"}')
+
+    def broken(data, *a):
+        raise zlib.error("Error -3 while decompressing data: invalid block type")
+
+    monkeypatch.setattr(schema_mod.zlib, "decompress", broken)
+    capsys.readouterr()
+    with ix.reader() as reader:
+        assert _stored(reader, 0) is None  # one segment: the reader is the leaf
+    (line,) = _emf(capsys.readouterr().out, "damaged")
+    assert line["kind"] == "index_document" and line["reason"] == "error"
+
+
+def _save(bank: str, text: str) -> None:
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    service.save_memory("o", bank, SaveRequest(text=text), actor="t")
+
+
+def test_a_directory_of_another_format_is_rebuilt_not_opened(aws, tmp_path):
+    from chalicelib.core import store
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall
+    root = str(tmp_path / "root")
+    with index.using(index.IndexCache(root)):
+        _save("f", "figs grow in the format test")
+        assert [h.memory.text for h in recall("o", ["f"], "figs", limit=5, now=NOW).hits] == [
+            "figs grow in the format test"]
+    # the same root, a new process's cache: the directory is reused while its format is current
+    again = index.IndexCache(root)
+    head = store.get_bank_head("o", "f")
+    with again.lock("o", "f"):
+        entry = again.fresh("o", "f", head)
+    assert again.counters["rebuilds"] == 0
+    meta_path = f"{entry.path}/{index.META_FILE}"
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    assert meta["format"] == index.FORMAT
+    meta.pop("format")  # as a directory written before formats were named
+    with open(meta_path, "w") as fh:
+        json.dump(meta, fh)
+    third = index.IndexCache(root)
+    with index.using(third):
+        assert [h.memory.text for h in recall("o", ["f"], "figs", limit=5, now=NOW).hits] == [
+            "figs grow in the format test"]
+    assert third.counters["rebuilds"] == 1
+
+
+def test_snapshots_of_another_format_are_never_loaded_and_go_with_the_next_snapshot(aws, tmp_path, capsys):
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall, snapshot_banks
+    from chalicelib.storage import blobs
+    with index.using(index.IndexCache(str(tmp_path / "w"))):
+        for i in range(3):
+            _save("s", f"snapshot format memory {i} about limes")
+    prefix = index.snapshot_prefix("o", "s")
+    blobs.put_bytes(prefix + "3.tar.gz", b"a snapshot of the first format", "application/gzip")
+    blobs.put_bytes(prefix + "2.v1.tar.gz", b"another", "application/gzip")
+    capsys.readouterr()
+    cold = index.IndexCache(str(tmp_path / "cold"))
+    with index.using(cold):
+        got = recall("o", ["s"], "limes", limit=5, now=NOW)
+    assert len(got.hits) == 3
+    assert cold.counters["snapshot_loads"] == 0 and cold.counters["rebuilds"] == 1
+    out = capsys.readouterr().out
+    (line,) = [d for d in _emf(out, "index") if "SnapshotsOfOtherFormat" in d]
+    assert line["SnapshotsOfOtherFormat"] == 2 and line["format"] == index.FORMAT
+    assert not _emf(out, "damaged")  # never downloaded, so never reported as damaged
+    assert index.newest_snapshot_seq("o", "s") == -1  # the schedule writes one of this format
+    with index.using(cold):
+        assert snapshot_banks(1, org_id="o") == [index.snapshot_key("o", "s", 3)]
+    assert [o["Key"] for o in blobs.list_objects(prefix)] == [index.snapshot_key("o", "s", 3)]
+    loaded = index.IndexCache(str(tmp_path / "loaded"))
+    with index.using(loaded):
+        again = recall("o", ["s"], "limes", limit=5, now=NOW)
+    assert loaded.counters["snapshot_loads"] == 1 and loaded.counters["rebuilds"] == 0
+    assert [(h.memory, h.score) for h in again.hits] == [(h.memory, h.score) for h in got.hits]
+
+
+def test_a_replaced_record_is_found_by_id_through_the_writers_reader_too(tmp_path):
+    """``apply`` finds the document a record replaces through the id column's per-segment lookup,
+    in the open reader or, when that reader shows another commit, in the writer's own: either
+    way one document per id remains."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    recs = [Memory(id=f"fp{i:016x}", text=f"quince {i}", created_at=i, updated_at=i) for i in range(30)]
+    for k, r in enumerate(recs, start=1):  # thirty commits: tiered merges along the way
+        entry.apply([(k, r)])
+    entry.apply([(31, recs[3].model_copy(update={"text": "quince edited", "updated_at": 99}))])
+    entry.reader()
+    entry._reader_gen = -5  # as if the open reader showed an older commit
+    entry.apply([(32, recs[17].model_copy(update={"text": "quince edited again", "updated_at": 100}))])
+    got = _read_all(entry.reader())
+    assert entry.reader().doc_count() == len(got) == 30
+    assert got[recs[3].id].text == "quince edited" and got[recs[17].id].text == "quince edited again"
