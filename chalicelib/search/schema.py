@@ -4,7 +4,8 @@ Every memory record of a bank incarnation is one document, live or not (``live``
 ``"0"``), so recall can rank with ``include_superseded`` and a purge replaces the document with a
 content-free one. Each document keeps what ranking and rendering need and nothing twice: the
 record minus the fields its columns hold, compactly (``encode_record``), in a column compressed
-in blocks of many documents (``RecordColumn``), so a recall reads no record from DynamoDB.
+in blocks of many documents (``whoosh_private.RecordColumn``), so a recall reads no record from
+DynamoDB.
 
 | field        | type                              | role |
 |--------------|-----------------------------------|------|
@@ -28,16 +29,12 @@ in blocks of many documents (``RecordColumn``), so a recall reads no record from
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
-import struct
-import zlib
 from functools import lru_cache
 from typing import Any, NotRequired, TypedDict
 
-import numpy as np
-from whoosh.columns import Column, ColumnReader, ColumnWriter, NumericColumn, VarBytesColumn
+from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, KEYWORD, TEXT, Schema
 
 from ..core.records import Memory, decode_memory
@@ -49,7 +46,7 @@ from .analyzers import (
     has_cjk,
     memory_analyzer,
 )
-from .whoosh_private import InliningCodec, cached_column
+from .whoosh_private import InliningCodec, RecordColumn, cached_column
 
 # The layout of documents and their record column; a directory or snapshot of another format is
 # rebuilt (1: the whole record as JSON in a stored field, numeric fields indexed too).
@@ -58,126 +55,12 @@ FORMAT = 2
 TEXT_FIELDS = ("text", "name", "description", "cjk")
 
 
-# A block holds at least this many bytes of records before it is compressed: bigger blocks
-# compress better (about 3.3x at 4 KiB, 3.9x at 16 KiB on 20-word memories), smaller ones cost
-# less to read one record from (the whole block is inflated).
-BLOCK_BYTES = 8192
-_LEVEL = 6
-_TRAILER = struct.Struct("<QII")  # the block table's offset in the column, blocks, documents
-
-
-class RecordColumn(Column):
-    """A per-document bytes column compressed with zlib in blocks of consecutive documents
-    (Whoosh's own compressed column deflates each value alone, which gains little on a few
-    hundred bytes).
-
-    Layout (little-endian): the blocks, each ``zlib(uint32 length per document + the values)``;
-    the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
-    ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
-    without a value reads ``b""``. The reader keeps the last block it inflated, so reading
-    documents in order (a merge) inflates each block once. Pickled into the index's table of
-    contents by its import path: renaming the class or moving it out of this module makes
-    existing indexes unreadable (they are then rebuilt)."""
-
-    _default = b""
-
-    def __init__(self, block_bytes: int = BLOCK_BYTES, level: int = _LEVEL) -> None:
-        self.block_bytes = block_bytes
-        self.level = level
-
-    def writer(self, dbfile: Any) -> RecordColumn.Writer:
-        return self.Writer(dbfile, self.block_bytes, self.level)
-
-    def reader(self, dbfile: Any, basepos: int, length: int, doccount: int) -> RecordColumn.Reader:
-        return self.Reader(dbfile, basepos, length, doccount)
-
-    class Writer(ColumnWriter):
-        def __init__(self, dbfile: Any, block_bytes: int, level: int) -> None:
-            self._dbfile = dbfile
-            self._block_bytes, self._level = block_bytes, level
-            self._docs = 0  # documents given a value (or b"" for a gap) so far
-            self._first = 0  # the open block's first document
-            self._values: list[bytes] = []
-            self._size = 0  # bytes of values in the open block
-            self._at = 0  # bytes written to the column so far
-            self._firsts: list[int] = []
-            self._offsets: list[int] = []
-
-        def fill(self, docnum: int) -> None:
-            while self._docs < docnum:
-                self._append(b"")
-
-        def add(self, docnum: int, value: bytes) -> None:
-            self.fill(docnum)
-            self._append(bytes(value))
-
-        def _append(self, value: bytes) -> None:
-            self._values.append(value)
-            self._size += len(value)
-            self._docs += 1
-            if self._size >= self._block_bytes:
-                self._emit()
-
-        def _emit(self) -> None:
-            if not self._values:
-                return
-            lengths = np.fromiter(map(len, self._values), dtype="<u4", count=len(self._values))
-            block = zlib.compress(lengths.tobytes() + b"".join(self._values), self._level)
-            self._firsts.append(self._first)
-            self._offsets.append(self._at)
-            self._dbfile.write(block)
-            self._at += len(block)
-            self._first = self._docs
-            self._values, self._size = [], 0
-
-        def finish(self, doccount: int) -> None:
-            self._emit()
-            self._dbfile.write(np.array(self._firsts, dtype="<u4").tobytes()
-                               + np.array(self._offsets, dtype="<u8").tobytes())
-            self._dbfile.write(_TRAILER.pack(self._at, len(self._firsts), self._docs))
-
-    class Reader(ColumnReader):
-        def __init__(self, dbfile: Any, basepos: int, length: int, doccount: int) -> None:
-            super().__init__(dbfile, basepos, length, doccount)
-            at, blocks, docs = _TRAILER.unpack(dbfile.get(basepos + length - _TRAILER.size, _TRAILER.size))
-            table = dbfile.get(basepos + at, blocks * 12)
-            self._firsts: list[int] = np.frombuffer(table, dtype="<u4", count=blocks).tolist()
-            offsets: list[int] = np.frombuffer(table, dtype="<u8", count=blocks, offset=blocks * 4).tolist()
-            # per block: (offset, end) in the column and its documents' (first, end)
-            self._extents = list(zip(offsets, [*offsets[1:], at], strict=True))
-            self._ends = [*self._firsts[1:], docs]
-            self._docs = docs
-            self._block = -1
-            self._open: tuple[int, list[int], bytes] = (0, [], b"")  # first document, value starts, data
-
-        def _load(self, b: int) -> None:
-            start, end = self._extents[b]
-            raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
-            count = self._ends[b] - self._firsts[b]
-            starts = np.cumsum(np.frombuffer(raw, dtype="<u4", count=count), dtype=np.int64) + 4 * count
-            if count and int(starts[-1]) != len(raw):
-                raise ValueError("record block: its lengths do not match its size")
-            self._block, self._open = b, (self._firsts[b], [4 * count, *starts.tolist()], raw)
-
-        def __getitem__(self, docnum: int) -> bytes:
-            if docnum < 0 or docnum >= min(self._docs, self._doccount):
-                return b""
-            b = bisect.bisect_right(self._firsts, docnum) - 1
-            if b != self._block:
-                self._load(b)
-            first, starts, raw = self._open
-            i = docnum - first
-            return raw[starts[i]:starts[i + 1]]
-
-        def __iter__(self):
-            for d in range(self._doccount):
-                yield self[d]
-
-
 class IdField(COLUMN):
     """The memory id as a per-document column of UTF-8 bytes and no term: a term per document
     cost about 150 bytes of term index and postings each, for lookups a per-segment table of the
-    column does as well (``index.IdLookup``). Pickled into the index like ``RecordColumn``."""
+    column does as well (``index.IdLookup``). Pickled into the index's table of contents by its
+    import path, like ``whoosh_private.RecordColumn``: renaming or moving it makes existing
+    indexes unreadable (they are then rebuilt)."""
 
     def __init__(self) -> None:
         super().__init__(VarBytesColumn())

@@ -7,7 +7,8 @@ read at once (their readers' buffers), any column opened once per segment
 moved onto a segment with more deletions (``SegmentReader._segment``, the ``deleted_docs_set``
 cached property) and the index's table of contents (``FileIndex._read_toc``), the stemmer a
 ``StemFilter`` calls (``StemFilter._stem``, given an LRU cache), and the W3 postings writer's
-inlining of short posting lists, broken in this version (``InliningCodec``). None of these is a
+inlining of short posting lists, broken in this version (``InliningCodec``), and a column type
+built on the column classes' reader state (``RecordColumn``). None of these is a
 stable interface, so this module is the only one allowed to touch them, and it refuses to import
 under any Whoosh version but ``WRITTEN_FOR`` (the ``whoosh-reloaded`` pin in requirements.txt): upgrading Whoosh means
 re-reading the code below against the new sources, then moving the pin here.
@@ -15,6 +16,9 @@ re-reading the code below against the new sources, then moving the pin here.
 
 from __future__ import annotations
 
+import bisect
+import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -47,6 +51,122 @@ def check_version(found: Sequence[int] | str) -> None:
 
 
 check_version(whoosh.__version__)  # at import: fail loudly rather than rank wrongly
+
+
+# A block holds at least this many bytes of records before it is compressed: bigger blocks
+# compress better (about 3.3x at 4 KiB, 3.9x at 16 KiB on 20-word memories), smaller ones cost
+# less to read one record from (the whole block is inflated).
+BLOCK_BYTES = 8192
+_LEVEL = 6
+_TRAILER = struct.Struct("<QII")  # the block table's offset in the column, blocks, documents
+
+
+class RecordColumn(columns.Column):
+    """A per-document bytes column compressed with zlib in blocks of consecutive documents
+    (Whoosh's own compressed column deflates each value alone, which gains little on a few
+    hundred bytes).
+
+    Layout (little-endian): the blocks, each ``zlib(uint32 length per document + the values)``;
+    the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
+    ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
+    without a value reads ``b""``. The reader keeps the last block it inflated, so reading
+    documents in order (a merge) inflates each block once. Pickled into the index's table of
+    contents by its import path: renaming or moving it makes existing indexes unreadable (they
+    are then rebuilt)."""
+
+    _default = b""
+
+    def __init__(self, block_bytes: int = BLOCK_BYTES, level: int = _LEVEL) -> None:
+        self.block_bytes = block_bytes
+        self.level = level
+
+    def writer(self, dbfile: Any) -> RecordColumn.Writer:
+        return self.Writer(dbfile, self.block_bytes, self.level)
+
+    def reader(self, dbfile: Any, basepos: int, length: int, doccount: int) -> RecordColumn.Reader:
+        return self.Reader(dbfile, basepos, length, doccount)
+
+    class Writer(columns.ColumnWriter):
+        def __init__(self, dbfile: Any, block_bytes: int, level: int) -> None:
+            self._dbfile = dbfile
+            self._block_bytes, self._level = block_bytes, level
+            self._docs = 0  # documents given a value (or b"" for a gap) so far
+            self._first = 0  # the open block's first document
+            self._values: list[bytes] = []
+            self._size = 0  # bytes of values in the open block
+            self._at = 0  # bytes written to the column so far
+            self._firsts: list[int] = []
+            self._offsets: list[int] = []
+
+        def fill(self, docnum: int) -> None:
+            while self._docs < docnum:
+                self._append(b"")
+
+        def add(self, docnum: int, value: bytes) -> None:
+            self.fill(docnum)
+            self._append(bytes(value))
+
+        def _append(self, value: bytes) -> None:
+            self._values.append(value)
+            self._size += len(value)
+            self._docs += 1
+            if self._size >= self._block_bytes:
+                self._emit()
+
+        def _emit(self) -> None:
+            if not self._values:
+                return
+            lengths = np.fromiter(map(len, self._values), dtype="<u4", count=len(self._values))
+            block = zlib.compress(lengths.tobytes() + b"".join(self._values), self._level)
+            self._firsts.append(self._first)
+            self._offsets.append(self._at)
+            self._dbfile.write(block)
+            self._at += len(block)
+            self._first = self._docs
+            self._values, self._size = [], 0
+
+        def finish(self, doccount: int) -> None:
+            self._emit()
+            self._dbfile.write(np.array(self._firsts, dtype="<u4").tobytes()
+                               + np.array(self._offsets, dtype="<u8").tobytes())
+            self._dbfile.write(_TRAILER.pack(self._at, len(self._firsts), self._docs))
+
+    class Reader(columns.ColumnReader):
+        def __init__(self, dbfile: Any, basepos: int, length: int, doccount: int) -> None:
+            super().__init__(dbfile, basepos, length, doccount)
+            at, blocks, docs = _TRAILER.unpack(dbfile.get(basepos + length - _TRAILER.size, _TRAILER.size))
+            table = dbfile.get(basepos + at, blocks * 12)
+            self._firsts: list[int] = np.frombuffer(table, dtype="<u4", count=blocks).tolist()
+            offsets: list[int] = np.frombuffer(table, dtype="<u8", count=blocks, offset=blocks * 4).tolist()
+            # per block: (offset, end) in the column and its documents' (first, end)
+            self._extents = list(zip(offsets, [*offsets[1:], at], strict=True))
+            self._ends = [*self._firsts[1:], docs]
+            self._docs = docs
+            self._block = -1
+            self._open: tuple[int, list[int], bytes] = (0, [], b"")  # first document, value starts, data
+
+        def _load(self, b: int) -> None:
+            start, end = self._extents[b]
+            raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
+            count = self._ends[b] - self._firsts[b]
+            starts = np.cumsum(np.frombuffer(raw, dtype="<u4", count=count), dtype=np.int64) + 4 * count
+            if count and int(starts[-1]) != len(raw):
+                raise ValueError("record block: its lengths do not match its size")
+            self._block, self._open = b, (self._firsts[b], [4 * count, *starts.tolist()], raw)
+
+        def __getitem__(self, docnum: int) -> bytes:
+            if docnum < 0 or docnum >= min(self._docs, self._doccount):
+                return b""
+            b = bisect.bisect_right(self._firsts, docnum) - 1
+            if b != self._block:
+                self._load(b)
+            first, starts, raw = self._open
+            i = docnum - first
+            return raw[starts[i]:starts[i + 1]]
+
+        def __iter__(self):
+            for d in range(self._doccount):
+                yield self[d]
 
 
 class _InliningPostingsWriter(whoosh3.W3PostingsWriter):
@@ -229,6 +349,7 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 __all__ = [
     "WRITTEN_FOR",
     "InliningCodec",
+    "RecordColumn",
     "WhooshVersionError",
     "cached_column",
     "check_version",

@@ -56,7 +56,8 @@ def test_records_decode_back_exactly_through_blocks_merges_and_purges(tmp_path):
 
     from chalicelib.core.store import Clock
     from chalicelib.search import index
-    from chalicelib.search.schema import BLOCK_BYTES, decode_record, encode_record, schema
+    from chalicelib.search.schema import decode_record, encode_record, schema
+    from chalicelib.search.whoosh_private import BLOCK_BYTES
     recs = _records()
     assert sum(len(encode_record(r)) for r in recs) > 3 * BLOCK_BYTES  # several blocks per segment
     for r in recs[:5]:  # the value alone, columns beside it
@@ -131,14 +132,14 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     metric, whatever the column reader raises."""
     import zlib
 
-    from chalicelib.search import schema as schema_mod
+    from chalicelib.search import whoosh_private
     from chalicelib.search.recall import _stored
     ix = _damaged_index(tmp_path, b'{"text":"damson tree pruning"}')
 
     def broken(data, *a):
         raise zlib.error("Error -3 while decompressing data: invalid block type")
 
-    monkeypatch.setattr(schema_mod.zlib, "decompress", broken)
+    monkeypatch.setattr(whoosh_private.zlib, "decompress", broken)
     capsys.readouterr()
     with ix.reader() as reader:
         assert _stored(reader, 0) is None  # one segment: the reader is the leaf
