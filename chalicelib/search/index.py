@@ -731,7 +731,9 @@ def _read_lanes(inc: str, todo: list[tuple[int, int]]) -> list[list[tuple[int, M
 def transient_index(records: Iterable[Memory]):
     """An in-memory index of ``records`` (``as_of`` recall ranks the past through one; they come
     decoded, so each can be indexed)."""
-    ix = RamStorage().create_index(schema())
+    # a name of its own: Whoosh pools a RAM index's postings in <tmp>/<indexname>.tmp, which
+    # another process or thread writing one under the same name would delete
+    ix = RamStorage().create_index(schema(), indexname=f"transient-{uuid.uuid4().hex}")
     writer = ix.writer(codec=codec())
     for rec in records:
         writer.add_document(**to_document(rec))

@@ -237,3 +237,17 @@ def test_a_replaced_record_is_found_by_id_through_the_writers_reader_too(tmp_pat
     got = _read_all(entry.reader())
     assert entry.reader().doc_count() == len(got) == 30
     assert got[recs[3].id].text == "quince edited" and got[recs[17].id].text == "quince edited again"
+
+
+def test_two_transient_indexes_pool_their_postings_apart():
+    """An ``as_of`` recall's in-memory index pools postings in ``<tmp>/<indexname>.tmp``: each has
+    a name of its own, so two at once (threads of one process, or two processes) never delete
+    each other's pool."""
+    from chalicelib.core.records import Memory
+    from chalicelib.search.index import transient_index
+
+    recs = [Memory(id=f"m{i}", text=f"tea {i}", created_at=1, updated_at=1) for i in range(3)]
+    a, b = transient_index(recs), transient_index(recs)
+    assert a.indexname != b.indexname
+    with a.searcher() as s:
+        assert s.doc_count() == 3
