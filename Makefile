@@ -27,10 +27,11 @@ run: venv
 # that hangs fails after TEST_TIMEOUT seconds (pytest-timeout) instead of stalling CI.
 # PYTEST_WORKERS processes share the tests (pytest-xdist; 0 runs them in this one): a test file
 # stays on one worker (--dist loadfile), so its module fixtures start once and its tests keep
-# their order. A plain `.venv/bin/pytest` runs in one process.
+# their order; files go out in the suite's order (conftest.py: the long end-to-end files first),
+# not largest-count first. A plain `.venv/bin/pytest` runs in one process.
 TEST_TIMEOUT ?= 600
 PYTEST_WORKERS ?= 2
-XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: venv
 	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(XDIST) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc

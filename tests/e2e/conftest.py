@@ -35,9 +35,11 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory):
-    """The running local stack (free ports, a temp state dir, a fixed CAIRN_DEV_TOKEN)."""
+    """The running local stack (free ports, a temp state dir, a fixed CAIRN_DEV_TOKEN), shared by
+    the end-to-end tests a process runs and stopped after the last of them (not idling on while
+    the same worker goes on with the other layers)."""
     base = tmp_path_factory.mktemp("cairn-e2e")
     s = LocalStack(base / "state", DEV_TOKEN, base / "stack.log",
                    env={"CAIRN_CONTRACT_LOG": str(base / CONTRACT_LOG)}).start()
@@ -47,7 +49,7 @@ def stack(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _responses_keep_the_document(request):
-    """A test on the session's stack fails when a response it got broke openapi.json (the
+    """A test on the shared stack fails when a response it got broke openapi.json (the
     launcher's test mode appends each violation to the contract log)."""
     if "stack" not in request.fixturenames:
         yield
@@ -94,5 +96,5 @@ class Http:
 
 @pytest.fixture
 def http(stack):
-    """An HTTP client for the session's stack with the dev admin token."""
+    """An HTTP client for the shared stack with the dev admin token."""
     return Http(stack.base_url, stack.token)
