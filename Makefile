@@ -25,18 +25,24 @@ run: venv
 
 # Whole suite, end-to-end tests included. pytest's exit 5 (nothing collected) fails too; a test
 # that hangs fails after TEST_TIMEOUT seconds (pytest-timeout) instead of stalling CI.
+# PYTEST_WORKERS processes share the tests (pytest-xdist; 0 runs them in this one): a test file
+# stays on one worker (--dist loadfile), so its module fixtures start once and its tests keep
+# their order; files go out in the suite's order (conftest.py: the long end-to-end files first),
+# not largest-count first. A plain `.venv/bin/pytest` runs in one process.
 TEST_TIMEOUT ?= 600
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: venv
-	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(ARGS); rc=$$?; \
+	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(XDIST) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 # The pure modules only (tests/unit: no AWS SDK, no moto), in seconds.
 test-unit: venv
 	$(BIN)/pytest -q tests/unit
 
-# Everything but the end-to-end tests.
+# Everything but the end-to-end tests (on PYTEST_WORKERS processes too).
 test-fast: venv
-	$(BIN)/pytest -q -m "not e2e"
+	$(BIN)/pytest -q $(XDIST) -m "not e2e"
 
 bench: venv
 	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \

@@ -1,8 +1,10 @@
 """Whole-backend dumps for "nothing was written" assertions.
 
-``dump()`` reads every DynamoDB table (a scan: test code only, never a request path) and every
-S3 object of the in-process moto backend into plain, comparable data. ``assert_unchanged(before)``
-compares a fresh dump with an earlier one and names the first differing table or key.
+``dump()`` reads every DynamoDB item and every S3 object of the in-process moto backend into
+plain, comparable data: the items straight from moto's tables (what a consistent scan returns,
+without a scan's request and response round trip per page), the objects through boto3.
+``assert_unchanged(before)`` compares a fresh dump with an earlier one and names the first
+differing table or key.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import functools
 import json
 
 import boto3
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
 
 from infra.local import motolock
 
@@ -22,18 +26,13 @@ IGNORED = {"tokens": {"last_used_at"}}
 IGNORED_TABLES = ("usage",)
 
 
-def _table_items(ddb, name: str) -> list[str]:
-    logical = name.rsplit("-", 1)[-1]
-    skip = IGNORED.get(logical, set())
-    items, kw = [], {"TableName": name, "ConsistentRead": True}
-    while True:
-        page = ddb.scan(**kw)
-        for it in page.get("Items", []):
-            items.append(json.dumps({k: v for k, v in it.items() if k not in skip}, sort_keys=True, ensure_ascii=False,
-                                    default=lambda b: b.hex()))  # binary attributes (B)
-        if "LastEvaluatedKey" not in page:
-            return sorted(items)
-        kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+def _table_items(table) -> list[str]:
+    """Each item of moto's ``table`` as sorted JSON, in the wire shape (``{"S": ...}``) a scan
+    returns; binary values (B) as hex."""
+    skip = IGNORED.get(table.name.rsplit("-", 1)[-1], set())
+    return sorted(json.dumps({k: v.to_regular_json() for k, v in item.attrs.items() if k not in skip},
+                             sort_keys=True, ensure_ascii=False, default=lambda b: b.hex())
+                  for item in table.all_items())
 
 
 @functools.cache
@@ -47,10 +46,11 @@ def clients(region: str = "us-east-1") -> tuple:
 def dump(using: tuple | None = None) -> dict:
     """``{"ddb": {table: [item json]}, "s3": {bucket/key: bytes}}`` of the whole backend;
     ``using`` = ``clients()`` to reuse clients across dumps."""
-    ddb, s3 = using or clients()
+    _, s3 = using or clients()
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][s3.meta.region_name]
     with motolock.lock():
-        tables = {t: _table_items(ddb, t) for t in ddb.list_tables()["TableNames"]
-                  if t.rsplit("-", 1)[-1] not in IGNORED_TABLES}
+        tables = {name: _table_items(table) for name, table in backend.tables.items()
+                  if name.rsplit("-", 1)[-1] not in IGNORED_TABLES}
     objects = {}
     for b in s3.list_buckets()["Buckets"]:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b["Name"]):

@@ -17,15 +17,16 @@ DEV_TOKEN = "cairn_e2e_dev_token_0123456789abcdef"
 CONTRACT_LOG = "contract.log"
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Say loudly when the console's browser tests skipped (no chromium or playwright)."""
-    from .console_support import SKIP_LINE, SKIPPED
-    if SKIPPED:
-        line = "!" * 100
-        terminalreporter.write_line(line, red=True, bold=True)
-        terminalreporter.write_line(f"{SKIP_LINE}: {SKIPPED[0]}; CAIRN_REQUIRE_BROWSER=1 turns this into a failure",
-                                    red=True, bold=True)
-        terminalreporter.write_line(line, red=True, bold=True)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A console browser test skipped for want of a browser carries the run's closing alarm
+    (printed by the repository's conftest.py, from the reports, under xdist too)."""
+    from .console_support import browser_skip_alarm
+    report = yield
+    alarm = browser_skip_alarm(report)
+    if alarm:
+        report.user_properties.append(("alarm", alarm))
+    return report
 
 
 def pytest_collection_modifyitems(items):
@@ -34,9 +35,11 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory):
-    """The running local stack (free ports, a temp state dir, a fixed CAIRN_DEV_TOKEN)."""
+    """The running local stack (free ports, a temp state dir, a fixed CAIRN_DEV_TOKEN), shared by
+    the end-to-end tests a process runs and stopped after the last of them (not idling on while
+    the same worker goes on with the other layers)."""
     base = tmp_path_factory.mktemp("cairn-e2e")
     s = LocalStack(base / "state", DEV_TOKEN, base / "stack.log",
                    env={"CAIRN_CONTRACT_LOG": str(base / CONTRACT_LOG)}).start()
@@ -46,7 +49,7 @@ def stack(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _responses_keep_the_document(request):
-    """A test on the session's stack fails when a response it got broke openapi.json (the
+    """A test on the shared stack fails when a response it got broke openapi.json (the
     launcher's test mode appends each violation to the contract log)."""
     if "stack" not in request.fixturenames:
         yield
@@ -93,5 +96,5 @@ class Http:
 
 @pytest.fixture
 def http(stack):
-    """An HTTP client for the session's stack with the dev admin token."""
+    """An HTTP client for the shared stack with the dev admin token."""
     return Http(stack.base_url, stack.token)

@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "console"
 AXE = ROOT / "tests" / "node" / "node_modules" / "axe-core" / "axe.min.js"
 SKIP_LINE = "BROWSER TESTS SKIPPED: install Debian's chromium (apt-get install chromium) and playwright to run them"
-SKIPPED: list[str] = []  # what tests/e2e/conftest.py's summary reports
 TIMEOUT_MS = 20_000  # a page's or an assertion's wait: generous, the machine may be busy (a cold index build)
 HOP_HEADERS = ("content-length", "connection", "transfer-encoding", "keep-alive", "date", "server")
 
@@ -53,13 +52,23 @@ def browser_or_skip():
     if reason is not None:
         if os.environ.get("CAIRN_REQUIRE_BROWSER") == "1":
             pytest.fail(f"CAIRN_REQUIRE_BROWSER=1 but {reason}")
-        SKIPPED.append(reason)
         pytest.skip(f"{SKIP_LINE} ({reason})")
     from playwright.sync_api import expect as _expect
     _expect.set_options(timeout=TIMEOUT_MS)
     pw = sync_playwright().start()
     browser = pw.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-dev-shm-usage"])
     return pw, browser
+
+
+def browser_skip_alarm(report: pytest.TestReport) -> str | None:
+    """The run's closing alarm for a report that ``browser_or_skip`` skipped (its reason named),
+    None for any other report."""
+    if not report.skipped or not isinstance(report.longrepr, tuple):
+        return None
+    message = str(report.longrepr[2]).removeprefix("Skipped: ")
+    if not message.startswith(SKIP_LINE):
+        return None
+    return f"{message}; CAIRN_REQUIRE_BROWSER=1 turns this into a failure"
 
 
 class PrefixProxy:

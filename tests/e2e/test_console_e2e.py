@@ -296,7 +296,10 @@ def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
     content = unique("Answer in plain English. Rev ")
     page.get_by_label("Markdown of style").fill(content)
     page.get_by_role("form", name="Rule style").get_by_role("button", name="Save rule").click()
-    page.get_by_role("button", name="Confirm").click()
+    # the field holds what was typed before the save lands: wait for the PUT's answer
+    with page.expect_response(lambda r: r.request.method == "PUT" and r.url.endswith("/rules/style")) as saved:
+        page.get_by_role("button", name="Confirm").click()
+    assert saved.value.status == 200, saved.value.text()
     expect(page.get_by_label("Markdown of style")).to_have_value(content)
     assert ok(http.get(f"/v1/banks/{bank}/rules/style"))["rule"]["content"] == content
 
