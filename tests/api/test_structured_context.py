@@ -234,12 +234,19 @@ def test_hint_counts_the_memories_in_scope_not_the_matches(alice):
     assert turn(alice, sid, "how do we deploy?")["in_scope"] == 5
 
 
-def test_warm_context_reads_its_namespaces_once_and_touches_in_one_write(alice):
+def test_warm_context_reads_its_namespaces_once_and_touches_in_one_write(alice, tmp_path):
     """A warm turn over two namespaces (global and the user's) that injects three memories: the
     session read, ONE consistent read of both namespaces (the hint's count and the ranking), ONE
     write touching all three, the usage counter; the touch counts as before. Server-Timing names
-    those phases."""
+    those phases. The container's index cache is this test's own: one left by an earlier test
+    would know other incarnations' lanes."""
     from chalicelib import timing
+    from chalicelib.search import index
+    with index.using(index.IndexCache(str(tmp_path / "cache"))):
+        _warm_context_turn(alice, timing)
+
+
+def _warm_context_turn(alice, timing):
     from tests.api.test_search_freshness import CallCounter
     for name in ("deploy_process", "deploy_canary"):
         save(alice, name, f"Deploy notes: {name}.")
