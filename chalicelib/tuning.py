@@ -266,4 +266,16 @@ def _cache_clear() -> None:
         _problem.clear()
 
 
+def forget_cached() -> None:
+    """Forget this process's tuning state: the cached tunings and their problems, the last good
+    tuning and the config versions seen (a fresh backend starts again at version 0)."""
+    global _last_good, _config_version
+    with _lock:
+        _cache.clear()
+        _problem.clear()
+        _last_good = None
+        _config_version = 0
+        _org_versions.clear()
+
+
 get_tuning.cache_clear = _cache_clear  # type: ignore[attr-defined]  # POST /v1/reload

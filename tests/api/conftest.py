@@ -38,8 +38,10 @@ def aws(monkeypatch):
         monkeypatch.setenv("CAIRN_STAGE", "test")
         # some tests seed more banks than an org's default quota; quota tests set their own limits
         monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "100000")
+        from chalicelib import tuning
         from chalicelib.usage import limits
         limits.forget_cached()  # a former test's per-org overrides, cached in this process
+        tuning.forget_cached()  # a former test's tuning, its problem and config versions
         yield names
 
 
