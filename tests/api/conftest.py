@@ -3,6 +3,7 @@ and Chalice's test client over the real app."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from urllib.parse import urlsplit
@@ -59,14 +60,35 @@ def _contract():
     return ResponseContract(document())
 
 
+@contextlib.contextmanager
+def _environment_as_is(_variables):
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _environ_kept():
+    """A test must leave ``os.environ`` the process's own mapping: a copy put in its place keeps
+    that test's variables (and hides later ``monkeypatch`` changes) for every later test."""
+    real = os.environ
+    yield
+    assert os.environ is real, "os.environ was replaced by a copy during this test"
+
+
 @pytest.fixture
-def client(app):
+def client(app, monkeypatch):
     """chalice.test.Client over the real app. Every response it gets is checked against the
     OpenAPI document, and a test that got one breaking it fails (``CAIRN_CONTRACT=0`` skips the
     check, to see a test's own failure first)."""
     from chalice.test import Client
     violations: list[str] = []
     with Client(app) as c:
+        # chalice swaps os.environ for a patched copy around each request and puts back the one
+        # it found: requests from several threads leave a request's copy as os.environ for the
+        # rest of the process. The stage's variables are set once here instead.
+        scoped = c.http._config.scope(c.http._config.chalice_stage, "api_handler")
+        for k, v in scoped.environment_variables.items():
+            monkeypatch.setenv(k, v)
+        c.http._patched_env_vars = _environment_as_is
         if os.environ.get("CAIRN_CONTRACT") != "0":
             send = c.http.request
 

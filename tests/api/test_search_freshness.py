@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import traceback
 
 import pytest
 
@@ -221,6 +222,7 @@ class CallCounter:
 
     def __init__(self):
         self.calls: list[tuple[str, str]] = []
+        self.where: list[list[str]] = []  # per call, the chalicelib frames that made it (for a failure's message)
 
     def __call__(self, model=None, params=None, **kw):
         tables = set()
@@ -234,6 +236,8 @@ class CallCounter:
             tables.update((body.get("RequestItems") or {}).keys())
             tables.update(op["TableName"] for it in body.get("TransactItems") or () for op in it.values())
         self.calls.append((model.service_model.service_name + "." + model.name, ",".join(sorted(tables))))
+        self.where.append([f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}" for f in traceback.extract_stack()
+                           if "/chalicelib/" in f.filename])
 
     def install(self):
         from chalicelib.storage import blobs

@@ -266,7 +266,7 @@ def _warm_context_turn(alice, timing):
     calls = [c for c in counter.calls if "tokens" not in c[1]]
     assert calls == [("dynamodb.GetItem", "cairn-test-structured"), ("dynamodb.BatchGetItem", "cairn-test-banks"),
                      ("dynamodb.TransactWriteItems", "cairn-test-structured"),
-                     ("dynamodb.UpdateItem", "cairn-test-usage")], counter.calls
+                     ("dynamodb.UpdateItem", "cairn-test-usage")], list(zip(counter.calls, counter.where, strict=True))
     assert list(timing.parse(resp.headers[timing.HEADER])) == [
         "token", "session", "bank", "rank", "touch", "render", "usage", "total"]
     for name in ("deploy_process", "deploy_canary", "deploy_mine"):
