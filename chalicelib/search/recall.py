@@ -49,7 +49,7 @@ from . import index as index_mod
 from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import read_record
-from .scorer import K1, CorpusStats, SegmentData, full_scores, norm_table
+from .scorer import CorpusStats, SegmentData, full_scores
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
@@ -229,13 +229,12 @@ def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: 
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=vals[0].dtype if vals else np.float64)
     total = sum(len(x) for x in ids)
     if total > DENSE_SHARE * n:
-        acc = np.zeros(n, dtype=vals[0].dtype)
-        hit = np.zeros(n, dtype=bool)
-        for x, v in zip(ids, vals, strict=True):
-            acc[x] += v  # a term's postings name each document once
-            hit[x] = True
-        docs = np.flatnonzero(hit & allowed)
-        return docs, acc[docs]
+        # bincount adds each document's values in list order, as ``acc[x] += v`` per list would;
+        # every value is above 0 (a positive idf and tf; a count), so a sum above 0 is a match
+        acc = np.bincount(np.concatenate(ids) if len(ids) > 1 else ids[0],
+                          weights=np.concatenate(vals) if len(vals) > 1 else vals[0], minlength=n)
+        docs = np.flatnonzero((acc > 0) & allowed)
+        return docs, acc[docs].astype(vals[0].dtype, copy=False)
     if len(ids) == 1:  # one list: already sorted, one value per document
         docs, sums = ids[0], vals[0]
     else:
@@ -262,25 +261,21 @@ def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
     """Per leaf: the documents matched (masked by ``allowed``) and their BM25F. Per (field, term)
     pair and posting: ``idf * tf * (k1 + 1) / (tf + norm[length byte])``, added in pair order
     (the arithmetic of whoosh.scoring.bm25)."""
-    k1p = K1 + 1
     parts: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in readers]
     for f, t in pairs:
         idf: float | None = None
-        norm = norm_table(1.0)
+        avgfl = stats.avgfl(f)
         for i, reader in enumerate(readers):
             sd = stats.data(i)
             if f not in sd.fields:
                 continue  # no posting of this field in the segment: skip the term lookup
-            ids, w = sd.postings(reader, f, t)
+            ids, part = sd.term_parts(reader, f, t, avgfl)
             if not len(ids):
                 continue
             if idf is None:
                 idf = stats.idf(f, t)
-                norm = norm_table(stats.avgfl(f) or 1.0)  # cached per average length
-            lens = sd.lengths.get(f)
-            nrm = norm[lens[ids]] if lens is not None else norm[0]
             parts[i][0].append(ids)
-            parts[i][1].append(idf * ((w * k1p) / (w + nrm)))
+            parts[i][1].append(idf * part)
     return [_sum_by_doc(len(a), ids, vals, a) for (ids, vals), a in zip(parts, allowed, strict=True)]
 
 
@@ -301,19 +296,19 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
     the order ``score`` desc (when given: per leaf, one value per document of ``docs``),
     ``updated_at`` desc, id asc.
 
-    Only a prefix is ever sorted: ``argpartition`` finds the ``k``-th best score and every
+    Only a prefix is ever sorted: each leaf keeps the documents at least as good as its own
+    ``k``-th best (``_best_per_leaf``), ``argpartition`` finds the ``k``-th best of those and every
     document at least that good (ties included) is ordered by ``lexsort``, ids breaking the ties
     that remain; ``k`` grows only while ``accept`` refuses too many."""
-    li = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in enumerate(docs)])
-    dn = np.concatenate(docs).astype(np.int64, copy=False)
-    n = len(dn)
-    if n == 0:
+    sizes = [len(d) for d in docs]
+    if not sum(sizes):
         return []
-    upd = np.concatenate([data[i].updated_at[d] for i, d in enumerate(docs)])
-    primary = upd if score is None else np.concatenate(score)
     out: list[Key] = []
     done, k = 0, fetch
     while True:
+        li, dn, upd, primary = _best_per_leaf(data, docs, score, k)
+        whole = max(sizes) <= k  # every document is in: nothing left to widen to
+        n = len(dn)
         if k < n:
             cut = n - k
             sel = np.argpartition(primary, cut)[cut:]
@@ -333,9 +328,32 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
                 out.append(key)
                 if len(out) >= fetch:
                     return out
-        if m >= n:
+        if whole and m >= n:
             return out
         done, k = m, k * 4
+
+
+def _best_per_leaf(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None,
+                   k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(leaf, document, updated_at, primary)`` of the documents of each leaf at least as good
+    as that leaf's ``k``-th best (``score``, else ``updated_at``; ties included): a superset of
+    the best ``k`` overall, so only these are gathered and concatenated."""
+    li, dn, upd, primary = [], [], [], []
+    for i, d in enumerate(docs):
+        if not len(d):
+            continue
+        p = score[i] if score is not None else None
+        u = data[i].updated_at[d]
+        q = u if p is None else p
+        if k < len(d):
+            cut = len(d) - k
+            sel = np.flatnonzero(q >= np.partition(q, cut)[cut])
+            d, u, q = d[sel], u[sel], q[sel]
+        li.append(np.full(len(d), i, dtype=np.int64))
+        dn.append(d.astype(np.int64, copy=False))
+        upd.append(u)
+        primary.append(q)
+    return np.concatenate(li), np.concatenate(dn), np.concatenate(upd), np.concatenate(primary)
 
 
 def _by_id(keys: list[Key], p: np.ndarray, u: np.ndarray, data: list[SegmentData]) -> list[Key]:

@@ -27,7 +27,7 @@ from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
 from .schema import TEXT_FIELDS
-from .whoosh_private import deleted_docs, int_column, length_bytes, posting_blocks, str_column
+from .whoosh_private import deleted_docs, int_column, length_bytes, posting_arrays, posting_blocks, str_column
 
 K1, B = 1.2, 0.75
 DAY_MS = 86_400_000
@@ -37,8 +37,6 @@ _DF_CACHE_MAX = 20000
 POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
 # three int64 columns, four length bytes and an id string (about 70 bytes) per document
 _BASE_BYTES_PER_DOC = 5 * 8 + 4 + 70
-_NO_IDS = np.zeros(0, dtype=np.int32)
-_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
 
 def _leaf_key(reader: Any) -> tuple:
@@ -64,8 +62,8 @@ class SegmentData:
     segment id alone: dropped when the segment is merged away, with its bank's index (the index
     cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
 
-    __slots__ = ("_postings", "corroboration", "created_at", "fields", "ids", "lengths", "n", "nbytes", "pinned",
-                 "session", "updated_at")
+    __slots__ = ("_parts", "_postings", "corroboration", "created_at", "fields", "ids", "lengths", "n", "nbytes",
+                 "pinned", "session", "updated_at")
 
     def __init__(self, reader: Any) -> None:
         self.n = n = reader.doc_count_all()
@@ -82,6 +80,7 @@ class SegmentData:
             raw = length_bytes(reader, f)
             self.lengths[f] = None if raw is None else np.frombuffer(raw, dtype=np.uint8)
         self._postings: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._parts: dict[tuple[str, str], tuple[float, np.ndarray, np.ndarray]] = {}
         self.nbytes = _BASE_BYTES_PER_DOC * n
 
     def postings(self, reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -91,23 +90,34 @@ class SegmentData:
         key = (fieldname, text)
         got = self._postings.get(key)
         if got is None:
-            ids: list[Any] = []
-            ws: list[Any] = []
-            for bid, bw in posting_blocks(reader, fieldname, text):
-                ids.append(np.asarray(bid, dtype=np.int32))
-                ws.append(np.asarray(bw, dtype=np.float64))
-            if not ids:
-                got = (_NO_IDS, _NO_WEIGHTS)
-            else:
-                got = (np.concatenate(ids) if len(ids) > 1 else ids[0],
-                       np.concatenate(ws) if len(ws) > 1 else ws[0])
-            self._postings[key] = got
+            got = self._postings[key] = posting_arrays(reader, fieldname, text)
+            self.nbytes += got[0].nbytes + got[1].nbytes + 100
             self.nbytes += got[0].nbytes + got[1].nbytes + 100
         return got
 
+    def term_parts(self, reader: Any, fieldname: str, text: str, avgfl: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(docnums, tf part)`` of a term in this segment: per posting, BM25's
+        ``tf * (k1 + 1) / (tf + norm[length byte])`` at the average field length ``avgfl``
+        (``norm_table``), the score before its idf. Kept beside the postings for the last
+        ``avgfl`` seen: a bank nobody writes to ranks a common term again without recomputing it."""
+        key = (fieldname, text)
+        got = self._parts.get(key)
+        if got is not None and got[0] == avgfl:
+            return got[1], got[2]
+        ids, w = self.postings(reader, fieldname, text)
+        lens = self.lengths.get(fieldname)
+        norm = norm_table(avgfl or 1.0)
+        nrm = norm[lens[ids]] if lens is not None else norm[0]
+        part = (w * (K1 + 1)) / (w + nrm)
+        if got is None:
+            self.nbytes += part.nbytes + 100
+        self._parts[key] = (avgfl, ids, part)
+        return ids, part
+
     def clear_postings(self) -> None:
-        """Forget the decoded postings (the memory bound)."""
+        """Forget the decoded postings and their tf parts (the memory bound)."""
         self._postings.clear()
+        self._parts.clear()
         self.nbytes = _BASE_BYTES_PER_DOC * self.n
 
 
@@ -218,17 +228,15 @@ class CorpusStats:
         return self._segments
 
     def df(self, fieldname: str, text: str) -> int:
-        """Documents of the corpus holding ``text`` in ``fieldname``."""
+        """Documents of the corpus holding ``text`` in ``fieldname``: counted from the decoded
+        postings (which ranking reads next anyway: one term lookup per segment, not two)."""
         total = 0
         for i, (reader, cache, key, seg) in enumerate(self.leaves):
             ck = (key, fieldname, text)
             n = cache.get(ck)
             if n is None:
-                if not seg.excluded and not reader.has_deletions():
-                    n = reader.doc_frequency(fieldname, text)
-                else:
-                    ids, _w = self._data[i].postings(reader, fieldname, text)
-                    n = int(np.count_nonzero(seg.keep[ids]))
+                ids, _w = self._data[i].postings(reader, fieldname, text)
+                n = len(ids) if seg.n == self._data[i].n else int(np.count_nonzero(seg.keep[ids]))
                 cache[ck] = n
             total += n
         return total

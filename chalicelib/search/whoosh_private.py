@@ -17,6 +17,7 @@ re-reading the code below against the new sources, then moving the pin here.
 from __future__ import annotations
 
 import bisect
+import itertools
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -149,10 +150,11 @@ class RecordColumn(columns.Column):
             start, end = self._extents[b]
             raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
             count = self._ends[b] - self._firsts[b]
-            starts = np.cumsum(np.frombuffer(raw, dtype="<u4", count=count), dtype=np.int64) + 4 * count
-            if count and int(starts[-1]) != len(raw):
+            # plain ints: a block holds a few dozen records, too few for numpy to pay off
+            starts = list(itertools.accumulate(struct.unpack_from(f"<{count}I", raw), initial=4 * count))
+            if starts[-1] != len(raw):
                 raise ValueError("record block: its lengths do not match its size")
-            self._block, self._open = b, (self._firsts[b], [4 * count, *starts.tolist()], raw)
+            self._block, self._open = b, (self._firsts[b], starts, raw)
 
         def __getitem__(self, docnum: int) -> bytes:
             if docnum < 0 or docnum >= min(self._docs, self._doccount):
@@ -317,6 +319,56 @@ def cached_column(reader: Any, fieldname: str) -> Any:
         return reader.column_reader(fieldname, translate=False) if reader.has_column(fieldname) else None
 
 
+_NO_IDS = np.zeros(0, dtype=np.int32)
+_NO_WEIGHTS = np.zeros(0, dtype=np.float64)
+
+
+def posting_arrays(reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(docnums int32, weights float64)`` of a term's postings in one segment, deleted documents
+    included; empty arrays when the segment lacks the term. On a W3 segment reader the term index
+    is read directly (one hash lookup; postings inlined in the term info need no matcher, and a
+    missing term raises nothing); otherwise through ``posting_blocks``."""
+    terms: Any = getattr(reader, "_terms", None)
+    if type(reader) is not SegmentReader or type(terms) is not whoosh3.W3TermsReader or reader.is_closed:
+        return _concat(list(posting_blocks(reader, fieldname, text)))
+    if fieldname not in terms._fieldmap:  # no term of this field in the segment
+        return _NO_IDS, _NO_WEIGHTS
+    field = reader.schema[fieldname]
+    tbytes = field.to_bytes(text)
+    raw = terms._tindex.get(terms._keycoder(fieldname, tbytes))
+    if raw is None:
+        return _NO_IDS, _NO_WEIGHTS
+    info = whoosh3.W3TermInfo.from_bytes(raw)
+    if info.is_inlined():
+        ids, weights, _values = info.inlined_postings()
+        return (np.array(ids, dtype=np.int32),
+                np.array(weights, dtype=np.float64) if weights else np.ones(len(ids), dtype=np.float64))
+    m = terms._codec.postings_reader(terms._postfile, info, field.format, term=(fieldname, tbytes))
+    return _concat(list(_leaf_blocks(m)))
+
+
+def _concat(blocks: list[tuple[Sequence[int], Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
+    if not blocks:
+        return _NO_IDS, _NO_WEIGHTS
+    if len(blocks) == 1:
+        return np.asarray(blocks[0][0], dtype=np.int32), np.asarray(blocks[0][1], dtype=np.float64)
+    return (np.concatenate([np.asarray(i, dtype=np.int32) for i, _w in blocks]),
+            np.concatenate([np.asarray(w, dtype=np.float64) for _i, w in blocks]))
+
+
+def _leaf_blocks(m: Any) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+    """The blocks of a ``W3LeafMatcher`` read whole (its ``_ids``/``_weights`` buffers)."""
+    while m.is_active():
+        if m._ids is None:
+            m._read_ids()
+        if m._weights is None:
+            m._read_weights()
+        yield m._ids[m._i:], m._weights[m._i:]
+        if m._lastblock:
+            return
+        m._next_block()
+
+
 def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
     """``(docnums, weights)`` blocks of a term's postings in one segment, deleted documents
     included (the caller masks them); nothing when the segment lacks the term. Reads the W3
@@ -328,15 +380,7 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
     if isinstance(m, FilterMatcher):
         m = m.child  # the deletion filter: the caller's mask covers deleted documents
     if isinstance(m, whoosh3.W3LeafMatcher):
-        while m.is_active():
-            if m._ids is None:
-                m._read_ids()
-            if m._weights is None:
-                m._read_weights()
-            yield m._ids[m._i:], m._weights[m._i:]
-            if m._lastblock:
-                return
-            m._next_block()
+        yield from _leaf_blocks(m)
         return
     ids, weights = [], []
     while m.is_active():
@@ -357,6 +401,7 @@ __all__ = [
     "int_column",
     "length_bytes",
     "move_deletions",
+    "posting_arrays",
     "posting_blocks",
     "read_toc",
     "str_column",
