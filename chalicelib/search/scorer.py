@@ -92,7 +92,6 @@ class SegmentData:
         if got is None:
             got = self._postings[key] = posting_arrays(reader, fieldname, text)
             self.nbytes += got[0].nbytes + got[1].nbytes + 100
-            self.nbytes += got[0].nbytes + got[1].nbytes + 100
         return got
 
     def term_parts(self, reader: Any, fieldname: str, text: str, avgfl: float) -> tuple[np.ndarray, np.ndarray]:
