@@ -1,7 +1,9 @@
 """Every use of Whoosh's private API, in one place, checked against the version it was written for.
 
-Recall reads Whoosh's W3 codec below its public interface for speed: posting blocks read whole
-(``W3LeafMatcher``'s ``_ids``/``_weights`` buffers), the field-length, numeric and string columns
+Recall reads Whoosh's W3 codec below its public interface for speed: a term looked up in the
+segment's term index directly (``W3TermsReader``'s ``_fieldmap``, ``_keycoder``, ``_tindex``,
+``_codec`` and ``_postfile``), posting blocks read whole (``W3LeafMatcher``'s ``_ids``/``_weights``
+buffers), the field-length, numeric and string columns
 read at once (their readers' buffers), any column opened once per segment
 (``W3PerDocReader._cached_reader``), an open segment reader
 moved onto a segment with more deletions (``SegmentReader._segment``, the ``deleted_docs_set``
