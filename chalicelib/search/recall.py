@@ -143,17 +143,17 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     allowed = [_allowed(stats, i, readers[i], tag) for i in range(len(leaves))]
     bm = _bm25f(stats, readers, pairs, allowed)
     ent = _entity_hits(stats, readers, q.entity_keys, allowed)
+    data = [stats.data(i) for i in range(len(leaves))]
 
     decoded: dict[Key, Memory | None] = {}
 
     def record(key: Key) -> Memory | None:
         """The candidate's record, or ``None`` when its document does not decode (skipped)."""
         if key not in decoded:
-            decoded[key] = _stored(readers[key[0]], key[1])
+            decoded[key] = _stored(readers[key[0]], key[1], data[key[0]])
         return decoded[key]
 
     accept = None if filter is None else (lambda key: (rec := record(key)) is not None and filter(rec))
-    data = [stats.data(i) for i in range(len(leaves))]
     fetch = tuning.fetch_limit
     cands = dict.fromkeys(_pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
     cands.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, fetch, accept)))
@@ -161,12 +161,10 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         return [], 0
     def base(keys: list[Key]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """``(updated_at, totals, signals)`` of ``keys`` by ``scorer.full_scores``."""
-        li = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
-        dn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
-        u = _gather(li, dn, [sd.updated_at for sd in data])
-        tot, sig = full_scores(_lookup(li, dn, bm, np.float64), _lookup(li, dn, ent, np.int64),
-                               _gather(li, dn, [sd.corroboration for sd in data]),
-                               _gather(li, dn, [sd.pinned for sd in data]), u, now, tuning)
+        u = _gather(keys, [sd.updated_at for sd in data])
+        tot, sig = full_scores(_lookup(keys, bm, np.float64), _lookup(keys, ent, np.int64),
+                               _gather(keys, [sd.corroboration for sd in data]),
+                               _gather(keys, [sd.pinned for sd in data]), u, now, tuning)
         return u, tot, sig
 
     keys = list(cands)
@@ -175,8 +173,6 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         keys, upd, totals, signals = signals_mod.apply(signals_mod.Ranking(
             query if isinstance(query, str) else None, q.terms, stats, readers, data, allowed, record, accept,
             functools.partial(_bm25f, stats, readers), _pick, base, now, tuning), keys, totals, upd)
-    li = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
-    dn = np.fromiter((k[1] for k in keys), dtype=np.int64, count=len(keys))
     ids = [data[i].ids[d] for i, d in keys]
     order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], ids[j]))
     hits: list[Hit] = []
@@ -184,7 +180,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     for j in order:
         if len(hits) == limit:
             break
-        key = (int(li[j]), int(dn[j]))
+        key = keys[j]
         rec = record(key)
         if rec is not None:
             hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
@@ -196,21 +192,39 @@ Sparse = tuple[np.ndarray, np.ndarray]  # (sorted document numbers, one value ea
 DENSE_SHARE = 0.125
 
 
-def _gather(li: np.ndarray, dn: np.ndarray, per_leaf: list[np.ndarray]) -> np.ndarray:
-    """``per_leaf[li[j]][dn[j]]`` for each j."""
-    out = np.zeros(len(li), dtype=per_leaf[0].dtype if per_leaf else np.int64)
-    if len(per_leaf) == 1:
-        out[:] = per_leaf[0][dn]
-        return out
+# below these sizes numpy's cost per call outweighs its speed: candidates up to SMALL are
+# gathered key by key, sparse values looked up through a dict while the candidates and the
+# sparse arrays together are up to SMALL, matches up to SMALL_PICK sorted as tuples
+SMALL = 256
+SMALL_PICK = 128
+
+
+def _split(keys: list[Key]) -> tuple[np.ndarray, np.ndarray]:
+    """``(leaves, document numbers)`` of ``keys`` as int64 arrays."""
+    both = np.array(keys, dtype=np.int64).reshape(len(keys), 2)
+    return both[:, 0], both[:, 1]
+
+
+def _gather(keys: list[Key], per_leaf: list[np.ndarray]) -> np.ndarray:
+    """``per_leaf[i][d]`` for each key ``(i, d)``."""
+    dtype = per_leaf[0].dtype if per_leaf else np.int64
+    if len(keys) <= SMALL:
+        return np.array([per_leaf[i][d] for i, d in keys], dtype=dtype)
+    li, dn = _split(keys)
+    out = np.zeros(len(li), dtype=dtype)
     for i in set(li.tolist()):
         at = li == i
         out[at] = per_leaf[i][dn[at]]
     return out
 
 
-def _lookup(li: np.ndarray, dn: np.ndarray, per_leaf: list[Sparse], dtype: Any) -> np.ndarray:
-    """The value of each ``(li[j], dn[j])`` in sparse per-leaf arrays (0 where absent)."""
-    out = np.zeros(len(li), dtype=dtype)
+def _lookup(keys: list[Key], per_leaf: list[Sparse], dtype: Any) -> np.ndarray:
+    """The value of each key ``(i, d)`` in sparse per-leaf arrays (0 where absent)."""
+    if len(keys) + sum(len(docs) for docs, _v in per_leaf) <= SMALL:
+        maps = [dict(zip(docs.tolist(), vals.tolist(), strict=True)) for docs, vals in per_leaf]
+        return np.array([maps[i].get(d, 0) for i, d in keys], dtype=dtype)
+    li, dn = _split(keys)
+    res = np.zeros(len(li), dtype=dtype)
     for i in set(li.tolist()):
         docs, vals = per_leaf[i]
         if not len(docs):
@@ -218,8 +232,8 @@ def _lookup(li: np.ndarray, dn: np.ndarray, per_leaf: list[Sparse], dtype: Any) 
         at = np.flatnonzero(li == i)
         pos = np.minimum(np.searchsorted(docs, dn[at]), len(docs) - 1)
         found = docs[pos] == dn[at]
-        out[at[found]] = vals[pos[found]]
-    return out
+        res[at[found]] = vals[pos[found]]
+    return res
 
 
 def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: np.ndarray) -> Sparse:
@@ -303,6 +317,8 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
     sizes = [len(d) for d in docs]
     if not sum(sizes):
         return []
+    if sum(sizes) <= SMALL_PICK:
+        return _pick_few(data, docs, score, fetch, accept)
     out: list[Key] = []
     done, k = 0, fetch
     while True:
@@ -331,6 +347,27 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
         if whole and m >= n:
             return out
         done, k = m, k * 4
+
+
+def _pick_few(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
+              accept: Callable[[Key], bool] | None) -> list[Key]:
+    """``_pick`` over a few documents: all of them sorted at once as plain Python tuples."""
+    ranked: list[tuple[Any, int, str, int, int]] = []
+    for i, d in enumerate(docs):
+        if not len(d):
+            continue
+        u = data[i].updated_at[d].tolist()
+        p = u if score is None else score[i].tolist()
+        ids = data[i].ids
+        ranked += [(-a, -b, ids[x], i, x) for a, b, x in zip(p, u, d.tolist(), strict=True)]
+    ranked.sort()
+    out: list[Key] = []
+    for *_order, i, x in ranked:
+        if accept is None or accept((i, x)):
+            out.append((i, x))
+            if len(out) >= fetch:
+                break
+    return out
 
 
 def _best_per_leaf(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None,
@@ -368,11 +405,12 @@ def _by_id(keys: list[Key], p: np.ndarray, u: np.ndarray, data: list[SegmentData
     return out
 
 
-def _stored(reader: Any, docnum: int) -> Memory | None:
-    """The record a document holds (``schema.read_record``), or ``None`` when it does not decode
-    (a damaged snapshot or cache: the metric is emitted and recall serves the rest)."""
+def _stored(reader: Any, docnum: int, data: SegmentData) -> Memory | None:
+    """The record a document holds (``schema.read_record``, the columns ranking already holds
+    taken from ``data``, the segment's), or ``None`` when it does not decode (a damaged snapshot
+    or cache: the metric is emitted and recall serves the rest)."""
     try:
-        return read_record(reader, docnum)
+        return read_record(reader, docnum, data.known(docnum))
     except Damaged:
         return None
     except Exception as exc:  # noqa: BLE001 - an unreadable record column is a damaged document too
@@ -524,7 +562,7 @@ def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | 
         data = [stats.data(i) for i in range(len(readers))]
         docs = [np.flatnonzero(seg.keep) for seg in stats.segments]
         keys = _ordered(data, docs, n)
-        return [rec for i, d in keys if (rec := _stored(readers[i], d)) is not None]
+        return [rec for i, d in keys if (rec := _stored(readers[i], d, data[i])) is not None]
 
 
 def _ordered(data: list[SegmentData], docs: list[np.ndarray], n: int) -> list[Key]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from whoosh.columns import NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, KEYWORD, TEXT, Schema
@@ -189,16 +189,28 @@ def decode_record(raw: Any, *, id: str, updated_at: int, pinned: int, corroborat
     return decode_memory(data, key=id)
 
 
-def read_record(reader: Any, docnum: int) -> Memory:
+class ColumnValues(NamedTuple):
+    """A document's values of the columns its record is read with (``read_record``)."""
+
+    id: str
+    updated_at: int
+    pinned: int
+    corroboration: int
+
+
+def read_record(reader: Any, docnum: int, known: ColumnValues | None = None) -> Memory:
     """The record of document ``docnum`` of one segment reader, from its columns (each opened
-    once per reader). Raises ``Damaged`` when it does not decode, and whatever a damaged column
-    file raises while it is read."""
-    values = {name: reader.schema[name].from_column_value(col[docnum])
-              if (col := cached_column(reader, name)) is not None else None
-              for name in ("id", "record", "updated_at", "pinned", "corroboration")}
-    key, updated_at, pinned, corroboration = (values[n] for n in ("id", "updated_at", "pinned", "corroboration"))
+    once per reader). ``known``: its ``ColumnValues`` already read (the ranking's per-segment
+    arrays), so only the record value is read. Raises ``Damaged`` when it does not decode, and
+    whatever a damaged column file raises while it is read."""
+    def column(name: str) -> Any:
+        col = cached_column(reader, name)
+        return reader.schema[name].from_column_value(col[docnum]) if col is not None else None
+
+    key, updated_at, pinned, corroboration = known if known is not None else (
+        column("id"), column("updated_at"), column("pinned"), column("corroboration"))
     if not isinstance(key, str) or not key:
         raise Damaged("memory", None, "index document: no id")
     if not (type(updated_at) is int and type(pinned) is int and type(corroboration) is int):
         raise Damaged("memory", key, "index document: a column is missing")
-    return decode_record(values["record"], id=key, updated_at=updated_at, pinned=pinned, corroboration=corroboration)
+    return decode_record(column("record"), id=key, updated_at=updated_at, pinned=pinned, corroboration=corroboration)

@@ -26,8 +26,16 @@ import numpy as np
 from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
-from .schema import TEXT_FIELDS
-from .whoosh_private import deleted_docs, int_column, length_bytes, posting_arrays, posting_blocks, str_column
+from .schema import TEXT_FIELDS, ColumnValues
+from .whoosh_private import (
+    cached_column,
+    deleted_docs,
+    int_column,
+    length_bytes,
+    posting_arrays,
+    posting_blocks,
+    str_column,
+)
 
 K1, B = 1.2, 0.75
 DAY_MS = 86_400_000
@@ -37,6 +45,7 @@ _DF_CACHE_MAX = 20000
 POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
 # three int64 columns, four length bytes and an id string (about 70 bytes) per document
 _BASE_BYTES_PER_DOC = 5 * 8 + 4 + 70
+_RECORD_COLUMNS = ("id", "updated_at", "pinned", "corroboration")
 
 
 def _leaf_key(reader: Any) -> tuple:
@@ -57,13 +66,14 @@ class SegmentData:
     str) and, per text field, the field-length bytes Whoosh stores (``lengths[field]``, uint8,
     decoded with ``byte_to_length``; ``None`` when the segment has no such column), ``fields``,
     the text fields holding any token, and the decoded postings of the terms looked up so far
-    (``postings``). A segment never changes apart from its deletion set, and postings here keep
+    (``postings``); ``known(docnum)``, a document's values of the columns a record is read with
+    (``schema.read_record``). A segment never changes apart from its deletion set, and postings here keep
     deleted documents (callers mask them, see ``CorpusStats.keep``), so all of it is cached by
     segment id alone: dropped when the segment is merged away, with its bank's index (the index
     cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
 
-    __slots__ = ("_parts", "_postings", "corroboration", "created_at", "fields", "ids", "lengths", "n", "nbytes",
-                 "pinned", "session", "updated_at")
+    __slots__ = ("_has_columns", "_parts", "_postings", "corroboration", "created_at", "fields", "ids", "lengths",
+                 "n", "nbytes", "pinned", "session", "updated_at")
 
     def __init__(self, reader: Any) -> None:
         self.n = n = reader.doc_count_all()
@@ -75,6 +85,8 @@ class SegmentData:
         self.ids = str_column(reader, "id")
         self.created_at = int_column(reader, "created_at")
         self.session = int_column(reader, "session")
+        # a damaged segment may lack one: its records are then read (and refused) column by column
+        self._has_columns = all(cached_column(reader, c) is not None for c in _RECORD_COLUMNS)
         self.lengths: dict[str, np.ndarray | None] = {}
         for f in TEXT_FIELDS:
             raw = length_bytes(reader, f)
@@ -82,6 +94,14 @@ class SegmentData:
         self._postings: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
         self._parts: dict[tuple[str, str], tuple[float, np.ndarray, np.ndarray]] = {}
         self.nbytes = _BASE_BYTES_PER_DOC * n
+
+    def known(self, docnum: int) -> ColumnValues | None:
+        """Document ``docnum``'s ``ColumnValues`` (for ``schema.read_record``), or ``None`` when
+        the segment lacks one of those columns."""
+        if not self._has_columns:
+            return None
+        return ColumnValues(self.ids[docnum], int(self.updated_at[docnum]), int(self.pinned[docnum]),
+                            int(self.corroboration[docnum]))
 
     def postings(self, reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """``(docnums int32, weights float64)`` of a term's postings in this segment (``reader``
@@ -104,6 +124,8 @@ class SegmentData:
         if got is not None and got[0] == avgfl:
             return got[1], got[2]
         ids, w = self.postings(reader, fieldname, text)
+        if not len(ids):  # the term is not in this segment: nothing to compute or keep
+            return ids, w
         lens = self.lengths.get(fieldname)
         norm = norm_table(avgfl or 1.0)
         nrm = norm[lens[ids]] if lens is not None else norm[0]

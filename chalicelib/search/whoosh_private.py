@@ -22,6 +22,7 @@ import bisect
 import itertools
 import struct
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -58,8 +59,12 @@ check_version(whoosh.__version__)  # at import: fail loudly rather than rank wro
 
 # A block holds at least this many bytes of records before it is compressed: bigger blocks
 # compress better (about 3.3x at 4 KiB, 3.9x at 16 KiB on 20-word memories), smaller ones cost
-# less to read one record from (the whole block is inflated).
-BLOCK_BYTES = 8192
+# less to read one record from (the whole block is inflated). The size is pickled with the
+# index's schema, so an existing index keeps the size it was created with.
+BLOCK_BYTES = 4096
+# inflated blocks a column reader keeps (the least recently read dropped first): records that
+# recall returns again and again (a conversation's turns) are not inflated each time
+BLOCKS_KEPT = 32
 _LEVEL = 6
 _TRAILER = struct.Struct("<QII")  # the block table's offset in the column, blocks, documents
 
@@ -72,8 +77,8 @@ class RecordColumn(columns.Column):
     Layout (little-endian): the blocks, each ``zlib(uint32 length per document + the values)``;
     the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
     ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
-    without a value reads ``b""``. The reader keeps the last block it inflated, so reading
-    documents in order (a merge) inflates each block once. Pickled into the index's table of
+    without a value reads ``b""``. The reader keeps the last ``BLOCKS_KEPT`` blocks it inflated,
+    so reading documents in order (a merge) inflates each block once. Pickled into the index's table of
     contents by its import path: renaming or moving it makes existing indexes unreadable (they
     are then rebuilt)."""
 
@@ -145,10 +150,14 @@ class RecordColumn(columns.Column):
             self._extents = list(zip(offsets, [*offsets[1:], at], strict=True))
             self._ends = [*self._firsts[1:], docs]
             self._docs = docs
-            self._block = -1
-            self._open: tuple[int, list[int], bytes] = (0, [], b"")  # first document, value starts, data
+            # per inflated block: its first document, its values' starts, its data
+            self._kept: OrderedDict[int, tuple[int, list[int], bytes]] = OrderedDict()
 
-        def _load(self, b: int) -> None:
+        def _load(self, b: int) -> tuple[int, list[int], bytes]:
+            got = self._kept.get(b)
+            if got is not None:
+                self._kept.move_to_end(b)
+                return got
             start, end = self._extents[b]
             raw = zlib.decompress(self._dbfile.get(self._basepos + start, end - start))
             count = self._ends[b] - self._firsts[b]
@@ -156,15 +165,15 @@ class RecordColumn(columns.Column):
             starts = list(itertools.accumulate(struct.unpack_from(f"<{count}I", raw), initial=4 * count))
             if starts[-1] != len(raw):
                 raise ValueError("record block: its lengths do not match its size")
-            self._block, self._open = b, (self._firsts[b], starts, raw)
+            got = self._kept[b] = (self._firsts[b], starts, raw)
+            if len(self._kept) > BLOCKS_KEPT:
+                self._kept.popitem(last=False)
+            return got
 
         def __getitem__(self, docnum: int) -> bytes:
             if docnum < 0 or docnum >= min(self._docs, self._doccount):
                 return b""
-            b = bisect.bisect_right(self._firsts, docnum) - 1
-            if b != self._block:
-                self._load(b)
-            first, starts, raw = self._open
+            first, starts, raw = self._load(bisect.bisect_right(self._firsts, docnum) - 1)
             i = docnum - first
             return raw[starts[i]:starts[i + 1]]
 

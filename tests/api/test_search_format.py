@@ -108,6 +108,35 @@ def _damaged_index(tmp_path, value: bytes):
     return ix
 
 
+@pytest.mark.parametrize("column", ["id", "updated_at", "pinned", "corroboration"])
+def test_a_segment_without_a_record_column_ranks_but_returns_nothing(tmp_path, capsys, column):
+    """Ranking reads a document's id and numbers from the segment's arrays; a segment that lacks
+    one of those columns (a damaged snapshot) has its records refused, never filled with zeros."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.search import index
+    from chalicelib.search.recall import _rank
+    from chalicelib.search.schema import schema, to_document
+    from chalicelib.tuning import MemoryTuning
+    path = str(tmp_path / "c")
+    os.makedirs(path)
+    ix = whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME)
+    w = ix.writer()
+    for i, text in enumerate(["quince jelly", "quince tree"]):
+        doc = to_document(Memory(id=f"fp{i:016x}", text=text, created_at=NOW, updated_at=NOW - i, corroboration=2))
+        del doc[column]
+        w.add_document(**doc)
+    w.commit()
+    capsys.readouterr()
+    with ix.reader() as reader:
+        hits, candidates = _rank([(reader, {}, "b")], "quince", limit=10, tag=None, include_superseded=False,
+                                 tuning=MemoryTuning(), filter=None, now=NOW)
+    assert (hits, candidates) == ([], 2)
+    lines = _emf(capsys.readouterr().out, "damaged")
+    assert len(lines) == 2 and all(x["kind"] == "memory" for x in lines)
+
+
 @pytest.mark.parametrize("value", [b"not json", b"\xff\xfe\x00", b"[1, 2]", b'{"text": 5}',
                                    b'{"text": "x", "id": "fp_other"}', b'{"text": "x", "bogus": 1}'],
                          ids=["not_json", "not_utf8", "not_an_object", "wrong_type", "column_field", "unknown_field"])
@@ -134,6 +163,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
 
     from chalicelib.search import whoosh_private
     from chalicelib.search.recall import _stored
+    from chalicelib.search.scorer import SegmentData
     ix = _damaged_index(tmp_path, b'{"text":"damson tree pruning"}')
 
     def broken(data, *a):
@@ -142,7 +172,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     monkeypatch.setattr(whoosh_private.zlib, "decompress", broken)
     capsys.readouterr()
     with ix.reader() as reader:
-        assert _stored(reader, 0) is None  # one segment: the reader is the leaf
+        assert _stored(reader, 0, SegmentData(reader)) is None  # one segment: the reader is the leaf
     (line,) = _emf(capsys.readouterr().out, "damaged")
     assert line["kind"] == "index_document" and line["reason"] == "error"
 
@@ -251,3 +281,31 @@ def test_two_transient_indexes_pool_their_postings_apart():
     assert a.indexname != b.indexname
     with a.searcher() as s:
         assert s.doc_count() == 3
+
+
+def test_a_record_column_reads_any_order_across_more_blocks_than_it_keeps():
+    """Blocks are inflated on demand and the least recently read dropped: every value reads back
+    exactly, in order, shuffled and again, with far more blocks than the reader keeps."""
+    import random
+
+    from whoosh.filedb.filestore import RamStorage
+
+    from chalicelib.search.whoosh_private import BLOCKS_KEPT, RecordColumn
+    values = [f"value {i} ".encode() * (i % 9) for i in range(3000)]  # some empty
+    st = RamStorage()
+    f = st.create_file("c")
+    w = RecordColumn(block_bytes=256).writer(f)
+    for d, v in enumerate(values):
+        if v:
+            w.add(d, v)
+    w.finish(len(values))
+    length = f.tell()
+    f.close()
+    reader = RecordColumn().reader(st.open_file("c"), 0, length, len(values))
+    assert sum(map(len, values)) // 256 > 4 * BLOCKS_KEPT  # the blocks far outnumber the kept ones
+    order = list(range(len(values)))
+    assert [reader[d] for d in order] == values
+    random.Random(5).shuffle(order)
+    assert [reader[d] for d in order] == [values[d] for d in order]
+    assert [reader[d] for d in order] == [values[d] for d in order]
+    assert reader[len(values)] == b""
