@@ -128,6 +128,53 @@ def measure(stacks: dict[str, Launcher], n: int = MEMORIES, turns: int = TURNS) 
     return out
 
 
+FLOOR_CALLS = 200
+LANES = 16  # the default write lanes: a bank read asks for the bank row and up to one row per lane
+
+
+def floor(moto_url: str, calls: int = FLOOR_CALLS) -> dict[str, dict[str, float]]:
+    """The local stack's floor: each DynamoDB call a turn makes, sent ``calls`` times
+    sequentially from a bare boto3 client on one keep-alive connection to the stack's moto
+    (absent keys: the round trip, not the item, is measured), p50/p95 in ms: the token
+    ``GetItem``, the bank read (a consistent ``BatchGetItem`` of 1 and of ``1 + LANES`` keys) and
+    the usage counter (a conditional ``UpdateItem`` with ``ADD``)."""
+    import boto3
+
+    db = boto3.client("dynamodb", endpoint_url=moto_url, region_name="us-east-1",
+                      aws_access_key_id="bench", aws_secret_access_key="bench")
+    tables = {t.rsplit("-", 1)[-1]: t for t in db.list_tables()["TableNames"]}
+
+    def key_of(table: str, i: int) -> dict[str, Any]:
+        desc = db.describe_table(TableName=table)["Table"]
+        types = {a["AttributeName"]: a["AttributeType"] for a in desc["AttributeDefinitions"]}
+        return {k["AttributeName"]: {"S": f"floor#{i}"} if types[k["AttributeName"]] == "S" else {"N": str(i)}
+                for k in desc["KeySchema"]}
+
+    tok, banks, usage = tables["tokens"], tables["banks"], tables["usage"]
+    tk, bk, uk = key_of(tok, 0), [key_of(banks, i) for i in range(1 + LANES)], key_of(usage, 0)
+    probes = {
+        "token GetItem": lambda: db.get_item(TableName=tok, Key=tk),
+        "bank BatchGetItem, 1 key": lambda: db.batch_get_item(
+            RequestItems={banks: {"Keys": bk[:1], "ConsistentRead": True}}),
+        f"bank BatchGetItem, {1 + LANES} keys": lambda: db.batch_get_item(
+            RequestItems={banks: {"Keys": bk, "ConsistentRead": True}}),
+        "usage UpdateItem": lambda: db.update_item(
+            TableName=usage, Key=uk, UpdateExpression="ADD #n :one", ConditionExpression="attribute_not_exists(#x)",
+            ExpressionAttributeNames={"#n": "n", "#x": "x"}, ExpressionAttributeValues={":one": {"N": "1"}}),
+    }
+    out = {}
+    for name, fn in probes.items():
+        for _ in range(WARM):
+            fn()
+        ms = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            fn()
+            ms.append((time.perf_counter() - started) * 1000)
+        out[name] = {"p50_ms": round(median(ms), 2), "p95_ms": round(pct(ms, 0.95), 2)}
+    return out
+
+
 def run(stack_root: Path | None = None, n: int = MEMORIES, turns: int = TURNS) -> tuple[dict, list[str]]:
     """``(json, markdown)`` for this checkout's launcher and, with ``stack_root``, that
     checkout's beside it (both stacks at once, turns interleaved: "before" and "after")."""
@@ -141,6 +188,7 @@ def run(stack_root: Path | None = None, n: int = MEMORIES, turns: int = TURNS) -
                                                       env={"CAIRN_RATE_REQUESTS_PER_MINUTE": "0"}))
                       for name, root in roots.items()}
             out: dict[str, Any] = {"stacks": measure(stacks, n, turns)}
+            out["floor"] = floor(stacks["this checkout"].stack.moto_url)
     except Exception as exc:  # noqa: BLE001 - report what failed
         out = {"error": f"{type(exc).__name__}: {exc}"}
     out["memories"] = n
@@ -164,6 +212,10 @@ def markdown(out: dict[str, Any]) -> list[str]:
             cells = [f"{r[key][k]['p50_ms']} / {r[key][k]['p95_ms']}" if k in r[key] else "-" for k in COLUMNS]
             md.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
     md.append("")
+    if "floor" in out:
+        md += [f"The stack's floor: each DynamoDB call a turn makes, {FLOOR_CALLS} times from a bare boto3 client "
+               "on one keep-alive connection to the same moto (`bench.turn.floor`), ms p50 / p95: "
+               + "; ".join(f"{k} {v['p50_ms']} / {v['p95_ms']}" for k, v in out["floor"].items()) + ".", ""]
     for name, r in out["stacks"].items():
         md.append(f"{name}: imports bank {r['import_bank_s']} s, structured {r['import_structured_s']} s; "
                   f"{r['hook']['turns']} turns a row.")
