@@ -234,20 +234,21 @@ def _catch_up(b: _Bank) -> dict[str, Any]:
 
 
 def _catch_up_once(b: _Bank) -> dict[str, Any]:
-    from chalicelib.core import store
+    """A's next recall after B's writes: the whole, and the lanes' revisions queries timed apart
+    (``index._read_lanes``: every lane's key query, in parallel, wall time)."""
     from chalicelib.search import index
 
     query_ms: list[float] = []
-    real_revs = store.iter_revisions
+    real_read = index._read_lanes
 
-    def timed_revs(inc: Any, after_seq: int = 0) -> Any:
+    def timed_read(inc: str, todo: list[tuple[int, int]]) -> Any:
         started = time.perf_counter()
-        items = list(real_revs(inc, after_seq))
-        query_ms.append((time.perf_counter() - started) * 1000)
-        return iter(items)
+        try:
+            return real_read(inc, todo)
+        finally:
+            query_ms.append((time.perf_counter() - started) * 1000)
 
-    with mock.patch.object(store, "iter_revisions", timed_revs), index.using(b.cache_a), \
-            b.counter.counting() as calls:
+    with mock.patch.object(index, "_read_lanes", timed_read), index.using(b.cache_a), b.counter.counting() as calls:
         before = dict(b.cache_a.counters)
         ms, _ = timed(b.recall, b.qs["selective"][2])
     q = sum(query_ms)
