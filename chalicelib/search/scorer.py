@@ -62,15 +62,15 @@ def _byte_lengths() -> np.ndarray:
 class SegmentData:
     """One segment's per-document values, read once into memory as numpy arrays indexed by
     document number: ``updated_at``, ``pinned``, ``corroboration``, ``created_at`` and ``session``
-    (int64, ``schema.session_key``), ``ids`` (list of
-    str) and, per text field, the field-length bytes Whoosh stores (``lengths[field]``, uint8,
-    decoded with ``byte_to_length``; ``None`` when the segment has no such column), ``fields``,
-    the text fields holding any token, and the decoded postings of the terms looked up so far
-    (``postings``); ``known(docnum)``, a document's values of the columns a record is read with
-    (``schema.read_record``). A segment never changes apart from its deletion set, and postings here keep
-    deleted documents (callers mask them, see ``CorpusStats.keep``), so all of it is cached by
-    segment id alone: dropped when the segment is merged away, with its bank's index (the index
-    cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
+    (int64, ``schema.session_key``), ``ids`` (str, each decoded when first indexed:
+    ``whoosh_private.StrColumn``) and, per text field, the field-length bytes Whoosh stores
+    (``lengths[field]``, uint8, decoded with ``byte_to_length``; ``None`` when the segment has no
+    such column), ``fields``, the text fields holding any token, and the decoded postings of the
+    terms looked up so far (``postings``); ``known(docnum)``, a document's values of the columns a
+    record is read with (``schema.read_record``). A segment never changes apart from its deletion
+    set, and postings here keep deleted documents (callers mask them, see ``CorpusStats.keep``),
+    so all of it is cached by segment id alone: dropped when the segment is merged away, with its
+    bank's index (the index cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
 
     __slots__ = ("_has_columns", "_parts", "_postings", "corroboration", "created_at", "fields", "ids", "lengths",
                  "n", "nbytes", "pinned", "session", "updated_at")

@@ -24,7 +24,7 @@ import struct
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import whoosh
@@ -303,18 +303,46 @@ def int_column(reader: Any, fieldname: str) -> np.ndarray:
     return np.fromiter(reader.column_reader(fieldname), dtype=np.int64, count=n)
 
 
-def str_column(reader: Any, fieldname: str) -> list[str]:
+class StrColumn(Sequence[str]):
+    """A segment's UTF-8 string column read at once as bytes, each value decoded the first time
+    it is indexed: a cold container ranks after decoding a handful of a segment's ids, not all
+    of them (about 100 ms at 100k documents). A position outside ``0..len-1`` raises
+    ``IndexError`` (no caller counts from the end)."""
+
+    __slots__ = ("_decoded", "_raw", "_starts")
+
+    def __init__(self, raw: bytes, lengths: Sequence[int]) -> None:
+        self._raw = raw
+        self._starts: list[int] = [0, *np.cumsum(np.asarray(lengths, dtype=np.int64)).tolist()]
+        self._decoded: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        got = self._decoded.get(i)
+        if got is None:
+            if not 0 <= i < len(self):
+                raise IndexError(i)
+            got = self._decoded[i] = self._raw[self._starts[i]:self._starts[i + 1]].decode()
+        return got
+
+
+def str_column(reader: Any, fieldname: str) -> Sequence[str]:
     """A segment's UTF-8 string column, one value per document: a raw ``VarBytesColumn`` read at
-    once and split by its lengths, else through the public per-document column reader."""
+    once (``StrColumn``), else through the public per-document column reader."""
     col = cached_column(reader, fieldname)
     if type(col) is columns.VarBytesColumn.Reader:
         lengths = col._lengths
-        raw = col._dbfile.get(col._basepos, sum(lengths))
-        out, at = [], 0
-        for k in lengths:
-            out.append(raw[at:at + k].decode())
-            at += k
-        return out
+        return StrColumn(col._dbfile.get(col._basepos, sum(lengths)), lengths)
     return list(reader.column_reader(fieldname))
 
 
@@ -405,6 +433,7 @@ __all__ = [
     "WRITTEN_FOR",
     "InliningCodec",
     "RecordColumn",
+    "StrColumn",
     "WhooshVersionError",
     "cached_column",
     "check_version",

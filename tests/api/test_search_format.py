@@ -309,3 +309,16 @@ def test_a_record_column_reads_any_order_across_more_blocks_than_it_keeps():
     assert [reader[d] for d in order] == [values[d] for d in order]
     assert [reader[d] for d in order] == [values[d] for d in order]
     assert reader[len(values)] == b""
+
+
+def test_a_string_column_decodes_each_value_on_demand_like_a_list():
+    """``StrColumn`` (the ids ranking reads) indexes, slices and iterates as the list of its
+    decoded values would, and refuses a position outside ``0..len-1`` (a negative one too)."""
+    from chalicelib.search.whoosh_private import StrColumn
+    values = ["fp0001", "", "\u00e9t\u00e9", "\u6771\u4eac", "x" * 300]
+    col = StrColumn("".join(values).encode(), [len(v.encode()) for v in values])
+    assert len(col) == 5 and list(col) == values and col[1:4] == values[1:4]
+    assert [col[i] for i in (4, 0, 4, 2)] == [values[i] for i in (4, 0, 4, 2)]
+    for bad in (5, -1):
+        with pytest.raises(IndexError):
+            col[bad]
