@@ -129,17 +129,19 @@ def measure(stacks: dict[str, Launcher], n: int = MEMORIES, turns: int = TURNS) 
 
 
 FLOOR_CALLS = 200
-LANES = 16  # the default write lanes: a bank read asks for the bank row and up to one row per lane
 
 
 def floor(moto_url: str, calls: int = FLOOR_CALLS) -> dict[str, dict[str, float]]:
     """The local stack's floor: each DynamoDB call a turn makes, sent ``calls`` times
     sequentially from a bare boto3 client on one keep-alive connection to the stack's moto
     (absent keys: the round trip, not the item, is measured), p50/p95 in ms: the token
-    ``GetItem``, the bank read (a consistent ``BatchGetItem`` of 1 and of ``1 + LANES`` keys) and
-    the usage counter (a conditional ``UpdateItem`` with ``ADD``)."""
+    ``GetItem``, the bank read (a consistent ``BatchGetItem`` of 1 key and of the bank row plus one
+    per default write lane) and the usage counter (a conditional ``UpdateItem`` with ``ADD``)."""
     import boto3
 
+    from chalicelib.settings import Settings
+
+    lanes = Settings.model_fields["write_lanes"].default  # a bank read asks for the bank row and one per lane
     db = boto3.client("dynamodb", endpoint_url=moto_url, region_name="us-east-1",
                       aws_access_key_id="bench", aws_secret_access_key="bench")
     tables = {t.rsplit("-", 1)[-1]: t for t in db.list_tables()["TableNames"]}
@@ -151,12 +153,12 @@ def floor(moto_url: str, calls: int = FLOOR_CALLS) -> dict[str, dict[str, float]
                 for k in desc["KeySchema"]}
 
     tok, banks, usage = tables["tokens"], tables["banks"], tables["usage"]
-    tk, bk, uk = key_of(tok, 0), [key_of(banks, i) for i in range(1 + LANES)], key_of(usage, 0)
+    tk, bk, uk = key_of(tok, 0), [key_of(banks, i) for i in range(1 + lanes)], key_of(usage, 0)
     probes = {
         "token GetItem": lambda: db.get_item(TableName=tok, Key=tk),
         "bank BatchGetItem, 1 key": lambda: db.batch_get_item(
             RequestItems={banks: {"Keys": bk[:1], "ConsistentRead": True}}),
-        f"bank BatchGetItem, {1 + LANES} keys": lambda: db.batch_get_item(
+        f"bank BatchGetItem, {1 + lanes} keys": lambda: db.batch_get_item(
             RequestItems={banks: {"Keys": bk, "ConsistentRead": True}}),
         "usage UpdateItem": lambda: db.update_item(
             TableName=usage, Key=uk, UpdateExpression="ADD #n :one", ConditionExpression="attribute_not_exists(#x)",

@@ -78,9 +78,9 @@ class RecordColumn(columns.Column):
     the block table, ``uint32`` first document per block then ``uint64`` offset per block; then
     ``_TRAILER`` (the table's offset, the number of blocks, the documents written). A document
     without a value reads ``b""``. The reader keeps the last ``BLOCKS_KEPT`` blocks it inflated,
-    so reading documents in order (a merge) inflates each block once. Pickled into the index's table of
-    contents by its import path: renaming or moving it makes existing indexes unreadable (they
-    are then rebuilt)."""
+    so reading documents in order (a merge) inflates each block once. Pickled into the index's
+    table of contents by its import path: renaming or moving it makes existing indexes unreadable
+    (they are then rebuilt)."""
 
     _default = b""
 
