@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from .core import store
 from .inject.reload import read_version
-from .search.index import newest_snapshot_seq, snapshot_key
-from .storage import blobs
+from .search.index import newest_snapshot
 
 
 @dataclass(frozen=True)
@@ -43,14 +42,8 @@ class OrgStatus:
 
 
 def _snapshot(org_id: str, bank: str) -> Snapshot | None:
-    seq = newest_snapshot_seq(org_id, bank)
-    if seq < 0:
-        return None
-    key = snapshot_key(org_id, bank, seq)
-    for obj in blobs.list_objects(key):
-        if obj["Key"] == key:
-            return Snapshot(key=key, seq=seq, at=int(obj["LastModified"].timestamp() * 1000))
-    return None  # deleted between the two listings
+    newest = newest_snapshot(org_id, bank)
+    return None if newest is None else Snapshot(key=newest.key, seq=newest.seq, at=newest.at)
 
 
 def org_status(org_id: str) -> OrgStatus:

@@ -13,8 +13,9 @@ naming the org, bank, incarnation and the clock it has applied. Freshness, given
   (``core.store.iter_lane_revisions``, one key query per lane, lanes read in parallel), in order,
   never skipping one (a gap means the history cannot be trusted: rebuild);
 * cold: reuse the directory if this process left one, else load the newest S3 snapshot
-  ``<org>/indexes/<bank>/<clock total>.v<FORMAT>.tar.gz`` of this incarnation and catch up, else
-  rebuild from ``core.store.iter_records_any_order``.
+  ``<org>/indexes/<bank>/<clock total>.v<FORMAT>.tar.zst`` of this incarnation (a tar compressed
+  with zstd; ``.tar.gz`` ones written before are read too) and catch up, else rebuild from
+  ``core.store.iter_records_any_order``.
 
 Directories and snapshots carry the document format they were written in (``schema.FORMAT``:
 ``format`` in ``cairn.json``, ``v<FORMAT>`` in the snapshot key). One of another format is never
@@ -59,9 +60,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import zstandard
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
@@ -83,9 +85,16 @@ SNAPSHOT_KEEP = 2
 # an upload at 10k, against seconds of rebuild for every later cold container); below it a
 # rebuild costs about as little as a snapshot load.
 COLD_SNAPSHOT_MIN_DOCS = 1000
-SNAPSHOT_SUFFIX = f".v{FORMAT}.tar.gz"
-_SNAP_RE = re.compile(r"(\d+)" + re.escape(SNAPSHOT_SUFFIX))
-_ANY_SNAP_RE = re.compile(r"(\d+)(?:\.v\d+)?\.tar\.gz")  # every format's (1 had no "v1")
+# Snapshots are tars compressed with zstd: it inflates a 100k bank's 40 MB about 4x faster than
+# gzip at the same size, and a cold container pays the inflate. Level 3 is zstd's default.
+SNAPSHOT_SUFFIX = f".v{FORMAT}.tar.zst"
+SNAPSHOT_ZSTD_LEVEL = 3
+# the inflated size a snapshot's zstd frame may claim, per compressed byte (ours are about 2x):
+# a damaged header never makes a container allocate gigabytes
+SNAPSHOT_MAX_RATIO = 64
+# the current format's snapshots, zstd (written now) or gzip (written before, still read)
+_SNAP_RE = re.compile(rf"(\d+)\.v{FORMAT}\.tar\.(zst|gz)")
+_ANY_SNAP_RE = re.compile(r"(\d+)(?:\.v\d+)?\.tar\.(?:zst|gz)")  # every format's (1 had no "v1")
 
 
 class StaleHistory(Exception):
@@ -148,7 +157,7 @@ def snapshot_prefix(org_id: str, bank: str) -> str:
 
 
 def snapshot_key(org_id: str, bank: str, seq: int) -> str:
-    """``<org>/indexes/<bank>/<seq>.v<FORMAT>.tar.gz``: the snapshot of the bank's index at clock
+    """``<org>/indexes/<bank>/<seq>.v<FORMAT>.tar.zst``: the snapshot of the bank's index at clock
     total ``seq`` in the current document format."""
     return f"{snapshot_prefix(org_id, bank)}{seq}{SNAPSHOT_SUFFIX}"
 
@@ -622,25 +631,17 @@ class IndexCache:
         ``path`` and opened, or ``None``. Snapshots of another format are never opened: their
         count is emitted (``SnapshotsOfOtherFormat``) when no usable one is found, the cold
         container then rebuilds."""
-        prefix = snapshot_prefix(org_id, bank)
-        seqs, others = [], 0
-        for obj in blobs.list_objects(prefix):
-            name = obj["Key"][len(prefix):]
-            m = _SNAP_RE.fullmatch(name)
-            if m and int(m.group(1)) <= head.clock.total:
-                seqs.append(int(m.group(1)))
-            elif not m and _ANY_SNAP_RE.fullmatch(name):
-                others += 1
-        for seq in sorted(seqs, reverse=True):
-            data = blobs.get_bytes(snapshot_key(org_id, bank, seq))
+        current, others = _snapshots(org_id, bank)
+        for seq, key, _at in current:
+            if seq > head.clock.total:
+                continue
+            data = blobs.get_bytes(key)
             if data is None:
                 continue
             tmp = f"{path}.load-{uuid.uuid4().hex[:8]}"
             try:
                 os.makedirs(tmp)
-                # inflated in one call (C speed), then read as a plain tar
-                with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
-                    tar.extractall(tmp, filter="data")
+                _extract(key, data, tmp)
                 with open(os.path.join(tmp, META_FILE)) as fh:
                     meta = json.load(fh)
                 if meta.get("inc") != head.incarnation or meta.get("org_id") != org_id:
@@ -665,42 +666,87 @@ class IndexCache:
                 metrics.emit("damaged", {"DamagedRecords": 1},
                              {"kind": "index_snapshot", "reason": type(exc).__name__, "seq": seq})
         if others:
-            metrics.emit("index", {"SnapshotsOfOtherFormat": others}, {"format": FORMAT})
+            metrics.emit("index", {"SnapshotsOfOtherFormat": len(others)}, {"format": FORMAT})
         return None
 
     def write_snapshot(self, entry: BankIndex) -> str:
         """Upload the entry's index as ``snapshot_key(org, bank, clock total)`` (lock held by the
-        caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP``, and every snapshot
-        of another format; returns the key."""
+        caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP`` totals (and a gzip
+        one beside a zstd one of the same total), and every snapshot of another format; returns
+        the key."""
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:  # 10x faster than 9, 4% larger
+        with tarfile.open(fileobj=buf, mode="w:") as tar:
             for e in sorted(os.scandir(entry.path), key=lambda e: e.name):
                 if e.is_file() and not e.name.endswith((".lock", ".tmp")) and "LOCK" not in e.name:
                     tar.add(e.path, arcname=e.name)
-        prefix = snapshot_prefix(entry.org_id, entry.bank)
         key = snapshot_key(entry.org_id, entry.bank, entry.seq)
-        blobs.put_bytes(key, buf.getvalue(), "application/gzip")
-        olds, others = [], []
-        for o in blobs.list_objects(prefix):
-            name = o["Key"][len(prefix):]
-            if m := _SNAP_RE.fullmatch(name):
-                olds.append((int(m.group(1)), o["Key"]))
-            elif _ANY_SNAP_RE.fullmatch(name):
-                others.append(o["Key"])
-        for k in [k for _seq, k in sorted(olds)[:-SNAPSHOT_KEEP]] + others:
+        packed = zstandard.ZstdCompressor(level=SNAPSHOT_ZSTD_LEVEL).compress(buf.getvalue())
+        blobs.put_bytes(key, packed, "application/zstd")
+        current, drop = _snapshots(entry.org_id, entry.bank)
+        kept: set[int] = set()
+        for seq, k, _at in current:  # newest first, at one total the zstd one first
+            if seq in kept or len(kept) >= SNAPSHOT_KEEP:
+                drop.append(k)
+            else:
+                kept.add(seq)
+        for k in drop:
             blobs.delete(k)
         return key
 
 
+class StoredSnapshot(NamedTuple):
+    """One snapshot in S3: the clock total ``seq`` it holds, its ``key``, its upload time ``at``
+    (ms since epoch)."""
+
+    seq: int
+    key: str
+    at: int
+
+
+def newest_snapshot(org_id: str, bank: str) -> StoredSnapshot | None:
+    """The bank's newest S3 snapshot in the current format (zstd or gzip), or ``None``."""
+    current, _others = _snapshots(org_id, bank)
+    return current[0] if current else None
+
+
 def newest_snapshot_seq(org_id: str, bank: str) -> int:
     """The clock total of the bank's newest S3 snapshot in the current format, or -1."""
+    newest = newest_snapshot(org_id, bank)
+    return newest.seq if newest is not None else -1
+
+
+def _snapshots(org_id: str, bank: str) -> tuple[list[StoredSnapshot], list[str]]:
+    """``(current, others)``: the bank's snapshots in the current format, newest first (at one
+    total a zstd one before a gzip one), and the keys of those in another format."""
     prefix = snapshot_prefix(org_id, bank)
-    best = -1
+    current: list[tuple[int, bool, StoredSnapshot]] = []
+    others: list[str] = []
     for obj in blobs.list_objects(prefix):
-        m = _SNAP_RE.fullmatch(obj["Key"][len(prefix):])
-        if m:
-            best = max(best, int(m.group(1)))
-    return best
+        name = obj["Key"][len(prefix):]
+        if m := _SNAP_RE.fullmatch(name):
+            seq = int(m.group(1))
+            at = int(obj["LastModified"].timestamp() * 1000)
+            current.append((seq, m.group(2) == "zst", StoredSnapshot(seq, obj["Key"], at)))
+        elif _ANY_SNAP_RE.fullmatch(name):
+            others.append(obj["Key"])
+    current.sort(key=lambda c: c[:2], reverse=True)
+    return [snap for _seq, _zst, snap in current], others
+
+
+def _extract(key: str, data: bytes, dst: str) -> None:
+    """Unpack a snapshot (``key`` names its codec: ``.zst`` or ``.gz``) into directory ``dst``,
+    inflated in one call then read as a plain tar. Raises ``ValueError`` when a zstd frame does
+    not state its size or states more than ``SNAPSHOT_MAX_RATIO`` times its own, and the codec's
+    or ``tarfile``'s errors on damaged data."""
+    if key.endswith(".zst"):
+        size = zstandard.frame_content_size(data)
+        if size < 0 or size > SNAPSHOT_MAX_RATIO * len(data):
+            raise ValueError("snapshot frame of no or an implausible size")
+        plain = zstandard.ZstdDecompressor().decompress(data)
+    else:
+        plain = gzip.decompress(data)
+    with tarfile.open(fileobj=io.BytesIO(plain), mode="r:") as tar:
+        tar.extractall(dst, filter="data")
 
 
 def _zero(clock: Clock) -> Clock:

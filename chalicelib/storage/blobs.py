@@ -1,6 +1,6 @@
 """S3 access. One bucket; every key starts with the org id, so inside an
 org the layout is the design's: ``banks/<bank>/rules/<name>.md``, ``.trash/<id>/...``,
-``indexes/<bank>/<seq>.v<format>.tar.gz``, ``exports/...``.
+``indexes/<bank>/<seq>.v<format>.tar.zst``, ``exports/...``.
 
 The boto3 client is created lazily per (region, endpoint) and honours ``AWS_ENDPOINT_URL``
 (moto's server locally).

@@ -88,7 +88,7 @@ def test_status_names_config_versions_and_each_banks_seq(api):
     from chalicelib.search.recall import rebuild  # the CLI's rebuild-indexes: writes a snapshot
     rebuild("default", "alpha")
     snap = {b["name"]: b for b in api.get("/v1/status")[1]["banks"]}["alpha"]["snapshot"]
-    assert snap["seq"] == banks["alpha"]["seq"] and snap["key"].endswith(f"/alpha/{snap['seq']}.v2.tar.gz")
+    assert snap["seq"] == banks["alpha"]["seq"] and snap["key"].endswith(f"/alpha/{snap['seq']}.v2.tar.zst")
     assert snap["at"] > 0
     before = body["org_config_version"]
     assert api.post("/v1/reload", {})[0] == 200

@@ -26,6 +26,7 @@ from typing import Any
 
 import boto3
 import pytest
+import zstandard
 
 from chalicelib.fingerprint import fingerprint
 from chalicelib.storage.damage import MAX_TIME_MS
@@ -684,12 +685,12 @@ def _snapshot(o: Org) -> str:
 
 def _tar(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buf, mode="w:") as tar:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return zstandard.ZstdCompressor().compress(buf.getvalue())
 
 
 def _rewrite_snapshot(o: Org, change) -> None:
@@ -702,8 +703,14 @@ S3_POISONS = {
     "rule_invalid_utf8": lambda o: s3().put_object(Bucket=bucket(), Key=f"{o.org}/banks/main/rules/notes.md",
                                                    Body=b"caf\xe9 \xed\xa0\x80 notes \xff"),
     "snapshot_garbage": lambda o: _rewrite_snapshot(o, lambda o, d: b"\x00garbage" * 10),
-    "snapshot_truncated_gzip": lambda o: _rewrite_snapshot(o, lambda o, d: d[: len(d) // 2]),
-    "snapshot_gzip_not_tar": lambda o: _rewrite_snapshot(o, lambda o, d: gzip.compress(b"not a tar")),
+    "snapshot_truncated_zstd": lambda o: _rewrite_snapshot(o, lambda o, d: d[: len(d) // 2]),
+    "snapshot_zstd_not_tar": lambda o: _rewrite_snapshot(o, lambda o, d: zstandard.compress(b"not a tar")),
+    "snapshot_gzip_under_zstd_name": lambda o: _rewrite_snapshot(o, lambda o, d: gzip.compress(d)),
+    # a frame that does not state its size, and one whose size is implausible (a bomb): refused
+    "snapshot_zstd_size_unstated": lambda o: _rewrite_snapshot(o, lambda o, d: zstandard.ZstdCompressor(
+        write_content_size=False).compress(zstandard.decompress(d))),
+    "snapshot_zstd_bomb": lambda o: _rewrite_snapshot(o, lambda o, d: zstandard.compress(
+        zstandard.decompress(d) + bytes(200 * len(d)))),
     "snapshot_without_index": lambda o: _rewrite_snapshot(o, lambda o, d: _tar({"cairn.json": json.dumps(
         {"org_id": o.org, "bank": "main", "inc": bank_inc(o.org, "main"), "seq": 1}).encode()})),
     "snapshot_meta_invalid_utf8": lambda o: _rewrite_snapshot(o, lambda o, d: _tar({"cairn.json": b"\xff\xfe{"})),
@@ -716,16 +723,17 @@ S3_POISONS = {
 
 
 def _members(data: bytes) -> list[tuple[tarfile.TarInfo, bytes]]:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+    with tarfile.open(fileobj=io.BytesIO(zstandard.decompress(data)), mode="r:") as tar:
         return [(m, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
 
 
 @pytest.mark.parametrize("poison", list(S3_POISONS))
 def test_s3_objects_poisoned_at_rest(client, poison):
     """A rule file with invalid UTF-8 is served with U+FFFD and the other rules still inject; a
-    corrupt index snapshot (garbage, truncated gzip, a foreign or incomplete tarball, truncated
-    segments) is skipped and the index rebuilt from DynamoDB; an uploaded import file with
-    invalid UTF-8 reports bad lines. Recall, preview and the hook serve the bank throughout."""
+    corrupt index snapshot (garbage, truncated zstd, another codec, a frame of no or an implausible
+    size, a foreign or incomplete tarball, truncated segments) is skipped and the index rebuilt
+    from DynamoDB; an uploaded import file with invalid UTF-8 reports bad lines. Recall, preview
+    and the hook serve the bank throughout."""
     from chalicelib.search import index
     o = Org(client)
     seed_bank(o, [])

@@ -196,8 +196,8 @@ def test_cold_structured_context_loads_the_newest_usable_snapshot(aws, tmp_path)
         for i in range(7, 9):
             memories.save("o", t, f"fig_{i}", f"figs number {i}", "d", None, actor="t", surface="rest")
         want = recall("o", [t.bank], "figs number", limit=20, now=NOW)
-    assert first == [index.snapshot_prefix("o", t.bank) + "4.v2.tar.gz"]
-    assert newest == [index.snapshot_prefix("o", t.bank) + "7.v2.tar.gz"]
+    assert first == [index.snapshot_prefix("o", t.bank) + "4.v2.tar.zst"]
+    assert newest == [index.snapshot_prefix("o", t.bank) + "7.v2.tar.zst"]
     b = index.IndexCache(str(tmp_path / "b"))
     with index.using(b):
         got = recall("o", [t.bank], "figs number", limit=20, now=NOW)
@@ -205,7 +205,7 @@ def test_cold_structured_context_loads_the_newest_usable_snapshot(aws, tmp_path)
     assert b.get("o", t.bank).seq == store.get_bank_head("o", t.bank).clock.total == 9
     assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
     # the newest snapshot damaged: the next newest is loaded and caught up, never a rebuild
-    blobs.put_bytes(newest[0], b"not a tarball", "application/gzip")
+    blobs.put_bytes(newest[0], b"not a tarball", "application/zstd")
     c = index.IndexCache(str(tmp_path / "c"))
     with index.using(c):
         got = recall("o", [t.bank], "figs number", limit=20, now=NOW)
@@ -229,12 +229,47 @@ def test_a_large_cold_rebuild_leaves_a_snapshot_for_the_next_container(aws, tmp_
         want = recall("o", ["many"], "plums number", limit=20, now=NOW)
         recall("o", ["few"], "plums number", limit=20, now=NOW)
     assert a.counters["rebuilds"] == 2 and a.counters["snapshots_left"] == 1
-    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/many/6.v2.tar.gz"]
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/many/6.v2.tar.zst"]
     b = index.IndexCache(str(tmp_path / "b"))
     with index.using(b):
         got = recall("o", ["many"], "plums number", limit=20, now=NOW)
     assert b.counters["snapshot_loads"] == 1 and b.counters["rebuilds"] == 0 and b.counters["snapshots_left"] == 0
     assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+
+
+def test_a_gzip_snapshot_written_before_zstd_still_loads_and_is_replaced(aws, tmp_path):
+    """A snapshot of the current format written as ``.tar.gz`` (before snapshots were zstd) is
+    loaded by a cold container; the next snapshot at that total is zstd and the gzip one goes."""
+    import gzip
+
+    import zstandard
+
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall, snapshot_banks
+    from chalicelib.status import org_status
+    from chalicelib.storage import blobs
+    a = index.IndexCache(str(tmp_path / "a"))
+    with index.using(a):
+        for i in range(5):
+            service.save_memory("o", "b", SaveRequest(text=f"quinces number {i}"), actor="t")
+        [key] = snapshot_banks(1, org_id="o")
+        want = recall("o", ["b"], "quinces number", limit=20, now=NOW)
+    assert key == "o/indexes/b/5.v2.tar.zst"
+    old = key.removesuffix(".zst") + ".gz"
+    blobs.put_bytes(old, gzip.compress(zstandard.decompress(blobs.get_bytes(key))), "application/gzip")
+    blobs.delete(key)
+    assert index.newest_snapshot_seq("o", "b") == 5
+    assert [(s.key, s.seq) for b in org_status("o").banks if (s := b.snapshot)] == [(old, 5)]
+    b = index.IndexCache(str(tmp_path / "b"))
+    with index.using(b):
+        got = recall("o", ["b"], "quinces number", limit=20, now=NOW)
+        assert b.counters["snapshot_loads"] == 1 and b.counters["rebuilds"] == 0
+        assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+        with b.lock("o", "b"):
+            assert b.write_snapshot(b.get("o", "b")) == key
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == [key]
 
 
 def test_a_failed_snapshot_upload_never_fails_the_cold_recall(aws, tmp_path, monkeypatch):

@@ -168,12 +168,12 @@ def test_snapshot_load_then_catch_up(aws, tmp_path):
             service.save_memory("o", "s", SaveRequest(text=f"snapshot memory number {i} about kiwis"), actor="t")
         assert snapshot_banks(10, org_id="o") == []  # moved too little
         keys = snapshot_banks(5, org_id="o")
-        assert keys == ["o/indexes/s/6.v2.tar.gz"]
+        assert keys == ["o/indexes/s/6.v2.tar.zst"]
         assert snapshot_banks(5, org_id="o") == []  # nothing moved since
         for i in range(3):
             service.save_memory("o", "s", SaveRequest(text=f"later memory {i} about kiwis"), actor="t")
         ra = recall("o", ["s"], "kiwis memory", limit=20, now=NOW)
-    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/s/6.v2.tar.gz"]
+    assert [o["Key"] for o in blobs.list_objects("o/indexes/")] == ["o/indexes/s/6.v2.tar.zst"]
     c = index.IndexCache(str(tmp_path / "c"))
     with index.using(c):
         rc = recall("o", ["s"], "kiwis memory", limit=20, now=NOW)
@@ -200,7 +200,7 @@ def test_rebuild_writes_a_snapshot(aws, tmp_path):
     with index.using(index.IndexCache(str(tmp_path / "a"))):
         service.save_memory("o", "r", SaveRequest(text="rebuild me please"), actor="t")
         out = dataclasses.asdict(rebuild("o", "r"))
-    assert out == {"bank": "r", "seq": 1, "documents": 1, "snapshot": "o/indexes/r/1.v2.tar.gz"}
+    assert out == {"bank": "r", "seq": 1, "documents": 1, "snapshot": "o/indexes/r/1.v2.tar.zst"}
 
 
 def test_lru_eviction_past_budget(aws, tmp_path):
