@@ -362,19 +362,40 @@ _NO_IDS = np.zeros(0, dtype=np.int32)
 _NO_WEIGHTS = np.zeros(0, dtype=np.float64)
 
 
-def posting_arrays(reader: Any, fieldname: str, text: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(docnums int32, weights float64)`` of a term's postings in one segment, deleted documents
-    included; empty arrays when the segment lacks the term. On a W3 segment reader the term index
-    is read directly (one hash lookup; postings inlined in the term info need no matcher, and a
-    missing term raises nothing); otherwise through ``posting_blocks``."""
+def _w3_terms(reader: Any) -> Any:
+    """The segment's ``W3TermsReader``, or ``None`` (another reader or codec, or closed)."""
     terms: Any = getattr(reader, "_terms", None)
     if type(reader) is not SegmentReader or type(terms) is not whoosh3.W3TermsReader or reader.is_closed:
+        return None
+    return terms
+
+
+def term_keys(reader: Any) -> frozenset[bytes] | None:
+    """Every key of the segment's term index (field and term as ``posting_arrays`` looks them
+    up), or ``None`` for a reader that is not a W3 segment reader. About 0.5 µs per term: for
+    small segments, where a set lookup answers the common miss in 0.1 µs instead of 3."""
+    terms = _w3_terms(reader)
+    return None if terms is None else frozenset(terms._tindex.keys())
+
+
+def posting_arrays(reader: Any, fieldname: str, text: str,
+                   keys: frozenset[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(docnums int32, weights float64)`` of a term's postings in one segment, deleted documents
+    included; empty arrays when the segment lacks the term. On a W3 segment reader the term index
+    is read directly (one hash lookup, none when ``keys``, the segment's ``term_keys``, lacks the
+    term; postings inlined in the term info need no matcher, and a missing term raises nothing);
+    otherwise through ``posting_blocks``."""
+    terms = _w3_terms(reader)
+    if terms is None:
         return _concat(list(posting_blocks(reader, fieldname, text)))
     if fieldname not in terms._fieldmap:  # no term of this field in the segment
         return _NO_IDS, _NO_WEIGHTS
     field = reader.schema[fieldname]
     tbytes = field.to_bytes(text)
-    raw = terms._tindex.get(terms._keycoder(fieldname, tbytes))
+    key = terms._keycoder(fieldname, tbytes)
+    if keys is not None and key not in keys:
+        return _NO_IDS, _NO_WEIGHTS
+    raw = terms._tindex.get(key)
     if raw is None:
         return _NO_IDS, _NO_WEIGHTS
     info = whoosh3.W3TermInfo.from_bytes(raw)
@@ -430,6 +451,7 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 
 
 __all__ = [
+    "term_keys",
     "WRITTEN_FOR",
     "InliningCodec",
     "RecordColumn",

@@ -322,3 +322,33 @@ def test_a_string_column_decodes_each_value_on_demand_like_a_list():
     for bad in (5, -1):
         with pytest.raises(IndexError):
             col[bad]
+
+
+def test_a_term_looked_up_through_the_segments_term_keys_finds_the_same_postings(tmp_path):
+    """``posting_arrays`` given the segment's ``term_keys`` returns what the term index's own
+    lookup returns, for every term of the segment (each field) and for absent ones; a reader that
+    is not a W3 segment reader has no term keys."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    from chalicelib.search.whoosh_private import posting_arrays, term_keys
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    recs = _records()
+    entry.apply([(k, r) for k, r in enumerate(recs, start=1)])
+    [(seg, _off)] = entry.reader().leaf_readers()
+    keys = term_keys(seg)
+    assert keys is not None and len(keys) > 50
+    looked = [(f, t if isinstance(t, str) else t.decode()) for f, t in seg.all_terms()
+              if f in ("text", "entities", "tags", "live")]
+    assert len(looked) > 50
+    for f, t in [*looked, ("text", "absent-term"), ("entities", "nobody"), ("tags", "")]:
+        want, got = posting_arrays(seg, f, t), posting_arrays(seg, f, t, keys)
+        assert want[0].tolist() == got[0].tolist() and want[1].tolist() == got[1].tolist(), (f, t)
+    assert sum(len(posting_arrays(seg, f, t, keys)[0]) for f, t in looked) > len(looked)
+    from whoosh.reading import EmptyReader
+    assert term_keys(EmptyReader(schema())) is None
