@@ -451,7 +451,6 @@ def posting_blocks(reader: Any, fieldname: str, text: str) -> Iterator[tuple[Seq
 
 
 __all__ = [
-    "term_keys",
     "WRITTEN_FOR",
     "InliningCodec",
     "RecordColumn",
@@ -467,4 +466,5 @@ __all__ = [
     "posting_blocks",
     "read_toc",
     "str_column",
+    "term_keys",
 ]
