@@ -14,6 +14,7 @@ from .harness import LocalStack
 TOKEN = "cairn_e2e_durability_token_0123456789"
 CLIENTS, WRITES_PER_CLIENT = 4, 50
 RESTART_READY_S = 30
+RATE_LIMITED_TRIES = 60
 
 
 def _refused(port: int, within_s: float = 10.0) -> bool:
@@ -33,17 +34,30 @@ def _refused(port: int, within_s: float = 10.0) -> bool:
         time.sleep(0.1)
 
 
+def _unlimited(send, path: str, **kw):
+    """``send(path, **kw)``'s response, sent again after the ``retry_after_s`` of each 429 (the
+    token's rate limit: 200 writes outrun its burst on a fast machine; a refused request wrote
+    nothing)."""
+    for _attempt in range(RATE_LIMITED_TRIES):
+        r = send(path, **kw)
+        if r.status_code != 429:
+            return r
+        time.sleep(r.json()["details"]["retry_after_s"])
+    raise AssertionError(f"still rate limited after {RATE_LIMITED_TRIES} tries: {r.text}")
+
+
 def _client(stack: LocalStack, c: int) -> list[tuple[str, str, str]]:
     """One client's acknowledged writes: ``(kind, bank, memory id or rule name)``."""
     http = Http(stack.base_url, stack.token)
     bank, acked = f"durable-{c}", []
     for i in range(WRITES_PER_CLIENT):
         if i % 5 == 4:
-            r = http.put(f"/v1/banks/{bank}/rules/rule-{i}", json={"content": f"Rule {i} of client {c}."})
+            r = _unlimited(http.put, f"/v1/banks/{bank}/rules/rule-{i}", json={"content": f"Rule {i} of client {c}."})
             assert r.status_code == 200, r.text
             acked.append(("rule", bank, f"rule-{i}"))
         else:
-            r = http.post(f"/v1/banks/{bank}/memories", json={"text": f"Client {c} acknowledged fact number {i}"})
+            r = _unlimited(http.post, f"/v1/banks/{bank}/memories",
+                           json={"text": f"Client {c} acknowledged fact number {i}"})
             assert r.status_code == 201, r.text
             acked.append(("memory", bank, r.json()["memory"]["id"]))
     return acked
