@@ -25,7 +25,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
 
-PATH_ERROR_HEADERS["/console"] = SECURITY_HEADERS  # a 404 or 405 below /console answers under the same policy
+PATH_ERROR_HEADERS["/console"] = SECURITY_HEADERS  # every error below /console answers under the same policy
 
 JS, CSS, SVG = "text/javascript; charset=utf-8", "text/css; charset=utf-8", "image/svg+xml; charset=utf-8"
 ASSETS = {"app.js": JS, "api.js": JS, "dom.js": JS, "banks.js": JS, "team.js": JS, "admin.js": JS,
@@ -56,6 +56,6 @@ def console_asset(asset: str):
     """One of the console's files (``ASSETS``): a script, the style sheet or the icon; 404
     ``not_found`` for any other name."""
     ctype = ASSETS.get(asset)
-    if ctype is None:  # the console's headers on its 404 too: the answer echoes the name asked for
-        raise NotFound(f"The console has no file '{asset}'.", code="not_found", headers=SECURITY_HEADERS)
+    if ctype is None:  # under the console's headers (PATH_ERROR_HEADERS): the answer echoes the name asked for
+        raise NotFound(f"The console has no file '{asset}'.", code="not_found")
     return Reply(200, raw=_read(asset), content_type=ctype, headers=SECURITY_HEADERS)

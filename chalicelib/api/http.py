@@ -55,8 +55,9 @@ ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 CATCH_ALL_DEPTH = 9
 
 PATH_ERROR_HEADERS: dict[str, dict[str, str]] = {}
-"""Path prefix (``/console``) -> headers added to the 404 and 405 answers under it, so a page's
-own policy (CSP, nosniff) covers the errors that echo a path below it too."""
+"""Path prefix (``/console``) -> headers added to every error answered under it (404 and 405,
+and any a route's pipeline raises: 400, 413, 500...), so a page's own policy (CSP, nosniff)
+covers the errors that echo a path below it too."""
 
 
 def _path_error_headers(request: Any) -> dict[str, str]:
@@ -422,6 +423,8 @@ def _handle(request: Request, route: Route, view: Callable[..., Any], params: di
     request_id = _request_id(request)
     with timing.recording() as phases:
         response, principal = _respond(request, route, view, params, request_id)
+    if response.status_code >= 400:
+        response.headers = {**_path_error_headers(request), **response.headers}
     total_ms = (time.perf_counter() - started) * 1000
     response.headers["X-Request-Id"] = request_id
     response.headers[timing.HEADER] = timing.server_timing(phases, total_ms)

@@ -67,6 +67,34 @@ def test_unknown_paths_and_methods_under_the_console_keep_its_policy(client, met
     assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
+def _expect_console_policy(r):
+    assert r.headers["Content-Security-Policy"] == CSP
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+    assert r.headers["X-Frame-Options"] == "DENY"
+    assert r.headers["Referrer-Policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize("path", ["/console/app.js%00", "/console/%00", "/console/a%00b.css"])
+def test_a_refused_console_path_answers_under_the_console_policy(client, path):
+    """Every answer below /console, the edge's 400 for a NUL in the path included."""
+    r = _get(client, path)
+    assert r.status_code == 400
+    assert json.loads(r.body)["code"] == "validation_error"
+    _expect_console_policy(r)
+
+
+def test_any_failure_of_a_console_route_answers_under_the_console_policy(client, monkeypatch):
+    """A body over the bound (413) and a misconfigured service (500): the console's headers too."""
+    monkeypatch.setenv("CAIRN_MAX_BODY_BYTES", "1024")
+    r = client.http.get("/console/app.js", headers={"Content-Type": "text/plain"}, body=b"x" * 2048)
+    assert r.status_code == 413 and json.loads(r.body)["code"] == "payload_too_large"
+    _expect_console_policy(r)
+    monkeypatch.setenv("CAIRN_MAX_BODY_BYTES", "five")
+    r = _get(client, "/console")
+    assert r.status_code == 500 and json.loads(r.body)["code"] == "misconfigured"
+    _expect_console_policy(r)
+
+
 def test_api_routes_get_no_console_policy(client, token):
     r = _get(client, "/v1/me", {"Authorization": f"Bearer {token}"})
     assert r.status_code == 200 and "Content-Security-Policy" not in r.headers
