@@ -281,6 +281,10 @@ class RecallHit(BaseModel):
     memory: BankMemory
     score: float
     signals: RecallSignals
+    contributions: RecallSignals
+    """Each signal's share of ``score``, summing to it: a weighted part of the base; ``recency``
+    what its factor takes away (0 or less); ``time`` what its factor adds; ``neighbour`` its
+    weighted value."""
 
 
 class BankRecall(BaseModel):

@@ -35,7 +35,8 @@ class RecallRequest(BaseModel):
           responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"), meter="read")
 def recall(ctx: Ctx, bank: str):
     """Recall a bank's memories best ranked for a query: ``{memories: [{memory, score, signals:
-    {bm25, entity, corroboration, pinned, recency}}], retrieval}``; 404 ``bank_not_found``; 403
+    {bm25, entity, corroboration, pinned, recency, ...}, contributions}], retrieval}``
+    (``contributions``: each signal's share of ``score``, summing to it); 404 ``bank_not_found``; 403
     ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
     if b.as_of is not None:
@@ -47,7 +48,8 @@ def recall(ctx: Ctx, bank: str):
 
 
 def render_recall(result: RecallResult) -> dict[str, Any]:
-    """``{memories: [{memory, score, signals}], retrieval}``: a recall as the route answers it."""
-    return {"memories": [{"memory": h.memory.public(), "score": h.score, "signals": dict(h.signals)}
-                         for h in result.hits],
+    """``{memories: [{memory, score, signals, contributions}], retrieval}``: a recall as the route
+    answers it."""
+    return {"memories": [{"memory": h.memory.public(), "score": h.score, "signals": dict(h.signals),
+                          "contributions": dict(h.contributions)} for h in result.hits],
             "retrieval": result.retrieval}

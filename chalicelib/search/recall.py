@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,12 +63,14 @@ _TEXT_FIELDS = ("text", "name", "description")
 class Hit:
     """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}`` plus
     ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``);
-    ``bank`` names the bank or namespace it came from."""
+    ``bank`` names the bank or namespace it came from; ``contributions`` each signal's share of
+    ``score`` (``signals.contributions``: they sum to it)."""
 
     memory: Memory
     score: float
     signals: dict[str, float]
     bank: str
+    contributions: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -183,7 +185,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         key = keys[j]
         rec = record(key)
         if rec is not None:
-            hits.append(Hit(rec, float(totals[j]), {s: float(signals[s][j]) for s in names}, leaves[key[0]][2]))
+            sig = {s: float(signals[s][j]) for s in names}
+            hits.append(Hit(rec, float(totals[j]), sig, leaves[key[0]][2], signals_mod.contributions(sig, tuning)))
     return hits, len(keys)
 
 

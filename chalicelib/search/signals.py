@@ -50,6 +50,27 @@ def active(tuning: MemoryTuning) -> bool:
     return tuning.w_prf > 0 or tuning.w_time > 0 or tuning.w_neighbour > 0
 
 
+# The parts of ``base``, feedback's among them: signal -> (its weight in the tuning, what it weighs).
+BASE_PARTS: dict[str, tuple[str, Callable[[float], float]]] = {
+    "bm25": ("w_bm25", float), "entity": ("w_entity", float), "corroboration": ("w_corroboration", math.log1p),
+    "pinned": ("w_pinned", float), "prf": ("w_prf", float)}
+
+
+def contributions(signals: dict[str, float], tuning: MemoryTuning) -> dict[str, float]:
+    """Each of a hit's ``signals``' share of its score, in the same order, summing to the score
+    (up to rounding): a part of ``base`` (``BASE_PARTS``, ``prf`` among them) is its weighted value;
+    ``recency`` what its factor takes from them, ``(base + w_prf*prf) * (recency - 1)`` (0 or
+    less); ``time`` what its factor adds, ``(base + w_prf*prf) * recency * w_time * time``;
+    ``neighbour`` is ``w_neighbour * neighbour``. A signal it does not know raises ``KeyError``."""
+    parts = {s: getattr(tuning, w) * f(signals[s]) for s, (w, f) in BASE_PARTS.items() if s in signals}
+    base = sum(parts.values())
+    rec = signals.get("recency", 1.0)
+    parts["recency"] = base * (rec - 1.0)
+    parts["time"] = base * rec * tuning.w_time * signals.get("time", 0.0)
+    parts["neighbour"] = tuning.w_neighbour * signals.get("neighbour", 0.0)
+    return {s: parts[s] for s in signals}
+
+
 @dataclass
 class Ranking:
     """What a recall's first pass knows, for the signals: ``query`` (the raw text, ``None`` when
@@ -326,4 +347,5 @@ def _neighbours(r: Ranking, keys: list[Key], totals: np.ndarray, upd: np.ndarray
     return out
 
 
-__all__ = ["Ranking", "active", "apply", "date_ranges", "expansion", "is_when", "states_time"]
+__all__ = ["BASE_PARTS", "Ranking", "active", "apply", "contributions", "date_ranges", "expansion", "is_when",
+           "states_time"]

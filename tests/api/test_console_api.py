@@ -158,3 +158,32 @@ def test_memory_list_filters_by_text_ignoring_case(api):
     assert texts == {"Alice likes green tea.", "The TEA room is on floor 3.", "Carol: no tea."}
     assert rest["next_cursor"] is None
     assert api.get("/v1/banks/alpha/memories?q=zebra")[1] == {"memories": [], "total": 0, "next_cursor": None}
+
+
+def test_recall_contributions_sum_to_the_score_with_every_signal_on(api, monkeypatch):
+    """Generated banks and queries, feedback, time and neighbourhood on: each hit's
+    ``contributions`` name exactly its ``signals`` and add up to its ``score`` (the console draws
+    them as the score's bars)."""
+    import random
+    monkeypatch.setenv("CAIRN_MEMORY_W_PRF", "0.5")
+    rnd = random.Random(7)
+    words = ["tea", "coffee", "kettle", "deploy", "alice", "bob", "monday", "garden", "report", "may"]
+    for i in range(40):
+        text = " ".join(rnd.choice(words) for _ in range(rnd.randint(3, 8))) + f" note {i}."
+        body = {"text": text, "entities": rnd.sample(["alice", "bob", "user"], rnd.randint(0, 2)),
+                "pinned": rnd.random() < 0.2, "session_id": f"s{i % 4}"}
+        assert api.post("/v1/banks/alpha/memories", body)[0] == 201
+        if rnd.random() < 0.3:  # corroboration above 0
+            assert api.post("/v1/banks/alpha/memories", {"text": text})[0] == 200
+    seen: set[str] = set()
+    for _ in range(12):
+        query = rnd.choice(["when did ", "what about ", "I like ", ""]) + " ".join(rnd.sample(words, 3))
+        status, body = api.post("/v1/banks/alpha/recall", {"query": query, "limit": 20})
+        assert status == 200
+        for hit in body["memories"]:
+            signals, parts = hit["signals"], hit["contributions"]
+            assert list(parts) == list(signals)
+            assert sum(parts.values()) == pytest.approx(hit["score"], rel=1e-9, abs=1e-12)
+            assert parts["recency"] <= 0
+            seen.update(s for s, v in parts.items() if v)
+    assert seen >= {"bm25", "entity", "corroboration", "pinned", "recency", "prf", "time", "neighbour"}, seen

@@ -2473,6 +2473,7 @@ class RecallHit(BaseModel):
     memory: BankMemory
     score: Annotated[float, Field(title="Score")]
     signals: RecallSignals
+    contributions: RecallSignals
 
 
 class RevokedToken(BaseModel):
