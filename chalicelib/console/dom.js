@@ -47,11 +47,12 @@ export function field(label, control, hint) {
   return h("div", {class: "field"}, h("label", {for: id}, label), control, hint ? h("small", null, hint) : null);
 }
 
-// A table from column headings and rows of cells.
+// A table from column headings and rows of cells. Each cell names its column (data-label): a
+// narrow screen shows the rows as stacked cards, the heading beside each value (console.css).
 export function table(caption, headings, rows) {
   return h("table", null, h("caption", null, caption),
     h("thead", null, h("tr", null, headings.map((t) => h("th", {scope: "col"}, t)))),
-    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((c) => h("td", null, c))))));
+    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((c, i) => h("td", {"data-label": headings[i] || null}, c))))));
 }
 
 // A message area: errors read {error, code} of the API verbatim.
