@@ -10,6 +10,12 @@ export function can(permission) {
   return !!(session.me && session.me.permissions.includes(permission));
 }
 
+// A token without a bank allow-list: only such a token reaches what names no bank (team spaces,
+// structured memory, tokens' minting, audit, status).
+export function orgWide() {
+  return !!(session.me && session.me.banks === null);
+}
+
 export class ApiError extends Error {
   constructor(status, body) {
     const msg = body && typeof body === "object" && body.error ? body.error : `HTTP ${status}`;

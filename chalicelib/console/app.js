@@ -1,6 +1,6 @@
 // The console: sign-in, the navigation and a router over URL fragments (#/banks/<bank>...).
-import {ApiError, errorText, get, session, token} from "./api.js";
-import {clear, h, link, notice} from "./dom.js";
+import {ApiError, can, errorText, get, orgWide, session, token} from "./api.js";
+import {append, clear, h, link, notice} from "./dom.js";
 import * as banks from "./banks.js";
 import * as team from "./team.js";
 import * as admin from "./admin.js";
@@ -9,23 +9,53 @@ const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
 
+// Each section, what it needs (shown to a token that lacks it) and whether the signed-in token has
+// it (GET v1/me): the menu lists only the sections the token may use, and the landing view is the first.
+const SECTIONS = [
+  {frag: "banks", label: "Banks", needs: "memory:read", may: () => can("memory:read")},
+  {frag: "spaces", label: "Team spaces", needs: "a token without a bank allow-list", may: orgWide},
+  {frag: "structured", label: "Structured", needs: "memory:read and no bank allow-list",
+    may: () => can("memory:read") && orgWide()},
+  {frag: "tokens", label: "Tokens", needs: "admin.tokens", may: () => can("admin.tokens")},
+  {frag: "audit", label: "Audit", needs: "admin.memories and no bank allow-list",
+    may: () => can("admin.memories") && orgWide()},
+  {frag: "status", label: "Status", needs: "admin.memories or admin.usage, and no bank allow-list",
+    may: () => (can("admin.memories") || can("admin.usage")) && orgWide()},
+];
+const SECTION = Object.fromEntries(SECTIONS.map((s) => [s.frag, s]));
+
+// fragment pattern, view, view name, the section it belongs to
 const ROUTES = [
-  [/^banks$/, banks.list, "banks"],
-  [/^banks\/([^/]+)$/, banks.bank, "bank"],
-  [/^banks\/([^/]+)\/memories\/([^/]+)$/, banks.memory, "memory"],
-  [/^banks\/([^/]+)\/rules$/, banks.rules, "rules"],
-  [/^banks\/([^/]+)\/recall$/, banks.recall, "recall"],
-  [/^spaces$/, team.spaces, "spaces"],
-  [/^spaces\/([^/]+)$/, team.space, "space"],
-  [/^spaces\/([^/]+)\/entries\/([^/]+)$/, team.entry, "entry"],
-  [/^structured$/, admin.structured, "structured"],
-  [/^tokens$/, admin.tokens, "tokens"],
-  [/^audit$/, admin.audit, "audit"],
-  [/^status$/, admin.status, "status"],
+  [/^banks$/, banks.list, "banks", "banks"],
+  [/^banks\/([^/]+)$/, banks.bank, "bank", "banks"],
+  [/^banks\/([^/]+)\/memories\/([^/]+)$/, banks.memory, "memory", "banks"],
+  [/^banks\/([^/]+)\/rules$/, banks.rules, "rules", "banks"],
+  [/^banks\/([^/]+)\/recall$/, banks.recall, "recall", "banks"],
+  [/^spaces$/, team.spaces, "spaces", "spaces"],
+  [/^spaces\/([^/]+)$/, team.space, "space", "spaces"],
+  [/^spaces\/([^/]+)\/entries\/([^/]+)$/, team.entry, "entry", "spaces"],
+  [/^structured$/, admin.structured, "structured", "structured"],
+  [/^tokens$/, admin.tokens, "tokens", "tokens"],
+  [/^audit$/, admin.audit, "audit", "audit"],
+  [/^status$/, admin.status, "status", "status"],
 ];
 
-const SECTIONS = [["banks", "Banks"], ["spaces", "Team spaces"], ["structured", "Structured"],
-  ["tokens", "Tokens"], ["audit", "Audit"], ["status", "Status"]];
+const allowed = () => SECTIONS.filter((s) => s.may());
+
+// A view the token may not use: say what it needs and where it may go instead.
+function gate(host, section) {
+  const others = allowed();
+  append(host, [h("h2", null, section.label),
+    notice("info", `Your token may not use this view: it needs ${section.needs}.`),
+    others.length ? h("p", null, "Go to ", others.map((s, i) => [i ? ", " : "", link([s.frag], s.label)]), ".") : null]);
+}
+
+// A token no section is open to (a bank-confined token without memory:read, say).
+function nothingToShow(host) {
+  append(host, [h("h2", null, "Nothing to show"),
+    notice("info", "This token holds no permission the console's views use (it needs memory:read for banks, " +
+      "or no bank allow-list for team spaces). Sign in with another token.")]);
+}
 
 function fragment() {
   return location.hash.replace(/^#\/?/, "");
@@ -69,7 +99,7 @@ function renderWho(me) {
     h("span", {class: "whoami"}, "Signed in as ", h("strong", null, me.user_id || me.token_id),
       ` (${me.kind}) · org ${me.org_id}`),
     " ", h("button", {type: "button", id: "signout", onclick: signOut}, "Sign out"));
-  clear(nav).append(h("ul", null, SECTIONS.map(([frag, label]) => h("li", null, link([frag], label)))));
+  clear(nav).append(h("ul", null, allowed().map((s) => h("li", null, link([s.frag], s.label)))));
   nav.hidden = false;
 }
 
@@ -80,11 +110,14 @@ async function route() {
   const mine = ++generation;
   const frag = fragment();
   if (!frag) {
-    location.replace("#/banks");
-    return;
+    const first = allowed()[0];
+    if (first) {
+      location.replace("#/" + first.frag);
+      return;
+    }
   }
   const parts = frag.split("?")[0];
-  for (const [re, view, name] of ROUTES) {
+  for (const [re, view, name, section] of ROUTES.concat([[/^$/, nothingToShow, "nothing", null]])) {
     const m = parts.match(re);
     if (!m) continue;
     let args;
@@ -97,7 +130,8 @@ async function route() {
     main.setAttribute("aria-busy", "true");
     const host = h("section", {class: "view"});
     try {
-      await view(host, ...args);
+      if (section && !SECTION[section].may()) gate(host, SECTION[section]);
+      else await view(host, ...args);
     } catch (err) {
       host.append(notice("error", errorText(err)));
     }
@@ -110,7 +144,9 @@ async function route() {
     document.title = (heading ? heading.textContent + " · " : "") + "Cairn console";
     return;
   }
-  clear(main).append(h("h2", null, "Not found"), notice("error", `No view for #/${frag}.`), link(["banks"], "Back to banks"));
+  const home = allowed()[0];
+  clear(main).append(h("h2", null, "Not found"), notice("error", `No view for #/${frag}.`),
+    home ? link([home.frag], "Back to " + home.label.toLowerCase()) : null);
   main.dataset.view = "notfound";
 }
 

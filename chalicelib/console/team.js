@@ -1,5 +1,5 @@
 // Team memory: spaces, a space's entries by status, and an entry's review page.
-import {ApiError, errorText, get, post, qs, seg} from "./api.js";
+import {ApiError, can, errorText, get, post, qs, seg} from "./api.js";
 import {append, clear, confirmAction, field, h, link, notice, table, when} from "./dom.js";
 
 const CTX = "api/v1/context";
@@ -13,9 +13,23 @@ export async function spaces(host) {
   if (!page.spaces.length) host.append(notice("info", "No team space is visible to this token."));
 }
 
+// The space `id` as the caller sees it, or null: read directly with context:admin, else found among
+// the spaces the caller may read (a member may list them, not read one by id).
+async function spaceInfo(id) {
+  if (can("context:admin")) return get(CTX + "/spaces/" + seg(id)).catch(() => null);
+  let cursor = null;
+  do {
+    const page = await get(CTX + "/spaces" + qs({limit: 100, cursor}));
+    const found = page.spaces.find((s) => s.id === id);
+    if (found) return found;
+    cursor = page.next_cursor || null;
+  } while (cursor);
+  return null;
+}
+
 export async function space(host, id) {
-  const info = await get(CTX + "/spaces/" + seg(id)).catch(() => null);
-  const title = info ? (info.space || info).name || id : id;
+  const info = await spaceInfo(id).catch(() => null);
+  const title = (info && info.name) || id;
   const status = h("select", {name: "status"}, h("option", {value: ""}, "Any status"),
     STATUSES.map((s) => h("option", {value: s}, s)));
   const q = h("input", {name: "q", type: "search"});
