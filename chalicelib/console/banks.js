@@ -4,9 +4,35 @@ import {append, clear, confirmAction, field, h, link, notice, rerender, table, w
 
 const PAGE = 25;
 const B = (bank) => "v1/banks/" + seg(bank);
+const splitList = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
+const ID = /^fp[0-9a-f]{16}$/;  // a memory id, pasted whole
+
+// Create a bank (201) or find it exists (200): the new bank opens; an existing one is named.
+function newBankForm() {
+  const name = h("input", {name: "name", required: true, autocomplete: "off", spellcheck: "false"});
+  const description = h("input", {name: "description"});
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  const form = h("form", {class: "create", "aria-label": "New bank"}, h("h3", null, "New bank"),
+    field("Bank name", name, "lower-case letters, digits, - and _"), field("Description", description, "optional"),
+    h("button", {type: "submit"}, "Create bank"), msg);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clear(msg);
+    const body = {name: name.value.trim()};
+    if (description.value.trim()) body.description = description.value.trim();
+    try {
+      const r = await post("v1/banks", body);
+      if (r.created) location.hash = "#/banks/" + seg(r.bank.name);
+      else msg.append(notice("info", "Bank ", link(["banks", r.bank.name], r.bank.name), " exists already."));
+    } catch (e) {
+      msg.append(notice("error", `Create failed: ${errorText(e)}`));
+    }
+  });
+  return form;
+}
 
 export async function list(host) {
-  append(host, [h("h2", null, "Banks")]);
+  append(host, [h("h2", null, "Banks"), can("memory:write") ? newBankForm() : null]);
   const box = h("div");
   host.append(box);
   let cursor = null;
@@ -34,11 +60,47 @@ function chips(items) {
   return h("span", {class: "chips"}, (items || []).map((t) => h("span", {class: "chip"}, t)));
 }
 
+function countsText(info) {
+  return `${info.memories} memories · ${info.pinned} pinned · ${info.rules} rules` +
+    (info.description ? ` · ${info.description}` : "");
+}
+
+// A listing's total: a number, or what the API gives instead (null when it did not count).
+function totalText(total) {
+  if (total === null || total === undefined) return "";
+  return typeof total === "number" ? ` · ${total} in all` : ` · ${total}`;
+}
+
+// Save a memory: 201 a new one, 200 when the sentence was stored already (reinforced).
+function newMemoryForm(name, saved) {
+  const text = h("textarea", {name: "text", rows: 2, required: true});
+  const tags = h("input", {name: "tags"});
+  const ents = h("input", {name: "entities"});
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  const form = h("form", {class: "create", "aria-label": "New memory"}, h("h3", null, "New memory"),
+    field("Memory text", text, "one self-contained sentence"), field("Memory tags", tags, "comma-separated"),
+    field("Memory entities", ents, "comma-separated"), h("button", {type: "submit"}, "Save memory"), msg);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clear(msg);
+    try {
+      const r = await post(B(name) + "/memories", {text: text.value, tags: splitList(tags.value), entities: splitList(ents.value)});
+      const ref = link(["banks", name, "memories", r.memory.id], r.memory.text);
+      msg.append(r.created ? notice("info", "Saved: ", ref)
+        : notice("info", "Already stored, so reinforced (corroboration ", String(r.memory.corroboration), "): ", ref));
+      for (const input of [text, tags, ents]) input.value = "";
+      await saved();
+    } catch (e) {
+      msg.append(notice("error", `Save failed: ${errorText(e)}`));
+    }
+  });
+  return form;
+}
+
 export async function bank(host, name) {
   const info = (await get(B(name))).bank;
-  append(host, [h("h2", null, "Bank ", h("q", null, name)), bankNav(name, ""),
-    h("p", {class: "counts"}, `${info.memories} memories · ${info.pinned} pinned · ${info.rules} rules`,
-      info.description ? ` · ${info.description}` : "")]);
+  const counts = h("p", {class: "counts"}, countsText(info));
+  append(host, [h("h2", null, "Bank ", h("q", null, name)), bankNav(name, ""), counts]);
   const tags = await get(B(name) + "/tags").catch(() => ({tags: []}));
   const tag = h("select", {name: "tag"}, h("option", {value: ""}, "Any tag"),
     (tags.tags || []).map((t) => h("option", {value: t.tag}, `${t.tag} (${t.count})`)));
@@ -52,6 +114,14 @@ export async function bank(host, name) {
   const out = h("div", {class: "results"});
   const pager = h("div", {class: "pager"});
   append(host, [form, out, pager]);
+  if (can("memory:write")) {
+    host.insertBefore(newMemoryForm(name, async () => {
+      cursors.length = 1;
+      index = 0;
+      await load();
+      counts.textContent = countsText((await get(B(name))).bank);
+    }), form);
+  }
   const cursors = [null];
   let index = 0;
   const load = async () => {
@@ -75,7 +145,7 @@ export async function bank(host, name) {
     cursors[index + 1] = page.next_cursor || null;
     append(pager, [
       h("button", {type: "button", disabled: index === 0, onclick: () => { index -= 1; load(); }}, "Previous page"),
-      h("span", {class: "pageinfo"}, ` Page ${index + 1} · ${page.total} in all `),
+      h("span", {class: "pageinfo"}, ` Page ${index + 1}${totalText(page.total)} `),
       h("button", {type: "button", disabled: !page.next_cursor, onclick: () => { index += 1; load(); }}, "Next page")]);
   };
   form.addEventListener("submit", (ev) => {
@@ -99,8 +169,6 @@ function memoryFacts(m) {
     h("dt", null, "Revision"), h("dd", null, String(m.revision)),
     h("dt", null, "Updated"), h("dd", null, when(m.updated_at)));
 }
-
-const splitList = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
 
 export async function memory(host, bankName, id) {
   const path = B(bankName) + "/memories/" + seg(id);
@@ -139,17 +207,12 @@ export async function memory(host, bankName, id) {
         }
       });
     });
-    const by = h("input", {name: "superseded_by"});
-    const sup = h("form", {class: "supersede", "aria-label": "Supersede memory"}, h("h3", null, "Supersede"),
-      field("Replaced by (memory id)", by), h("button", {type: "submit"}, "Supersede"));
-    sup.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      confirmAction(sup, `Mark this memory superseded by ${by.value}?`, async () => {
+    const sup = supersedeForm(bankName, m, (successor) => confirmAction(sup,
+      `Mark this memory superseded by “${successor.text}”?`, async () => {
         clear(msg);
-        try { await post(path + "/supersede", {superseded_by: by.value.trim()}); reload(); }
+        try { await post(path + "/supersede", {superseded_by: successor.id}); reload(); }
         catch (e) { msg.append(notice("error", `Supersede failed: ${errorText(e)}`)); }
-      });
-    });
+      }));
     append(actions, [
       act(m.pinned ? "Unpin" : "Pin", m.pinned ? "Unpin this memory?" : "Pin this memory (always recalled first)?",
         () => post(path + "/pin", {pinned: !m.pinned})),
@@ -173,6 +236,44 @@ export async function memory(host, bankName, id) {
     r.pinned ? h("div", null, "pinned") : null)).reverse();
   host.append(h("ol", {class: "timeline", reversed: true, "aria-label": "Revisions, newest first"}, items));
   if (hist.damaged && hist.damaged.length) host.append(notice("error", `${hist.damaged.length} revisions could not be read.`));
+}
+
+// The live memories of the bank that could replace `m`: the best recalled for the words, or the
+// one a pasted id names.
+async function successors(bankName, m, words) {
+  const found = (await post(B(bankName) + "/recall", {query: words, limit: 10})).memories.map((x) => x.memory);
+  if (ID.test(words) && !found.some((x) => x.id === words)) {
+    const one = await get(B(bankName) + "/memories/" + seg(words)).then((r) => r.memory, () => null);
+    if (one && !one.invalid_at && !one.superseded_by) found.unshift(one);
+  }
+  return found.filter((x) => x.id !== m.id);
+}
+
+// Supersede: find the replacement by its words, pick it, confirm (`chosen(memory)`).
+function supersedeForm(bankName, m, chosen) {
+  const words = h("input", {name: "successor-q", type: "search", autocomplete: "off"});
+  const found = h("div", {class: "candidates", "aria-live": "polite"});
+  const form = h("form", {class: "supersede", "aria-label": "Supersede memory"}, h("h3", null, "Supersede"),
+    h("div", {class: "filters"}, field("Find the memory that replaces it", words, "words of its text, or its id"),
+      h("button", {type: "submit", name: "find"}, "Find")), found);
+  let picks = [];
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clear(found);
+    if (!words.value.trim()) return found.append(notice("info", "Type words of the replacing memory first."));
+    try { picks = await successors(bankName, m, words.value.trim()); }
+    catch (e) { return found.append(notice("error", errorText(e))); }
+    if (!picks.length) return found.append(notice("info", "No other live memory matches."));
+    const boxes = picks.map((x, i) => h("input", {type: "radio", name: "successor", value: x.id, id: `successor-${i}`}));
+    append(found, [h("fieldset", null, h("legend", null, "Replaced by"), picks.map((x, i) => h("div", {class: "field check"},
+      boxes[i], h("label", {for: boxes[i].id}, x.text, " ", h("small", null, x.id))))),
+    h("button", {type: "button", name: "supersede", onclick: () => {
+      const i = boxes.findIndex((b) => b.checked);
+      if (i < 0) found.append(notice("info", "Choose the memory that replaces this one."));
+      else chosen(picks[i]);
+    }}, "Supersede")]);
+  });
+  return form;
 }
 
 function budgetLine(label, b) {
@@ -229,7 +330,22 @@ export async function rules(host, bankName) {
   }
 }
 
-const SIGNALS = ["bm25", "entity", "corroboration", "pinned", "recency"];
+// A signed share of a score, as read: "+1.234", "−0.280".
+const signed = (v) => (v < 0 ? "−" : "+") + Math.abs(v).toFixed(3);
+
+// One hit's score drawn as bars, one per signal the response carries, each its share of the score
+// (`contributions`, summing to it; recency's is what it takes away), on the scale `max` of all hits.
+function scoreBars(x, i, max) {
+  const parts = Object.entries(x.contributions);
+  return h("div", {class: "signals"}, parts.map(([s, c]) => {
+    const id = `sig-${i}-${s}`;
+    const raw = x.signals[s];
+    return h("div", {class: "signal" + (c < 0 ? " neg" : "")}, h("label", {for: id}, s),
+      h("meter", {id, min: 0, max, value: Math.abs(c), "data-signal": s, "data-contribution": String(c),
+        title: `${s} = ${raw}: ${signed(c)} to the score`}),
+      h("span", {class: "num"}, signed(c)));
+  }), h("p", {class: "sum"}, `Sum of the parts: ${parts.reduce((a, [, c]) => a + c, 0).toFixed(3)} = score ${x.score.toFixed(3)}`));
+}
 
 // The injection text, exact; the truncation markers highlighted (as <mark>, text unchanged).
 function injectionText(text) {
@@ -257,16 +373,11 @@ export async function recall(host, bankName) {
     clear(hits);
     try {
       const r = await post(B(bankName) + "/recall", {query: q.value, limit: Number(limit.value) || 10});
-      const max = Object.fromEntries(SIGNALS.map((s) => [s, Math.max(1, ...r.memories.map((x) => x.signals[s]))]));
+      const max = Math.max(1e-9, ...r.memories.flatMap((x) => Object.values(x.contributions).map(Math.abs)));
       hits.append(h("h3", null, `Ranked memories (${r.memories.length}, retrieval ${r.retrieval})`));
       hits.append(h("ol", {class: "ranked"}, r.memories.map((x, i) => h("li", {class: "hit"},
         h("div", {class: "hithead"}, link(["banks", bankName, "memories", x.memory.id], x.memory.text), h("span", {class: "score"}, ` score ${x.score.toFixed(3)}`)),
-        h("div", {class: "signals"}, SIGNALS.map((s) => {
-          const id = `sig-${i}-${s}`;
-          return h("div", {class: "signal"}, h("label", {for: id}, s),
-            h("meter", {id, min: 0, max: max[s], value: x.signals[s], "data-signal": s, title: String(x.signals[s])}),
-            h("span", {class: "num"}, x.signals[s].toFixed(3)));
-        }))))));
+        scoreBars(x, i, max)))));
       if (!r.memories.length) hits.append(notice("info", "No memory matched."));
     } catch (e) {
       hits.append(notice("error", errorText(e)));
