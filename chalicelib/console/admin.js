@@ -1,5 +1,5 @@
 // Structured memory, tokens, audit and status.
-import {can, del, errorText, get, post, qs, seg} from "./api.js";
+import {can, del, errorText, get, orgWide, post, qs, seg, session} from "./api.js";
 import {append, clear, confirmAction, field, h, notice, table, when} from "./dom.js";
 
 export async function structured(host) {
@@ -30,8 +30,6 @@ export async function structured(host) {
   await load();
 }
 
-const PERMS = ["memory:read", "memory:write", "admin.memories", "admin.tokens", "context:admin", "service"];
-
 export async function tokens(host) {
   append(host, [h("h2", null, "Tokens")]);
   if (!can("admin.tokens")) {
@@ -43,7 +41,9 @@ export async function tokens(host) {
   const user = h("input", {name: "user_id"});
   const label = h("input", {name: "label"});
   const banks = h("input", {name: "banks"});
-  const perms = PERMS.map((p) => h("input", {type: "checkbox", name: "perm", value: p, id: "perm-" + p.replace(/[^a-z]/g, "-"), checked: p === "memory:read"}));
+  // a token grants only permissions it holds: offer exactly those (GET v1/me), whatever the service adds
+  const perms = session.me.permissions.map((p) => h("input", {type: "checkbox", name: "perm", value: p,
+    id: "perm-" + p.replace(/[^a-z]/g, "-"), checked: p === "memory:read"}));
   const form = h("form", {class: "mint", "aria-label": "Mint a token"}, h("h3", null, "Mint a token"),
     field("Kind", kind), field("User id", user, "for a person or a service"), field("Label", label),
     field("Banks", banks, "comma-separated allow-list; empty: every bank"),
@@ -87,6 +87,43 @@ export async function tokens(host) {
   await load();
 }
 
+const HOUR = 3_600_000;
+const AUDIT_PAGE = 50;
+const WINDOW_CAP = 1000;  // events read from one window of time before it is narrowed instead
+
+// Every event of `filter` in [since, until) (until null: no end), oldest first as the API lists
+// them; null when there are more than WINDOW_CAP.
+async function eventsIn(filter, since, until) {
+  const out = [];
+  let cursor = null;
+  do {
+    if (out.length >= WINDOW_CAP) return null;
+    const r = await get("v1/audit" + qs({...filter, since, until, limit: 500, cursor}));
+    out.push(...r.events);
+    cursor = r.next_cursor || null;
+  } while (cursor);
+  return out;
+}
+
+// The newest `n` events of `filter` older than the event `before` (its id, `<at>#<hex>`; null:
+// the newest of all), newest first, and whether older ones may remain. The API lists oldest
+// first within a time window, so this looks back through windows that grow until n are found.
+async function newestEvents(filter, before, n) {
+  let until = before ? Number(before.slice(0, 13)) + 1 : null;  // null: no end, whatever the clocks say
+  const top = until ?? Date.now();
+  let span = HOUR;
+  const found = [];
+  for (;;) {
+    const since = Math.max(0, (until ?? top) - span);
+    const got = await eventsIn(filter, since, until);
+    if (got === null && span > 1) { span = Math.ceil(span / 8); continue; }  // too many: a narrower window
+    found.push(...(got || []).filter((e) => !before || e.id < before).reverse());
+    if (found.length >= n || since === 0) return {events: found.slice(0, n), more: found.length > n || since > 0};
+    until = since;
+    span *= 4;
+  }
+}
+
 export async function audit(host) {
   const action = h("input", {name: "action"});
   const actor = h("input", {name: "actor"});
@@ -96,15 +133,18 @@ export async function audit(host) {
   const out = h("div");
   const more = h("button", {type: "button", hidden: true}, "Older events");
   append(host, [h("h2", null, "Audit"), form, out, more]);
-  let cursor = null;
+  let oldest = null;
   const load = async (reset) => {
-    if (reset) { clear(out); cursor = null; }
+    if (reset) { clear(out); oldest = null; }
+    more.hidden = true;
     try {
-      const r = await get("v1/audit" + qs({action: action.value.trim(), actor: actor.value.trim(), target: target.value.trim(), limit: 50, cursor}));
+      const filter = {action: action.value.trim(), actor: actor.value.trim(), target: target.value.trim()};
+      const r = await newestEvents(filter, oldest, AUDIT_PAGE);
       out.append(table("Events, newest first", ["At", "Action", "Actor", "Target", "Details"],
         r.events.map((e) => [when(e.at), e.action, e.actor, e.target || "—", h("code", null, JSON.stringify(e.details || {}))])));
-      cursor = r.next_cursor || null;
-      more.hidden = !cursor;
+      if (!r.events.length) out.append(notice("info", reset ? "No event matches." : "No older event."));
+      oldest = r.events.length ? r.events[r.events.length - 1].id : oldest;
+      more.hidden = !(r.more && r.events.length);
     } catch (e) {
       out.append(notice("error", errorText(e)));
     }
@@ -116,6 +156,12 @@ export async function audit(host) {
 
 export async function status(host) {
   append(host, [h("h2", null, "Status")]);
+  if (can("admin.memories") && orgWide()) await health(host);
+  if (can("admin.usage")) host.append(await usageChart());
+}
+
+// The doctor's checks and each bank's state (GET v1/doctor and v1/status: admin.memories).
+async function health(host) {
   const [doctor, st] = await Promise.all([get("v1/doctor").catch((e) => e), get("v1/status").catch((e) => e)]);
   if (doctor instanceof Error) host.append(notice("error", "Doctor: " + errorText(doctor)));
   else {
@@ -130,7 +176,6 @@ export async function status(host) {
       st.banks.map((b) => [b.name, String(b.seq), String(b.memories),
         b.snapshot ? `seq ${b.snapshot.seq} at ${when(b.snapshot.at)} (${b.snapshot.key})` : "none"])));
   }
-  host.append(await usageChart());
 }
 
 // Usage per bank over the last 24 hours (GET /v1/usage, admin.usage): one bar per bank, scaled
