@@ -234,7 +234,7 @@ def test_a_langgraph_agent_remembers_across_threads_through_cairn(cairn, workstr
     seen: list[list[Any]] = []
 
     class Recording(GenericFakeChatModel):
-        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             seen.append(list(messages))
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
