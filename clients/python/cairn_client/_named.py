@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -134,71 +134,64 @@ class Listing:
     full: bool
 
 
-def _scope_args(scope: Scope) -> dict[str, str | None]:
-    return {"scope": scope.scope, "scope_id": scope.scope_id}
-
-
 def _rows(listing: Any) -> list[dict[str, Any]]:
     return [r for r in as_data(listing).get("memories", []) if isinstance(r, dict)]
+
+
+def _listing(listing: Any) -> Listing:
+    rows = _rows(listing)
+    return Listing(rows, len(rows) >= LIST_CAP)
+
+
+_RAISE = object()  # a 404 that is an error, not an answer
+
+
+def _request(s: Any, call: Call, kw: dict[str, str | None]) -> tuple[Callable[[], Any], Callable[[Any], Any], Any]:
+    """``(send, finish, if_missing)`` of one call on a client's ``structured`` surface: ``send()``
+    makes the request (a coroutine on the async client), ``finish`` turns its answer into the
+    call's result, ``if_missing`` is the result of a 404 (``_RAISE``: the error propagates)."""
+    if isinstance(call, Get):
+        return (lambda: s.get(call.name, **kw)), as_data, None
+    if isinstance(call, List):
+        return (lambda: s.list(limit=LIST_CAP, **kw)), _listing, _RAISE
+    if isinstance(call, Save):
+        return ((lambda: s.save(call.name, call.content, description=call.description, type="general", **kw)),
+                as_data, _RAISE)
+    if isinstance(call, Delete):
+        return (lambda: s.delete(call.name, **kw)), lambda _: True, False
+    return (lambda: s.search(call.query, limit=SEARCH_CAP, **kw)), _rows, _RAISE
 
 
 def run(plan: Plan[T], cairn: Any, scope: Scope) -> T:
     """Run ``plan`` on a sync ``Cairn`` client; a ``CairnError`` other than the 404s the calls
     expect propagates."""
-    s = cairn.structured
-    kw = _scope_args(scope)
+    kw = {"scope": scope.scope, "scope_id": scope.scope_id}
     result: Any = None
     try:
         while True:
-            call = plan.send(result)
-            if isinstance(call, Get):
-                try:
-                    result = as_data(s.get(call.name, **kw))
-                except NotFound:
-                    result = None
-            elif isinstance(call, List):
-                rows = _rows(s.list(limit=LIST_CAP, **kw))
-                result = Listing(rows, len(rows) >= LIST_CAP)
-            elif isinstance(call, Save):
-                result = as_data(s.save(call.name, call.content, description=call.description, type="general", **kw))
-            elif isinstance(call, Delete):
-                try:
-                    s.delete(call.name, **kw)
-                    result = True
-                except NotFound:
-                    result = False
-            else:
-                result = _rows(s.search(call.query, limit=SEARCH_CAP, **kw))
+            send, finish, if_missing = _request(cairn.structured, plan.send(result), kw)
+            try:
+                result = finish(send())
+            except NotFound:
+                if if_missing is _RAISE:
+                    raise
+                result = if_missing
     except StopIteration as done:
         return done.value
 
 
 async def arun(plan: Plan[T], cairn: Any, scope: Scope) -> T:
     """``run`` on an ``AsyncCairn`` client."""
-    s = cairn.structured
-    kw = _scope_args(scope)
+    kw = {"scope": scope.scope, "scope_id": scope.scope_id}
     result: Any = None
     try:
         while True:
-            call = plan.send(result)
-            if isinstance(call, Get):
-                try:
-                    result = as_data(await s.get(call.name, **kw))
-                except NotFound:
-                    result = None
-            elif isinstance(call, List):
-                rows = _rows(await s.list(limit=LIST_CAP, **kw))
-                result = Listing(rows, len(rows) >= LIST_CAP)
-            elif isinstance(call, Save):
-                result = as_data(await s.save(call.name, call.content, description=call.description,
-                                              type="general", **kw))
-            elif isinstance(call, Delete):
-                try:
-                    await s.delete(call.name, **kw)
-                    result = True
-                except NotFound:
-                    result = False
-            else:
-                result = _rows(await s.search(call.query, limit=SEARCH_CAP, **kw))
+            send, finish, if_missing = _request(cairn.structured, plan.send(result), kw)
+            try:
+                result = finish(await send())
+            except NotFound:
+                if if_missing is _RAISE:
+                    raise
+                result = if_missing
     except StopIteration as done:
         return done.value
