@@ -108,10 +108,17 @@ def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: li
                    messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms(), token_id=token_id)
 
 
-def _short(value: str, limit: int = 128) -> str:
-    """An SQS id (group, deduplication): the value when it fits, else its SHA-256 hex."""
-    ok = len(value) <= limit and all(33 <= ord(c) <= 126 for c in value)
-    return value if ok else hashlib.sha256(value.encode("utf-8")).hexdigest()
+def queue_ids(job: TurnJob, again: str = "") -> tuple[str, str]:
+    """``(MessageGroupId, MessageDeduplicationId)`` of ``job`` on the FIFO queue, SHA-256 hex each.
+    The group is the org's session (its turns run in order); the deduplication id names the org,
+    bank, session and turn (and ``again``, a resumed job's day), so identical ids of another org or
+    bank are never taken for a duplicate: the queue drops a message whose id it saw in the last
+    five minutes, whoever sent it."""
+    def digest(*parts: str) -> str:
+        return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+    return (digest(job.org_id, job.session_id),
+            digest(job.org_id, job.bank, job.session_id, job.turn_id, again))
 
 
 @dataclass
@@ -144,13 +151,15 @@ class Enqueued:
 
 
 def enqueue(job: TurnJob) -> Enqueued:
-    """Send ``job`` to the FIFO queue (MessageGroupId = session id, MessageDeduplicationId =
-    turn id; the queue deduplicates per group); with no ``queue_url`` configured run it inline."""
+    """Send ``job`` to the FIFO queue (``queue_ids``: one group per session of an org, one
+    deduplication id per org, bank, session and turn); with no ``queue_url`` configured run it
+    inline."""
     url = get_settings().queue_url
     if not url:
         return Enqueued(False, run_job(job))
-    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
-                             MessageGroupId=_short(job.session_id), MessageDeduplicationId=_short(job.turn_id))
+    group, dedup = queue_ids(job)
+    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(), MessageGroupId=group,
+                             MessageDeduplicationId=dedup)
     return Enqueued(True)
 
 
@@ -422,8 +431,9 @@ def resume_deferred() -> Resumed:
                 continue
             jobs += 1
             if url:
-                blobs.sqs().send_message(QueueUrl=url, MessageBody=raw, MessageGroupId=_short(job.session_id),
-                                         MessageDeduplicationId=_short(f"{job.turn_id}#resumed#{ptr.day}"))
+                group, dedup = queue_ids(job, again=f"resumed#{ptr.day}")
+                blobs.sqs().send_message(QueueUrl=url, MessageBody=raw, MessageGroupId=group,
+                                         MessageDeduplicationId=dedup)
                 continue
             try:
                 if run_job(job).status == "deferred":
