@@ -210,3 +210,35 @@ def test_an_action_missing_from_the_list_is_never_written(api):
     with pytest.raises(ValueError, match="unknown audit action"):
         audit.record("default", "memory.teleport", "person:admin", "x")
     assert_unchanged(before)
+
+
+def test_refused_hooks_are_one_event_per_token_and_hour_with_sanitised_details(api):
+    """A read key sending refused hooks (a bank outside its allow-list, a name with ESC, U+202E,
+    LF) gets 200 every time, and the trail grows by one ``hook.refused`` event per token and
+    hour, counting them, its strings free of control and bidirectional characters."""
+    reader = mint(kind="api_key", permissions=["memory:read"], banks=["main"])
+    other = mint(kind="api_key", permissions=["memory:read"], banks=["main"])
+    names = ["evil\x1b[31mred", "x\u202eusr/nib", "two\nlines", "Not Valid!", "beta"] * 12
+    for name in names:
+        s, b = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "hi"}],
+                                                    "metadata": {"memory_bank": name}}, token=reader)
+        assert s == 200 and b["retrieval"].startswith("none+"), b
+    assert api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "hi"}],
+                                               "metadata": {"memory_bank": "gamma"}}, token=other)[0] == 200
+    events = _all(api, "action=hook.refused")
+    assert len(events) == 2, events
+    mine = [e for e in events if e["details"]["count"] == len(names)]
+    assert len(mine) == 1 and mine[0]["details"]["last_at"] >= mine[0]["at"]
+    assert {e["details"]["count"] for e in events} == {len(names), 1}
+    for e in events:
+        shown = str(e["details"])
+        assert not any(c in shown for c in ("\x1b", "\u202e", "\n")), shown
+    assert mine[0]["details"]["bank"] == "evil\ufffd[31mred"
+
+
+def test_audit_details_are_sanitised_whoever_chose_them(api):
+    s, b = api.post("/v1/api/admin/tokens", {"kind": "api_key", "permissions": ["memory:read"],
+                                             "label": "ops \u202egnp.exe \u2066x\u2069"})
+    assert s == 201, b
+    [ev] = [e for e in _all(api, "action=token.mint") if e["target"] == b["token_id"]]
+    assert ev["details"]["label"] == "ops \ufffdgnp.exe \ufffdx\ufffd"
