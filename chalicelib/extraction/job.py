@@ -299,7 +299,7 @@ def _apply(job: TurnJob, items: list[Candidate], out: Outcome) -> store.Progress
     progress = store.get_progress(job.org_id, job.session_id, job.turn_id)
     for cand in items:
         fp = fingerprint(cand.text)
-        if fp in progress.applied:
+        if store.done(progress, fp):
             continue
         if _left_alone(job.org_id, job.bank, cand.text):
             out.skipped += 1

@@ -922,6 +922,7 @@ class MemoryRevision(BaseModel):
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     op: Annotated[str, Field(title="Op")]
     seq: Annotated[int, Field(title="Seq")]
+    actor: Annotated[str | None, Field(title="Actor")]
 
 
 class MemoryTargetQuery(BaseModel):
