@@ -39,9 +39,13 @@ from .validation import shown_line
 MEMORY_ACTIONS = ("memory.save", "memory.update", "memory.delete")
 # Every action the service writes; ``_event`` refuses any other, so this list stays complete.
 ACTIONS: tuple[str, ...] = (
-    *MEMORY_ACTIONS, "memory.purge",
-    "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete",
+    *MEMORY_ACTIONS, "memory.pin", "memory.supersede", "memory.purge",
+    "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete",
+    "rule.reload", "config.reload",
     "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits",
+    "extraction.run", "extraction.reset",
+    "session.create", "session.delete", "workstream.create", "project.create", "project.update",
+    "project.member", "project.member_remove",
     "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove",
     "context.deny_rules",
     "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept",

@@ -136,9 +136,17 @@ def get_bank(org_id: str, name: str) -> Bank:
 
 
 def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) -> tuple[Bank, bool]:
-    """Create bank ``name`` or return the existing one: ``(bank, created)``."""
+    """Create bank ``name`` or return the existing one: ``(bank, created)``. A creation is
+    audited as ``bank.create``."""
     check_name(name)
-    row, created = store.write(org_id, lambda btx: btx.create(name, description))
+
+    def attempt(btx: BankTx) -> tuple[BankRow, bool]:
+        row, created = btx.create(name, description)
+        if created:
+            audit.add_to(btx.tx, org_id, "bank.create", actor, name, {"bank": name})
+        return row, created
+
+    row, created = store.write(org_id, attempt)
     return bank_of(org_id, row), created
 
 
@@ -372,7 +380,7 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 
 
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
-                confidence: Confidence = "stated", source: Source | None = None) -> SaveResult:
+                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True) -> SaveResult:
     """Save one memory (the bank worker's ``memory::save``).
 
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
@@ -380,7 +388,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
     or set, confidence ``stated``, tags merged (the ones beyond 8 in ``tags_dropped``). Text
     matching a retired memory resurrects it (``created``). The bank is created on first use. With
-    ``idem``, a retry returns the first result and changes nothing.
+    ``idem``, a retry returns the first result and changes nothing (``_replayed``). Audited as
+    ``memory.save`` (target ``<bank>/<id>``, ``details.op``), in the save's transaction, unless
+    ``audited`` is False (a bulk operation writes one event of its own).
     Raises 400 ``invalid_name`` / ``validation_error`` before anything is read.
     """
     check_name(bank)
@@ -403,6 +413,8 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
             btx.check_pointer(fresh.incarnation, save.fp, rec.id)
         result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
+        if audited:
+            audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
         return result
 
     return store.write(org_id, attempt)
@@ -427,13 +439,24 @@ Extra = Callable[[BankTx], None]
 Decision = tuple[list[Write], Extra | None]
 
 
+@dataclass(frozen=True)
+class Audited:
+    """The audit event of a change: ``action`` (``memory.update``...) and ``details`` beside the
+    bank and op; ``None`` in its place: a bulk operation that writes one event of its own."""
+
+    action: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
 def _change(org_id: str, bank: str, memory_id: str, actor: str,
-            decide: Callable[[BankRow, MemoryRow, Memory], Decision | None], *, repair: str | None = None) -> Memory:
+            decide: Callable[[BankRow, MemoryRow, Memory], Decision | None], *, event: Audited | None,
+            repair: str | None = None) -> Memory:
     """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
     the current record is returned) or the writes plus an extra staging step (``writes[0]``
     replaces the memory). A damaged stored record is 409 ``damaged``, unless ``repair`` names the
     op that may replace it: ``decide`` then gets a salvaged record (``core.store.current``) and,
-    when it would write nothing, the salvaged record is written as revision +1 under that op."""
+    when it would write nothing, the salvaged record is written as revision +1 under that op.
+    A write is audited as ``event`` (target ``<bank>/<id written>``) in its transaction."""
 
     def attempt(btx: BankTx) -> Memory:
         row, item = require_item(org_id, bank, memory_id)
@@ -449,6 +472,9 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
         btx.stage(bank, row, writes, actor)
         if extra is not None:
             extra(btx)
+        if event is not None:
+            audit.add_to(btx.tx, org_id, event.action, actor, f"{bank}/{writes[0].record.id}",
+                         {"bank": bank, "op": writes[0].op, **event.details})
         return writes[0].record
 
     return store.write(org_id, attempt)
@@ -489,7 +515,8 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
     fingerprint pointer in the same transaction.
 
     Raises 400 ``validation_error`` (nothing to change, bad field), 404, 409 ``memory_retired``,
-    409 ``duplicate_text`` when the new text is another live memory's.
+    409 ``duplicate_text`` when the new text is another live memory's. Audited as
+    ``memory.update`` (``details.fields``: the fields given).
     """
     if req.text is None and req.entities is None and req.tags is None and req.pinned is None:
         raise BadRequest("Nothing to update: give text, entities, tags or pinned.", details={"field": "body"})
@@ -516,23 +543,26 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
         update.update(revision=rec.revision + 1, updated_at=now_ms())
         return [Write(rec.model_copy(update=update), rec, "update", new_fp)], extra
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    fields = sorted([*changes, *(["text"] if text is not None else [])])
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.update", {"fields": fields}))
 
 
 def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: str) -> Memory:
-    """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory."""
+    """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory. Audited as
+    ``memory.pin`` (``details.pinned``)."""
 
     def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
         _require_live(rec)
         new = rec.model_copy(update={"pinned": pinned, "revision": rec.revision + 1, "updated_at": now_ms()})
         return [Write(new, rec, "pin", item.fp)], None
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.pin", {"pinned": pinned}))
 
 
-def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memory:
+def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited: bool = True) -> Memory:
     """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged.
-    A damaged stored record is replaced by a tombstone of what can be salvaged of it."""
+    A damaged stored record is replaced by a tombstone of what can be salvaged of it. Audited as
+    ``memory.delete`` unless ``audited`` is False (a bulk operation's own event)."""
 
     def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
         if not rec.live:
@@ -541,7 +571,8 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memo
         new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
         return [Write(new, rec, "delete", item.fp)], None
 
-    return _change(org_id, bank, memory_id, actor, decide, repair="delete")
+    return _change(org_id, bank, memory_id, actor, decide, repair="delete",
+                   event=Audited("memory.delete") if audited else None)
 
 
 def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str, *, actor: str) -> Memory:
@@ -549,7 +580,8 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
 
     Raises 400 ``validation_error`` (a memory superseding itself), 404 ``memory_not_found`` (no
     such winner), 409 ``memory_retired`` (target or winner retired), 409 ``conflict`` (a pinned
-    target).
+    target). Audited as ``memory.supersede`` (the winner is in the record, not in the event: a
+    purge of the winner re-points the record, an event would keep its id).
     """
     if superseded_by == memory_id:
         raise BadRequest("A memory cannot supersede itself.", details={"field": "superseded_by"})
@@ -574,7 +606,7 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
 
         return [Write(new, rec, "supersede", item.fp)], extra
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.supersede"))
 
 
 REFS_IN_PURGE = 40  # memories superseded by the purged one, re-pointed in the purge's own transaction
@@ -672,12 +704,11 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited:
                 btx.drop_pointer(row.incarnation, item.fp, rec.id)
             for ref_item, ref in refs:
                 btx.relink(ref_item, ref, tomb.id)
-            if audited:
-                audit.add_to(btx.tx, org_id, "memory.purge", actor, f"{bank}/{tomb.id}", {"bank": bank})
 
         return [Write(tomb, rec, "purge", None, moved_from=rec.id)], extra
 
-    tomb = _change(org_id, bank, memory_id, actor, decide, repair="purge")
+    tomb = _change(org_id, bank, memory_id, actor, decide, repair="purge",
+                   event=Audited("memory.purge") if audited else None)
     _after_purge(org_id, bank, row.incarnation, memory_id, tomb)
     return tomb
 
