@@ -32,6 +32,7 @@ from infra.local import motolock
 from infra.local.resources import create_resources
 from tests.api.conftest import Api, mint
 from tests.api.route_fixtures import MCP, MCP_ROW, MCP_TOOLS, ROUTES, World, app_routes, mcp_status, tool_rows
+from tests.api.state import plain
 
 STACK = "cairn-audittrail"
 ACTOR = "person:alice"  # the world's own admin, who sends every row
@@ -57,14 +58,6 @@ def _beside(table: str, item: dict[str, Any]) -> bool:
 BESIDE_OBJECTS = ("/indexes/", "/exports/", "/imports/")  # derived snapshots, a read's file, uploads
 
 
-def _plain(v) -> Any:
-    if v.type == "M":
-        return {k: _plain(i) for k, i in v.value.items()}
-    if v.type == "L":
-        return [_plain(i) for i in v.value]
-    return None if v.type == "NULL" else v.value
-
-
 def backend(prefix: str, bucket: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """``({place: digest of what is there}, [audit items])`` of the whole in-process backend, the
     ``BESIDE`` parts left out of the first."""
@@ -76,7 +69,7 @@ def backend(prefix: str, bucket: str) -> tuple[dict[str, str], list[dict[str, An
             logical = name[len(prefix):]
             keys = [k for k in (table.hash_key_attr, table.range_key_attr) if k]
             for it in table.all_items():
-                item = {k: _plain(v) for k, v in it.attrs.items()}
+                item = {k: plain(v) for k, v in it.attrs.items()}
                 if logical == "audit":
                     events.append(item)
                 if _beside(logical, item):
