@@ -7,6 +7,11 @@ Stored in the ``audit`` table: ``(org_id, sk)`` with ``sk`` = ``<at ms, 13 digit
 ``target_key`` = ``<org_id>#<actor or target>`` for the per-actor and per-target global indexes
 (sort key ``sk``; an event without a target is not in the target index).
 
+Details are sanitised as they are written (``validation.shown_line``: no control, separator or
+bidirectional formatting character, strings cut to ``DETAIL_CHARS``), whoever chose them.
+``note_refusal`` aggregates the per-turn hook's refusals: one ``hook.refused`` event per token and
+UTC hour, counting them, so a caller cannot grow the trail by sending refused hooks.
+
 Reading (``query``, ``page``): every filter is a key condition on one index, never a scan. With
 several filters the most selective key is used (target, then actor, then action, then the table)
 and the others are filtered server-side in the same query. The global indexes are eventually
@@ -14,6 +19,7 @@ consistent: an event may reach an actor or target listing a moment after it comm
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -28,13 +34,18 @@ from .clock import now_ms
 from .core.store import decode_cursor, encode_cursor
 from .errors import BadRequest
 from .storage.tables import AuditModel, bind
+from .validation import shown_line
 
 MEMORY_ACTIONS = ("memory.save", "memory.update", "memory.delete")
 # Every action the service writes; ``_event`` refuses any other, so this list stays complete.
 ACTIONS: tuple[str, ...] = (
-    *MEMORY_ACTIONS, "memory.purge",
-    "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete",
+    *MEMORY_ACTIONS, "memory.pin", "memory.supersede", "memory.purge",
+    "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete",
+    "rule.reload", "config.reload",
     "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits",
+    "extraction.run", "extraction.reset",
+    "session.create", "session.delete", "workstream.create", "project.create", "project.update",
+    "project.member", "project.member_remove",
     "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove",
     "context.deny_rules",
     "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept",
@@ -47,14 +58,30 @@ def _scoped(org_id: str, value: str) -> str:
     return f"{org_id}#{value}"
 
 
+DETAIL_CHARS = 200  # a string in an event's details, at most
+DETAIL_ITEMS = 50  # a list in an event's details, at most
+
+
+def _clean(value: Any) -> Any:
+    """``value`` (an event's details) with every string sanitised (``shown_line``), lists cut to
+    ``DETAIL_ITEMS``; numbers and booleans as they are."""
+    if isinstance(value, str):
+        return shown_line(value, DETAIL_CHARS)
+    if isinstance(value, dict):
+        return {shown_line(str(k), DETAIL_CHARS): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in list(value)[:DETAIL_ITEMS]]
+    return value
+
+
 def _event(org_id: str, action: str, actor: str, target: str | None, details: dict[str, Any] | None,
-           at: int | None = None) -> AuditModel:
+           at: int | None = None, sk: str | None = None) -> AuditModel:
     if action not in ACTIONS:  # a programming error: a new action must be listed to be readable
         raise ValueError(f"unknown audit action {action!r}")
     at = at if at is not None else now_ms()
-    sk = f"{at:013d}#{uuid.uuid4().hex}"
+    sk = sk or f"{at:013d}#{uuid.uuid4().hex}"
     return AuditModel(org_id=org_id, sk=sk, action_sk=f"{action}#{sk}", action=action, actor=actor,
-                      target=target, details=details or None, at=at, actor_key=_scoped(org_id, actor),
+                      target=target, details=_clean(details) or None, at=at, actor_key=_scoped(org_id, actor),
                       target_key=_scoped(org_id, target) if target is not None else None)
 
 
@@ -72,6 +99,37 @@ def record(org_id: str, action: str, actor: str, target: str | None = None,
     _event(org_id, action, actor, target, details).save()
 
 
+REFUSALS_WINDOW_MS = 3_600_000  # hook refusals of one token are one event per UTC hour
+
+
+def note_refusal(org_id: str, actor: str, token_id: str, details: dict[str, Any]) -> None:
+    """Count one refusal of the per-turn hook: the event ``hook.refused`` of this token and UTC
+    hour (``at`` = the hour's start, ``details`` = the first refusal's, sanitised) is created on
+    the first and counted on each (``details.count``, ``details.last_at``): one item per token and
+    hour, whatever the caller sends."""
+    bind()
+    now = now_ms()
+    start = now - now % REFUSALS_WINDOW_MS
+    tag = hashlib.sha256(json.dumps([org_id, token_id, start]).encode("utf-8")).hexdigest()[:32]
+    ev = _event(org_id, "hook.refused", actor, None, details, at=start, sk=f"{start:013d}#{tag}")
+    ev.update(actions=[AuditModel.action_sk.set(ev.action_sk), AuditModel.action.set(ev.action),
+                       AuditModel.actor.set(ev.actor), AuditModel.actor_key.set(ev.actor_key),
+                       AuditModel.at.set(start), AuditModel.details.set(AuditModel.details | ev.details),
+                       AuditModel.times.add(1), AuditModel.last_at.set(now)])
+
+
+def retarget(org_id: str, old: str, new: str) -> int:
+    """Re-target every event of ``org_id`` on ``old`` to ``new`` (a purge: the purged memory's id
+    leaves the trail; who did what, and when, stays); returns how many. Read through the target
+    index, which is eventually consistent: an event that committed a moment before can be missed,
+    and is re-targeted by the purge's next run."""
+    bind()
+    found = list(AuditModel.by_target.query(_scoped(org_id, old), filter_condition=AuditModel.org_id == org_id))
+    for ev in found:
+        ev.update(actions=[AuditModel.target.set(new), AuditModel.target_key.set(_scoped(org_id, new))])
+    return len(found)
+
+
 class AuditEvent(TypedDict):
     """An event's public JSON shape (``at`` in ms since epoch; ``details`` ``{}`` when none)."""
 
@@ -85,8 +143,10 @@ class AuditEvent(TypedDict):
 
 def to_dict(ev: AuditModel) -> AuditEvent:
     """The event's public JSON shape: ``{id, action, actor, target, details, at}`` (``at`` in ms)."""
-    return {"id": ev.sk, "action": ev.action, "actor": ev.actor, "target": ev.target,
-            "details": dict(ev.details.as_dict()) if ev.details is not None else {},
+    details = dict(ev.details.as_dict()) if ev.details is not None else {}
+    if isinstance(ev.times, (int, float)):  # an aggregated event (``note_refusal``)
+        details.update(count=int(ev.times), last_at=int(ev.last_at) if isinstance(ev.last_at, (int, float)) else None)
+    return {"id": ev.sk, "action": ev.action, "actor": ev.actor, "target": ev.target, "details": details,
             "at": int(ev.at) if isinstance(ev.at, (int, float)) else None}
 
 

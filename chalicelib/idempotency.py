@@ -4,7 +4,10 @@ gets the first result back without being applied again.
 The record is written in the same transaction as the change it answers, so a change and its
 replayable response commit together. Keys are scoped to the token that sent them. A memory in
 the response is stored as a reference to the revision that holds it, never as a copy, so a purge
-(which scrubs revisions) leaves no trace of the text here either.
+(which deletes the purged memory's revisions) leaves no trace of the text here either, and the
+request it first answered is kept as a keyed digest (``digests.keyed``, scoped to the token), never
+as a plain hash of a body holding the text. The caller of a replay decides what is true now
+(``Replay.bank_key``: the bank incarnation the first answer was written in).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pynamodb.transactions import TransactWrite
 
 from .core.records import Memory, SaveResult
 from .core.store import get_revision_record
+from .digests import keyed, keyed_if_any
 from .errors import BadRequest, Conflict
 from .settings import get_settings
 from .storage.tables import IdempotencyModel, bind
@@ -35,11 +39,27 @@ REF = "$revision"
 
 @dataclass(frozen=True)
 class IdemKey:
-    """A request's idempotency identity: ``key`` (scoped: token, route, client key) and the
-    SHA-256 of the request it first answered."""
+    """A request's idempotency identity: ``key`` (scoped: token, route, client key), the token
+    and the SHA-256 of the request (in memory only: what is stored is ``digest()``)."""
 
     key: str
     request_digest: str
+    token_id: str = ""
+
+    def digest(self, *, create: bool = True) -> str | None:
+        """The stored form of the request: keyed under the token's scope (``None`` with
+        ``create=False`` while no service secret exists)."""
+        fn = keyed if create else keyed_if_any
+        return fn(f"token:{self.token_id}", "idempotency-request", self.request_digest)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A stored first answer: the ``result`` and the bank incarnation it was written in
+    (``None`` for records that do not say)."""
+
+    result: SaveResult
+    bank_key: str | None
 
 
 def make(token_id: str, route: str, client_key: str | None, body: bytes) -> IdemKey | None:
@@ -55,7 +75,7 @@ def make(token_id: str, route: str, client_key: str | None, body: bytes) -> Idem
         raise BadRequest(f"Idempotency-Key must be 1 to {longest} printable characters.",
                          details={"field": "Idempotency-Key"})
     digest = hashlib.sha256(route.encode() + b"\n" + (body or b"")).hexdigest()
-    return IdemKey(key=f"{token_id}|{route}|{client_key}", request_digest=digest)
+    return IdemKey(key=f"{token_id}|{route}|{client_key}", request_digest=digest, token_id=token_id)
 
 
 class _RevisionRef(BaseModel):
@@ -72,7 +92,13 @@ class _StoredSave(BaseModel):
 
 
 def lookup(idem: IdemKey | None) -> SaveResult | None:
-    """The ``SaveResult`` stored for ``idem``, or ``None``. Reads both the current record (status
+    """The ``SaveResult`` stored for ``idem``, or ``None`` (``replay`` without its source)."""
+    found = replay(idem)
+    return found.result if found is not None else None
+
+
+def replay(idem: IdemKey | None) -> Replay | None:
+    """The first answer stored for ``idem``, or ``None``. Reads both the current record (status
     ``DOMAIN``, the result in ``body[RESULT]``) and the older one (the HTTP status and rendered
     body), which stays replayable until its TTL ends.
 
@@ -88,16 +114,19 @@ def lookup(idem: IdemKey | None) -> SaveResult | None:
         return None
     if not isinstance(row.expires_at, (int, float)) or row.expires_at < time.time():
         return None
-    if row.request_digest != idem.request_digest:
+    # records written before requests were keyed hold the plain SHA-256
+    if row.request_digest not in (idem.digest(create=False), idem.request_digest):
         raise Conflict("This Idempotency-Key was already used for a different request.",
                        details={"field": "Idempotency-Key"})
     damaged = Conflict("The response stored for this Idempotency-Key is damaged and cannot be replayed; "
                        "send the request with a new key.", details={"field": "Idempotency-Key"})
     if row.damaged or not isinstance(row.body, dict) or not isinstance(row.status, (int, float)):
         raise damaged
+    bank_key = None
     try:
         if row.status == DOMAIN:
             stored = _StoredSave.model_validate(row.body.get(RESULT))
+            bank_key = stored.memory.bank_key if stored.memory is not None else None
             result = SaveResult(created=stored.created, tags_dropped=stored.tags_dropped,
                                 memory=_revision_memory(stored.memory.bank_key, stored.memory.seq)
                                 if stored.memory is not None else None)
@@ -106,7 +135,7 @@ def lookup(idem: IdemKey | None) -> SaveResult | None:
     except ValidationError:
         raise damaged from None
     meter.replayed()  # the first response answers again: the request counted once, then
-    return result
+    return Replay(result, bank_key)
 
 
 def _from_body(body: dict[str, Any]) -> SaveResult:
@@ -147,6 +176,6 @@ def add_to(tx: TransactWrite, idem: IdemKey | None, result: SaveResult, *, revis
     ttl = get_settings().idempotency_ttl_s
     stored = _StoredSave(created=result.created, tags_dropped=result.tags_dropped,
                          memory=_RevisionRef(bank_key=revision[0], seq=int(revision[1])))
-    row = IdempotencyModel(key=idem.key, request_digest=idem.request_digest, status=DOMAIN,
+    row = IdempotencyModel(key=idem.key, request_digest=idem.digest(), status=DOMAIN,
                            body={RESULT: stored.model_dump(mode="json")}, expires_at=int(time.time()) + ttl)
     tx.save(row, condition=IdempotencyModel.key.does_not_exist() | (IdempotencyModel.expires_at < int(time.time())))

@@ -211,6 +211,20 @@ def text_problem(value: str) -> str | None:
     return _char_problem(value, _TEXT_BAD, "must not hold control characters other than TAB, LF and CR")
 
 
+# what a one-line value shown to a person must not hold: control characters (C0, DEL, C1), line
+# and paragraph separators, lone surrogates, and the bidirectional formatting characters that
+# reorder what a terminal or page shows (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C)
+_SHOWN_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u202a-\u202e\u2066-\u2069"
+                        "\u200e\u200f\u061c]")
+
+
+def shown_line(value: str, limit: int) -> str:
+    """``value`` made safe to show on one line: every character ``_SHOWN_BAD`` names replaced by
+    U+FFFD, cut to ``limit`` characters (for text a caller chose that the service records, e.g.
+    audit details)."""
+    return _SHOWN_BAD.sub("\ufffd", value[:limit])
+
+
 def check_line(value: str, field: str) -> str:
     """``value`` when it is a valid single-line field; else 400 ``validation_error`` naming ``field``."""
     problem = line_problem(value)

@@ -199,6 +199,9 @@ class MemoryRevision(BankMemory):
     """What wrote it: ``create``, ``reinforce``, ``resurrect``, ``update``, ``pin``, ``delete``,
     ``supersede``, ``purge``, ``import``..."""
     seq: int
+    actor: str | None
+    """Who wrote it, as the audit trail names actors (``person:alice``, ``api_key:tok_...``,
+    ``system:extraction``); ``null`` for revisions written before revisions named their author."""
 
 
 class MemoryHistory(BaseModel):

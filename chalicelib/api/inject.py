@@ -69,7 +69,7 @@ def reload_caches(ctx: Ctx):
     indexes and rules here and bump the org's config version, so every container drops that org's
     caches and no other org's: ``{config_version, banks}``; 400 ``invalid_config`` naming what is
     wrong."""
-    done = reload.reload_org(ctx.principal.org_id)
+    done = reload.reload_org(ctx.principal.org_id, actor=ctx.principal.actor)
     return {"config_version": done.config_version, "banks": done.banks}
 
 

@@ -31,6 +31,7 @@ from ..core.store import (
     get_item,
     record_of,
 )
+from ..digests import keyed, keyed_if_any
 from ..errors import BadRequest, Conflict, NotFound
 from ..fingerprint import FINGERPRINT_RE, fingerprint, fingerprint_variant
 from ..idempotency import IdemKey
@@ -82,11 +83,14 @@ class MemoryPage:
 
 @dataclass(frozen=True)
 class Revision:
-    """One revision of a memory: its record, the op that wrote it, and its bank ``seq``."""
+    """One revision of a memory: its record, the op that wrote it, its bank ``seq`` and who wrote
+    it (the audit actor, e.g. ``person:alice`` or ``system:extraction``; ``None`` for revisions
+    written before revisions named their author)."""
 
     record: Memory
     op: str
     seq: int
+    actor: str | None = None
 
 
 @dataclass
@@ -132,9 +136,17 @@ def get_bank(org_id: str, name: str) -> Bank:
 
 
 def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) -> tuple[Bank, bool]:
-    """Create bank ``name`` or return the existing one: ``(bank, created)``."""
+    """Create bank ``name`` or return the existing one: ``(bank, created)``. A creation is
+    audited as ``bank.create``."""
     check_name(name)
-    row, created = store.write(org_id, lambda btx: btx.create(name, description))
+
+    def attempt(btx: BankTx) -> tuple[BankRow, bool]:
+        row, created = btx.create(name, description)
+        if created:
+            audit.add_to(btx.tx, org_id, "bank.create", actor, name, {"bank": name})
+        return row, created
+
+    row, created = store.write(org_id, attempt)
     return bank_of(org_id, row), created
 
 
@@ -368,7 +380,7 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 
 
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
-                confidence: Confidence = "stated", source: Source | None = None) -> SaveResult:
+                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True) -> SaveResult:
     """Save one memory (the bank worker's ``memory::save``).
 
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
@@ -376,7 +388,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
     or set, confidence ``stated``, tags merged (the ones beyond 8 in ``tags_dropped``). Text
     matching a retired memory resurrects it (``created``). The bank is created on first use. With
-    ``idem``, a retry returns the first result and changes nothing.
+    ``idem``, a retry returns the first result and changes nothing (``_replayed``). Audited as
+    ``memory.save`` (target ``<bank>/<id>``, ``details.op``), in the save's transaction, unless
+    ``audited`` is False (a bulk operation writes one event of its own).
     Raises 400 ``invalid_name`` / ``validation_error`` before anything is read.
     """
     check_name(bank)
@@ -386,9 +400,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                  confidence=confidence, source=source or Source(session_id=req.session_id))
 
     def attempt(btx: BankTx) -> SaveResult:
-        replay = idempotency.lookup(idem)
+        replay = idempotency.replay(idem)
         if replay is not None:
-            return replay
+            return _replayed(btx, bank, replay)
         row, fresh = btx.row_or_new(bank)
         target = _find_target(fresh.incarnation, row is not None, save)
         rec, op, dropped = _saved_record(save, target)
@@ -399,9 +413,25 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
             btx.check_pointer(fresh.incarnation, save.fp, rec.id)
         result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
+        if audited:
+            audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
         return result
 
     return store.write(org_id, attempt)
+
+
+def _replayed(btx: BankTx, bank: str, replay: idempotency.Replay) -> SaveResult:
+    """A retried save's first answer, if it is still true: 404 ``bank_not_found`` once the bank it
+    was written in is trashed (or replaced by a new bank of that name), 404 ``memory_not_found``
+    once its memory is purged."""
+    row = btx.row(bank)
+    if row is None or (replay.bank_key is not None and row.incarnation != replay.bank_key):
+        raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
+    mem = replay.result.memory
+    if mem is None or mem.purged_at is not None or get_item(row.incarnation, mem.id) is None:
+        raise NotFound(f"The memory this request saved is gone from bank '{bank}' (purged).",
+                       code="memory_not_found")
+    return replay.result
 
 
 # what a decision stages besides its writes (pointer moves, conditions, audit)
@@ -409,13 +439,24 @@ Extra = Callable[[BankTx], None]
 Decision = tuple[list[Write], Extra | None]
 
 
+@dataclass(frozen=True)
+class Audited:
+    """The audit event of a change: ``action`` (``memory.update``...) and ``details`` beside the
+    bank and op; ``None`` in its place: a bulk operation that writes one event of its own."""
+
+    action: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
 def _change(org_id: str, bank: str, memory_id: str, actor: str,
-            decide: Callable[[BankRow, MemoryRow, Memory], Decision | None], *, repair: str | None = None) -> Memory:
+            decide: Callable[[BankRow, MemoryRow, Memory], Decision | None], *, event: Audited | None,
+            repair: str | None = None) -> Memory:
     """Read-decide-write for one existing memory. ``decide`` returns ``None`` (nothing to write;
     the current record is returned) or the writes plus an extra staging step (``writes[0]``
     replaces the memory). A damaged stored record is 409 ``damaged``, unless ``repair`` names the
     op that may replace it: ``decide`` then gets a salvaged record (``core.store.current``) and,
-    when it would write nothing, the salvaged record is written as revision +1 under that op."""
+    when it would write nothing, the salvaged record is written as revision +1 under that op.
+    A write is audited as ``event`` (target ``<bank>/<id written>``) in its transaction."""
 
     def attempt(btx: BankTx) -> Memory:
         row, item = require_item(org_id, bank, memory_id)
@@ -431,6 +472,9 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
         btx.stage(bank, row, writes, actor)
         if extra is not None:
             extra(btx)
+        if event is not None:
+            audit.add_to(btx.tx, org_id, event.action, actor, f"{bank}/{writes[0].record.id}",
+                         {"bank": bank, "op": writes[0].op, **event.details})
         return writes[0].record
 
     return store.write(org_id, attempt)
@@ -471,7 +515,8 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
     fingerprint pointer in the same transaction.
 
     Raises 400 ``validation_error`` (nothing to change, bad field), 404, 409 ``memory_retired``,
-    409 ``duplicate_text`` when the new text is another live memory's.
+    409 ``duplicate_text`` when the new text is another live memory's. Audited as
+    ``memory.update`` (``details.fields``: the fields given).
     """
     if req.text is None and req.entities is None and req.tags is None and req.pinned is None:
         raise BadRequest("Nothing to update: give text, entities, tags or pinned.", details={"field": "body"})
@@ -498,23 +543,26 @@ def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *,
         update.update(revision=rec.revision + 1, updated_at=now_ms())
         return [Write(rec.model_copy(update=update), rec, "update", new_fp)], extra
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    fields = sorted([*changes, *(["text"] if text is not None else [])])
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.update", {"fields": fields}))
 
 
 def pin_memory(org_id: str, bank: str, memory_id: str, pinned: bool, *, actor: str) -> Memory:
-    """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory."""
+    """Pin or unpin (``memory::pin``). 409 ``memory_retired`` on a retired memory. Audited as
+    ``memory.pin`` (``details.pinned``)."""
 
     def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
         _require_live(rec)
         new = rec.model_copy(update={"pinned": pinned, "revision": rec.revision + 1, "updated_at": now_ms()})
         return [Write(new, rec, "pin", item.fp)], None
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.pin", {"pinned": pinned}))
 
 
-def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memory:
+def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited: bool = True) -> Memory:
     """Tombstone (``memory::delete``): sets ``invalid_at``; a retired memory is returned unchanged.
-    A damaged stored record is replaced by a tombstone of what can be salvaged of it."""
+    A damaged stored record is replaced by a tombstone of what can be salvaged of it. Audited as
+    ``memory.delete`` unless ``audited`` is False (a bulk operation's own event)."""
 
     def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
         if not rec.live:
@@ -523,7 +571,8 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memo
         new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
         return [Write(new, rec, "delete", item.fp)], None
 
-    return _change(org_id, bank, memory_id, actor, decide, repair="delete")
+    return _change(org_id, bank, memory_id, actor, decide, repair="delete",
+                   event=Audited("memory.delete") if audited else None)
 
 
 def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str, *, actor: str) -> Memory:
@@ -531,7 +580,8 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
 
     Raises 400 ``validation_error`` (a memory superseding itself), 404 ``memory_not_found`` (no
     such winner), 409 ``memory_retired`` (target or winner retired), 409 ``conflict`` (a pinned
-    target).
+    target). Audited as ``memory.supersede`` (the winner is in the record, not in the event: a
+    purge of the winner re-points the record, an event would keep its id).
     """
     if superseded_by == memory_id:
         raise BadRequest("A memory cannot supersede itself.", details={"field": "superseded_by"})
@@ -556,45 +606,111 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
 
         return [Write(new, rec, "supersede", item.fp)], extra
 
-    return _change(org_id, bank, memory_id, actor, decide)
+    return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.supersede"))
 
 
-def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str) -> Memory:
-    """Erase a memory's content (privacy requests, leaked secrets): text, entities and tags leave
-    the record, every revision, the bank's index snapshots and exports (idempotent replays hold
-    no copy: they reference the revision). The recall index drops the text when it sees the
-    ``purge`` revision. A content-free tombstone and an audit event (``memory.purge``) remain.
-    Safe to re-run: a re-run finishes scrubbing. A damaged stored record or revision is purged
-    too (what can be salvaged of it is scrubbed). Raises 404 ``bank_not_found`` /
-    ``memory_not_found``.
-    """
+REFS_IN_PURGE = 40  # memories superseded by the purged one, re-pointed in the purge's own transaction
+
+
+def _tombstone_id(org_id: str, inc: str, memory_id: str, k: int, *, create: bool = True) -> str | None:
+    """The ``k``-th tombstone id of ``memory_id`` in incarnation ``inc``: ``fp`` + 16 hex digits
+    of a keyed digest (``digests.keyed``), so neither it nor the audit event naming it can be
+    checked against a guessed text; ``None`` with ``create=False`` while no service secret exists."""
+    got = (keyed if create else keyed_if_any)(org_id, "purged-memory", inc, memory_id, str(k))
+    return f"fp{got[:16]}" if got is not None else None
+
+
+def _free_tombstone_id(org_id: str, inc: str, memory_id: str) -> str:
+    """The first tombstone id of ``memory_id`` no item holds (a text saved again after a purge and
+    purged again gets the next)."""
+    for k in range(1000):
+        cand = _tombstone_id(org_id, inc, memory_id, k)
+        if cand is not None and get_item(inc, cand) is None:
+            return cand
+    raise Conflict("Could not allocate a tombstone id.")
+
+
+def _last_tombstone(org_id: str, inc: str, memory_id: str) -> Memory | None:
+    """The tombstone of the latest purge of ``memory_id`` (for a purge run again), or ``None``."""
+    last = None
+    for k in range(1000):
+        cand = _tombstone_id(org_id, inc, memory_id, k, create=False)
+        item = get_item(inc, cand) if cand is not None else None
+        rec = store.decoded(item) if item is not None else None
+        if not isinstance(rec, Memory) or rec.purged_at is None:
+            return last
+        last = rec
+    return last
+
+
+def _tombstone(rec: Memory, tomb_id: str, now: int) -> Memory:
+    """What a purge leaves of ``rec``: no text, entities or tags, under the id ``tomb_id``;
+    its times, source, confidence and successor stay."""
+    return Memory(id=tomb_id, text="", confidence=rec.confidence, corroboration=rec.corroboration,
+                  source=rec.source, created_at=rec.created_at, updated_at=max(now, rec.updated_at),
+                  invalid_at=rec.invalid_at or now, superseded_by=rec.superseded_by, purged_at=now)
+
+
+def _after_purge(org_id: str, bank: str, inc: str, old_id: str, tomb: Memory) -> None:
+    """What a purge of ``old_id`` (now the tombstone ``tomb``) does after its transaction, each
+    step idempotent, so a run cut short is finished by the next: delete the bank's exports and
+    index snapshots and the old id's revisions, re-point the memories it superseded (and their
+    revisions), re-target its audit events, drop the extraction provenance naming it."""
+    from ..extraction import store as extraction_store  # extraction imports the banks area
     from ..search.index import snapshot_prefix  # the index imports the banks area, not the reverse
+    blobs.delete_prefix(store.exports_prefix(org_id, bank))
+    blobs.delete_prefix(snapshot_prefix(org_id, bank))
+    store.delete_memory_revisions(inc, old_id)
+    for item, ref in store.referrers(inc, old_id):  # beyond what the transaction re-pointed
+        store.relink(item, ref, tomb.id)
+    for item, _ref in store.referrers(inc, tomb.id):
+        store.relink_revisions(inc, item.sk, old_id, tomb.id)
+    audit.retarget(org_id, f"{bank}/{old_id}", f"{bank}/{tomb.id}")
+    if tomb.source.session_id:
+        extraction_store.drop_provenance(org_id, tomb.source.session_id, bank, old_id)
 
-    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
-        if rec.purged_at is not None and not (rec.text or rec.entities or rec.tags):
-            return None
-        now = now_ms()
-        new = rec.model_copy(update={"text": "", "entities": [], "tags": [], "purged_at": now,
-                                     "invalid_at": rec.invalid_at or now, "revision": rec.revision + 1,
-                                     "updated_at": now})
 
+def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited: bool = True) -> Memory:
+    """Erase a memory (privacy requests, leaked secrets): its id is the fingerprint of its text, so
+    the id goes too. The record moves to a content-free tombstone under a keyed id
+    (``_tombstone_id``) in one transaction that also drops its text pointer, re-points the memories
+    it superseded and writes the audit event ``memory.purge`` (target ``<bank>/<tombstone id>``;
+    not with ``audited=False``, for a bulk operation that writes one event itself). Then
+    ``_after_purge`` deletes its revisions, exports and index snapshots, and re-targets its audit
+    events and provenance; every recall index drops the bank's index and rebuilds it from the
+    records on its next read. Afterwards the old id answers 404 and saving the text again makes a
+    new memory (revision 0). A damaged stored record is purged too. Returns the tombstone.
+
+    Raises 404 ``bank_not_found`` / ``memory_not_found``; a purge of an id already purged
+    finishes what an interrupted run left, then answers 404 ``memory_not_found``.
+    """
+    row = require_bank(org_id, bank)
+    if not FINGERPRINT_RE.fullmatch(memory_id or "") or get_item(row.incarnation, memory_id) is None:
+        tomb = _last_tombstone(org_id, row.incarnation, memory_id) if FINGERPRINT_RE.fullmatch(memory_id or "") \
+            else None
+        if tomb is not None:
+            _after_purge(org_id, bank, row.incarnation, memory_id, tomb)
+        raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
+
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:
+        tomb = _tombstone(rec, _free_tombstone_id(org_id, row.incarnation, rec.id), now_ms())
         # the pointer may belong to another memory that took this retired memory's text over
         ptr = store.get_pointer(row.incarnation, item.fp) if item.fp else None
         owned = ptr is not None and ptr.memory_id == rec.id
+        refs = store.referrers(row.incarnation, rec.id)[:REFS_IN_PURGE]
 
         def extra(btx: BankTx) -> None:
             if owned:
                 btx.drop_pointer(row.incarnation, item.fp, rec.id)
-            audit.add_to(btx.tx, org_id, "memory.purge", actor, f"{bank}/{rec.id}", {"bank": bank})
+            for ref_item, ref in refs:
+                btx.relink(ref_item, ref, tomb.id)
 
-        return [Write(new, rec, "purge", None)], extra
+        return [Write(tomb, rec, "purge", None, moved_from=rec.id)], extra
 
-    rec = _change(org_id, bank, memory_id, actor, decide, repair="purge")
-    row = require_bank(org_id, bank)
-    store.scrub_revisions(row.incarnation, memory_id)
-    blobs.delete_prefix(store.exports_prefix(org_id, bank))
-    blobs.delete_prefix(snapshot_prefix(org_id, bank))
-    return rec
+    tomb = _change(org_id, bank, memory_id, actor, decide, repair="purge",
+                   event=Audited("memory.purge") if audited else None)
+    _after_purge(org_id, bank, row.incarnation, memory_id, tomb)
+    return tomb
 
 
 # --- reads ----------------------------------------------------------------------------------
@@ -638,11 +754,11 @@ def history(org_id: str, bank: str, memory_id: str) -> History:
     damaged."""
     row, _ = require_item(org_id, bank, memory_id)
     out = History(revisions=[])
-    for seq, op, r in store.iter_memory_revisions(row.incarnation, memory_id):
+    for seq, op, r, actor in store.iter_memory_history(row.incarnation, memory_id):
         if isinstance(r, Damaged):
             out.damaged.append({**r.entry(), "seq": seq})
         else:
-            out.revisions.append(Revision(record=r, op=op, seq=seq))
+            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor))
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import audit
 from ..clock import now_ms
 from ..core import store
 from ..core.ndjson import check_inline_size, parse_line
@@ -202,11 +203,26 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     batches committed, every line not applied: ``quota_exceeded``; when the first batch already
     passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count
     as nothing. ``progress``, when given, is called with the number of records each batch handled.
+    The import is one audit event, ``bank.import`` with its counts, written after its last batch
+    (and when it stops with some batches committed): a bulk write spans many transactions.
     """
     check_name(bank)
     out = ImportResult()
     ordered = _first_text_wins(_winners(lines, out), out)
     batches = store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES)
+    try:
+        _apply_batches(org_id, bank, batches, actor, out, progress)
+    finally:  # one event for the whole import, also when it stopped after some batches committed
+        if out.imported:
+            audit.record(org_id, "bank.import", actor, bank, {"bank": bank, "imported": out.imported,
+                                                              "skipped": out.skipped, "errors": len(out.errors)})
+    out.errors.sort(key=lambda e: e.line)
+    return out
+
+
+def _apply_batches(org_id: str, bank: str, batches: list[list[tuple[int, Memory]]], actor: str, out: ImportResult,
+                   progress: Callable[[int], Any] | None) -> None:
+    """Write ``batches`` in order, counting into ``out`` (see ``import_lines``)."""
     for i, batch in enumerate(batches):
         try:
             applied = _write_batch(org_id, bank, batch, actor)
@@ -221,8 +237,6 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
         out.errors.extend(applied.errors)
         if progress is not None:
             progress(len(batch))
-    out.errors.sort(key=lambda e: e.line)
-    return out
 
 
 def _first_text_wins(ordered: list[tuple[int, Memory]], out: ImportResult) -> list[tuple[int, Memory]]:

@@ -332,13 +332,16 @@ def guard_of(item: MemoryModel) -> Any:
 class Write:
     """One record change staged into a transaction. ``guard``: the condition on the stored item
     (default: its revision equals ``prev.revision``); a repair of a damaged record passes
-    ``guard_of(item)``."""
+    ``guard_of(item)``. ``moved_from``: the key of the stored item (``prev``) that this record
+    replaces under a new id (a purge's tombstone): that item is deleted on the same condition and
+    the new one must not exist yet."""
 
     record: Memory
     prev: Memory | None
     op: str
     fp: str | None  # fingerprint of the record's current text (None once purged)
     guard: Any = None
+    moved_from: str | None = None
 
 
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
@@ -455,11 +458,17 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
             records, now
         tx.save(base, condition=BankModel.name.does_not_exist())
         starts[0] = 0
-    inc = base.incarnation
-    taken = dict.fromkeys(groups, 0)
+    return after, _stage_records(tx, base.incarnation, n, starts, writes, actor, now)
+
+
+def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, int], writes: list[Write],
+                   actor: str, now: int) -> list[tuple[int, Memory]]:
+    """Stage each write's current record and its revision at the next position of its lane
+    (``starts``: each lane's position before the batch); returns the ``(seq, record)`` pairs."""
+    taken = dict.fromkeys(starts, 0)
     out = []
     for w in writes:
-        lane = lane_of(w.record.id, n)
+        lane = lane_of(w.record.id, lanes)
         taken[lane] += 1
         seq = lane * LANE_SPAN + starts[lane] + taken[lane]
         rec = w.record
@@ -467,12 +476,15 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
                            fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
         cond = (MemoryModel.sk.does_not_exist() if w.prev is None
                 else w.guard if w.guard is not None else (MemoryModel.revision == w.prev.revision))
+        if w.moved_from is not None:  # the stored item leaves its key: deleted on the write's condition
+            tx.delete(MemoryModel(bank_key=inc, sk=w.moved_from), condition=cond)
+            cond = MemoryModel.sk.does_not_exist()
         tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
-    return after, out
+    return out
 
 class BankTx:
     """One attempt of a bank-scoped write (``write``): the open transaction plus what the attempt
@@ -537,6 +549,13 @@ class BankTx:
     def check_revision(self, inc: str, memory_id: str, revision: int) -> None:
         """Commit only while memory ``memory_id`` is still at ``revision``."""
         self.tx.condition_check(MemoryModel, inc, memory_id, condition=MemoryModel.revision == revision)
+
+    def relink(self, item: MemoryModel, rec: Memory, superseded_by: str) -> None:
+        """Point the memory ``item`` (record ``rec``) at ``superseded_by`` in place (no new
+        revision: its content does not change), committing only while it is as read (a purge
+        re-keys the memory ``rec`` was superseded by)."""
+        record = rec.model_copy(update={"superseded_by": superseded_by}).model_dump(mode="json")
+        self.tx.update(item, actions=[MemoryModel.record.set(record)], condition=guard_of(item))
 
     def trash(self, row: BankModel, trashed_to: str) -> None:
         """Move the live bank ``row`` to the trash entry ``trashed_to`` (conditioned on the row
@@ -724,21 +743,58 @@ def _memory_revision_rows(inc: str, memory_id: str) -> Iterable[RevisionModel]:
 def iter_memory_revisions(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision of one memory, oldest first; a damaged revision's
     record is its ``Damaged``."""
+    for seq, op, rec, _actor in iter_memory_history(inc, memory_id):
+        yield seq, op, rec
+
+
+def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged, str | None]]:
+    """``(seq, op, record, actor)`` of every revision of one memory, oldest first: ``actor`` is who
+    wrote it (``None`` for a revision written before revisions named their actor)."""
     for rev in _memory_revision_rows(inc, memory_id):
-        yield int(rev.seq), rev.op, revision_record(rev)
+        actor = rev.actor if isinstance(rev.actor, str) and "actor" not in rev.damaged else None
+        yield int(rev.seq), rev.op, revision_record(rev), actor
 
 
-def scrub_revisions(inc: str, memory_id: str) -> None:
-    """Erase text, entities and tags from every revision of one memory that still holds any; a
-    damaged revision keeps what can be salvaged of it, scrubbed."""
+def delete_memory_revisions(inc: str, memory_id: str) -> int:
+    """Delete every revision of one memory (a purge: no stored key or value keeps its id);
+    returns how many. A reader whose index has not applied them sees a gap and rebuilds."""
+    n = 0
+    for rev in _memory_revision_rows(inc, memory_id):
+        rev.delete()
+        n += 1
+    return n
+
+
+def referrers(inc: str, memory_id: str) -> list[tuple[MemoryModel, Memory]]:
+    """``(item, record)`` of every memory of an incarnation superseded by ``memory_id`` (a read
+    of the partition, its records matched server-side: a purge only)."""
+    bind()
+    out = []
+    for it in MemoryModel.query(inc, filter_condition=MemoryModel.record.contains(memory_id), consistent_read=True):
+        rec = decoded(it)
+        if isinstance(rec, Memory) and rec.superseded_by == memory_id:
+            out.append((it, rec))
+    return out
+
+
+def relink(item: MemoryModel, rec: Memory, superseded_by: str) -> None:
+    """Point the memory ``item`` (record ``rec``) at ``superseded_by`` in place, with no new
+    revision, unless it changed since it was read (a purge's leftovers; a lost race is left to
+    the purge's next run)."""
+    with contextlib.suppress(Exception):
+        item.update(actions=[MemoryModel.record.set(rec.model_copy(update={"superseded_by": superseded_by})
+                                                     .model_dump(mode="json"))],
+                    condition=MemoryModel.revision == item.revision)
+
+
+def relink_revisions(inc: str, memory_id: str, old: str, new: str) -> None:
+    """In every revision of ``memory_id`` whose record is superseded by ``old``, name ``new``
+    instead (a purge: the purged memory's id leaves the history of the memories it superseded)."""
     for rev in _memory_revision_rows(inc, memory_id):
         r = revision_record(rev)
-        if isinstance(r, Damaged):  # its content may still be in there: scrub what can be salvaged
-            r = salvage_memory(rev.record, key=memory_id, now=now_ms())
-        elif not (r.text or r.entities or r.tags):
-            continue
-        scrubbed = r.model_copy(update={"text": "", "entities": [], "tags": []}).model_dump(mode="json")
-        rev.update(actions=[RevisionModel.record.set(scrubbed)])
+        if isinstance(r, Memory) and r.superseded_by == old:
+            rev.update(actions=[RevisionModel.record.set(r.model_copy(update={"superseded_by": new})
+                                                          .model_dump(mode="json"))])
 
 
 def rules_prefix(org_id: str, bank: str) -> str:

@@ -3,11 +3,12 @@
 The bucket sends EventBridge ``Object Created`` / ``Object Deleted`` events (``chalice package``
 cannot attach S3 notifications to a CloudFormation bucket). For ``<org>/banks/<bank>/rules/<name>.md``
 the bank's rule count is recounted and its ``rules_version`` bumped
-(``chalicelib.banks.rules.refresh_rule_count``): every container's rules cache is keyed by that
-version, so the next injection anywhere reads the new rules. For ``config/memory.toml`` the file
-is validated with the rest of the tuning (an invalid one is logged and ignored, the last good
-tuning keeps running) and the config version is bumped (``chalicelib.inject.reload.reload``),
-so every container drops its caches and re-reads its tuning before the next call. Other keys,
+(``chalicelib.banks.rules.refresh_rule_count``, audited as ``rule.reload`` by ``system:reload``):
+every container's rules cache is keyed by that version, so the next injection anywhere reads the
+new rules. For ``config/memory.toml`` the file is validated with the rest of the tuning (an
+invalid one is logged and ignored, the last good tuning keeps running) and the config version is
+bumped (``chalicelib.inject.reload.reload``, audited as ``config.reload`` in org ``_system``), so
+every container drops its caches and re-reads its tuning before the next call. Other keys,
 and rule keys whose bank or rule name is invalid, are logged and ignored. Safe to run twice:
 each run only recounts and bumps a version.
 """
@@ -28,6 +29,7 @@ from ..settings import get_settings
 from ..tuning import CONFIG_KEY
 
 log = logging.getLogger("cairn.events")
+RELOAD_ACTOR = "system:reload"  # who the audit trail names for a reload an S3 event started
 
 RULE_EVENTS = ("Object Created", "Object Deleted")
 
@@ -79,7 +81,7 @@ def handle_object_event(detail_type: str, detail: dict[str, Any]) -> ReloadResul
         return {"action": "ignored", "reason": "not_a_rule_key"}
     org, bank, rule = parsed
     from ..banks.rules import refresh_rule_count
-    refresh_rule_count(org, bank)
+    refresh_rule_count(org, bank, audit=("rule.reload", RELOAD_ACTOR, rule))
     _log("rules reloaded", org_id=org, bank=bank, rule=rule, event=detail_type)
     return {"action": "rules_reloaded", "org_id": org, "bank": bank, "rule": rule}
 
@@ -90,7 +92,7 @@ def reload_config(*, deleted: bool = False) -> ReloadResult:
     every container re-reads it; an invalid one is logged and changes nothing (the last good
     tuning keeps running)."""
     try:
-        version = reload().config_version
+        version = reload(actor=RELOAD_ACTOR).config_version
     except CairnError as exc:
         _log("config reload ignored: invalid tuning", error=exc.message[:500])
         return {"action": "config_invalid", "error": exc.message[:500]}

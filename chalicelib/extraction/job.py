@@ -17,6 +17,7 @@ dead-letter queue keeps it).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -56,6 +57,7 @@ MAX_RULE_LINES = 3
 LEARNED_RULE = "learned"
 RECENT_TURNS = 32  # turn ids kept on the cursor to recognise a redelivered turn
 EXTRACTOR_AGENT = "cairn-extractor"
+SYSTEM_ACTOR = "system:extraction"  # who writes what a job extracts (revisions, its audit event)
 
 __all__ = ["Outcome", "TurnJob", "get_cursor", "make_job", "run_job", "session_key"]
 
@@ -108,10 +110,17 @@ def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: li
                    messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms(), token_id=token_id)
 
 
-def _short(value: str, limit: int = 128) -> str:
-    """An SQS id (group, deduplication): the value when it fits, else its SHA-256 hex."""
-    ok = len(value) <= limit and all(33 <= ord(c) <= 126 for c in value)
-    return value if ok else hashlib.sha256(value.encode("utf-8")).hexdigest()
+def queue_ids(job: TurnJob, again: str = "") -> tuple[str, str]:
+    """``(MessageGroupId, MessageDeduplicationId)`` of ``job`` on the FIFO queue, SHA-256 hex each.
+    The group is the org's session (its turns run in order); the deduplication id names the org,
+    bank, session and turn (and ``again``, a resumed job's day), so identical ids of another org or
+    bank are never taken for a duplicate: the queue drops a message whose id it saw in the last
+    five minutes, whoever sent it."""
+    def digest(*parts: str) -> str:
+        return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+    return (digest(job.org_id, job.session_id),
+            digest(job.org_id, job.bank, job.session_id, job.turn_id, again))
 
 
 @dataclass
@@ -144,13 +153,15 @@ class Enqueued:
 
 
 def enqueue(job: TurnJob) -> Enqueued:
-    """Send ``job`` to the FIFO queue (MessageGroupId = session id, MessageDeduplicationId =
-    turn id; the queue deduplicates per group); with no ``queue_url`` configured run it inline."""
+    """Send ``job`` to the FIFO queue (``queue_ids``: one group per session of an org, one
+    deduplication id per org, bank, session and turn); with no ``queue_url`` configured run it
+    inline."""
     url = get_settings().queue_url
     if not url:
         return Enqueued(False, run_job(job))
-    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
-                             MessageGroupId=_short(job.session_id), MessageDeduplicationId=_short(job.turn_id))
+    group, dedup = queue_ids(job)
+    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(), MessageGroupId=group,
+                             MessageDeduplicationId=dedup)
     return Enqueued(True)
 
 
@@ -174,10 +185,14 @@ def _advance(job: TurnJob, cursor: Cursor | None, end: int, last_id: str | None,
     raise RuntimeError("The extraction cursor kept moving under this job; it will be retried.")
 
 
-def drop_cursor(org_id: str, session_id: str) -> bool:
+def drop_cursor(org_id: str, session_id: str, *, actor: str) -> bool:
     """Forget how far a session was extracted (``session-deleted``): False when there was no
-    cursor. Provenance rows stay, so ``forget_session`` still finds what the session taught."""
-    return store.drop_cursor(org_id, session_id)
+    cursor. Provenance rows stay, so ``forget_session`` still finds what the session taught.
+    A dropped cursor is audited as ``extraction.reset`` (target the session id)."""
+    dropped = store.drop_cursor(org_id, session_id)
+    if dropped:
+        audit.record(org_id, "extraction.reset", actor, session_id, {"session_id": session_id})
+    return dropped
 
 
 # --- applying ----------------------------------------------------------------------------------
@@ -222,8 +237,8 @@ def _save(job: TurnJob, cand: Candidate) -> tuple[bool, Memory]:
     tags = normalize_handles(cand.tags + ([LEARNED_RULE] if cand.kind == "rule" else []), "tags", strict=False)
     req = SaveRequest(text=cand.text.strip(), entities=normalize_handles(cand.entities, "entities", strict=False),
                       tags=tags, session_id=sid)
-    saved = bank_service.save_memory(job.org_id, job.bank, req, actor=job.actor, confidence=cand.confidence,
-                                     source=Source(session_id=sid, agent=EXTRACTOR_AGENT))
+    saved = bank_service.save_memory(job.org_id, job.bank, req, actor=SYSTEM_ACTOR, confidence=cand.confidence,
+                                     source=Source(session_id=sid, agent=EXTRACTOR_AGENT), audited=False)
     if saved.memory is None:  # only an idempotent replay, which a job's save never is
         raise RuntimeError("The bank's save returned no memory.")
     return saved.created, saved.memory
@@ -290,7 +305,7 @@ def _apply(job: TurnJob, items: list[Candidate], out: Outcome) -> store.Progress
     progress = store.get_progress(job.org_id, job.session_id, job.turn_id)
     for cand in items:
         fp = fingerprint(cand.text)
-        if fp in progress.applied:
+        if store.done(progress, fp):
             continue
         if _left_alone(job.org_id, job.bank, cand.text):
             out.skipped += 1
@@ -321,6 +336,31 @@ def _learn_rules(job: TurnJob, rules: list[Candidate]) -> int:
         if isinstance(rec, Memory) and rec.live:
             lines.append(rec.text)
     return append_rule_lines(job.org_id, job.bank, lines) if lines else 0
+
+
+def _apply_and_advance(job: TurnJob, cursor: Cursor | None, to: tuple[int, str | None], items: list[Candidate],
+                       rules: list[Candidate], out: Outcome) -> store.Progress:
+    """Apply ``items``, learn ``rules``, move the cursor ``to`` (position, last message id), then
+    write the job's audit event; a job that fails after some memories or rule lines committed
+    writes its event too, ``status: failed`` with what committed, and raises."""
+    try:
+        progress = _apply(job, items, out)
+        out.rule_lines = _learn_rules(job, rules)
+        _advance(job, cursor, *to)
+    except Exception:
+        if out.saved or out.reinforced or out.rule_lines:
+            _audit_run(job, dataclasses.replace(out, status="failed"))
+        raise
+    _audit_run(job, out)
+    return progress
+
+
+def _audit_run(job: TurnJob, out: Outcome) -> None:
+    """The job's one audit event, ``extraction.run``: actor ``SYSTEM_ACTOR``, target
+    ``<bank>/<session>``, details the turn, who sent it (``on_behalf_of``) and the counts."""
+    audit.record(job.org_id, "extraction.run", SYSTEM_ACTOR, f"{job.bank}/{job.session_id}",
+                 {"bank": job.bank, "session_id": job.session_id, "turn_id": job.turn_id, "on_behalf_of": job.actor,
+                  **out.as_dict()})
 
 
 def _defer(job: TurnJob, sk: str, why: str) -> Outcome:
@@ -363,7 +403,8 @@ def _extract(job: TurnJob, cursor: Cursor | None, extractor: Extractor | None, s
     end = job.offset + w.end
     if w.too_small:
         _advance(job, cursor, end, w.last_id)
-        return Outcome("too_small")
+        _audit_run(job, out := Outcome("too_small"))
+        return out
     extractor = extractor or get_extractor()
     model_called = extractor.name != "offline"
     if model_called and usage_x.over_quota(job.org_id)[0]:
@@ -379,9 +420,7 @@ def _extract(job: TurnJob, cursor: Cursor | None, extractor: Extractor | None, s
     kept = [c for c in memories if _usable(c.text)][: tune.max_memories_per_turn]
     rules = [c for c in rule_lines if _usable(c.text)][:MAX_RULE_LINES]
     out.skipped += len(memories) - len(kept) + len(rule_lines) - len(rules)
-    progress = _apply(job, kept + rules, out)
-    out.rule_lines = _learn_rules(job, rules)
-    _advance(job, cursor, end, w.last_id)
+    progress = _apply_and_advance(job, cursor, (end, w.last_id), kept + rules, rules, out)
     with contextlib.suppress(Exception):  # a leftover job# row expires by TTL; the cursor already moved
         store.drop_progress(progress)
     log.info(json.dumps({"msg": "extraction", "session_key_sha": hashlib.sha256(
@@ -422,8 +461,9 @@ def resume_deferred() -> Resumed:
                 continue
             jobs += 1
             if url:
-                blobs.sqs().send_message(QueueUrl=url, MessageBody=raw, MessageGroupId=_short(job.session_id),
-                                         MessageDeduplicationId=_short(f"{job.turn_id}#resumed#{ptr.day}"))
+                group, dedup = queue_ids(job, again=f"resumed#{ptr.day}")
+                blobs.sqs().send_message(QueueUrl=url, MessageBody=raw, MessageGroupId=group,
+                                         MessageDeduplicationId=dedup)
                 continue
             try:
                 if run_job(job).status == "deferred":
@@ -456,21 +496,24 @@ def forget_session(org_id: str, bank: str, session_id: str, *, purge: bool, acto
     """Retire (tombstone) or, with ``purge``, erase every memory ``session_id`` taught in
     ``bank``. Found through the session's provenance rows (a key query). Memories already
     retired count as retired; pinned ones are retired too (the admin asked for this session's
-    teachings to go). Raises 404 ``bank_not_found``. Audited as ``session.forget``; safe to re-run."""
+    teachings to go). Raises 404 ``bank_not_found``. Audited as one ``session.forget`` event with
+    the counts (also when it stops half-way), not one per memory; safe to re-run."""
     bank_service.require_bank(org_id, bank)
     retired = purged = 0
     done = []
-    for memory_id in store.taught(org_id, session_id, bank):
-        try:
-            if purge:
-                bank_service.purge_memory(org_id, bank, memory_id, actor=actor)
-                purged += 1
-            else:
-                bank_service.delete_memory(org_id, bank, memory_id, actor=actor)
-                retired += 1
-            done.append(memory_id)
-        except NotFound:
-            continue
-    audit.record(org_id, "session.forget", actor, f"{bank}/{session_id}",
-                 {"bank": bank, "purge": purge, "count": len(done)})
+    try:
+        for memory_id in store.taught(org_id, session_id, bank):
+            try:
+                if purge:
+                    bank_service.purge_memory(org_id, bank, memory_id, actor=actor, audited=False)
+                    purged += 1
+                else:
+                    bank_service.delete_memory(org_id, bank, memory_id, actor=actor, audited=False)
+                    retired += 1
+                done.append(memory_id)
+            except NotFound:
+                continue
+    finally:
+        audit.record(org_id, "session.forget", actor, f"{bank}/{session_id}",
+                     {"bank": bank, "purge": purge, "count": len(done), "retired": retired, "purged": purged})
     return Forgotten(session_id, retired, purged, done)

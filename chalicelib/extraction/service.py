@@ -81,7 +81,7 @@ def submit_turn(principal: Principal, req: TurnCompletedRequest) -> Submitted:
 
 def session_deleted(principal: Principal, req: SessionDeletedRequest) -> bool:
     """Drop the session's extraction cursor: False when there was none."""
-    return jobs.drop_cursor(principal.org_id, req.session_id)
+    return jobs.drop_cursor(principal.org_id, req.session_id, actor=principal.actor)
 
 
 def forget_session(principal: Principal, bank: str, req: ForgetSessionRequest) -> jobs.Forgotten:

@@ -3,7 +3,8 @@
 
 - ``cursor``: how far the session's transcript was extracted (``position`` messages, the
   ``last_message_id``, the recent ``turns`` applied);
-- ``job#<turn_id>``: the fingerprints an unfinished job already applied (expires by TTL);
+- ``job#<turn_id>``: what an unfinished job already applied (expires by TTL): keyed digests of
+  the items' fingerprints (``digests.keyed``), never the fingerprints, which are memory ids;
 - ``mem#<bank>#<memory_id>``: provenance, a memory the session taught;
 - ``parked#<total:010d>#<enqueued_at:013d>#<turn_id>``: a job deferred past the org's daily
   extraction quota (its JSON), in the session's turn order, until it runs again.
@@ -19,6 +20,7 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from pynamodb.expressions.condition import Condition
 
 from ..clock import now_ms
+from ..digests import keyed, keyed_if_any
 from ..storage.tables import ExtractionModel, bind
 
 JOB_ROW_TTL_S = 14 * 24 * 3600  # a job# row outlives the queue's retention (4 days) and its DLQ's (14)
@@ -84,7 +86,8 @@ def drop_cursor(org_id: str, session_id: str) -> bool:
 
 @dataclass
 class Progress:
-    """What an unfinished job of turn ``turn_id`` already applied (fingerprints)."""
+    """What an unfinished job of turn ``turn_id`` already applied: ``applied`` holds keyed digests
+    of fingerprints (and, in rows written before, fingerprints); ask ``done``."""
 
     org_id: str
     session_id: str
@@ -108,11 +111,24 @@ def get_progress(org_id: str, session_id: str, turn_id: str) -> Progress:
     return Progress(org_id, session_id, turn_id, set(row.applied or ()), int(expires))
 
 
+def _applied_key(org_id: str, fp: str, *, create: bool = True) -> str | None:
+    got = (keyed if create else keyed_if_any)(org_id, "extraction-applied", fp)
+    return got[:32] if got is not None else None
+
+
+def done(p: Progress, fp: str) -> bool:
+    """Whether the job already applied the item of fingerprint ``fp``."""
+    return fp in p.applied or _applied_key(p.org_id, fp, create=False) in p.applied
+
+
 def mark_applied(p: Progress, fp: str) -> None:
-    """Add fingerprint ``fp`` to the job's progress row (created on first use, with its TTL)."""
-    p.applied.add(fp)
+    """Record that the job applied the item of fingerprint ``fp`` (as its keyed digest) on its
+    progress row (created on first use, with its TTL)."""
+    key = _applied_key(p.org_id, fp)
+    assert key is not None  # made above
+    p.applied.add(key)
     ExtractionModel(session_key=session_key(p.org_id, p.session_id), sk=_job_sk(p.turn_id)).update(
-        actions=[ExtractionModel.applied.add({fp}), ExtractionModel.updated_at.set(now_ms()),
+        actions=[ExtractionModel.applied.add({key}), ExtractionModel.updated_at.set(now_ms()),
                  ExtractionModel.org_id.set(p.org_id), ExtractionModel.session_id.set(p.session_id),
                  ExtractionModel.turn_id.set(p.turn_id), ExtractionModel.expires_at.set(p.expires_at)])
 
@@ -127,6 +143,12 @@ def record_provenance(org_id: str, session_id: str, bank: str, memory_id: str, t
     ExtractionModel(session_key=session_key(org_id, session_id), sk=f"mem#{bank}#{memory_id}", org_id=org_id,
                     session_id=session_id, bank=bank, memory_id=memory_id, turn_id=turn_id,
                     updated_at=now_ms()).save()
+
+
+def drop_provenance(org_id: str, session_id: str, bank: str, memory_id: str) -> None:
+    """Forget that the session taught ``memory_id`` of ``bank`` (a purge; absent is fine)."""
+    bind()
+    ExtractionModel(session_key=session_key(org_id, session_id), sk=f"mem#{bank}#{memory_id}").delete()
 
 
 def taught(org_id: str, session_id: str, bank: str) -> list[str]:

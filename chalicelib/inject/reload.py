@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import audit
 from ..core.store import CONFIG_ORG, get_config_row, update_config_row
 from ..errors import BadRequest, ConfigError
 from . import rules_cache
@@ -79,11 +80,12 @@ def _validated_tuning():
                          details={"problems": exc.problems}) from None
 
 
-def reload() -> Reloaded:
+def reload(*, actor: str) -> Reloaded:
     """The operator-level reload (``config/memory.toml`` changed): validate the configured
     tuning, drop this container's caches of every org and bump the global config version, keeping
-    the validated tuning as the last good one (``Reloaded``). Raises ``BadRequest`` ``invalid_config``
-    (``_validated_tuning``); nothing is dropped or bumped then."""
+    the validated tuning as the last good one (``Reloaded``), audited as ``config.reload`` in org
+    ``_system``. Raises ``BadRequest`` ``invalid_config`` (``_validated_tuning``); nothing is
+    dropped or bumped then."""
     from ..search.recall import (
         drop_caches,  # the recall core owns the index cache and tuning
     )
@@ -94,16 +96,18 @@ def reload() -> Reloaded:
     rules_cache.drop()
     version = bump_version(tuning.model_dump_json())
     set_config_version(version)  # this container's caches are now those of the new version
+    audit.record(CONFIG_ORG, "config.reload", actor, None, {"config_version": version})
     return Reloaded(version, banks)
 
 
-def reload_org(org_id: str) -> Reloaded:
+def reload_org(org_id: str, *, actor: str) -> Reloaded:
     """``POST /v1/reload`` for ``org_id``: validate the configured tuning, drop this container's
     cached indexes and rules of ``org_id`` (and its tuning, so a fixed configuration runs here at
     once), keep the validated tuning as the last good one, and bump the org's config version so
     every other container drops that org's indexes and rules on its next read, and no other
     org's (``Reloaded``: the org's version and how many of its cached bank indexes were dropped
-    here). Raises ``BadRequest`` ``invalid_config``; nothing is dropped or bumped then."""
+    here), audited as ``config.reload``. Raises ``BadRequest`` ``invalid_config``; nothing is
+    dropped or bumped then."""
     from ..search.recall import drop_caches
     from ..tuning import set_org_config_version
 
@@ -112,4 +116,5 @@ def reload_org(org_id: str) -> Reloaded:
     rules_cache.drop(org_id)
     version = bump_version(tuning.model_dump_json(), org_id=org_id)
     set_org_config_version(org_id, version)
+    audit.record(org_id, "config.reload", actor, org_id, {"config_version": version})
     return Reloaded(version, banks)

@@ -163,14 +163,15 @@ def hook(principal: Principal, req: HookRequest, *, rules_only: bool = False) ->
     """The per-turn hook for ``principal``: ``pre_generate`` of the turn's bank. Never denies: a
     bank the caller may not see (an invalid name, or outside the token's allow-list) injects
     nothing, answers ``retrieval`` ``none+invalid-bank-name`` / ``none+bank-not-allowed`` and is
-    audited as ``hook.refused`` (the name cut to 100 characters). ``rules_only``: no recall (the
+    counted in the token's ``hook.refused`` event of the hour (``audit.note_refusal``; the first
+    name, cut to 100 characters and sanitised). ``rules_only``: no recall (the
     token is over its rate limit)."""
     bank = hook_bank(req.metadata)
     why = refusal(principal, bank)
     if why is None:
         return pre_generate(principal.org_id, bank, req, rules_only=rules_only)
-    audit.record(principal.org_id, "hook.refused", principal.actor, None,
-                 {"bank": bank[:100], "reason": why.split("+", 1)[1]})
+    audit.note_refusal(principal.org_id, principal.actor, principal.token_id,
+                       {"bank": bank[:100], "reason": why.split("+", 1)[1]})
     return HookResult("", (), why)
 
 

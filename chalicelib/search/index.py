@@ -34,9 +34,12 @@ directories and the arrays recall keeps per segment (``BankIndex.memory_bytes``)
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
-Purges: a purged record replaces the document with a content-free one, and the commit rewrites
-every segment that holds deleted documents, so no purged text stays in the segment files (nor in
-any later snapshot; the bank service deletes older snapshots).
+Purges: a purge moves the memory to a tombstone under another id, so no revision says which
+document to drop. A cache that sees a purge revision therefore rebuilds the bank from its records
+in an empty directory (``rebuild_into``), and the writer's own cache drops the bank's index and
+directory at once (``on_commit``): no purged text or id stays in a segment file, and the bank
+service deletes the bank's snapshots. An idle container keeps its directory until it next reads
+the bank (or ends).
 """
 
 from __future__ import annotations
@@ -98,7 +101,12 @@ _ANY_SNAP_RE = re.compile(r"(\d+)(?:\.v\d+)?\.tar\.(?:zst|gz)")  # every format'
 
 
 class StaleHistory(Exception):
-    """The revisions past the cache's positions do not follow them directly (rebuild instead)."""
+    """The revisions past the cache's positions do not follow them directly, or hold a purge
+    (rebuild instead)."""
+
+
+def _purged(rec: Memory | Damaged) -> bool:
+    return isinstance(rec, Memory) and rec.purged_at is not None
 
 
 CATCH_UP_THREADS = 8  # lanes read at once when several are behind
@@ -134,14 +142,6 @@ def MERGE_TIERED(writer, segments):
             merge.extend(segs)
     _rewrite(writer, merge)
     return [s for s in segments if s not in merge]
-
-
-def MERGE_DELETIONS(writer, segments):
-    """Whoosh merge policy for purges: rewrite every segment holding deleted documents (their
-    stored fields and postings vanish from disk), then merge tiers as usual."""
-    dirty = [s for s in segments if s.has_deletions()]
-    _rewrite(writer, dirty)
-    return MERGE_TIERED(writer, [s for s in segments if not s.has_deletions()])
 
 
 def _same_deletions(a, b) -> bool:
@@ -284,13 +284,13 @@ class BankIndex:
         ``seq`` names a lane and a position in it (``core.store.split_seq``). Changes at or below
         the lane's applied position are skipped (already in); with ``strict`` each lane's first new
         change must directly follow its position and the rest of the lane be consecutive, else
-        ``StaleHistory``. Per id only the last record is written (its previous document deleted,
-        one commit); a damaged record (``Damaged``, its ``key`` the memory id) only deletes the
-        document, so the memory leaves recall until a readable revision arrives.
+        ``StaleHistory``; so is a purge (its tombstone does not name the purged id). Per id only
+        the last record is written (its previous document deleted, one commit); a damaged record
+        (``Damaged``, its ``key`` the memory id) only deletes the document, so the memory leaves
+        recall until a readable revision arrives.
         """
         latest: dict[str, Memory | None] = {}
         pos = list(self.clock.positions)
-        purge = False
         for seq, rec in changes:
             lane, at = split_seq(seq)
             if lane >= len(pos):
@@ -299,11 +299,12 @@ class BankIndex:
                 continue
             if strict and at != pos[lane] + 1:
                 raise StaleHistory(f"{self.bank}: lane {lane} expected {pos[lane] + 1}, got {at}")
+            if _purged(rec):
+                raise StaleHistory(f"{self.bank}: a purge")
             pos[lane] = at
             key = rec.key if isinstance(rec, Damaged) else rec.id
             latest.pop(key, None)
             latest[key] = None if isinstance(rec, Damaged) else rec
-            purge = purge or (isinstance(rec, Memory) and rec.purged_at is not None)
         if tuple(pos) == self.clock.positions:
             return 0
         writer = self.ix.writer(codec=codec())
@@ -316,7 +317,7 @@ class BankIndex:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit(mergetype=MERGE_DELETIONS if purge else MERGE_TIERED)
+        writer.commit(mergetype=MERGE_TIERED)
         self.clock = Clock(tuple(pos))
         self.write_meta()
         self._refresh()
@@ -573,6 +574,8 @@ class IndexCache:
             head = store.get_bank_head(entry.org_id, entry.bank)
             clock = head.clock if head is not None and head.incarnation == entry.inc else entry.clock
         entry.close_reader()
+        shutil.rmtree(entry.path, ignore_errors=True)  # no segment of the old index stays (a purge)
+        os.makedirs(entry.path, exist_ok=True)
         ix = whoosh_index.create_in(entry.path, schema(), indexname=INDEX_NAME)
         writer = ix.writer(limitmb=128, codec=codec())
         documents = 0
@@ -609,13 +612,16 @@ class IndexCache:
     def on_commit(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
         """``core.store.on_commit`` observer: a writer updates its own cache at once, in each
         lane's order; a gap in a lane (another writer committed in between) is filled from
-        DynamoDB first."""
+        DynamoDB first. A purge drops the bank's index and directory: the next read rebuilds."""
         key = (org_id, bank)
         if key not in self.entries or not changes:
             return  # not cached here: the next recall loads it
         with self.lock(org_id, bank):
             entry = self.entries.get(key)
             if entry is None or entry.inc != row.incarnation:
+                return
+            if any(_purged(rec) for _seq, rec in changes):
+                self._forget(key)
                 return
             try:
                 entry.apply(changes)
@@ -838,7 +844,6 @@ def reset_default(root: str | None = None, budget_mb: float | None = None) -> In
 
 
 __all__ = [
-    "MERGE_DELETIONS",
     "MERGE_TIERED",
     "BankIndex",
     "IndexCache",

@@ -154,7 +154,8 @@ class TokenModel(_Base):
 class BankModel(_Base):
     """A bank row. ``name`` is the bank name for live banks (``[a-z0-9]...``), ``.trash/<id>`` for
     trash entries, ``!<namespace>`` for internal namespaces and ``!lane/<incarnation>/<lane>`` for
-    a bank's write lanes 1.. (keys no bank name can take). ``seq`` counts the changes committed in
+    a bank's write lanes 1.. (keys no bank name can take); org ``_system`` also holds the config
+version row ``!config`` and the service secret ``!secret`` (``storage.secret``). ``seq`` counts the changes committed in
     lane 0 (the bank row) or in the lane a lane row holds; ``lanes`` (bank rows only; absent: 1) is
     how many lanes the bank's changes are split into, by memory id; ``sealed`` marks the lanes of
     a trashed bank."""
@@ -181,6 +182,7 @@ class BankModel(_Base):
     tuning = UnicodeAttribute(null=True)  # the config row only: the last good memory tuning, JSON
     lanes = NumberAttribute(null=True)
     sealed = BooleanAttribute(null=True)
+    secret = UnicodeAttribute(null=True)  # the service secret's row only (``storage.secret``)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -319,6 +321,8 @@ class AuditModel(_Base):
     at = NumberAttribute()
     actor_key = UnicodeAttribute(null=True)  # absent on events written before the actor index
     target_key = UnicodeAttribute(null=True)
+    times = NumberAttribute(null=True)  # an aggregated event (hook refusals): how many it stands for
+    last_at = NumberAttribute(null=True)  # ... and the last one's time (ms)
     by_action = AuditByAction()
     by_actor = AuditByActor()
     by_target = AuditByTarget()

@@ -136,8 +136,9 @@ class AuditPage:
 
 
 def audit_page(org_id: str, *, action: str, since: int, cursor: str | None, limit: int) -> AuditPage:
-    """``GET /v1/api/admin/audit``: memory audit events from ``since`` (ms since the epoch),
-    only ``action`` when given (one of ``AUDIT_ACTIONS``), at most ``limit``. A cursor from another
+    """``GET /v1/api/admin/audit``: structured memories' audit events (their details name the
+    ``surface``) from ``since`` (ms since the epoch), only ``action`` when given (one of
+    ``AUDIT_ACTIONS``), at most ``limit``. A cursor from another
     listing, filter or org is 400 ``validation_error`` naming ``cursor``."""
     owner = f"{org_id}|{action}"  # a cursor pages the listing (org and action filter) it came from
     cur = decode_cursor(cursor, "audit", owner, {"k": str}, {"k": f"{action}#"} if action else None)
@@ -145,6 +146,8 @@ def audit_page(org_id: str, *, action: str, since: int, cursor: str | None, limi
     last = ""
     for k, ev in audit.events(org_id, since_ms=since, after=cur["k"] if cur else None, action=action or None,
                               actions=AUDIT_ACTIONS):
+        if ev.details is None or "surface" not in ev.details.as_dict():
+            continue  # a bank memory's event: this contract lists structured memories only
         if len(events) == limit:
             return AuditPage(events, encode_cursor("audit", owner, {"k": last}))
         events.append(audit.to_dict(ev))

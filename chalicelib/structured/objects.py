@@ -3,7 +3,9 @@ memory locations) in the ``structured`` table: one item per object, ``(org_id, "
 fields in ``data``. Every read is a consistent GetItem or a key query; never a scan.
 
 This is the only structured module that knows the table and its keys: the rest of the area calls
-the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` ...)."""
+the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` ...). The writes of
+sessions, workstreams, projects and members take their audit ``Event`` and commit it in the same
+transaction."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
+from .. import audit
 from ..clock import now_ms
 from ..errors import Conflict
 from ..storage.damage import Damaged
@@ -24,6 +27,19 @@ from ..storage.tables import StructuredModel, bind, connection
 from ..storage.txn import run_transaction
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # an object id (never ``#`` or ``~``)
+
+
+@dataclass(frozen=True)
+class Event:
+    """The audit event of an object's write: ``action``, ``actor``, ``target``, ``details``."""
+
+    action: str
+    actor: str
+    target: str
+    details: dict[str, Any]
+
+    def stage(self, tx: TransactWrite, org_id: str) -> None:
+        audit.add_to(tx, org_id, self.action, self.actor, self.target, self.details)
 
 
 def key(kind: str, *parts: str) -> str:
@@ -118,15 +134,18 @@ def new(org_id: str, kind: str, parts: tuple[str, ...], fields: dict[str, Any]) 
     return StructuredModel(org_id=org_id, sk=key(kind, *parts), kind=kind, data=fields, created_at=now_ms())
 
 
-def insert(item: StructuredModel, exists: Conflict) -> None:
-    """Write a new record only if its key is free; raises ``exists`` (a 409) when it is taken."""
+def insert(item: StructuredModel, exists: Conflict, event: Event) -> None:
+    """Write a new record only if its key is free, with its audit ``event``; raises ``exists`` (a
+    409) when it is taken."""
     bind()
-    try:
-        item.save(condition=StructuredModel.sk.does_not_exist())
-    except PutError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
-            raise exists from None
-        raise
+
+    def attempt(tx: TransactWrite) -> None:
+        if get(item.org_id, *item.sk.split("#", 1)) is not None:
+            raise exists
+        tx.save(item, condition=StructuredModel.sk.does_not_exist())  # a concurrent twin: read again
+        event.stage(tx, item.org_id)
+
+    run_transaction(attempt)
 
 
 def query(org_id: str, kind: str, *parts: str) -> list[StructuredModel]:
@@ -159,12 +178,13 @@ def count_of(org_id: str, kind: str, *parts: str) -> int:
     return int(item.access_count or 0) if item is not None else 0
 
 
-def insert_counting(item: StructuredModel, counted: tuple[str, tuple[str, ...]] | None) -> None:
-    """Write the new ``item`` (its key must be free) and, in the same transaction, add one to the
-    ``access_count`` of the existing object ``counted`` = ``(kind, parts)`` when given. Raises 409
-    ``conflict`` when the key is taken or ``counted`` is gone."""
+def insert_counting(item: StructuredModel, counted: tuple[str, tuple[str, ...]] | None, event: Event) -> None:
+    """Write the new ``item`` (its key must be free) with its audit ``event`` and, in the same
+    transaction, add one to the ``access_count`` of the existing object ``counted`` = ``(kind,
+    parts)`` when given. Raises 409 ``conflict`` when the key is taken or ``counted`` is gone."""
     def attempt(tx: TransactWrite) -> None:
         tx.save(item, condition=StructuredModel.sk.does_not_exist())
+        event.stage(tx, item.org_id)
         if counted is not None:
             tx.update(new(item.org_id, counted[0], counted[1], {}),
                       actions=[StructuredModel.access_count.add(1)], condition=StructuredModel.sk.exists())
@@ -172,23 +192,37 @@ def insert_counting(item: StructuredModel, counted: tuple[str, tuple[str, ...]] 
     run_transaction(attempt)
 
 
-def put(item: StructuredModel) -> None:
-    """Write ``item`` whether or not its key exists (an upsert)."""
-    item.save()
-
-
-def remove(org_id: str, kind: str, *parts: str, must_exist: bool = False) -> None:
-    """Delete the object; with ``must_exist`` a concurrent delete is an error (the pynamodb
-    ``DeleteError``), else deleting an absent object is a no-op."""
+def put(item: StructuredModel, event: Event) -> None:
+    """Write ``item`` whether or not its key exists (an upsert), with its audit ``event``."""
     bind()
-    item = new(org_id, kind, parts, {})
-    item.delete(condition=StructuredModel.sk.exists() if must_exist else None)
+
+    def attempt(tx: TransactWrite) -> None:
+        tx.save(item)
+        event.stage(tx, item.org_id)
+
+    run_transaction(attempt)
 
 
-def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable[[dict], None]) -> Stored | None:
-    """Apply ``change`` to the object's decoded ``data`` and store it, atomically (conditioned
-    on the object still existing): the new ``data``, or ``None`` when the object is absent.
-    Raises ``Damaged`` for an object that does not decode."""
+def remove(org_id: str, kind: str, *parts: str, event: Event) -> bool:
+    """Delete the object with its audit ``event``; False (nothing written) when it is absent,
+    a concurrent delete included."""
+    bind()
+
+    def attempt(tx: TransactWrite) -> bool:
+        if get(org_id, kind, *parts) is None:
+            return False
+        tx.delete(new(org_id, kind, parts, {}), condition=StructuredModel.sk.exists())
+        event.stage(tx, org_id)
+        return True
+
+    return run_transaction(attempt)
+
+
+def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable[[dict], None],
+                event: Event) -> Stored | None:
+    """Apply ``change`` to the object's decoded ``data`` and store it with its audit ``event``,
+    atomically (conditioned on the object still existing): the new ``data``, or ``None`` when the
+    object is absent. Raises ``Damaged`` for an object that does not decode."""
     def attempt(tx: TransactWrite) -> Stored | None:
         item = get(org_id, kind, *parts)
         if item is None:
@@ -196,6 +230,7 @@ def update_data(org_id: str, kind: str, parts: tuple[str, ...], change: Callable
         d = _checked(item, kind)
         change(d)
         tx.update(item, actions=[StructuredModel.data.set(d)], condition=StructuredModel.sk.exists())
+        event.stage(tx, org_id)
         return Stored(d)
 
     return run_transaction(attempt)

@@ -72,7 +72,8 @@ def create(p: Principal, req: ProjectRequest) -> Project:
     pid = check_id(req.project_id or "prj_" + uuid.uuid4().hex, "project_id")
     item = objects.new(p.org_id, "project", (pid,),
                        {"project_id": pid, "name": req.name, "active": req.active, "owner": p.user_id})
-    objects.insert(item, Conflict(f"Project '{pid}' already exists.", code="project_exists"))
+    objects.insert(item, Conflict(f"Project '{pid}' already exists.", code="project_exists"),
+                   objects.Event("project.create", p.actor, pid, {}))
     return _of(objects.Stored(item.data))
 
 
@@ -113,7 +114,8 @@ def set_member(p: Principal, project_id: str, user_id: str, level: str) -> Membe
     check_id(user_id, "user_id")
     _manage(p, project_id)
     objects.put(objects.new(p.org_id, "member", (project_id, user_id),
-                            {"project_id": project_id, "user_id": user_id, "access": level}))
+                            {"project_id": project_id, "user_id": user_id, "access": level}),
+                objects.Event("project.member", p.actor, project_id, {"user_id": user_id, "access": level}))
     return Member(project_id, user_id, level)
 
 
@@ -122,13 +124,15 @@ def remove_member(p: Principal, project_id: str, user_id: str) -> None:
     _manage(p, project_id)
     if not objects.exists(p.org_id, "member", project_id, user_id):
         raise NotFound(f"User '{user_id}' is not a member of project '{project_id}'.", code="member_not_found")
-    objects.remove(p.org_id, "member", project_id, user_id)
+    objects.remove(p.org_id, "member", project_id, user_id,
+                   event=objects.Event("project.member_remove", p.actor, project_id, {"user_id": user_id}))
 
 
 def set_active(p: Principal, project_id: str, active: bool) -> Project:
     """Activate or deactivate a project (owner or ``admin.memories``): the project."""
     _manage(p, project_id)
-    d = objects.update_data(p.org_id, "project", (project_id,), lambda d: d.update(active=active))
+    d = objects.update_data(p.org_id, "project", (project_id,), lambda d: d.update(active=active),
+                            objects.Event("project.update", p.actor, project_id, {"active": active}))
     if d is None:  # deleted since ``_manage`` read it
         raise _not_found(project_id)
     return _of(d)

@@ -123,7 +123,8 @@ def create(p: Principal, req: SessionRequest) -> Session:
                 token_id=p.token_id)
     item = objects.new(p.org_id, "session", (s.session_id,), dataclasses.asdict(s))
     # count attached sessions: a later session is resuming the workstream
-    objects.insert_counting(item, ("workstream", (req.workstream_id,)) if req.workstream_id is not None else None)
+    objects.insert_counting(item, ("workstream", (req.workstream_id,)) if req.workstream_id is not None else None,
+                            objects.Event("session.create", p.actor, s.session_id, {"kind": req.kind}))
     return s
 
 
@@ -149,9 +150,12 @@ def require(p: Principal, session_id: str) -> Session:
 
 
 def delete(p: Principal, session_id: str) -> None:
-    """End a session (its memories stay); 404 ``session_not_found`` as ``require``."""
+    """End a session (its memories stay), audited as ``session.delete``; 404
+    ``session_not_found`` as ``require`` (also when a concurrent call ended it first)."""
     require(p, session_id)
-    objects.remove(p.org_id, "session", session_id, must_exist=True)
+    if not objects.remove(p.org_id, "session", session_id,
+                          event=objects.Event("session.delete", p.actor, session_id, {})):
+        raise NotFound(f"Session '{session_id}' not found.", code="session_not_found")
 
 
 def list_page(p: Principal, *, limit: int, cursor: str | None) -> listing.Page[Session]:

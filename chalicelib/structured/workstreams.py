@@ -53,7 +53,8 @@ def create(p: Principal, req: WorkstreamRequest) -> Workstream:
     wid = check_id(req.workstream_id or "ws_" + uuid.uuid4().hex, "workstream_id")
     item = objects.new(p.org_id, "workstream", (wid,),
                        {"workstream_id": wid, "title": req.title, "owner": p.user_id})
-    objects.insert(item, Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists"))
+    objects.insert(item, Conflict(f"Workstream '{wid}' already exists.", code="workstream_exists"),
+                   objects.Event("workstream.create", p.actor, wid, {}))
     return _of(objects.Stored(item.data))
 
 

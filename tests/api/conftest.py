@@ -40,8 +40,10 @@ def aws(monkeypatch):
         # some tests seed more banks than an org's default quota; quota tests set their own limits
         monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "100000")
         from chalicelib import tuning
+        from chalicelib.storage import secret
         from chalicelib.usage import limits
         limits.forget_cached()  # a former test's per-org overrides, cached in this process
+        secret.forget_cached()  # a former backend's service secret
         tuning.forget_cached()  # a former test's tuning, its problem and config versions
         yield names
 

@@ -76,6 +76,15 @@ def assert_unchanged(before: dict, after: dict | None = None) -> dict:
     return after
 
 
+def plain(v) -> object:
+    """A moto ``DynamoType`` as a plain value (maps and lists walked)."""
+    if v.type == "M":
+        return {k: plain(i) for k, i in v.value.items()}
+    if v.type == "L":
+        return [plain(i) for i in v.value]
+    return None if v.type == "NULL" else v.value
+
+
 def contains(data: dict, needle: str) -> list[str]:
     """Where ``needle`` (case-insensitive) occurs in a dump: table names and S3 keys."""
     n = needle.lower()

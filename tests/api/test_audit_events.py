@@ -30,7 +30,29 @@ def _bank_events(api) -> None:
     assert api.post("/v1/banks", {"name": "main"})[0] in (200, 201)
     s, b = api.post("/v1/banks/main/memories", {"text": f"the user drinks tea {SECRET}"})
     assert s == 201, b
-    assert api.post(f"/v1/banks/main/memories/{b['memory']['id']}/purge")[0] == 200
+    s, other = api.post("/v1/banks/main/memories", {"text": f"the user drank coffee {SECRET}"})
+    mid, oid = b["memory"]["id"], other["memory"]["id"]
+    assert api.patch(f"/v1/banks/main/memories/{mid}", {"tags": ["drinks"]})[0] == 200
+    assert api.post(f"/v1/banks/main/memories/{mid}/pin", {"pinned": True})[0] == 200
+    assert api.post(f"/v1/banks/main/memories/{mid}/pin", {"pinned": False})[0] == 200
+    assert api.post(f"/v1/banks/main/memories/{oid}/supersede", {"superseded_by": mid})[0] == 200
+    assert api.delete(f"/v1/banks/main/memories/{oid}")[0] == 200
+    assert api.post("/v1/banks/main/import", raw=f'{{"text": "imported {SECRET}"}}\n',
+                    headers={"Content-Type": "application/x-ndjson"})[0] == 200
+    assert api.post(f"/v1/banks/main/memories/{mid}/purge")[0] == 200
+    s, b = api.post("/v1/hooks/turn-completed", {
+        "session_id": "s1", "turn_id": "t1", "metadata": {"memory_bank": "main"},
+        "messages": [{"role": "user", "content": "Remember that the team meets on Mondays."}]})
+    assert s == 202 and b["outcome"]["saved"] == 1, b
+    assert api.post("/v1/hooks/session-deleted", {"session_id": "s1"})[1]["dropped"] is True
+    assert api.post("/v1/reload")[0] == 200
+    from chalicelib.events.reload import handle_object_event
+    from chalicelib.settings import get_settings
+    from chalicelib.storage import blobs
+    blobs.put_text("default/banks/main/rules/hand.md", "edited by hand")
+    assert handle_object_event("Object Created", {"bucket": {"name": get_settings().bucket},
+                                                  "object": {"key": "default/banks/main/rules/hand.md"}})[
+        "action"] == "rules_reloaded"
     assert api.put("/v1/banks/main/rules/style", {"content": f"be brief {SECRET}"})[0] == 200
     assert api.delete("/v1/banks/main/rules/style")[0] == 200
     assert api.patch("/v1/banks/main", {"description": f"notes {SECRET}"})[0] == 200
@@ -44,6 +66,14 @@ def _bank_events(api) -> None:
 
 
 def _structured_and_token_events(api) -> None:
+    assert api.post("/v1/api/workstreams", {"workstream_id": "ws-1", "title": "Migration"})[0] == 201
+    assert api.post("/v1/api/projects", {"project_id": "p-1", "name": "Apollo"})[0] == 201
+    assert api.patch("/v1/api/projects/p-1", {"active": False})[0] == 200
+    assert api.put("/v1/api/projects/p-1/members/gus", {"access": "read"})[0] in (200, 201)
+    assert api.delete("/v1/api/projects/p-1/members/gus")[0] in (200, 204)
+    s, sess = api.post("/v1/api/sessions", {"workstream_id": "ws-1"})
+    assert s == 201, sess
+    assert api.delete(f"/v1/api/sessions/{sess['session_id']}")[0] in (200, 204)
     body = {"name": "deploy", "description": "d", "content": f"deploy via CI {SECRET}"}
     assert api.post("/v1/api/memories", body)[0] == 201
     assert api.post("/v1/api/memories", {**body, "content": f"deploy via CD {SECRET}"})[0] in (200, 201)
@@ -70,8 +100,10 @@ def _team_events(api) -> None:
     assert w.call("alice", "POST", f"{MEM}/entries/{e3['id']}/archive", {})[0] == 200
 
 
-def test_every_event_kind_is_readable_and_holds_no_memory_text(api):
+def test_every_event_kind_is_readable_and_holds_no_memory_text(api, monkeypatch):
     from chalicelib import audit
+    monkeypatch.setenv("CAIRN_QUEUE_URL", "")  # the turn's extraction runs inline
+    monkeypatch.setenv("CAIRN_EXTRACTOR", "offline")
     _bank_events(api)
     _structured_and_token_events(api)
     _team_events(api)
@@ -210,3 +242,84 @@ def test_an_action_missing_from_the_list_is_never_written(api):
     with pytest.raises(ValueError, match="unknown audit action"):
         audit.record("default", "memory.teleport", "person:admin", "x")
     assert_unchanged(before)
+
+
+def test_refused_hooks_are_one_event_per_token_and_hour_with_sanitised_details(api):
+    """A read key sending refused hooks (a bank outside its allow-list, a name with ESC, U+202E,
+    LF) gets 200 every time, and the trail grows by one ``hook.refused`` event per token and
+    hour, counting them, its strings free of control and bidirectional characters."""
+    reader = mint(kind="api_key", permissions=["memory:read"], banks=["main"])
+    other = mint(kind="api_key", permissions=["memory:read"], banks=["main"])
+    names = ["evil\x1b[31mred", "x\u202eusr/nib", "two\nlines", "Not Valid!", "beta"] * 12
+    for name in names:
+        s, b = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "hi"}],
+                                                    "metadata": {"memory_bank": name}}, token=reader)
+        assert s == 200 and b["retrieval"].startswith("none+"), b
+    assert api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "hi"}],
+                                               "metadata": {"memory_bank": "gamma"}}, token=other)[0] == 200
+    events = _all(api, "action=hook.refused")
+    assert len(events) == 2, events
+    mine = [e for e in events if e["details"]["count"] == len(names)]
+    assert len(mine) == 1 and mine[0]["details"]["last_at"] >= mine[0]["at"]
+    assert {e["details"]["count"] for e in events} == {len(names), 1}
+    for e in events:
+        shown = str(e["details"])
+        assert not any(c in shown for c in ("\x1b", "\u202e", "\n")), shown
+    assert mine[0]["details"]["bank"] == "evil\ufffd[31mred"
+
+
+def test_audit_details_are_sanitised_whoever_chose_them(api):
+    s, b = api.post("/v1/api/admin/tokens", {"kind": "api_key", "permissions": ["memory:read"],
+                                             "label": "ops \u202egnp.exe \u2066x\u2069"})
+    assert s == 201, b
+    [ev] = [e for e in _all(api, "action=token.mint") if e["target"] == b["token_id"]]
+    assert ev["details"]["label"] == "ops \ufffdgnp.exe \ufffdx\ufffd"
+
+
+def test_bank_memory_writes_are_in_the_trail_with_their_actor(api):
+    """The reported case: saves, reinforcements, updates, pins and supersedes of bank memories,
+    each one event of its own action naming who did it, in the order they happened."""
+    bob = mint(user_id="bob", permissions=["memory:read", "memory:write"])
+    ids = [api.post("/v1/banks/main/memories", {"text": f"Fact number {i}"})[1]["memory"]["id"] for i in range(20)]
+    assert api.post("/v1/banks/main/memories", {"text": "fact number 3"}, token=bob)[0] == 200  # a reinforcement
+    for mid in ids[:5]:
+        assert api.patch(f"/v1/banks/main/memories/{mid}", {"tags": ["t"]}, token=bob)[0] == 200
+        assert api.post(f"/v1/banks/main/memories/{mid}/pin", {"pinned": True})[0] == 200
+    for mid in ids[5:8]:
+        assert api.post(f"/v1/banks/main/memories/{mid}/supersede", {"superseded_by": ids[9]}, token=bob)[0] == 200
+    saves = _all(api, "action=memory.save")
+    assert [(e["target"], e["actor"], e["details"]["op"]) for e in saves] == \
+        [(f"main/{m}", "person:admin", "create") for m in ids] + [(f"main/{ids[3]}", "person:bob", "reinforce")]
+    assert [(e["target"], e["actor"]) for e in _all(api, "action=memory.update")] == \
+        [(f"main/{m}", "person:bob") for m in ids[:5]]
+    assert [e["details"]["pinned"] for e in _all(api, "action=memory.pin")] == [True] * 5
+    assert [(e["target"], e["actor"]) for e in _all(api, "action=memory.supersede")] == \
+        [(f"main/{m}", "person:bob") for m in ids[5:8]]
+    assert [e["action"] for e in _all(api, f"target=main/{ids[0]}")] == ["memory.save", "memory.update", "memory.pin"]
+
+
+def test_history_names_who_wrote_each_revision(api, monkeypatch):
+    """``actor`` on every revision: a person, another person, the extraction job as
+    ``system:extraction``; ``null`` for a revision written before revisions named their author."""
+    monkeypatch.setenv("CAIRN_QUEUE_URL", "")
+    monkeypatch.setenv("CAIRN_EXTRACTOR", "offline")
+    bob = mint(user_id="bob", permissions=["memory:read", "memory:write"])
+    s, b = api.post("/v1/hooks/turn-completed", {
+        "session_id": "s1", "turn_id": "t1", "metadata": {"memory_bank": "main"},
+        "messages": [{"role": "user", "content": "Remember that the team meets on Mondays."}]})
+    assert s == 202 and b["outcome"]["saved"] == 1, b
+    [mem] = api.get("/v1/banks/main/memories")[1]["memories"]
+    assert api.post("/v1/banks/main/memories", {"text": mem["text"]})[0] == 200
+    assert api.patch(f"/v1/banks/main/memories/{mem['id']}", {"tags": ["team"]}, token=bob)[0] == 200
+    from chalicelib.storage.tables import RevisionModel, bind
+    bind()
+    s, h = api.get(f"/v1/banks/main/memories/{mem['id']}/history")
+    assert [(r["op"], r["actor"]) for r in h["revisions"]] == [
+        ("create", "system:extraction"), ("reinforce", "person:admin"), ("update", "person:bob")]
+    [old] = [r for r in RevisionModel.scan() if r.memory_id == mem["id"] and r.op == "reinforce"]
+    old.update(actions=[RevisionModel.actor.remove()])  # as written before revisions had an actor
+    s, h = api.get(f"/v1/banks/main/memories/{mem['id']}/history")
+    assert s == 200 and [r["actor"] for r in h["revisions"]] == ["system:extraction", None, "person:bob"]
+    [run] = _all(api, "action=extraction.run")
+    assert run["actor"] == "system:extraction" and run["details"]["on_behalf_of"] == "person:admin"
+    assert run["details"]["saved"] == 1 and run["target"] == "main/s1"

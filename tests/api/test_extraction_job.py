@@ -81,9 +81,9 @@ def test_hook_enqueues_one_fifo_job_per_turn(api, aws):
     msgs = sqs.receive_message(QueueUrl=aws["CAIRN_QUEUE_URL"], MaxNumberOfMessages=10,
                                AttributeNames=["All"])["Messages"]
     assert len(msgs) == 1
-    assert msgs[0]["Attributes"]["MessageGroupId"] == SESSION
-    assert msgs[0]["Attributes"]["MessageDeduplicationId"] == "t9"
     job = jobs.TurnJob.model_validate_json(msgs[0]["Body"])
+    assert (msgs[0]["Attributes"]["MessageGroupId"], msgs[0]["Attributes"]["MessageDeduplicationId"]) == \
+        jobs.queue_ids(job)
     assert job.bank == "work" and job.session_id == SESSION and job.turn_id == "t9"
     assert memories_or_none(api) is None  # nothing saved before the job runs
 

@@ -152,7 +152,7 @@ def test_hook_never_denies_a_bank_the_caller_may_not_see(api, aws):
     from chalicelib.storage.tables import AuditModel
     events = [(e["details"]["bank"], e["details"]["reason"]) for e in map(to_dict, AuditModel.query("default"))
               if e["action"] == "hook.refused"]
-    assert sorted(events) == [("Bad Name\n", "invalid-bank-name"), ("main", "bank-not-allowed")]
+    assert sorted(events) == [("Bad Name\ufffd", "invalid-bank-name"), ("main", "bank-not-allowed")]
 
 
 def test_bad_input(api):

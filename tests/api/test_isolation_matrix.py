@@ -60,6 +60,7 @@ from tests.api.route_fixtures import (
     missing_tool_fixtures,
     tool_rows,
 )
+from tests.api.state import plain
 
 STACK = "cairn-isomatrix"
 ALL_KINDS = ("person", "api_key", "service")
@@ -191,13 +192,7 @@ IGNORED = {"tokens": {"last_used_at"}}  # authentication touches it: not a write
 TOUCH_ATTRS = {"access_count", "last_accessed"}  # structured mem# read counters
 
 
-def _plain(v) -> Any:
-    """A moto ``DynamoType`` as a plain value."""
-    if v.type == "M":
-        return {k: _plain(i) for k, i in v.value.items()}
-    if v.type == "L":
-        return [_plain(i) for i in v.value]
-    return None if v.type == "NULL" else v.value
+_plain = plain  # a moto ``DynamoType`` as a plain value
 
 
 def _data(attrs: dict[str, Any], name: str = "data") -> dict[str, Any]:

@@ -216,11 +216,13 @@ def test_purge_removes_text_from_index_files(api, cache):
     a = save(api, "Credit card 4111 vermilionword")
     save(api, "another memory stays")
     assert texts(recall(api, "vermilionword")) == [a["text"]]
+    path = cache.get("default", "main").path
     api.post(f"/v1/banks/main/memories/{a['id']}/purge")
+    assert cache.get("default", "main") is None and not os.path.exists(path)  # dropped with its files
+    assert texts(recall(api, "another")) == ["another memory stays"]  # rebuilt from the records
     entry = cache.get("default", "main")
     blob = b"".join(Path(entry.path, f).read_bytes() for f in os.listdir(entry.path))
-    assert b"vermilionword" not in blob
-    assert texts(recall(api, "another")) == ["another memory stays"]
+    assert b"vermilionword" not in blob and a["id"].encode() not in blob
 
 
 def test_unknown_bank_forbidden_bank_and_namespaces(api, cache, client):

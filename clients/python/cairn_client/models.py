@@ -432,7 +432,7 @@ class EventsQuery(BaseModel):
         extra="allow",
     )
     action: Annotated[
-        Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.purge", "bank.update", "bank.trash", "bank.restore", "rule.set", "rule.delete", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
+        Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
         Field(title="Action"),
     ] = None
     actor: Annotated[Actor | None, Field(title="Actor")] = None
@@ -922,6 +922,7 @@ class MemoryRevision(BaseModel):
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     op: Annotated[str, Field(title="Op")]
     seq: Annotated[int, Field(title="Seq")]
+    actor: Annotated[str | None, Field(title="Actor")]
 
 
 class MemoryTargetQuery(BaseModel):
