@@ -16,6 +16,9 @@ text with no known token), so a dot product is the cosine.
   token's Zipf probability estimated from its rank in the vocabulary.
 - ``WordLlamaEmbedder``: the ``wordllama`` package's bundled 256-d weights (no download).
 
+``covered(text)``: whether an English model may embed ``text`` at all (at least half its letters
+Latin script); a text it does not cover gets no semantic candidate rather than noise.
+
 The bench needs ``tokenizers`` and ``safetensors`` (and ``wordllama`` for that row); Lambda would
 need ``tokenizers`` and the table only.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +37,7 @@ import numpy as np
 WINDOW = 256  # word pieces; all-MiniLM-L6-v2's max_seq_length
 SIF = 1e-4  # model2vec's default SIF coefficient
 BATCH_TOKENS = 8192  # word pieces per forward batch (padding included)
+LATIN_MIN = 0.5  # a text whose letters are less than half Latin gets no semantic candidate
 
 
 class Embedder(Protocol):
@@ -264,3 +269,16 @@ def int8_scores(codes: np.ndarray, scale: np.ndarray, query: np.ndarray) -> np.n
     """Approximate cosines of unit rows stored as int8 ``codes`` and ``scale`` against a float32
     unit ``query``: ``(codes @ query) * scale``."""
     return (codes.astype(np.float32) @ query) * scale
+
+
+def latin_share(text: str) -> float:
+    """The share of ``text``'s letters that are Latin script (1.0 for a text without letters)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 1.0
+    return sum(unicodedata.name(c, "").startswith("LATIN") for c in letters) / len(letters)
+
+
+def covered(text: str) -> bool:
+    """Whether an English model's vector of ``text`` may be used: at least ``LATIN_MIN`` Latin letters."""
+    return latin_share(text) >= LATIN_MIN

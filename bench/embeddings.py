@@ -42,7 +42,6 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import unicodedata  # noqa: E402
 import zipfile  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -58,11 +57,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = (64, 128, 256, 384)
 WEIGHTS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
 FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
-FORMS = ("raw", "shifted", "scaled")
 UNRELATED_MAX = 0.1  # at most this share of unrelated questions may get a semantic candidate
 LOCOMO_SLACK = (0.0, 0.01, 0.02, 0.05)  # the trade-off table: LoCoMo 1-4 R@10 and MRR may drop this much
 QUERY_WORDS = (5, 10, 20, 40)
-LATIN_MIN = 0.5  # a text whose letters are less than half Latin gets no semantic candidate
 
 # bench/paraphrase/probes.json: "unrelated", questions about nothing in the paraphrase bank (a
 # semantic-only candidate must not clear the floor), and "languages", tuning questions asked in
@@ -70,19 +67,6 @@ LATIN_MIN = 0.5  # a text whose letters are less than half Latin gets no semanti
 _PROBES = json.loads((paraphrase.DIR / "probes.json").read_text(encoding="utf-8"))
 UNRELATED: tuple[str, ...] = tuple(_PROBES["unrelated"])
 PROBES: tuple[tuple[str, str, str], ...] = tuple((a, b, c) for a, b, c in _PROBES["languages"])
-
-
-def latin_share(text: str) -> float:
-    """The share of ``text``'s letters that are Latin script (1.0 for a text without letters)."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
-        return 1.0
-    return sum(unicodedata.name(c, "").startswith("LATIN") for c in letters) / len(letters)
-
-
-def covered(text: str) -> bool:
-    """Whether an English model's vector of ``text`` may be used: at least ``LATIN_MIN`` Latin letters."""
-    return latin_share(text) >= LATIN_MIN
 
 
 # --- options ---------------------------------------------------------------------------------------
@@ -450,7 +434,7 @@ def cosines(enc: Encoded, p: Part) -> Cosines:
     loc = {}
     for c in p.convs:
         loc[c.sample_id] = enc.cosines(enc.encode(c.docs), enc.encode([q.text for q in c.questions]))
-    para = {q.id: para_cos[i] if covered(q.question) else np.zeros(len(mems), np.float32)
+    para = {q.id: para_cos[i] if embedders.covered(q.question) else np.zeros(len(mems), np.float32)
             for i, q in enumerate(p.questions)}
     return Cosines(para, loc)
 
@@ -481,7 +465,7 @@ def sweep(p: Part, cos: Cosines, unrelated_max: np.ndarray, base: dict[str, Any]
     MRR at least today's, at most ``UNRELATED_MAX`` of the unrelated questions with a semantic
     candidate), the best without LoCoMo's constraint, and the best w per (form, floor)."""
     rows = []
-    for form in FORMS:
+    for form in fusion.FORMS:
         for floor in FLOORS:
             for w in WEIGHTS:
                 m = fused_metrics(p, cos, fusion.Fusion(w, floor, form))
@@ -501,7 +485,7 @@ def sweep(p: Part, cos: Cosines, unrelated_max: np.ndarray, base: dict[str, Any]
     best = max((r for r in rows if ok(r)), key=_objective, default=None)
     free = max((r for r in rows if ok(r, loc=False)), key=_objective, default=None)
     per_floor = [max((r for r in rows if r["form"] == form and r["floor"] == fl), key=_objective)
-                 for form in FORMS for fl in FLOORS]
+                 for form in fusion.FORMS for fl in FLOORS]
     slack = {str(s): max((r for r in rows if within(r, s)), key=_objective, default=None) for s in LOCOMO_SLACK}
     return {"best": best, "best_ignoring_locomo": free, "per_floor": per_floor, "locomo_slack": slack}
 
@@ -532,8 +516,8 @@ def probes(enc: Encoded) -> list[dict[str, Any]]:
         cos = enc.cosines(mems, enc.encode([text, q.question]))
         gold = index[q.gold[0]]
         ranks = [int((c > c[gold]).sum()) + 1 for c in cos]
-        out.append({"question": qid, "lang": lang, "latin_share": round(latin_share(text), 2),
-                    "covered": covered(text), "unknown": unknown_share(enc.embedder(), text),
+        out.append({"question": qid, "lang": lang, "latin_share": round(embedders.latin_share(text), 2),
+                    "covered": embedders.covered(text), "unknown": unknown_share(enc.embedder(), text),
                     "max_cos": round(float(cos[0].max()), 3), "gold_rank": ranks[0], "english_gold_rank": ranks[1]})
     return out
 
@@ -575,7 +559,7 @@ def measure(work: Path, only: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"split": "tune", "threads": {v: os.environ.get(v) for v in THREAD_VARS},
                            "questions": len(p.questions), "memories": len(paraphrase.memories()),
                            "locomo_conversations": [c.sample_id for c in p.convs], "today": base,
-                           "grid": {"w": WEIGHTS, "floor": FLOORS, "form": FORMS, "vector_k": fusion.VECTOR_K},
+                           "grid": {"w": WEIGHTS, "floor": FLOORS, "form": fusion.FORMS, "vector_k": fusion.VECTOR_K},
                            "options": {}}
     for opt in options(work):
         if only and opt.name not in only:
@@ -739,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--option", help="evaluate: the option")
     ap.add_argument("--w", type=float, help="evaluate: the semantic weight")
     ap.add_argument("--floor", type=float, help="evaluate: the similarity floor")
-    ap.add_argument("--form", choices=FORMS, default="raw", help="evaluate: the signal's form (bench.fusion)")
+    ap.add_argument("--form", choices=fusion.FORMS, default="raw", help="evaluate: the signal's form (bench.fusion)")
     args = ap.parse_args(argv)
     if args.command == "build":
         if not args.wheel:

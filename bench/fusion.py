@@ -27,6 +27,7 @@ from . import locomo, paraphrase
 
 DEPTH = locomo.DEPTH
 VECTOR_K = 50  # vector candidates per query: recall's fetch_limit
+FORMS = ("raw", "shifted", "scaled")
 Candidates = list[tuple[int, float]]  # (document index, today's score), today's order
 
 

@@ -1,5 +1,5 @@
-"""The semantic-signal measurements' own arithmetic (bench.fusion, bench.embedders,
-bench.embeddings), on small made-up data: no model weights needed."""
+"""The semantic-signal measurements' own arithmetic (bench.fusion, bench.embedders), on small
+made-up data: no model weights needed."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from bench import embedders, embeddings, fusion
+from bench import embedders, fusion
 
 
 def test_weight_zero_is_todays_ranking_exactly():
     today = [(3, 5.0), (1, 2.0), (0, 2.0)]
     cos = np.array([0.9, 0.1, 0.95, 0.2], dtype=np.float32)
-    for form in embeddings.FORMS:
+    for form in fusion.FORMS:
         assert fusion.fuse(today, cos, fusion.Fusion(0.0, 0.0, form)) == [3, 1, 0]
 
 
@@ -103,4 +103,4 @@ def test_erf_matches_math():
     ("ask Priya about 東京 tomorrow", True),
 ])
 def test_scripts_an_english_model_covers(text, ok):
-    assert embeddings.covered(text) is ok
+    assert embedders.covered(text) is ok
