@@ -29,29 +29,29 @@ from __future__ import annotations
 import os
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-for _v in THREAD_VARS:
+for _v in THREAD_VARS:  # before numpy loads: the imports below follow on purpose (ruff.toml)
     os.environ[_v] = "1"
 
-import argparse  # noqa: E402 - the thread counts must be set before numpy loads
-import functools  # noqa: E402
-import hashlib  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import zipfile  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import functools
+import hashlib
+import io
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from . import embedders, fusion, locomo, paraphrase  # noqa: E402
-from .harness import pct  # noqa: E402
+from . import embedders, fusion, locomo, paraphrase
+from .harness import pct
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = (64, 128, 256, 384)
