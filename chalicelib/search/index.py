@@ -49,7 +49,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import tarfile
 import tempfile
@@ -68,7 +67,7 @@ from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 
-from .. import metrics
+from .. import metrics, patterns
 from ..core import store
 from ..core.records import Memory
 from ..core.store import BankHead, BankRow, Clock, split_seq
@@ -93,8 +92,8 @@ SNAPSHOT_ZSTD_LEVEL = 3
 # a damaged header never makes a container allocate gigabytes
 SNAPSHOT_MAX_RATIO = 64
 # the current format's snapshots, zstd (written now) or gzip (written before, still read)
-_SNAP_RE = re.compile(rf"(\d+)\.v{FORMAT}\.tar\.(zst|gz)")
-_ANY_SNAP_RE = re.compile(r"(\d+)(?:\.v\d+)?\.tar\.(?:zst|gz)")  # every format's (1 had no "v1")
+_SNAP_RE = patterns.compile(rf"([0-9]+)\.v{FORMAT}\.tar\.(zst|gz)")
+_ANY_SNAP_RE = patterns.compile(r"([0-9]+)(?:\.v[0-9]+)?\.tar\.(?:zst|gz)")  # every format's (1 had no "v1")
 
 
 class StaleHistory(Exception):
