@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..clock import now_ms
 from ..core import store
-from ..core.ndjson import check_inline_size, parse_line
+from ..core.ndjson import check_inline_size, check_upload_size, lines_of, parse_line
 from ..core.records import Memory
 from ..core.store import BankTx, Write, current, get_items, iter_records
-from ..errors import BadRequest, QuotaExceeded
+from ..errors import BadRequest, PayloadTooLarge, QuotaExceeded
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
@@ -316,7 +316,7 @@ def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> ImportR
     """Import an inline ndjson body of at most ``Settings.import_inline_bytes`` (413
     ``payload_too_large`` beyond)."""
     check_inline_size(body, "; use import-uploads for larger files")
-    return import_lines(org_id, bank, body.splitlines(), actor=actor)
+    return import_lines(org_id, bank, lines_of([body]), actor=actor)
 
 
 def create_upload(org_id: str, bank: str) -> Upload:
@@ -331,14 +331,22 @@ def create_upload(org_id: str, bank: str) -> Upload:
 def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> ImportResult:
     """Import a file uploaded with ``create_upload`` (it must be under its bank's upload prefix),
     streamed from S3 line by line; the object is deleted afterwards. Raises 400
-    ``validation_error`` (``s3_key``) for another key or nothing uploaded."""
+    ``validation_error`` (``s3_key``) for another key or nothing uploaded, 413
+    ``payload_too_large`` for a file over ``Settings.import_upload_max_bytes`` (its size is read
+    first, with a HEAD; the file is deleted unread and nothing is imported)."""
     check_name(bank)
     if not s3_key.startswith(store.upload_prefix(bank)) or ".." in s3_key:
         raise BadRequest("s3_key must be one returned by import-uploads for this bank.", details={"field": "s3_key"})
     key = store.upload_object(org_id, s3_key)
-    data = blobs.get_bytes(key)
-    if data is None:
+    size = blobs.size_of(key)
+    if size is None:
         raise BadRequest("Nothing was uploaded at that s3_key.", details={"field": "s3_key"})
-    result = import_lines(org_id, bank, data.splitlines(), actor=actor)
+    try:
+        check_upload_size(size)
+    except PayloadTooLarge:
+        blobs.delete(key)  # it can never be imported
+        raise
+    lines = lines_of(blobs.iter_chunks(key), max_bytes=get_settings().import_upload_max_bytes)
+    result = import_lines(org_id, bank, lines, actor=actor)
     blobs.delete(key)
     return result
