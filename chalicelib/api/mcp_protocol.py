@@ -128,6 +128,10 @@ def _message(data: Any) -> types.JSONRPCMessage:
     if isinstance(data, list):
         raise RpcError(wire.INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per request.",
                        "invalid_request")
+    if isinstance(data, dict) and "method" in data and ("result" in data or "error" in data):
+        # a response never runs: read as a request, a client's answer could call a tool
+        raise RpcError(wire.INVALID_REQUEST, "A message is a request (method) or a response (result, error), "
+                       "never both; a response is not executed.", "invalid_request")
     if isinstance(data, dict) and "method" in data and "id" in data and data["id"] is None:
         # not a notification: a request whose id is null, which MCP forbids (it could not be answered)
         raise RpcError(wire.INVALID_REQUEST, "A request's id must be a string or an integer, not null.",
