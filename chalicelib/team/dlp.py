@@ -60,6 +60,7 @@ PHONE = patterns.compile(rf"(?:^|[^{_W}+])(?P<hit>(?:\+[{_D}]{{1,3}}[ .-]?)?(?:\
 CARD = patterns.compile(rf"(?:^|[^{_D}])(?P<hit>(?:[{_D}][ -]?){{12,18}}[{_D}])(?:$|[^{_D}])")
 PEM = patterns.compile(r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
                        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)")
+_MARKER = patterns.compile(r"\[REDACTED:(?P<kind>aws_key|private_key|token|password|email|phone|payment_card)\]")
 _DATE_OR_VERSION = patterns.compile(rf"[{_D}]{{4}}-[{_D}]{{2}}-[{_D}]{{2}}|[{_D}]+(?:\.[{_D}]+){{1,3}}")
 _WORD_TRIM = ".,;:!?)]}>\"'"
 # "the password is X" / "db passwd for staging was X" / "passphrase: X"
@@ -303,10 +304,23 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 
 def scan(text: str) -> list[Finding]:
-    """Every finding in ``text``, non-overlapping, in order of position."""
+    """Every finding in ``text``, non-overlapping, in order of position. A ``[REDACTED:<kind>]``
+    marker already in the text is a finding of its kind, and what a detector finds in or across
+    it is not: scanning a redacted text again finds what it found, and redacts nothing more (the
+    stored projection of an accepted entry holds the redacted text)."""
     if not text:
         return []
-    return _merge(_secret_findings(text) + _prose_findings(text) + _pattern_findings(text))
+    markers = [Finding(m["kind"], m.start(), m.end()) for m in _MARKER.finditer(text)]
+    found = _secret_findings(text) + _prose_findings(text) + _pattern_findings(text)
+    if markers:
+        ends = [f.end for f in markers]
+        found = [f for f in found if not _overlaps(f, markers, ends)]
+    return _merge(found + markers)
+
+
+def _overlaps(f: Finding, markers: list[Finding], ends: list[int]) -> bool:
+    i = bisect_right(ends, f.start)  # the first marker ending after f starts
+    return i < len(markers) and markers[i].start < f.end
 
 
 def redact(text: str, findings: list[Finding]) -> str:
