@@ -269,7 +269,7 @@ def cmd_limits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     elif not _org_exists(args.org):
         from .errors import NotFound
         raise NotFound(f"Org '{args.org}' does not exist: no token was ever minted for it and no limit set "
-                       "(mint-token creates an org).", code="org_not_found")
+                       "(mint-token creates an org).", code="not_found")
     ov = limits.overrides(args.org, fresh=True)
     out.write(json.dumps({"org": args.org, "effective": dataclasses.asdict(limits.combine(limits.defaults(), ov)),
                           "operator": ov.operator, "org_values": ov.org,

@@ -40,6 +40,6 @@ def test_rebuild_indexes_prints_its_result_and_nothing_else(aws, api):
 def test_limits_show_of_an_org_that_does_not_exist_says_so(aws, api):
     status, out, err = run("limits", "show", "--org", "nosuchorg")
     assert status == 1 and out == ""
-    assert "Org 'nosuchorg' does not exist" in err and "org_not_found" in err
+    assert "Org 'nosuchorg' does not exist" in err and "(not_found)" in err
     status, out, _err = run("limits", "show", "--org", "default")  # the api fixture's token made it
     assert status == 0 and json.loads(out)["org"] == "default"
