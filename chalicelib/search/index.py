@@ -68,6 +68,7 @@ from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 
 from .. import metrics, patterns
+from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
 from ..core.store import BankHead, BankRow, Clock, split_seq
@@ -670,7 +671,8 @@ class IndexCache:
 
     def write_snapshot(self, entry: BankIndex) -> str:
         """Upload the entry's index as ``snapshot_key(org, bank, clock total)`` (lock held by the
-        caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP`` totals (and a gzip
+        caller), note it on the bank row (``store.record_snapshot``: what status reads) and delete
+        older snapshots beyond the newest ``SNAPSHOT_KEEP`` totals (and a gzip
         one beside a zstd one of the same total), and every snapshot of another format; returns
         the key."""
         buf = io.BytesIO()
@@ -681,6 +683,7 @@ class IndexCache:
         key = snapshot_key(entry.org_id, entry.bank, entry.seq)
         packed = zstandard.ZstdCompressor(level=SNAPSHOT_ZSTD_LEVEL).compress(buf.getvalue())
         blobs.put_bytes(key, packed, "application/zstd")
+        store.record_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, key, now_ms())
         current, drop = _snapshots(entry.org_id, entry.bank)
         kept: set[int] = set()
         for seq, k, _at in current:  # newest first, at one total the zstd one first

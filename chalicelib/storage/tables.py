@@ -157,7 +157,7 @@ class BankModel(_Base):
     a bank's write lanes 1.. (keys no bank name can take). ``seq`` counts the changes committed in
     lane 0 (the bank row) or in the lane a lane row holds; ``lanes`` (bank rows only; absent: 1) is
     how many lanes the bank's changes are split into, by memory id; ``sealed`` marks the lanes of
-    a trashed bank."""
+    a trashed bank; ``snapshot_*`` (bank rows only) the newest index snapshot written of it."""
 
     class Meta(_Base.Meta):
         pass
@@ -181,6 +181,10 @@ class BankModel(_Base):
     tuning = UnicodeAttribute(null=True)  # the config row only: the last good memory tuning, JSON
     lanes = NumberAttribute(null=True)
     sealed = BooleanAttribute(null=True)
+    # the newest recall index snapshot the snapshot writer recorded (what GET /v1/status shows)
+    snapshot_seq = NumberAttribute(null=True)
+    snapshot_key = UnicodeAttribute(null=True)
+    snapshot_at = NumberAttribute(null=True)
 
 
 # --- memories -------------------------------------------------------------------------------
