@@ -31,6 +31,7 @@ from typing import TypedDict
 import boto3
 from botocore.config import Config
 
+from .errors import ConfigError
 from .settings import get_settings
 from .storage import blobs, probe
 
@@ -86,6 +87,8 @@ def _check(name: str, required: bool, fn: Callable[[], str], operator: bool) -> 
             detail = _PUBLIC_OK.get(name, detail)
     except Failed as exc:
         detail, ok = (str(exc) if operator else exc.public), False
+    except ConfigError as exc:  # our own message: the variable and the problem, never a value or resource
+        detail, ok = str(exc), False
     except Exception as exc:  # noqa: BLE001 - a failed check is reported, not raised
         ok = False
         detail = (f"{type(exc).__name__}: {str(exc)[:500]}" if operator
@@ -107,10 +110,14 @@ def _configuration() -> str:
 
 
 def _tuning() -> str:
-    from .tuning import tuning_problem
-    problem = tuning_problem()
-    if problem is not None:
-        raise Failed(f"{problem}; the last good tuning is running")
+    from .tuning import current_tuning, tuning_problem
+    try:
+        current_tuning()  # read now: what a cold container would run, whatever this one cached
+    except ConfigError as exc:
+        raise Failed(f"{exc}; the last good tuning is running") from None
+    if tuning_problem() is not None:
+        raise Failed("the configured memory tuning is valid again, but the last good one runs until a reload "
+                     "(POST /v1/reload)")
     return "the configured memory tuning is valid and running"
 
 
