@@ -15,6 +15,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml | $(BIN)/python
+	@echo "make venv: installing the dependencies into $(VENV) (the first time takes a minute or two)"
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e ./clients/python
 	touch $(STAMP)
