@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .banks.service import live_rows_page
 from .core import store
-from .core.store import decode_cursor, encode_cursor
-from .errors import BadRequest
 from .inject.reload import read_version
-from .names import NAME_RE
 
 PAGE_DEFAULT = 100  # banks per page when no limit is given
 PAGE_MAX = 200  # a page's counters cost one BatchGetItem per 100 lane rows
@@ -63,23 +61,9 @@ def org_status(org_id: str, *, limit: int = PAGE_DEFAULT, cursor: str | None = N
     ``cursor`` of the previous page. Reads only: a consistent query of a page of bank rows and one
     BatchGetItem of their lane rows. Raises 400 ``validation_error`` for a limit out of range or a
     cursor of another listing or org."""
-    if not 1 <= limit <= PAGE_MAX:
-        raise BadRequest(f"limit must be between 1 and {PAGE_MAX}.", details={"field": "limit"})
-    start = decode_cursor(cursor, "status", org_id, {"after": str})
-    after = str(start["after"]) if start is not None else None
-    if after is not None and not NAME_RE.fullmatch(after):
-        raise BadRequest("Invalid cursor: it is malformed or was issued by another listing.",
-                         details={"field": "cursor"})
-    rows: list[store.BankRow] = []
-    more = False
-    for row in store.iter_live_bank_rows(org_id, after, page_size=limit + 1):
-        if len(rows) == limit:
-            more = True
-            break
-        rows.append(row)
+    rows, next_cursor = live_rows_page(org_id, "status", limit=limit, cursor=cursor, page_max=PAGE_MAX)
     heads = store.heads_of(org_id, rows, strict=False)
     banks = [BankStatus(name=str(h.row.name), seq=h.clock.total, memories=h.memories, snapshot=_snapshot(h.row))
              for h in heads]
-    next_cursor = encode_cursor("status", org_id, {"after": rows[-1].name}) if more else None
     return OrgStatus(config_version=read_version(), org_config_version=read_version(org_id), banks=banks,
                      next_cursor=next_cursor)
