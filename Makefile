@@ -15,6 +15,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml | $(BIN)/python
+	@echo "make venv: installing the dependencies into $(VENV) (the first time takes a minute or two)"
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e ./clients/python
 	touch $(STAMP)
@@ -48,11 +49,14 @@ bench: venv
 	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \
 	else echo "bench: no benchmark suite yet (python -m bench)"; fi
 
-# CloudFormation for $(STAGE) into build/, then cfn-lint on it.
+# CloudFormation for $(STAGE) into build/, then cfn-lint on it and a check that the zip holds RE2.
 package: venv
 	rm -rf build
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package --merge-template infra/template.json --stage $(STAGE) build/
 	$(BIN)/cfn-lint build/sam.json
+	@# chalice only warns when it finds no manylinux wheel for a native module: check the zip holds RE2's
+	@$(BIN)/python -m zipfile -l build/deployment.zip | grep -q '_re2.cpython-311-x86_64-linux-gnu.so' \
+		|| { echo "make package: build/deployment.zip lacks google-re2's native module" >&2; exit 1; }
 
 # ruff (ruff.toml) and mypy with the pydantic plugin (mypy.ini); CI runs it before the tests.
 lint: venv

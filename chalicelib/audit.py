@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, TypedDict
 from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
+from . import patterns
 from .clock import now_ms
 from .core.store import decode_cursor, encode_cursor
 from .errors import BadRequest
@@ -51,7 +51,7 @@ ACTIONS: tuple[str, ...] = (
     "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept",
     "context.memory.supersede", "context.memory.archive",
 )
-_SK = re.compile(r"\d{13}#[0-9a-f]{32}")
+_SK = patterns.compile(r"[0-9]{13}#[0-9a-f]{32}")
 
 
 def _scoped(org_id: str, value: str) -> str:

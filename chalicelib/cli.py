@@ -19,6 +19,13 @@ Commands (each goes through the same service functions as the API; no Chalice):
   bank|token|operation] [--format table|csv|json]``: the usage report of ``GET /v1/usage``
   (``chalicelib.usage.report``; T is ms since the epoch or an ISO UTC date/time; default the last
   24 hours); ``--all-orgs`` scans every org (group keys ``<org>/<key>``).
+- ``doctor [--org O] [--json]``: the deployment's self-test (``chalicelib.doctor``) as the
+  operator sees it: details name the tables, bucket, queue (and its depth) and model endpoint;
+  ``--org`` runs the round trip with that org's probe and adds its extraction quota. Exit status
+  1 when a required check failed.
+
+The metric lines a command's work emits (CloudWatch reads them on Lambda) are dropped unless
+``--metrics`` is given, which prints them to stderr.
 
 Stages: ``local`` (the default) talks to the moto server of the local stack running from
 ``$CAIRN_STATE_DIR`` (default ``.cairn-local``; its ports are in ``stack.json`` there), or to
@@ -36,6 +43,7 @@ import argparse
 import contextlib
 import dataclasses
 import getpass
+import io
 import json
 import os
 import sys
@@ -209,6 +217,29 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the doctor as the operator; one line per check (or ``--json``), exit 1 unless ok."""
+    from . import doctor
+    report = doctor.run_checks(f"operator:{getpass.getuser()}", args.org, operator=True)
+    if args.json:
+        out.write(json.dumps(report) + "\n")
+    else:
+        width = max(len(c["name"]) for c in report["checks"])
+        for c in report["checks"]:
+            state = "ok  " if c["ok"] else ("FAIL" if c["required"] else "warn")
+            out.write(f"{state}  {c['name'].ljust(width)}  {c['detail']}  ({c['ms']} ms)\n")
+        out.write("doctor: ok\n" if report["ok"] else "doctor: a required check failed\n")
+    return 0 if report["ok"] else 1
+
+
+def _org_exists(org: str) -> bool:
+    """Whether ``org`` has a token (``mint-token`` creates an org) or limits an operator set."""
+    from .auth import store
+    from .usage import limits
+    ov = limits.overrides(org, fresh=True)
+    return next(store.list_org(org), None) is not None or bool(ov.operator or ov.org)
+
+
 def cmd_limits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``limits show``: the org's limits as JSON (``effective``, ``operator``, ``org``, ``defaults``).
     ``limits set``: the operator's values of the org (the only way to raise one; ``default`` drops
@@ -235,6 +266,10 @@ def cmd_limits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         audit.record(args.org, "usage.limits", f"operator:{getpass.getuser()}", args.org, {"operator": values})
+    elif not _org_exists(args.org):
+        from .errors import NotFound
+        raise NotFound(f"Org '{args.org}' does not exist: no token was ever minted for it and no limit set "
+                       "(mint-token creates an org).", code="not_found")
     ov = limits.overrides(args.org, fresh=True)
     out.write(json.dumps({"org": args.org, "effective": dataclasses.asdict(limits.combine(limits.defaults(), ov)),
                           "operator": ov.operator, "org_values": ov.org,
@@ -285,11 +320,13 @@ def cmd_usage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- entry point ----------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands export, import, mint-token, rebuild-indexes, limits, usage)."""
+    """The argument parser (subcommands export, import, mint-token, rebuild-indexes, limits, doctor,
+    usage)."""
     p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
     p.add_argument("--stage", choices=STAGES, default="local",
                    help="local: the local stack's moto (default); "
                         "dev/prod: AWS with CAIRN_* names from the environment")
+    p.add_argument("--metrics", action="store_true", help="print the work's metric lines (EMF JSON) to stderr")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("export", help="export a bank as memories.jsonl")
@@ -328,6 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
         lim.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="N|default",
                          help="0 = no limit (burst, as-of-cost: at least 1); default drops the operator's value")
     lim.set_defaults(func=cmd_limits)
+    d = sub.add_parser("doctor", help="the deployment's self-test, with what only an operator may see")
+    d.add_argument("--org", help="run the round trip with this org's probe and show its extraction quota")
+    d.add_argument("--json", action="store_true", help="the report as JSON")
+    d.set_defaults(func=cmd_doctor)
     u = sub.add_parser("usage", help="usage report of an org (or every org), as GET /v1/usage")
     u.add_argument("--org")
     u.add_argument("--all-orgs", action="store_true", help="every org (a table scan)")
@@ -350,8 +391,9 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None, err: TextI
     saved = dict(os.environ)  # in-process callers (tests) get their environment back
     try:
         os.environ.update(configure(args.stage))
-        # metric lines (stdout on Lambda) go to stderr here: a command's output stays its own
-        with contextlib.redirect_stdout(err):
+        # metric lines (stdout on Lambda, for CloudWatch) are no output of a command: dropped,
+        # or on stderr with --metrics
+        with contextlib.redirect_stdout(err if args.metrics else io.StringIO()):
             return args.func(args, out, err)
     except UsageError as exc:
         print(f"error: {exc}", file=err)

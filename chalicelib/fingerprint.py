@@ -9,7 +9,7 @@ text), the new text takes ``fingerprint_variant(text, k)`` for the first free ``
 
 from __future__ import annotations
 
-import re
+from . import patterns
 
 FNV64_OFFSET = 0xCBF29CE484222325
 FNV64_PRIME = 0x100000001B3
@@ -22,7 +22,8 @@ WHITE_SPACE = (
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-_WS_RUN = re.compile("[" + re.escape(WHITE_SPACE) + "]+")
+_WS_RUN = patterns.stdlib("[" + "".join(f"\\u{ord(c):04x}" for c in WHITE_SPACE) + "]+",
+                          "a run of one class, on every text saved")
 
 
 def collapse_whitespace(text: str) -> str:
@@ -56,4 +57,4 @@ def fingerprint_variant(text: str, k: int) -> str:
     return f"fp{fnv1a64(data):016x}"
 
 
-FINGERPRINT_RE = re.compile(r"fp[0-9a-f]{16}")
+FINGERPRINT_RE = patterns.compile(r"fp[0-9a-f]{16}")

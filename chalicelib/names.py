@@ -4,11 +4,10 @@ or written, so ``../evil`` can never reach an S3 key."""
 
 from __future__ import annotations
 
-import re
-
+from . import patterns
 from .errors import BadRequest
 
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+NAME_RE = patterns.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 def check_name(value: object, what: str = "bank") -> str:

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
     import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
                                      description="Largest inline import body, bytes (larger: import-uploads).")
+    import_upload_max_bytes: int = Field(32 * 1024 * 1024, ge=1, description="Largest import-uploads file, bytes "
+                                         "(its size is read before the file; larger: 413, split the file).")
     memories_page_max: int = Field(500, ge=1, description="Largest page of a bank's memory listing (its limit).")
     memories_page_default: int = Field(50, ge=1, description="Page size of a bank's memory listing without a limit.")
     idempotency_key_max_chars: int = Field(255, ge=1, description="Longest accepted Idempotency-Key, characters.")

@@ -10,9 +10,9 @@ validate, raises ``ConfigError`` naming the source, the key and the problem (``l
 the recall core reads it with the bank row) and per distinct environment, so a reload makes every
 container re-read the file.
 
-A tuning problem never takes recall down: ``get_tuning()`` keeps the last good tuning (this
-container's, else the one the last successful ``POST /v1/reload`` persisted in the config row,
-else the defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
+A tuning problem never takes recall down: ``get_tuning()`` keeps the last good tuning (the one
+the last successful reload persisted in the config row, else this container's last, else the
+defaults) and ``tuning_problem()`` says what is wrong; ``POST /v1/reload``
 refuses an invalid tuning with 400 ``invalid_config`` and doctor reports it.
 
 Recall weights (the bank worker's defaults; see docs/banks.md, "How recall ranks"):
@@ -28,7 +28,7 @@ import threading
 import tomllib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .settings import is_configured
@@ -39,44 +39,57 @@ log = logging.getLogger("cairn.tuning")
 ENV_PREFIX = "CAIRN_MEMORY_"
 CONFIG_FILE_ENV = "CAIRN_CONFIG_FILE"
 CONFIG_KEY = "config/memory.toml"  # the bucket's tuning object, above the file
+_MAX_WEIGHT = 1000.0  # a signal's weight: far above any tuned one, far below what overflows a score
+_YEAR_S = 366 * 24 * 3600
 
 
 class MemoryTuning(BaseModel):
     """The ``[memory]`` settings (the recall interface). Units: counts, UTF-8
     bytes (``max_content``, ``max_rule_chars``), seconds (``nudge_cooldown``), tokens
-    (``recall_budget_tokens``, 4 bytes each), days (``decay_half_life_days``)."""
+    (``recall_budget_tokens``, 4 bytes each), days (``decay_half_life_days``), minutes
+    (``neighbour_window_minutes``). Every number is finite and within its range (an infinite
+    weight made recall answer ``"score": Infinity``, which is no JSON); ``default_bank`` is a
+    bank name."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     relevance_k: int = Field(5, ge=1, le=100)
     fetch_limit: int = Field(50, ge=1, le=10000)
-    max_content: int = Field(32768, ge=1)
-    nudge_cooldown: int = Field(300, ge=0)
+    max_content: int = Field(32768, ge=1, le=1024 * 1024)
+    nudge_cooldown: int = Field(300, ge=0, le=_YEAR_S)
     nudges: bool = True
     recall_limit: int = Field(6, ge=1, le=100)
-    recall_budget_tokens: int = Field(1200, ge=0)
-    max_rule_chars: int = Field(6000, ge=0)
-    decay_half_life_days: float = Field(30, gt=0)
+    recall_budget_tokens: int = Field(1200, ge=0, le=1_000_000)
+    max_rule_chars: int = Field(6000, ge=0, le=1024 * 1024)
+    decay_half_life_days: float = Field(30, gt=0, le=36500)
     default_bank: str = "main"
-    w_bm25: float = Field(1.0, ge=0)
+    w_bm25: float = Field(1.0, ge=0, le=_MAX_WEIGHT)
     # Tuned on LoCoMo conv-26/30/41 (bench/quality.py states the rule): the worker's 0.6 and 0.35
     # miss the targets; 1.5 and 0.9 meet them, held-out conversations included (docs/benchmark.md).
-    w_entity: float = Field(1.5, ge=0)
-    w_corroboration: float = Field(0.3, ge=0)
-    w_pinned: float = Field(0.75, ge=0)
+    w_entity: float = Field(1.5, ge=0, le=_MAX_WEIGHT)
+    w_corroboration: float = Field(0.3, ge=0, le=_MAX_WEIGHT)
+    w_pinned: float = Field(0.75, ge=0, le=_MAX_WEIGHT)
     recency_floor: float = Field(0.9, ge=0, le=1)
     # Signals beyond BM25F (chalicelib/search/signals.py; 0 turns one off), chosen on the LoCoMo
     # tuning conversations only (bench/quality.py, --tune).
-    w_prf: float = Field(0.0, ge=0)
+    w_prf: float = Field(0.0, ge=0, le=_MAX_WEIGHT)
     prf_docs: int = Field(3, ge=1, le=20)
     prf_terms: int = Field(10, ge=1, le=50)
-    w_neighbour: float = Field(0.3, ge=0)
+    w_neighbour: float = Field(0.3, ge=0, le=_MAX_WEIGHT)
     neighbour_hits: int = Field(5, ge=1, le=20)
-    neighbour_window_minutes: float = Field(2.0, gt=0)
-    w_time: float = Field(0.75, ge=0)
+    neighbour_window_minutes: float = Field(2.0, gt=0, le=7 * 24 * 60)
+    w_time: float = Field(0.75, ge=0, le=_MAX_WEIGHT)
     extraction_enabled: bool = True
-    extraction_window: int = Field(12, ge=1)
-    max_memories_per_turn: int = Field(8, ge=0)
+    extraction_window: int = Field(12, ge=1, le=1000)
+    max_memories_per_turn: int = Field(8, ge=0, le=100)
     rule_learning_enabled: bool = True
+
+    @field_validator("default_bank")
+    @classmethod
+    def _bank_name(cls, v: str) -> str:
+        from .names import NAME_RE
+        if not NAME_RE.fullmatch(v):
+            raise ValueError(f"must be a bank name ({NAME_RE.pattern})")
+        return v
 
 
 _lock = threading.Lock()
@@ -124,8 +137,20 @@ def org_config_version(org_id: str) -> int:
 def _env_key() -> tuple:
     # The known variables' values plus the size of the environment (a new, unknown
     # CAIRN_MEMORY_* variable changes it and so reaches load_tuning's error): a few dict lookups
-    # instead of decoding the whole environment on every recall.
-    return (len(os.environ), tuple(os.environ.get(n) for n in _ENV_NAMES))
+    # instead of decoding the whole environment on every recall. The config file's size and
+    # modification time too (one stat): a warm container re-reads an edited file as a cold one would.
+    return (len(os.environ), tuple(os.environ.get(n) for n in _ENV_NAMES), _file_stamp())
+
+
+def _file_stamp() -> tuple[int, int] | None:
+    path = os.environ.get(CONFIG_FILE_ENV)
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _memory_table(data: bytes, where: str) -> dict[str, object]:
@@ -234,11 +259,20 @@ def tuning_problem() -> ConfigError | None:
     return _problem.get((_config_version, _env_key()))
 
 
+def note_problem(problem: ConfigError) -> None:
+    """Record that the configured tuning, read now, is invalid (a refused reload): this container
+    keeps running the tuning it runs, which is the last good one, and reports ``problem`` (what a
+    cold container reading the same configuration would report)."""
+    get_tuning()
+    with _lock:
+        _problem[(_config_version, _env_key())] = problem
+
+
 def get_tuning() -> MemoryTuning:
-    """The current tuning, cached per config version and distinct environment. Never raises:
-    when the configured tuning is invalid, the last good one runs (this container's, else the
-    one persisted in the config row, else the defaults) and ``tuning_problem()`` names the
-    problem."""
+    """The current tuning, cached per config version, distinct environment and config file
+    version. Never raises: when the configured tuning is invalid, the last good one runs (the one
+    persisted in the config row, else this container's last, else the defaults) and
+    ``tuning_problem()`` names the problem."""
     key = (_config_version, _env_key())
     cached = _cache.get(key)
     if cached is not None:
@@ -248,7 +282,8 @@ def get_tuning() -> MemoryTuning:
         tuning = current_tuning()
     except ConfigError as exc:
         log.error("invalid memory tuning, keeping the last good one: %s", exc)
-        tuning = _last_good or _stored_last_good() or MemoryTuning()
+        # the one the last successful reload validated first: warm and cold containers run the same
+        tuning = _stored_last_good() or _last_good or MemoryTuning()
         with _lock:
             _problem[key] = exc
     else:

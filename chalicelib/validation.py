@@ -29,27 +29,29 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictStr
 
+from . import patterns
 from .errors import BadRequest
 
 MAX_SAFE_INT = 2**53 - 1
 MAX_TIME_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 MAX_DEPTH = 64
 
-_SCALAR_BAD = re.compile("[\x00\ud800-\udfff]")
-_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_TEXT_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# one class each, run on every string of every body; they must find lone surrogates (RE2 cannot)
+_EVERY_STRING = "one class, on every string of a body, finding lone surrogates"
+_SCALAR_BAD = patterns.stdlib("[\x00\ud800-\udfff]", _EVERY_STRING)
+_LINE_BAD = patterns.stdlib("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]", _EVERY_STRING)
+_TEXT_BAD = patterns.stdlib("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]", _EVERY_STRING)
 # A JSON string literal, or an unterminated one running to the end: every alternative can always
 # advance, so the scan is linear whatever the input.
-_STRING = re.compile(r'"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\Z)')
+_STRING = patterns.stdlib(r'"(?:[^"\\]++|\\[\s\S]?)*+(?:"|\Z)', "possessive repeats, over whole bodies")
 _BRACKETS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
-_RUNS = re.compile(rb"\(+|\)+")
-_INT_LITERAL = re.compile(r"-?[0-9]{1,16}")
+_RUNS = patterns.stdlib(rb"\(+|\)+", "runs of one byte, over whole bodies")
+_INT_LITERAL = patterns.compile(r"-?[0-9]{1,16}")
 _NO_NUL = "must not hold U+0000"
 _MAX_INT_CHARS = len(str(-MAX_SAFE_INT))
 
@@ -78,7 +80,7 @@ def _int(literal: str) -> Any:
     return _TOO_LONG if len(literal) > _MAX_INT_CHARS else int(literal)
 
 
-def _char_problem(value: str, bad: re.Pattern[str], control: str) -> str | None:
+def _char_problem(value: str, bad: patterns.StdPattern[str], control: str) -> str | None:
     """A phrase ("must ...") saying what is wrong with ``value``, naming only the code point."""
     m = bad.search(value)
     if m is None:
@@ -214,8 +216,8 @@ def text_problem(value: str) -> str | None:
 # what a one-line value shown to a person must not hold: control characters (C0, DEL, C1), line
 # and paragraph separators, lone surrogates, and the bidirectional formatting characters that
 # reorder what a terminal or page shows (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C)
-_SHOWN_BAD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u202a-\u202e\u2066-\u2069"
-                        "\u200e\u200f\u061c]")
+_SHOWN_BAD = patterns.stdlib("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u202a-\u202e\u2066-\u2069"
+                             "\u200e\u200f\u061c]", _EVERY_STRING)
 
 
 def shown_line(value: str, limit: int) -> str:

@@ -439,3 +439,5 @@ class ServiceStatus(BaseModel):
     org_config_version: int
     """The caller's org's config version (bumped by ``POST /v1/reload``)."""
     banks: list[BankStatus]
+    next_cursor: str | None = None
+    """Present only when more banks follow: pass it back as ``cursor``."""

@@ -10,14 +10,16 @@ the session's turns named, so a token with a bank allow-list is refused it; ``PO
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 
 from chalice import Blueprint
+from pydantic import BaseModel
 
 from .. import doctor, status
 from ..auth.principal import Permission
 from ..extraction import service
 from . import banks_models as m
-from .http import Ctx, Reply, endpoint
+from .http import Ctx, IntRange, Reply, endpoint, parse_query
 
 bp = Blueprint(__name__)
 
@@ -59,8 +61,22 @@ def run_doctor(ctx: Ctx):
     return doctor.run_checks(ctx.principal.actor, ctx.principal.org_id)
 
 
-@endpoint(bp, "/v1/status", ["GET"], permission=ADMIN, responses={200: m.ServiceStatus})
+class StatusQuery(BaseModel):
+    """``GET /v1/status?limit=&cursor=``: ``limit`` within 1..``status.PAGE_MAX`` (default
+    ``status.PAGE_DEFAULT``); ``cursor`` from the previous page."""
+
+    limit: Annotated[int, IntRange(1, status.PAGE_MAX)] | None = None
+    cursor: str | None = None
+
+
+@endpoint(bp, "/v1/status", ["GET"], permission=ADMIN, query=StatusQuery, responses={200: m.ServiceStatus})
 def service_status(ctx: Ctx):
-    """What the org holds right now: ``{config_version, org_config_version, banks: [{name, seq,
-    memories, snapshot: {key, seq, at} | null}]}`` (``status.org_status``)."""
-    return dataclasses.asdict(status.org_status(ctx.principal.org_id))
+    """What the org holds right now, a page of banks at a time: ``{config_version,
+    org_config_version, banks: [{name, seq, memories, snapshot: {key, seq, at} | null}], next_cursor?}``
+    (``status.org_status``; ``next_cursor`` only when more banks follow)."""
+    q = parse_query(ctx.query, StatusQuery)
+    page = status.org_status(ctx.principal.org_id, limit=q.limit or status.PAGE_DEFAULT, cursor=q.cursor)
+    body = dataclasses.asdict(page)
+    if body["next_cursor"] is None:
+        del body["next_cursor"]
+    return body

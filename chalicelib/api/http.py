@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import traceback
 import uuid
@@ -31,7 +30,7 @@ from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, Vali
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 
-from .. import timing, validation
+from .. import patterns, timing, validation
 from ..auth.principal import Principal
 from ..auth.tokens import authenticate
 from ..errors import (
@@ -106,7 +105,7 @@ class Ctx:
         return self.headers.get(name.lower())
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = patterns.stdlib("[\ud800-\udfff]", "one class, finding lone surrogates")
 
 
 def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

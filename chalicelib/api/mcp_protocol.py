@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,6 +36,7 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
+from .. import patterns
 from . import mcp_wire as wire
 
 DEFAULT_VERSION = types.DEFAULT_NEGOTIATED_VERSION  # a handshake-era request without the header
@@ -44,7 +44,7 @@ SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
-_B64_SENTINEL = re.compile(r"=\?base64\?(.*)\?=")
+_B64_SENTINEL = patterns.compile(r"=\?base64\?(.*)\?=")
 NAME_BEARING = {"tools/call": "name"}  # of the methods served, those whose name a header repeats
 SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
 MODERN_STATUS = {wire.PARSE_ERROR: 400, wire.INVALID_REQUEST: 400, wire.INVALID_PARAMS: 400,
@@ -128,6 +128,10 @@ def _message(data: Any) -> types.JSONRPCMessage:
     if isinstance(data, list):
         raise RpcError(wire.INVALID_REQUEST, "Batches are not supported: send one JSON-RPC message per request.",
                        "invalid_request")
+    if isinstance(data, dict) and "method" in data and ("result" in data or "error" in data):
+        # a response never runs: read as a request, a client's answer could call a tool
+        raise RpcError(wire.INVALID_REQUEST, "A message is a request (method) or a response (result, error), "
+                       "never both; a response is not executed.", "invalid_request")
     if isinstance(data, dict) and "method" in data and "id" in data and data["id"] is None:
         # not a notification: a request whose id is null, which MCP forbids (it could not be answered)
         raise RpcError(wire.INVALID_REQUEST, "A request's id must be a string or an integer, not null.",

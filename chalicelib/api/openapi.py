@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from .. import patterns
 from ..errors import CODES
 from .http import ROUTES, Raw, Route
 from .mcp import McpError
@@ -84,8 +84,14 @@ def error_codes(route: Route, method: str) -> list[str]:
     return [c for c in CODES if c in codes]
 
 
+_SENTENCE_END = patterns.compile(r"[.:]\s")
+_PATH_PARAM = patterns.compile(r"{(\w+)}")
+
+
 def _summary(doc: str) -> str:
-    first = re.split(r"(?<=[.:])\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
+    text = " ".join(doc.split()) if doc else ""
+    end = _SENTENCE_END.search(text)  # "." or ":" before a space
+    first = text[:end.start() + 1] if end else text
     return first.rstrip(":.")[:120]
 
 
@@ -122,7 +128,7 @@ def _word_defaults(node: Any) -> None:
 
 def _parameters(route: Route, query_schema: dict[str, Any] | None, defs: dict[str, Any]) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = []
-    for name in re.findall(r"{(\w+)}", route.path):
+    for name in _PATH_PARAM.findall(route.path):
         schema: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 512}
         if name == "bank":
             schema = {"type": "string", "pattern": r"^[a-z0-9][a-z0-9_-]{0,63}$"}

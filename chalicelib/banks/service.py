@@ -184,9 +184,20 @@ def list_banks(org_id: str, *, limit: int = BANKS_PAGE_DEFAULT, cursor: str | No
     ``cursor`` of the previous page; ``allowed``: only these bank names (a token's allow-list),
     pages filled from them alone. Raises 400 ``validation_error`` for a limit out of range or a
     cursor of another listing or org."""
-    if not 1 <= limit <= BANKS_PAGE_MAX:
-        raise BadRequest(f"limit must be between 1 and {BANKS_PAGE_MAX}.", details={"field": "limit"})
-    start = decode_cursor(cursor, "banks", org_id, {"after": str})
+    rows, next_cursor = live_rows_page(org_id, "banks", limit=limit, cursor=cursor, page_max=BANKS_PAGE_MAX,
+                                       allowed=allowed)
+    return BankPage(banks=banks_of(org_id, rows), next_cursor=next_cursor)
+
+
+def live_rows_page(org_id: str, listing: str, *, limit: int, cursor: str | None, page_max: int,
+                   allowed: Collection[str] | None = None) -> tuple[list[BankRow], str | None]:
+    """A page of the org's live bank rows by name for ``listing`` (a cursor names its listing):
+    up to ``limit`` (1..``page_max``) after ``cursor``, only ``allowed`` names when given, and the
+    next page's cursor (``None`` on the last). Raises 400 ``validation_error`` for a limit out of
+    range or a cursor of another listing or org."""
+    if not 1 <= limit <= page_max:
+        raise BadRequest(f"limit must be between 1 and {page_max}.", details={"field": "limit"})
+    start = decode_cursor(cursor, listing, org_id, {"after": str})
     after = str(start["after"]) if start is not None else None
     if after is not None and not NAME_RE.fullmatch(after):
         raise BadRequest("Invalid cursor: it is malformed or was issued by another listing.",
@@ -200,8 +211,7 @@ def list_banks(org_id: str, *, limit: int = BANKS_PAGE_DEFAULT, cursor: str | No
             more = True
             break
         rows.append(row)
-    next_cursor = encode_cursor("banks", org_id, {"after": rows[-1].name}) if more else None
-    return BankPage(banks=banks_of(org_id, rows), next_cursor=next_cursor)
+    return rows, (encode_cursor(listing, org_id, {"after": rows[-1].name}) if more else None)
 
 
 def list_trash(org_id: str) -> list[TrashEntry]:

@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import audit
 from ..clock import now_ms
 from ..core import store
-from ..core.ndjson import check_inline_size, parse_line
+from ..core.ndjson import check_inline_size, check_upload_size, lines_of, parse_line
 from ..core.records import Memory
 from ..core.store import BankTx, Write, current, get_items, iter_records
-from ..errors import BadRequest, QuotaExceeded
+from ..errors import BadRequest, PayloadTooLarge, QuotaExceeded
 from ..fingerprint import FINGERPRINT_RE, fingerprint
 from ..names import check_name
 from ..settings import get_settings
@@ -138,9 +138,9 @@ class _Line(BaseModel):
     purged_at: Millis | None = None
 
 
-def _parse_line(raw: bytes) -> Memory | None:
-    """One line as a record; ``None`` for a purged tombstone (content-free: nothing to import).
-    Raises ``ValueError`` with a message for a bad line."""
+def _parse_line(raw: bytes, now: int) -> Memory | None:
+    """One line as a record (``now``, ms: its times when it has none); ``None`` for a purged
+    tombstone (content-free: nothing to import). Raises ``ValueError`` with a message for a bad line."""
     line = parse_line(raw, _Line)
     if line.purged_at is not None:
         return None
@@ -153,7 +153,6 @@ def _parse_line(raw: bytes) -> Memory | None:
     mid = line.id or fingerprint(text)
     if not FINGERPRINT_RE.fullmatch(mid):
         raise ValueError("id must be 'fp' followed by 16 lowercase hex digits")
-    now = now_ms()
     created = line.created_at if line.created_at is not None else (line.updated_at or now)
     updated = line.updated_at if line.updated_at is not None else created
     try:
@@ -167,15 +166,27 @@ def _parse_line(raw: bytes) -> Memory | None:
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
 
 
-def _winners(lines: Iterable[bytes], out: ImportResult) -> list[tuple[int, Memory]]:
-    """The winning ``(line number, record)`` of each id, in line order; bad lines go to
-    ``out.errors``, beaten lines and purged tombstones to ``out.skipped``."""
-    winners: dict[str, tuple[int, Memory]] = {}
+class _Winner(NamedTuple):
+    """An id's winning line so far, kept small (a parsed record costs kilobytes: a file of short
+    lines held as records took 800 MB for 32 MB): its number, the record's id, revision and text
+    fingerprint, and the line itself, parsed again when its batch is written."""
+
+    n: int
+    id: str
+    revision: int
+    fp: str
+    raw: bytes
+
+
+def _winners(lines: Iterable[bytes], out: ImportResult, now: int) -> list[_Winner]:
+    """The winning line of each id, in line order; bad lines go to ``out.errors``, beaten lines
+    and purged tombstones to ``out.skipped``."""
+    winners: dict[str, _Winner] = {}
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            rec = _parse_line(raw)
+            rec = _parse_line(raw, now)
         except ValueError as exc:
             out.errors.append(LineError(n, str(exc)))
             continue
@@ -185,10 +196,10 @@ def _winners(lines: Iterable[bytes], out: ImportResult) -> list[tuple[int, Memor
         cur = winners.get(rec.id)
         if cur is not None:
             out.skipped += 1  # one of the two lines of this id loses
-            if rec.revision < cur[1].revision:
+            if rec.revision < cur.revision:
                 continue
-        winners[rec.id] = (n, rec)
-    return sorted(winners.values(), key=lambda x: x[0])
+        winners[rec.id] = _Winner(n, rec.id, rec.revision, fingerprint(rec.text), raw)
+    return sorted(winners.values(), key=lambda w: w.n)
 
 
 def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
@@ -208,10 +219,11 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     """
     check_name(bank)
     out = ImportResult()
-    ordered = _first_text_wins(_winners(lines, out), out)
-    batches = store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES)
+    now = now_ms()
+    ordered = _first_text_wins(_winners(lines, out, now), out)
+    batches = store.lane_batches(org_id, bank, ordered, lambda w: w.id, size=BATCH, max_lanes=BATCH_LANES)
     try:
-        _apply_batches(org_id, bank, batches, actor, out, progress)
+        _apply_batches(org_id, bank, batches, actor, out, progress, now)
     finally:  # one event for the whole import, also when it stopped after some batches committed
         if out.imported:
             audit.record(org_id, "bank.import", actor, bank, {"bank": bank, "imported": out.imported,
@@ -220,17 +232,17 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     return out
 
 
-def _apply_batches(org_id: str, bank: str, batches: list[list[tuple[int, Memory]]], actor: str, out: ImportResult,
-                   progress: Callable[[int], Any] | None) -> None:
+def _apply_batches(org_id: str, bank: str, batches: list[list[_Winner]], actor: str, out: ImportResult,
+                   progress: Callable[[int], Any] | None, now: int) -> None:
     """Write ``batches`` in order, counting into ``out`` (see ``import_lines``)."""
     for i, batch in enumerate(batches):
         try:
-            applied = _write_batch(org_id, bank, batch, actor)
+            applied = _write_batch(org_id, bank, batch, actor, now)
         except QuotaExceeded as exc:
             if i == 0:
                 raise  # nothing written yet: the whole import is refused (429)
             # earlier batches committed: the lines left over are reported, not half-refused
-            out.errors.extend(LineError(n, f"quota_exceeded: {exc.message}") for b in batches[i:] for n, _r in b)
+            out.errors.extend(LineError(w.n, f"quota_exceeded: {exc.message}") for b in batches[i:] for w in b)
             break
         out.imported += applied.imported
         out.skipped += applied.skipped
@@ -239,22 +251,24 @@ def _apply_batches(org_id: str, bank: str, batches: list[list[tuple[int, Memory]
             progress(len(batch))
 
 
-def _first_text_wins(ordered: list[tuple[int, Memory]], out: ImportResult) -> list[tuple[int, Memory]]:
+def _first_text_wins(ordered: list[_Winner], out: ImportResult) -> list[_Winner]:
     """``ordered`` without the winners whose text an earlier line's winner of another id has
     (each an error in ``out``): batches go lane by lane, so the file's order decides here."""
     first: dict[str, str] = {}
     kept = []
-    for n, rec in ordered:
-        if first.setdefault(fingerprint(rec.text), rec.id) != rec.id:
-            out.errors.append(LineError(n, "duplicate_text: another memory has this text"))
+    for w in ordered:
+        if first.setdefault(w.fp, w.id) != w.id:
+            out.errors.append(LineError(w.n, "duplicate_text: another memory has this text"))
         else:
-            kept.append((n, rec))
+            kept.append(w)
     return kept
 
 
-def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
+def _write_batch(org_id: str, bank: str, batch: list[_Winner], actor: str, now: int) -> ImportResult:
+    records = [(w.n, rec) for w in batch if (rec := _parse_line(w.raw, now)) is not None]
+
     def attempt(btx: BankTx) -> ImportResult:
-        return _import_batch(btx, bank, batch, actor)
+        return _import_batch(btx, bank, records, actor)
 
     return store.write(org_id, attempt)
 
@@ -330,7 +344,7 @@ def import_ndjson(org_id: str, bank: str, body: bytes, *, actor: str) -> ImportR
     """Import an inline ndjson body of at most ``Settings.import_inline_bytes`` (413
     ``payload_too_large`` beyond)."""
     check_inline_size(body, "; use import-uploads for larger files")
-    return import_lines(org_id, bank, body.splitlines(), actor=actor)
+    return import_lines(org_id, bank, lines_of([body]), actor=actor)
 
 
 def create_upload(org_id: str, bank: str) -> Upload:
@@ -345,14 +359,22 @@ def create_upload(org_id: str, bank: str) -> Upload:
 def import_upload(org_id: str, bank: str, s3_key: str, *, actor: str) -> ImportResult:
     """Import a file uploaded with ``create_upload`` (it must be under its bank's upload prefix),
     streamed from S3 line by line; the object is deleted afterwards. Raises 400
-    ``validation_error`` (``s3_key``) for another key or nothing uploaded."""
+    ``validation_error`` (``s3_key``) for another key or nothing uploaded, 413
+    ``payload_too_large`` for a file over ``Settings.import_upload_max_bytes`` (its size is read
+    first, with a HEAD; the file is deleted unread and nothing is imported)."""
     check_name(bank)
     if not s3_key.startswith(store.upload_prefix(bank)) or ".." in s3_key:
         raise BadRequest("s3_key must be one returned by import-uploads for this bank.", details={"field": "s3_key"})
     key = store.upload_object(org_id, s3_key)
-    data = blobs.get_bytes(key)
-    if data is None:
+    size = blobs.size_of(key)
+    if size is None:
         raise BadRequest("Nothing was uploaded at that s3_key.", details={"field": "s3_key"})
-    result = import_lines(org_id, bank, data.splitlines(), actor=actor)
+    try:
+        check_upload_size(size)
+    except PayloadTooLarge:
+        blobs.delete(key)  # it can never be imported
+        raise
+    lines = lines_of(blobs.iter_chunks(key), max_bytes=get_settings().import_upload_max_bytes)
+    result = import_lines(org_id, bank, lines, actor=actor)
     blobs.delete(key)
     return result

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
@@ -662,6 +662,23 @@ def iter_live_bank_rows(org_id: str, after: str | None = None, *, page_size: int
     bind()
     cond = BankModel.name > after if after is not None and after >= "0" else BankModel.name >= "0"
     return iter(BankModel.query(org_id, cond, consistent_read=True, page_size=page_size))
+
+
+def record_snapshot(org_id: str, bank: str, incarnation: str, seq: int, key: str, at: int) -> bool:
+    """Note on the bank row the index snapshot just written: the clock total ``seq`` it holds, its
+    S3 ``key`` and upload time ``at`` (ms). One conditional update: only while the row is still that
+    incarnation and notes no newer snapshot; returns whether it was noted."""
+    bind()
+    try:
+        BankModel(org_id, bank).update(
+            actions=[BankModel.snapshot_seq.set(seq), BankModel.snapshot_key.set(key), BankModel.snapshot_at.set(at)],
+            condition=(BankModel.incarnation == incarnation)
+            & (BankModel.snapshot_seq.does_not_exist() | (BankModel.snapshot_seq <= seq)))
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def list_trash_rows(org_id: str) -> list[BankModel]:

@@ -6,8 +6,9 @@ the bank's rule count is recounted and its ``rules_version`` bumped
 (``chalicelib.banks.rules.refresh_rule_count``, audited as ``rule.reload`` by ``system:reload``):
 every container's rules cache is keyed by that version, so the next injection anywhere reads the
 new rules. For ``config/memory.toml`` the file is validated with the rest of the tuning (an
-invalid one is logged and ignored, the last good tuning keeps running) and the config version is
-bumped (``chalicelib.inject.reload.reload``, audited as ``config.reload`` in org ``_system``), so
+invalid one is logged and the last good tuning keeps running everywhere: the version is bumped
+all the same, ``reload_invalid``) and the config version is bumped
+(``chalicelib.inject.reload.reload``), both audited as ``config.reload`` in org ``_system``, so
 every container drops its caches and re-reads its tuning before the next call. Other keys,
 and rule keys whose bank or rule name is invalid, are logged and ignored. Safe to run twice:
 each run only recounts and bumps a version.
@@ -23,6 +24,7 @@ from urllib.parse import unquote_plus
 from ..errors import CairnError
 from ..inject.reload import (
     reload,  # drops every cache of this container, bumps the global version
+    reload_invalid,
 )
 from ..names import NAME_RE
 from ..settings import get_settings
@@ -87,14 +89,16 @@ def handle_object_event(detail_type: str, detail: dict[str, Any]) -> ReloadResul
 
 
 def reload_config(*, deleted: bool = False) -> ReloadResult:
-    """Reload after ``config/memory.toml`` changed: when the tuning it gives (layered over the
-    file and under the environment, ``chalicelib.tuning``) is valid, bump the config version so
-    every container re-reads it; an invalid one is logged and changes nothing (the last good
-    tuning keeps running)."""
+    """Reload after ``config/memory.toml`` changed: bump the config version so every container
+    re-reads the tuning it gives (layered over the file and under the environment,
+    ``chalicelib.tuning``); when it is valid it becomes the last good one; an invalid one is logged,
+    and every container, warm or cold, runs the last good one and reports the problem."""
     try:
         version = reload(actor=RELOAD_ACTOR).config_version
     except CairnError as exc:
-        _log("config reload ignored: invalid tuning", error=exc.message[:500])
-        return {"action": "config_invalid", "error": exc.message[:500]}
+        version = reload_invalid(actor=RELOAD_ACTOR)
+        _log("config reload: invalid tuning, the last good one runs", error=exc.message[:500],
+             config_version=version)
+        return {"action": "config_invalid", "error": exc.message[:500], "config_version": version}
     _log("config reloaded", config_version=version, deleted=deleted)
     return {"action": "config_reloaded", "config_version": version}

@@ -17,7 +17,6 @@ no valid JSON array raises ``ExtractionParseError``.
 from __future__ import annotations
 
 import os
-import re
 import socket
 from dataclasses import dataclass
 from typing import Protocol
@@ -26,6 +25,7 @@ from urllib.parse import urlparse
 import boto3
 from botocore.config import Config
 
+from .. import patterns
 from ..settings import Settings, get_settings
 from .parse import Candidate, parse_candidates
 from .transcript import Window
@@ -154,18 +154,22 @@ class OpenAICompatibleExtractor:
 
 # --- offline ----------------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
-_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)(?:\s+that|\s*:)?\s+(?P<fact>.+)$", re.I)
-_RULE = re.compile(r"^(?:please\s+)?(?:from now on,?\s+|going forward,?\s+)?"
-                   r"(?P<rule>(?:always|never|don't ever|do not ever)\s+.+)$", re.I)
-_FROM_NOW = re.compile(r"^(?:from now on|going forward),?\s+(?P<rule>.+)$", re.I)
-_PREFERENCE = re.compile(r"^(?:i\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|don't like|do not like|"
-                         r"always|never|usually|want)\b|my\s+favou?rite\b).+", re.I)
-_IDENTITY = re.compile(r"^(?:my name is|call me|i am an? |i'm an? |i work (?:at|for|on|as)|i live in|"
-                       r"i'm based in|i am based in|my (?:role|job|team|pronouns) (?:is|are))\s*(?P<what>.+)$", re.I)
-_NAME = re.compile(r"^(?i:my name is|call me)\s+(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)")
-_SECRET = re.compile(r"(?:password|passwd|secret|api[_ -]?key|token|bearer)\b", re.I)
-_EPHEMERAL = re.compile(r"\b(?:right now|at the moment|currently|today|tonight|this morning)\b", re.I)
+# RE2 (``patterns``): \s and \w as Python's Unicode classes, a word boundary as a non-word character
+_S, _W = f"[{patterns.SPACE}]", patterns.WORD
+_SENTENCE = patterns.compile(r"[^.!?\n]+[.!?]?")
+_REMEMBER = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:remember|note|keep in mind)(?:{_S}+that|{_S}*:)?{_S}+"
+                             r"(?P<fact>.+)$")
+_RULE = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:from now on,?{_S}+|going forward,?{_S}+)?"
+                         rf"(?P<rule>(?:always|never|don't ever|do not ever){_S}+.+)$")
+_FROM_NOW = patterns.compile(rf"(?i)^(?:from now on|going forward),?{_S}+(?P<rule>.+)$")
+_PREFERENCE = patterns.compile(rf"(?i)^(?:i{_S}+(?:really{_S}+)?(?:prefer|like|love|hate|dislike|don't like|"
+                               rf"do not like|always|never|usually|want)|my{_S}+favou?rite)[^{_W}\n].*")
+_IDENTITY = patterns.compile(r"(?i)^(?:my name is|call me|i am an? |i'm an? |i work (?:at|for|on|as)|i live in|"
+                             rf"i'm based in|i am based in|my (?:role|job|team|pronouns) (?:is|are)){_S}*(?P<what>.+)$")
+_NAME = patterns.compile(rf"^(?i:my name is|call me){_S}+(?P<name>[A-Z][{_W}'-]*(?:{_S}+[A-Z][{_W}'-]*)?)")
+_SECRET = patterns.compile(rf"(?i)(?:password|passwd|secret|api[_ -]?key|token|bearer){patterns.AFTER_WORD}")
+_EPHEMERAL = patterns.compile(rf"(?i){patterns.BEFORE_WORD}(?:right now|at the moment|currently|today|tonight"
+                              rf"|this morning){patterns.AFTER_WORD}")
 
 
 def _sentence(text: str) -> str:

@@ -11,14 +11,17 @@ job apply after parsing.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from .. import patterns
 from ..banks.records import normalize_handles
 
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
+_FENCE = patterns.compile(rf"(?s)```[A-Za-z0-9_-]*[{patterns.SPACE}]*\n?(.*?)```")
+# where an array of objects (or an empty one) can start: decoding at every "[" of "[[[[..." is
+# quadratic (each attempt descends to the recursion limit)
+_ARRAY_START = patterns.compile(r"\[[ \t\n\r]*[{\]]")
 
 
 class ExtractionParseError(ValueError):
@@ -80,16 +83,15 @@ def parse_candidates(reply: str) -> list[Candidate]:
     """
     decoder = json.JSONDecoder()
     for text in _arrays(reply or ""):
-        idx = text.find("[")
-        while idx != -1:
+        first = text.find("[")
+        for m in _ARRAY_START.finditer(text):
             try:
-                value, _ = decoder.raw_decode(text, idx)
+                value, _ = decoder.raw_decode(text, m.start())
             except (ValueError, RecursionError):  # a reply nested past the parser's recursion limit
                 value = None
             # an empty list counts only as the block's first array: inside a broken array, the
             # ``[]`` of some item's tags must not pass for "nothing learned"
-            first = idx == text.find("[")
-            if isinstance(value, list) and (value or first) and all(isinstance(v, dict) for v in value):
+            if isinstance(value, list) and (value or m.start() == first) and all(isinstance(v, dict) for v in value):
                 out = []
                 for item in value:
                     try:
@@ -97,5 +99,4 @@ def parse_candidates(reply: str) -> list[Candidate]:
                     except ValidationError:
                         continue
                 return out
-            idx = text.find("[", idx + 1)
     raise ExtractionParseError("The extraction model's reply holds no valid JSON array.")

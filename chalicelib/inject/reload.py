@@ -71,11 +71,12 @@ def read_last_good() -> str | None:
 def _validated_tuning():
     """The configured tuning, read now; 400 ``invalid_config`` naming the file or variable, the
     key and the problem (``details.problems``: ``[{source, key, problem}]``) when invalid."""
-    from ..tuning import current_tuning
+    from ..tuning import current_tuning, note_problem
 
     try:
         return current_tuning()
     except ConfigError as exc:
+        note_problem(exc)  # this container now reports it too, as a cold one would
         raise BadRequest(f"Nothing was reloaded: {exc}", code="invalid_config",
                          details={"problems": exc.problems}) from None
 
@@ -98,6 +99,22 @@ def reload(*, actor: str) -> Reloaded:
     set_config_version(version)  # this container's caches are now those of the new version
     audit.record(CONFIG_ORG, "config.reload", actor, None, {"config_version": version})
     return Reloaded(version, banks)
+
+
+def reload_invalid(*, actor: str) -> int:
+    """``config/memory.toml`` changed and the tuning it gives is invalid: bump the global config
+    version all the same, without a new last good tuning, so every container re-reads the tuning,
+    finds the problem and runs (and reports) the last good one, warm or cold alike; returns the new
+    version. Audited as ``config.reload`` (``details.valid``: false) in org ``_system``."""
+    from ..search.recall import drop_caches
+    from ..tuning import set_config_version
+
+    drop_caches()
+    rules_cache.drop()
+    version = bump_version(None)
+    set_config_version(version)
+    audit.record(CONFIG_ORG, "config.reload", actor, None, {"config_version": version, "valid": False})
+    return version
 
 
 def reload_org(org_id: str, *, actor: str) -> Reloaded:

@@ -26,11 +26,11 @@ the ambient floor); then taken in order while the cumulative UTF-8 bytes of thei
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
+from .. import patterns
 from ..core.records import Memory
 
 HEADER = "\n\n# Memory — bank: {bank}\n"
@@ -51,7 +51,7 @@ AMBIENT_FLOOR = 3
 BYTES_PER_TOKEN = 4
 
 # Every character str.splitlines() breaks on (\r\n counts as one break).
-_LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = patterns.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class Rule(TypedDict):
@@ -107,9 +107,9 @@ def cut_utf8(text: str, max_bytes: int) -> str:
     return text.encode("utf-8")[:max(0, max_bytes)].decode("utf-8", errors="ignore")
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ATX = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_FENCE = patterns.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = patterns.compile(rf"^( {{0,3}})(#{{1,6}})(?:[{patterns.SPACE}]|$)")  # group 2 ends the marker
+_SETEXT = patterns.compile(rf"^ {{0,3}}(=+|-+)[{patterns.SPACE}]*$")
 
 
 def rule_body(content: str) -> str:
@@ -132,7 +132,7 @@ def rule_body(content: str) -> str:
             continue
         heading = _ATX.match(line)
         if heading:
-            line = heading.group(1) + "#" * min(len(heading.group(2)) + 2, 6) + line[heading.end():]
+            line = (heading.group(1) or "") + "#" * min(len(heading.group(2) or "") + 2, 6) + line[heading.end(2):]
         elif _SETEXT.match(line) and out and out[-1].strip():
             line = "\\" + line.lstrip()
         out.append(line)

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from whoosh.analysis import STOP_WORDS as _WHOOSH_STOP
@@ -36,16 +35,20 @@ from whoosh.analysis.acore import Token
 from whoosh.analysis.analyzers import Analyzer
 from whoosh.support.charset import accent_map
 
+from .. import patterns
 from . import whoosh_private
 
 # CJK Unified Ideographs (+ext A, compatibility), Hiragana, Katakana, Hangul syllables and jamo.
 CJK_CLASS = ("\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf"
              "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_HOT = "on every text indexed and every query"
+_CJK_RUN = patterns.stdlib(f"[{CJK_CLASS}]+", f"a run of one class, {_HOT}")
 # A word: alphanumeric run (no CJK), optionally joined by . _ - ' into an identifier.
 WORD_PATTERN = rf"[^\W{CJK_CLASS}]+(?:[._\-'][^\W{CJK_CLASS}]+)*"
-_WORD = re.compile(WORD_PATTERN)
-_DELIMS = re.compile(r"[._\-']")
+# runs of one class joined by single characters outside it: a join that fails gives back one character
+_WORD = patterns.stdlib(WORD_PATTERN, f"the tokenizer, {_HOT}")
+_DELIMS = patterns.stdlib(r"[._\-']", f"one class, {_HOT}")
+_FIELD_SEPARATED = patterns.stdlib(r"[^\x1f]+", f"a run of one class, {_HOT}")
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 USER_HANDLE = "user"
 MAX_ENTITY_NGRAM = 4
@@ -124,7 +127,7 @@ class CJKBigramTokenizer(Tokenizer):
 @lru_cache(maxsize=1)
 def memory_analyzer() -> Analyzer:
     """The analyzer of ``text``, ``name`` and ``description`` (see the module docstring)."""
-    return (RegexTokenizer(WORD_PATTERN) | KeepWholeIntraWordFilter() | LowercaseFilter()
+    return (RegexTokenizer(_WORD) | KeepWholeIntraWordFilter() | LowercaseFilter()
             | CharsetFilter(accent_map) | StopFilter(stoplist=STOP_WORDS, minsize=1)
             | CachedStemFilter(lang="en", cachesize=200_000))
 
@@ -142,7 +145,7 @@ def has_cjk(text: str | None) -> bool:
 
 def handle_analyzer() -> Analyzer:
     """Entities and tags: each handle one exact token (handles are stored lower-cased already)."""
-    return RegexTokenizer(r"[^\x1f]+")
+    return RegexTokenizer(_FIELD_SEPARATED)
 
 
 HANDLE_SEP = "\x1f"

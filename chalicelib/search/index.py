@@ -52,7 +52,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import tarfile
 import tempfile
@@ -71,7 +70,8 @@ from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import RamStorage
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 
-from .. import metrics
+from .. import metrics, patterns
+from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
 from ..core.store import BankHead, BankRow, Clock, split_seq
@@ -96,8 +96,8 @@ SNAPSHOT_ZSTD_LEVEL = 3
 # a damaged header never makes a container allocate gigabytes
 SNAPSHOT_MAX_RATIO = 64
 # the current format's snapshots, zstd (written now) or gzip (written before, still read)
-_SNAP_RE = re.compile(rf"(\d+)\.v{FORMAT}\.tar\.(zst|gz)")
-_ANY_SNAP_RE = re.compile(r"(\d+)(?:\.v\d+)?\.tar\.(?:zst|gz)")  # every format's (1 had no "v1")
+_SNAP_RE = patterns.compile(rf"([0-9]+)\.v{FORMAT}\.tar\.(zst|gz)")
+_ANY_SNAP_RE = patterns.compile(r"([0-9]+)(?:\.v[0-9]+)?\.tar\.(?:zst|gz)")  # every format's (1 had no "v1")
 
 
 class StaleHistory(Exception):
@@ -677,7 +677,8 @@ class IndexCache:
 
     def write_snapshot(self, entry: BankIndex) -> str:
         """Upload the entry's index as ``snapshot_key(org, bank, clock total)`` (lock held by the
-        caller) and delete older snapshots beyond the newest ``SNAPSHOT_KEEP`` totals (and a gzip
+        caller), note it on the bank row (``store.record_snapshot``: what status reads) and delete
+        older snapshots beyond the newest ``SNAPSHOT_KEEP`` totals (and a gzip
         one beside a zstd one of the same total), and every snapshot of another format; returns
         the key."""
         buf = io.BytesIO()
@@ -688,6 +689,7 @@ class IndexCache:
         key = snapshot_key(entry.org_id, entry.bank, entry.seq)
         packed = zstandard.ZstdCompressor(level=SNAPSHOT_ZSTD_LEVEL).compress(buf.getvalue())
         blobs.put_bytes(key, packed, "application/zstd")
+        store.record_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, key, now_ms())
         current, drop = _snapshots(entry.org_id, entry.bank)
         kept: set[int] = set()
         for seq, k, _at in current:  # newest first, at one total the zstd one first

@@ -26,7 +26,6 @@ Each has a weight in ``MemoryTuning`` (0 turns it off: not computed, not in the 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import patterns
 from ..core.records import Memory
 from ..tuning import MemoryTuning
 from .analyzers import memory_analyzer
@@ -200,16 +200,20 @@ def _feedback(r: Ranking, keys: list[Key], totals: np.ndarray, upd: np.ndarray) 
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december"]
 _MON = "|".join(m for m in _MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS if m != "may") + "|sept"
-_WHEN = re.compile(r"\b(when|what (?:year|month|day|date|time)|which (?:year|month|day)|how long ago|since when"
-                   r"|what (?:week|weekend))\b", re.I)
-_MONTH_DATE = re.compile(rf"\b(?:(\d{{1,2}})\s+)?({_MON})\.?(?:\s+(\d{{1,2}})(?:st|nd|rd|th)?)?,?(?:\s+(\d{{4}}))?\b",
-                         re.I)
-_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d\d)\b", re.I)
-_RELATIVE = re.compile(r"\b(yesterday|today|tonight|last (?:week|weekend|month|year)|this (?:week|month|year)"
-                       r"|(\d+|a|one|two|three|four|five|six) (day|week|month|year)s? ago)\b", re.I)
-_STATES_TIME = re.compile(rf"\b(?:{_MON}|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
-                          r"|tonight|tomorrow|weekend|last (?:week|month|year|night)|next (?:week|month|year)"
-                          r"|ago|(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th))\b", re.I)
+# RE2 (``patterns``): a word boundary is a non-word character matched around the group ``hit``
+# (Python's Unicode classes); the expressions with spans are read with ``hits``.
+_S, _D, _B0, _B1 = f"[{patterns.SPACE}]", f"[{patterns.DIGIT}]", patterns.BEFORE_WORD, patterns.AFTER_WORD
+_WHEN = patterns.compile(rf"(?i){_B0}(?:when|what (?:year|month|day|date|time)|which (?:year|month|day)|how long ago"
+                         rf"|since when|what (?:week|weekend)){_B1}")
+_MONTH_DATE = patterns.compile(rf"(?i){_B0}(?P<hit>(?:(?P<d1>{_D}{{1,2}}){_S}+)?(?P<mon>{_MON})\.?"
+                               rf"(?:{_S}+(?P<d2>{_D}{{1,2}})(?:st|nd|rd|th)?)?,?(?:{_S}+(?P<yr>{_D}{{4}}))?){_B1}")
+_YEAR = patterns.compile(rf"(?i){_B0}(?P<hit>(?:in|during|of|since){_S}+(?P<year>(?:19|20){_D}{_D})){_B1}")
+_RELATIVE = patterns.compile(rf"(?i){_B0}(?P<hit>(?P<w>yesterday|today|tonight|last (?:week|weekend|month|year)"
+                             rf"|this (?:week|month|year)|(?P<n>{_D}+|a|one|two|three|four|five|six) "
+                             rf"(?P<unit>day|week|month|year)s? ago)){_B1}")
+_STATES_TIME = patterns.compile(rf"(?i){_B0}(?:{_MON}|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+                                r"|yesterday|today|tonight|tomorrow|weekend|last (?:week|month|year|night)"
+                                rf"|next (?:week|month|year)|ago|(?:19|20){_D}{_D}|{_D}{{1,2}}(?:st|nd|rd|th)){_B1}")
 _NUM = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 DAY = timedelta(days=1)
 
@@ -234,8 +238,8 @@ def date_ranges(query: str, now: int) -> list[tuple[int, int]]:
     ref = datetime.fromtimestamp(now / 1000, tz=UTC)
     day0 = ref.replace(hour=0, minute=0, second=0, microsecond=0)
     out: list[tuple[datetime, datetime]] = []
-    for m in _MONTH_DATE.finditer(query):
-        d1, mon, d2, yr = m.groups()
+    for m in _MONTH_DATE.hits(query):
+        d1, mon, d2, yr = m["d1"], m["mon"] or "", m["d2"], m["yr"]
         if mon.lower() == "may" and not (d1 or d2 or yr):
             continue  # "may" alone is a verb
         mi = _month_index(mon)
@@ -249,16 +253,16 @@ def date_ranges(query: str, now: int) -> list[tuple[int, int]]:
                 out.append(_month_range(y, mi))
         except ValueError:
             continue  # 31 February: no date
-    for m in _YEAR.finditer(query):
-        y = int(m.group(1))
+    for m in _YEAR.hits(query):
+        y = int(m["year"] or 0)
         out.append((datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)))
-    out += [_relative(m, ref, day0) for m in _RELATIVE.finditer(query)]
+    out += [_relative(m, ref, day0) for m in _RELATIVE.hits(query)]
     return [(int(a.timestamp() * 1000), int(b.timestamp() * 1000)) for a, b in out]
 
 
-def _relative(m: re.Match[str], ref: datetime, day0: datetime) -> tuple[datetime, datetime]:
+def _relative(m: patterns.Match, ref: datetime, day0: datetime) -> tuple[datetime, datetime]:
     """The range of one relative expression (``_RELATIVE``) as of ``ref`` (``day0``: its day)."""
-    w = m.group(1).lower()
+    w = (m["w"] or "").lower()
     if w == "yesterday":
         return day0 - DAY, day0
     if w in ("today", "tonight"):
@@ -272,8 +276,9 @@ def _relative(m: re.Match[str], ref: datetime, day0: datetime) -> tuple[datetime
     if w in ("last year", "this year"):
         y = ref.year - (w == "last year")
         return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
-    n = int(m.group(2)) if m.group(2).isdigit() else _NUM[m.group(2).lower()]
-    unit = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(3).lower()]
+    count, unit_word = m["n"] or "", (m["unit"] or "").lower()
+    n = int(count) if count.isdigit() else _NUM[count.lower()]
+    unit = {"day": 1, "week": 7, "month": 30, "year": 365}[unit_word]
     centre = day0 - n * unit * DAY
     return centre - unit * DAY, centre + (unit + 1) * DAY
 

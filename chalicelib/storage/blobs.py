@@ -80,6 +80,31 @@ def get_bytes(key: str) -> bytes | None:
         raise
 
 
+def size_of(key: str) -> int | None:
+    """The object's size in bytes (a HEAD: nothing is read), or ``None`` when it does not exist."""
+    try:
+        return int(s3().head_object(Bucket=bucket(), Key=key)["ContentLength"])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+
+
+def iter_chunks(key: str, chunk_bytes: int = 1024 * 1024) -> Iterator[bytes]:
+    """The object's bytes, ``chunk_bytes`` at a time as the GET's body streams them (one chunk in
+    memory at once); nothing when it does not exist."""
+    try:
+        body = s3().get_object(Bucket=bucket(), Key=key)["Body"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return
+        raise
+    try:
+        yield from body.iter_chunks(chunk_bytes)
+    finally:
+        body.close()
+
+
 def delete(key: str) -> None:
     """Delete one object (a missing object is not an error)."""
     s3().delete_object(Bucket=bucket(), Key=key)

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from typing import Any, TypedDict
 
-from .. import metrics
+from .. import metrics, patterns
 from ..errors import CairnError
 from ..validation import (  # the bounds the edge enforces on input
     MAX_SAFE_INT,
@@ -83,8 +82,8 @@ def _bad_str(s: str) -> bool:
 
 
 MAX_DEPTH = 64  # deeper stored JSON is damage too (nothing Cairn writes nests beyond a few levels)
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+_SURROGATE = patterns.stdlib("[\ud800-\udfff]", "one class, finding lone surrogates")
+_FIELD = patterns.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
 
 
 def _name(key: Any) -> str:

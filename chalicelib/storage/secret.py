@@ -13,19 +13,19 @@ progress): delete the row only together with the idempotency and extraction-prog
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import threading
 
 from pynamodb.exceptions import DoesNotExist, PutError
 
+from .. import patterns
 from ..clock import now_ms
 from ..errors import ConfigError
 from .tables import BankModel, bind
 
 SECRET_ORG = "_system"
 SECRET_NAME = "!secret"
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX64 = patterns.compile(r"[0-9a-f]{64}")
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, str, str], bytes] = {}

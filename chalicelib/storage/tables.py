@@ -158,7 +158,7 @@ class BankModel(_Base):
 version row ``!config`` and the service secret ``!secret`` (``storage.secret``). ``seq`` counts the changes committed in
     lane 0 (the bank row) or in the lane a lane row holds; ``lanes`` (bank rows only; absent: 1) is
     how many lanes the bank's changes are split into, by memory id; ``sealed`` marks the lanes of
-    a trashed bank."""
+    a trashed bank; ``snapshot_*`` (bank rows only) the newest index snapshot written of it."""
 
     class Meta(_Base.Meta):
         pass
@@ -183,6 +183,10 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     lanes = NumberAttribute(null=True)
     sealed = BooleanAttribute(null=True)
     secret = UnicodeAttribute(null=True)  # the service secret's row only (``storage.secret``)
+    # the newest recall index snapshot the snapshot writer recorded (what GET /v1/status shows)
+    snapshot_seq = NumberAttribute(null=True)
+    snapshot_key = UnicodeAttribute(null=True)
+    snapshot_at = NumberAttribute(null=True)
 
 
 # --- memories -------------------------------------------------------------------------------

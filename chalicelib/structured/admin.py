@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import audit
 from ..clock import now_ms
-from ..core.ndjson import check_inline_size, parse_line
+from ..core.ndjson import check_inline_size, lines_of, parse_line
 from ..core.records import Memory
 from ..core.store import (
     BankTx,
@@ -239,7 +239,7 @@ def import_ndjson(org_id: str, body: bytes, *, actor: str) -> ImportResult:
     """``POST /v1/api/admin/memories/import`` (module docstring); 413 ``payload_too_large``
     over ``Settings.import_inline_bytes``."""
     check_inline_size(body)
-    return import_lines(org_id, body.splitlines(), actor=actor)
+    return import_lines(org_id, lines_of([body]), actor=actor)
 
 
 def _group(lines: Iterable[bytes], errors: list[tuple[int, str]]) -> tuple[int, dict[Target, dict[str, ImportRow]]]:

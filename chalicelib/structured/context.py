@@ -23,14 +23,13 @@ concurrent turns cannot both nudge); ``nudges = false`` turns them off.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import timing
+from .. import patterns, timing
 from ..auth.principal import Principal
 from ..clock import now_ms
 from . import memories, objects, scopes, sessions
@@ -47,10 +46,11 @@ NUDGES = {
     "resume": ("You are resuming an earlier workstream. Use memory(action='list') or memory(action='search') "
                "to recall what was saved before, and save lasting decisions as you go."),
 }
-CORRECTION_RE = re.compile(r"^\s*(?:no\s*,|actually\b|don'?t\b|do not\b|that'?s not\b|that is not\b|i meant\b)",
-                           re.IGNORECASE)
+_S = f"[{patterns.SPACE}]"
+CORRECTION_RE = patterns.compile(rf"(?i)^{_S}*(?:no{_S}*,|(?:actually|don'?t|do not|that'?s not|that is not|i meant)"
+                                 rf"{patterns.AFTER_WORD})")
 _ATTR = {'"': "&quot;"}
-_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_BREAKS = patterns.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class ContextRequest(BaseModel):

@@ -10,23 +10,23 @@ matches ``[a-z0-9]+(_[a-z0-9]+)*``, so every name is safe in a URL path and a st
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
+from .. import patterns
 from ..errors import BadRequest
 from ..validation import line_problem
 
 MAX_NAME = 256
 MAX_DESCRIPTION = 512
-NAME_RE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+NAME_RE = patterns.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
 # Latin letters NFKD does not decompose to an ASCII letter.
 _LATIN_FOLD_OVERRIDES = {
     "æ": "ae", "đ": "d", "ð": "d", "ħ": "h",
     "ı": "i",  # noqa: RUF001 - the dotless i is one of the letters folded, on purpose
     "ł": "l", "ŋ": "n", "œ": "oe", "ø": "o", "þ": "th", "ŧ": "t"}
 # Turnstone's whitespace set (Python's and JavaScript's \s disagree on some separators).
-_DESCRIPTION_WS = re.compile(r"[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a"
-                             r"\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+_DESCRIPTION_WS = patterns.stdlib(r"[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a"
+                                   r"\u2028\u2029\u202f\u205f\u3000\ufeff]+", "a run of one class")
 
 
 def _invalid(message: str) -> BadRequest:

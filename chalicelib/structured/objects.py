@@ -10,7 +10,6 @@ transaction."""
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -19,14 +18,14 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from .. import audit
+from .. import audit, patterns
 from ..clock import now_ms
 from ..errors import Conflict
 from ..storage.damage import Damaged
 from ..storage.tables import StructuredModel, bind, connection
 from ..storage.txn import run_transaction
 
-ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # an object id (never ``#`` or ``~``)
+ID_RE = patterns.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # an object id (never ``#`` or ``~``)
 
 
 @dataclass(frozen=True)

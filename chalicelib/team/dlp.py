@@ -27,15 +27,18 @@ Policies: ``redact`` indexes the redacted text; ``drop`` and ``block_source`` re
 
 from __future__ import annotations
 
-import re
+from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from .. import patterns
 from ..errors import Unprocessable
 
 POLICIES = ("redact", "drop", "block_source")
 
-PLUGINS = [
+PLUGINS: list[dict[str, Any]] = [
     {"name": "AWSKeyDetector"}, {"name": "PrivateKeyDetector"}, {"name": "GitHubTokenDetector"},
     {"name": "GitLabTokenDetector"}, {"name": "SlackDetector"}, {"name": "StripeDetector"},
     {"name": "NpmDetector"}, {"name": "PypiTokenDetector"}, {"name": "OpenAIDetector"},
@@ -47,17 +50,24 @@ PLUGINS = [
 _KIND_OF_TYPE = {"AWS Access Key": "aws_key", "Private Key": "private_key", "Base64 High Entropy String": "token",
                  "Hex High Entropy String": "token", "Secret Keyword": "password", "Basic Auth Credentials": "password"}
 
-EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w])"
-                   r"|(?<![\w+])\+\d{7,15}\b")
-CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
-PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-                 r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S)
+# The personal-data patterns, in RE2 (``patterns``): a look-around of the old stdlib patterns is
+# context matched outside the group ``hit`` (read with ``hits``), with Python's Unicode classes.
+_W, _S, _D = patterns.WORD, patterns.SPACE, patterns.DIGIT
+EMAIL = patterns.compile(rf"(?:^|[^{_W}.+-])(?P<hit>[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+                         rf"\.[A-Za-z]{{2,}}){patterns.AFTER_WORD}")
+PHONE = patterns.compile(rf"(?:^|[^{_W}+])(?P<hit>(?:\+[{_D}]{{1,3}}[ .-]?)?(?:\([{_D}]{{1,4}}\)[ .-]?)?"
+                         rf"[{_D}]{{2,4}}(?:[ .-][{_D}]{{2,4}}){{1,4}}|\+[{_D}]{{7,15}}){patterns.AFTER_WORD}")
+CARD = patterns.compile(rf"(?:^|[^{_D}])(?P<hit>(?:[{_D}][ -]?){{12,18}}[{_D}])(?:$|[^{_D}])")
+PEM = patterns.compile(r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+                       r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)")
+_MARKER = patterns.compile(r"\[REDACTED:(?P<kind>aws_key|private_key|token|password|email|phone|payment_card)\]")
+_DATE_OR_VERSION = patterns.compile(rf"[{_D}]{{4}}-[{_D}]{{2}}-[{_D}]{{2}}|[{_D}]+(?:\.[{_D}]+){{1,3}}")
 _WORD_TRIM = ".,;:!?)]}>\"'"
 # "the password is X" / "db passwd for staging was X" / "passphrase: X"
-PROSE_PASSWORD = re.compile(
-    r"\b(?:pass(?:word|wd|phrase)|pwd)s?\b(?:\s+(?:for|of|on|to)\s+(?:the\s+)?[\w.@/:-]+){0,2}"
-    r"\s*(?:\b(?:is|was|are|=)\b|[:=])\s*[\"'`]?(?P<value>[^\s\"'`]+)", re.I)
+# (the word boundary after the keyword is implied: a space, ":" or "=" must follow it)
+PROSE_PASSWORD = patterns.compile(
+    rf"(?i){patterns.BEFORE_WORD}(?:pass(?:word|wd|phrase)|pwd)s?(?:[{_S}]+(?:for|of|on|to)[{_S}]+(?:the[{_S}]+)?"
+    rf"[{_W}.@/:-]+){{0,2}}[{_S}]*(?:\b(?:is|was|are)\b|[:=])[{_S}]*[\"'`]?(?P<value>[^{_S}\"'`]+)")
 # words that follow "the password is" in ordinary sentences, never a password themselves
 _PROSE_WORDS = frozenset([
     "a", "an", "the", "in", "on", "at", "of", "to", "for", "by", "with", "from", "not", "now", "still",
@@ -66,8 +76,6 @@ _PROSE_WORDS = frozenset([
     "same", "different", "unknown", "secret", "private", "written", "listed", "located", "available",
     "being", "been", "rotating", "changing", "under", "per", "our", "your", "their", "its", "this", "that"
 ])
-# the KeywordDetector plugin reads assignments only in config-file syntax
-_KEYWORD_FILENAME = "entry.yaml"
 
 
 class DlpBlocked(Unprocessable):
@@ -99,46 +107,149 @@ def luhn_ok(digits: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _plugins():
+    """The detect-secrets plugins of ``PLUGINS`` (but ``KeywordDetector``: ``_keywords``), each
+    regex-based plugin's patterns recompiled by RE2 (its own are Python's: some scan a long line in
+    quadratic time, ``//`` repeated or ``eyJ`` repeated)."""
+    from detect_secrets.plugins.base import RegexBasedDetector
     from detect_secrets.settings import get_plugins, transient_settings
-    with transient_settings({"plugins_used": PLUGINS, "filters_used": []}):
-        return tuple(get_plugins())
+    with transient_settings({"plugins_used": [p for p in PLUGINS if p.get("name") != "KeywordDetector"],
+                             "filters_used": []}):
+        plugins = tuple(get_plugins())
+    for plugin in plugins:
+        if isinstance(plugin, RegexBasedDetector):
+            plugin.denylist = [patterns.from_stdlib(r) for r in plugin.denylist]  # type: ignore[misc]  # typed read-only; a class list
+    return plugins
+
+
+@lru_cache(maxsize=1)
+def _keywords() -> list[patterns.Pattern]:
+    """detect-secrets' ``KeywordDetector`` for config files (``password: X``, ``password=X``,
+    ``"X" == password``, ``password "X";``), its four patterns rewritten for RE2 from its own word
+    list and flags: its look-aheads folded into the secret's first character, its quote
+    back-reference spelled out per quote. The secret is the first group that matched."""
+    from detect_secrets.plugins.keyword import DENYLIST
+    deny = f"(?:{'|'.join(DENYLIST)})[{_W}]*"
+    closing, ws = "[\\]'\"]{0,2}", f"[{_S}]*"
+
+    def secret(n: int) -> str:
+        return f"(?P<s{n}>[{_W}](?:[^\\v'\"]*[^\\v,'\"`])?)"
+
+    def quoted(n: int, optional: bool) -> str:
+        forms = [f"{q}{secret(n * 4 + i)}{q}" for i, q in enumerate(("'", '"', "`"))]
+        return "(?:" + "|".join(forms + ([secret(n * 4 + 3)] if optional else [])) + ")"
+    return [patterns.compile(f"(?i){deny}{closing}:{ws}{quoted(0, True)}"),
+            patterns.compile(f"{quoted(1, False)}{ws}[!=]{{2,3}}{ws}[{_W}]*{deny}"),  # theirs: case-sensitive
+            patterns.compile(f"(?i){deny}{closing}{ws}(?:={{1,3}}|!==?){ws}{quoted(2, True)}"),
+            patterns.compile(f"(?i){deny}[^{_S}]{{0,50}}?{ws}{quoted(3, False)};")]
+
+
+def _keyword_values(line: str) -> list[str]:
+    values = []
+    for pattern in _keywords():
+        m = pattern.search(line)
+        if m is not None:
+            values.append(next(g for g in m.groups() if g is not None))
+    return values
+
+
+@lru_cache(maxsize=1)
+def _scanners() -> tuple[tuple[Any, tuple[patterns.Pattern, ...]], ...]:
+    """Per plugin (and ``None`` for ``_keywords``), the RE2 patterns that find every line it can
+    report on: a regex plugin's own, and for an entropy plugin a run of its charset long enough to
+    pass its limit (a string of n characters has an entropy of at most log2(n) bits)."""
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    out: list[tuple[Any, tuple[patterns.Pattern, ...]]] = []
+    for plugin in _plugins():
+        if isinstance(plugin, HighEntropyStringsPlugin):
+            charset = "".join(f"\\x{{{ord(c):x}}}" for c in plugin.charset)
+            out.append((plugin, (patterns.compile(f"[{charset}]{{{int(2 ** plugin.entropy_limit) + 1},}}"),)))
+        else:
+            out.append((plugin, tuple(plugin.denylist)))
+    out.append((None, tuple(_keywords())))
+    return tuple(out)
+
+
+def _lines_to_scan(text: str, starts: list[int], finders: tuple[patterns.Pattern, ...]) -> set[int]:
+    """Indexes of the lines (starting at ``starts``) that a match of a finder in the whole text
+    touches: a match inside one line is found by the whole-text scan, or overlaps one it finds."""
+    lines: set[int] = set()
+    for finder in finders:
+        for m in finder.finditer(text):
+            first, last = bisect_right(starts, m.start()) - 1, bisect_right(starts, max(m.end() - 1, m.start())) - 1
+            lines.update(range(first, last + 1))
+    return lines
+
+
+def _line_values(plugin: Any, line: str) -> Iterator[tuple[str, str]]:
+    """``(kind, value)`` per secret one plugin (``None``: ``_keywords``) finds in one line."""
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    if plugin is None:
+        yield from (("password", value) for value in _keyword_values(line))
+        return
+    if isinstance(plugin, HighEntropyStringsPlugin):
+        with plugin.non_quoted_string_regex(is_exact_match=False):
+            found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
+        found = {s for s in found if plugin.calculate_shannon_entropy(str(s.secret_value)) > plugin.entropy_limit}
+    else:
+        found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
+    for secret in found:
+        yield _KIND_OF_TYPE.get(secret.type, "token"), str(secret.secret_value or "")
 
 
 def _secret_findings(text: str) -> list[Finding]:
-    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
-    out: list[Finding] = []
-    for m in PEM.finditer(text):
-        out.append(Finding("private_key", m.start(), m.end()))
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        for plugin in _plugins():
-            if isinstance(plugin, HighEntropyStringsPlugin):
-                with plugin.non_quoted_string_regex(is_exact_match=False):
-                    found = plugin.analyze_line(filename="entry.txt", line=line, line_number=1)
-                found = {s for s in found
-                         if plugin.calculate_shannon_entropy(str(s.secret_value)) > plugin.entropy_limit}
-            else:
-                filename = _KEYWORD_FILENAME if type(plugin).__name__ == "KeywordDetector" else "entry.txt"
-                found = plugin.analyze_line(filename=filename, line=line, line_number=1)
-            for secret in found:
-                value = str(secret.secret_value or "")
-                if not value:
-                    continue
-                kind = _KIND_OF_TYPE.get(secret.type, "token")
-                start = line.find(value)
+    """PEM blocks, then what each plugin finds line by line, in the lines its finders touch (a
+    plugin is not run on every line of a text of thousands of short lines)."""
+    out = [Finding("private_key", m.start(), m.end()) for m in PEM.finditer(text)]
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    words: dict[int, _Words] = {}
+    for plugin, finders in _scanners():
+        for i in sorted(_lines_to_scan(text, starts, finders)):
+            line, offset = lines[i], starts[i]
+            for kind, value in _line_values(plugin, line):
+                start = line.find(value) if value else -1
                 while start >= 0:
-                    s, e = _widen(line, start, start + len(value))
+                    s, e = words.setdefault(i, _Words(line)).widen(start, start + len(value))
                     out.append(Finding(kind, offset + s, offset + e))
                     start = line.find(value, start + len(value))
-        offset += len(line)
     return out
 
 
+_NON_SPACE_RUN = patterns.stdlib(r"\S+", "a run of one class, once over each line holding a secret")
+
+
+class _Words:
+    """One line's whitespace-delimited words, found once, and each finding widened to the words
+    it touches, once per span of words (a value repeated inside one long word is not re-walked)."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.spans: list[tuple[int, int]] | None = None
+        self.starts: list[int] = []
+        self.done: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def _word(self, i: int) -> tuple[int, int] | None:
+        """The word holding character ``i``, if it is not a space."""
+        if i < 0 or i >= len(self.line) or self.line[i].isspace():
+            return None
+        if self.spans is None:
+            self.spans = [m.span() for m in _NON_SPACE_RUN.finditer(self.line)]
+            self.starts = [s for s, _ in self.spans]
+        return self.spans[bisect_right(self.starts, i) - 1]
+
+    def widen(self, start: int, end: int) -> tuple[int, int]:
+        before, after = self._word(start - 1), self._word(end)
+        key = (before[0] if before else start, after[1] if after else end)
+        if key not in self.done:
+            self.done[key] = _widen(self.line, *key)
+        return self.done[key]
+
+
 def _widen(line: str, start: int, end: int) -> tuple[int, int]:
-    while start > 0 and not line[start - 1].isspace():
-        start -= 1
-    while end < len(line) and not line[end].isspace():
-        end += 1
+    """``[start, end)`` (whole words) without the punctuation around it, and without the key of
+    ``key=value`` / ``key: value``."""
     while end > start and line[end - 1] in _WORD_TRIM:
         end -= 1
     while start < end and line[start] in "([{<\"'":
@@ -163,20 +274,20 @@ def _prose_findings(text: str) -> list[Finding]:
 
 
 def _pattern_findings(text: str) -> list[Finding]:
-    out = [Finding("email", m.start(), m.end()) for m in EMAIL.finditer(text)]
-    for m in CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
+    out = [Finding("email", *m.span("hit")) for m in EMAIL.hits(text)]
+    for m in CARD.hits(text):
+        digits = _digits(m["hit"] or "")
         if 13 <= len(digits) <= 19 and luhn_ok(digits):
-            out.append(Finding("payment_card", m.start(), m.end()))
-    for m in PHONE.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 7 <= len(digits) <= 15 and not _is_date_or_version(m.group()):
-            out.append(Finding("phone", m.start(), m.end()))
+            out.append(Finding("payment_card", *m.span("hit")))
+    for m in PHONE.hits(text):
+        found = m["hit"] or ""
+        if 7 <= len(_digits(found)) <= 15 and not _DATE_OR_VERSION.fullmatch(found.strip()):
+            out.append(Finding("phone", *m.span("hit")))
     return out
 
 
-def _is_date_or_version(s: str) -> bool:
-    return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d+(\.\d+){1,3}", s.strip()))
+def _digits(s: str) -> str:
+    return "".join(c for c in s if c.isdecimal())
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -193,10 +304,23 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 
 def scan(text: str) -> list[Finding]:
-    """Every finding in ``text``, non-overlapping, in order of position."""
+    """Every finding in ``text``, non-overlapping, in order of position. A ``[REDACTED:<kind>]``
+    marker already in the text is a finding of its kind, and what a detector finds in or across
+    it is not: scanning a redacted text again finds what it found, and redacts nothing more (the
+    stored projection of an accepted entry holds the redacted text)."""
     if not text:
         return []
-    return _merge(_secret_findings(text) + _prose_findings(text) + _pattern_findings(text))
+    markers = [Finding(m["kind"], m.start(), m.end()) for m in _MARKER.finditer(text)]
+    found = _secret_findings(text) + _prose_findings(text) + _pattern_findings(text)
+    if markers:
+        ends = [f.end for f in markers]
+        found = [f for f in found if not _overlaps(f, markers, ends)]
+    return _merge(found + markers)
+
+
+def _overlaps(f: Finding, markers: list[Finding], ends: list[int]) -> bool:
+    i = bisect_right(ends, f.start)  # the first marker ending after f starts
+    return i < len(markers) and markers[i].start < f.end
 
 
 def redact(text: str, findings: list[Finding]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from urllib.parse import urlparse
 from pycrdt import Doc
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from .. import audit, clock
+from .. import audit, clock, patterns
 from ..auth.principal import Principal
 from ..core.store import decode_cursor, encode_cursor
 from ..errors import (
@@ -49,10 +48,10 @@ from .limits import Limits, get_limits
 from .store import KINDS, STATUSES, Entry, EntryDoc, LogRow, Space, Tx
 
 EDITABLE = ("draft", "accepted")
-UPDATE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
-ENTRY_ID = re.compile(r"ent_[0-9a-f]{20}")
-SOURCE_LINK = re.compile(r"source:[A-Za-z0-9_.:-]{1,200}")
-ENTRY_LINK = re.compile(r"entry:(ent_[0-9a-f]{20})")
+UPDATE_ID = patterns.compile(r"[A-Za-z0-9_-]{8,64}")
+ENTRY_ID = patterns.compile(r"ent_[0-9a-f]{20}")
+SOURCE_LINK = patterns.compile(r"source:[A-Za-z0-9_.:-]{1,200}")
+ENTRY_LINK = patterns.compile(r"entry:(ent_[0-9a-f]{20})")
 
 
 # --- request bodies ---------------------------------------------------------------------------

@@ -9,10 +9,10 @@ cannot read. An unreadable space, and another org's, answer exactly like a missi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .. import patterns
 from ..auth.principal import Permission, Principal
 from ..core.store import decode_cursor, encode_cursor
 from ..errors import BadRequest, Forbidden, NotFound
@@ -88,7 +88,7 @@ def require_collab(space: Space) -> None:
 SPACES_PAGE_DEFAULT = 50  # spaces per page of the listing when no limit is given
 SPACES_PAGE_MAX = 200
 GRANTS_BATCH = 100  # spaces whose grants one BatchGetItem reads
-_SPACE_ID_RE = re.compile(r"[^#~]{1,128}")  # a space id as its key holds it
+_SPACE_ID_RE = patterns.compile(r"[^#~]{1,128}")  # a space id as its key holds it
 
 
 @dataclass(frozen=True)

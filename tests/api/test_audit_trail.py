@@ -40,7 +40,8 @@ ROWS = {**ROUTES, **MCP_TOOLS}
 
 # What a call changes beside its purpose: (table, a predicate on the item) or an S3 key part.
 BESIDE_TABLES = {"audit", "usage", "team_rates", "team_attributions", "idempotency"}
-BESIDE_ATTRS = {"tokens": {"last_used_at"}, "structured": {"access_count", "last_accessed"}}
+BESIDE_ATTRS = {"tokens": {"last_used_at"}, "structured": {"access_count", "last_accessed"},
+                "banks": {"snapshot_seq", "snapshot_key", "snapshot_at"}}  # the newest snapshot noted
 
 
 def _beside(table: str, item: dict[str, Any]) -> bool:
@@ -199,6 +200,7 @@ CLI_CALLS = {
     "rebuild-indexes": lambda: ["rebuild-indexes", "--org", "acme", "--bank", "main"],
     "limits": lambda: ["limits", "set", "--org", "acme", "--burst", "500"],
     "usage": lambda: ["usage", "--org", "acme", "--format", "json"],
+    "doctor": lambda: ["doctor"],
 }
 
 

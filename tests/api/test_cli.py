@@ -142,9 +142,10 @@ def test_export_is_inline_whatever_the_configured_cap_and_leaves_the_environment
 
 
 def test_rebuild_metric_lines_go_to_stderr_not_the_commands_output(aws, api, capsys):
+    """With ``--metrics`` (without it they are dropped: test_cli_operator.py)."""
     api.post("/v1/banks/idx/memories", {"text": "Alpha memory for the index"})
     capsys.readouterr()
-    status, out, err = run("rebuild-indexes", "--org", "default", "--bank", "idx")
+    status, out, err = run("--metrics", "rebuild-indexes", "--org", "default", "--bank", "idx")
     assert status == 0 and [json.loads(x)["bank"] for x in out.splitlines()] == ["idx"]
     metrics = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
     rebuilt = [m["Event"] for m in metrics if "RebuildMs" in m]

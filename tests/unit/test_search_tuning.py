@@ -50,7 +50,7 @@ def test_get_tuning_cached_per_config_version(tmp_path, monkeypatch):
     set_config_version(0)
     assert get_tuning().fetch_limit == 70
     f.write_text("[memory]\nfetch_limit = 90\n")
-    assert get_tuning().fetch_limit == 70  # cached: the file is re-read on a reload only
+    assert get_tuning().fetch_limit == 90  # an edited file is re-read at once, as a cold container would
     assert set_config_version(1) is True
     assert get_tuning().fetch_limit == 90
     assert set_config_version(1) is False

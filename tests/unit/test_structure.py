@@ -598,3 +598,31 @@ def test_every_lint_suppression_gives_its_reason():
              for path in ([ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py")))
              if "node_modules" not in path.parts for n in _unexplained_suppressions(path.read_text())]
     assert not found, found
+
+
+PATTERNS_MODULE = "chalicelib/patterns.py"
+REGEX_ENGINES = ("re", "re2", "regex", "sre_compile", "sre_parse", "fnmatch")
+
+
+def _regex_imports(rel: str, tree: ast.AST) -> list[Violation]:
+    """Imports of a regular-expression engine, and Whoosh tokenizers given a pattern's text (Whoosh
+    compiles it with ``re``): every pattern is made by ``chalicelib/patterns.py``."""
+    out: list[Violation] = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        out += [(rel, node.lineno, f"imports {n}") for n in names if n.split(".")[0] in REGEX_ENGINES]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "RegexTokenizer"
+                and node.args and isinstance(node.args[0], (ast.Constant, ast.JoinedStr))):
+            out.append((rel, node.lineno, "RegexTokenizer given a pattern's text"))
+    return out
+
+
+def test_only_patterns_compiles_regular_expressions():
+    """Every regular expression of the service is made by ``chalicelib/patterns.py`` (RE2, or a
+    stdlib pattern that cannot backtrack), which the linear-time tests walk."""
+    bad = "import re\nfrom re import Pattern\nimport regex as rx\nRegexTokenizer(r'[a-z]+')\n"
+    assert [v[2] for v in _regex_imports("x.py", ast.parse(bad))] == [
+        "imports re", "imports re", "imports regex", "RegexTokenizer given a pattern's text"]
+    found = [v for rel in _production_files() if rel != PATTERNS_MODULE for v in _regex_imports(rel, _parse(rel))]
+    assert not found, [f"{p}:{n}: {w}" for p, n, w in found]

@@ -185,17 +185,18 @@ class AsyncMemories(Surface):
 
     @operation("list_memories")
     async def list(self, bank: str, *, limit: int | None = None, cursor: str | None = None, tag: str | None = None,
-                   include_superseded: bool | None = None) -> r.ListMemories:
-        """One page, newest first: ``{memories, total, next_cursor}``."""
+                   q: str | None = None, include_superseded: bool | None = None) -> r.ListMemories:
+        """One page, newest first: ``{memories, total, next_cursor}``; ``q`` keeps the memories whose
+        text holds it (case-insensitive), ``tag`` those with that tag."""
         return await self._t.call("list_memories", path={"bank": bank},
-                                  query={"limit": limit, "cursor": cursor, "tag": tag,
+                                  query={"limit": limit, "cursor": cursor, "tag": tag, "q": q,
                                          "include_superseded": include_superseded})
 
-    def iter(self, bank: str, *, limit: int | None = None, tag: str | None = None,
+    def iter(self, bank: str, *, limit: int | None = None, tag: str | None = None, q: str | None = None,
              include_superseded: bool | None = None) -> abc.AsyncIterator[Any]:
-        """Every memory of the bank, page after page (``limit`` per page)."""
+        """Every memory of the bank (with ``q``/``tag``: every one kept), page after page (``limit`` per page)."""
         return self._t.pages("list_memories", "memories", "next_cursor", path={"bank": bank},
-                             query={"limit": limit, "tag": tag, "include_superseded": include_superseded})
+                             query={"limit": limit, "tag": tag, "q": q, "include_superseded": include_superseded})
 
     @operation("get_memory")
     async def get(self, bank: str, memory_id: str) -> r.GetMemory:
@@ -347,7 +348,8 @@ class AsyncBanks(Surface):
     @operation("import_bank")
     async def import_(self, bank: str, source: Any, *, upload: bool | None = None,
                       progress: bool = False) -> r.ImportBank:
-        """Import NDJSON (``_core.ndjson_bytes``: bytes, text, a path, a binary file or dicts):
+        """Import NDJSON (``_core.ndjson_bytes``: a path, as ``export`` takes one, bytes, NDJSON text,
+        a binary file or dicts):
         ``{imported, skipped, errors: [{line, error}]}``. Larger than ``IMPORT_INLINE_BYTES`` (or
         ``upload=True``) it goes through a presigned upload first. ``progress``: a tqdm bar."""
         data = ndjson_bytes(source)
@@ -845,9 +847,10 @@ class AsyncCairn:
         return await self._t.call("run_doctor")
 
     @operation("service_status")
-    async def status(self) -> r.ServiceStatus:
-        """``{config_version, org_config_version, banks: [{name, seq, memories, snapshot}]}`` (``admin.memories``)."""
-        return await self._t.call("service_status")
+    async def status(self, *, limit: int | None = None, cursor: str | None = None) -> r.ServiceStatus:
+        """A page of banks: ``{config_version, org_config_version, banks: [{name, seq, memories,
+        snapshot}], next_cursor?}`` (``admin.memories``)."""
+        return await self._t.call("service_status", query={"limit": limit, "cursor": cursor})
 
     @operation("console_page")
     async def console_page(self) -> r.ConsolePage:

@@ -242,17 +242,19 @@ def sync_sleep(seconds: float) -> None:
 
 
 def ndjson_bytes(source: Any) -> bytes:
-    """An import's body: ``bytes`` as they are, ``str`` as NDJSON text, an ``os.PathLike`` as the
-    file's bytes, a binary file object as what it reads, an iterable of dicts as one JSON line each.
-    Raises ``TypeError`` for anything else."""
+    """An import's body: a path (``str`` or ``os.PathLike``, as ``export`` takes one) as the file's
+    bytes, ``bytes`` as they are, a ``str`` that starts with ``{`` (after blanks) as NDJSON text, a
+    binary file object as what it reads, an iterable of dicts as one JSON line each. Raises
+    ``FileNotFoundError`` for a path that names no file (never imports the path itself) and
+    ``TypeError`` for anything else."""
     import json
     import os
 
     if isinstance(source, bytes | bytearray):
         return bytes(source)
-    if isinstance(source, str):
+    if isinstance(source, str) and source.lstrip().startswith("{"):
         return source.encode()
-    if isinstance(source, os.PathLike):
+    if isinstance(source, str | os.PathLike):
         with open(source, "rb") as f:
             return f.read()
     if hasattr(source, "read"):

@@ -1467,6 +1467,18 @@ class SpacesQuery(BaseModel):
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
 
+class Limit15(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=200, title="Limit")] = None
+
+
+class StatusQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[Limit15 | Literal[""] | None, Field(title="Limit")] = None
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
 class StructuredMemory(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1541,13 +1553,13 @@ class StructuredMemoryList(BaseModel):
     ]
 
 
-class Limit15(RootModel[int]):
+class Limit16(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
     ] = 50
 
 
-class Limit16(RootModel[str]):
+class Limit17(RootModel[str]):
     root: Annotated[
         str, Field(description="At most this many.", max_length=0, title="Limit")
     ] = 50
@@ -1558,7 +1570,7 @@ class StructuredPageQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit15 | Limit16 | None,
+        Limit16 | Limit17 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 50
     cursor: Annotated[
@@ -2491,6 +2503,7 @@ class ServiceStatus(BaseModel):
     config_version: Annotated[int, Field(title="Config Version")]
     org_config_version: Annotated[int, Field(title="Org Config Version")]
     banks: Annotated[list[BankStatus], Field(title="Banks")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")] = None
 
 
 class TeamAttribution(BaseModel):
