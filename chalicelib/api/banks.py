@@ -318,7 +318,7 @@ def list_tags(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True, query=ExportQuery,
           responses={200: (Raw("application/x-ndjson", "memories.jsonl: one memory (or revision) a line."),
                            m.ExportLink)},
-          errors=("bank_not_found", "damaged"), meter="exempt")
+          errors=("bank_not_found", "damaged"))
 def export_bank(ctx: Ctx, bank: str):
     """Export a bank: ``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""

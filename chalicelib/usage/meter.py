@@ -1,24 +1,35 @@
-"""The request meter: what one request counts, and where it is written.
+"""The request meter: what one request spends of its rate limits, what it counts, and where both
+are written.
 
 ``start(principal, operation, kind, scope)`` opens a ``Meter`` for the request (a ``ContextVar``,
 so code anywhere below the route reports with ``note(name=n, ...)``, and does nothing when no
-meter is open: the CLI, scheduled jobs). ``kind`` decides how it counts:
+meter is open: the CLI, scheduled jobs). Limits are checked before the work: the pipeline calls
+``admit`` before the view (``api/http.py``; an MCP tool call, after ``retarget`` names what it
+runs). ``kind`` decides what that spends and how the request counts:
 
-- ``write``: inside each write transaction (``storage.txn`` hooks, ``install``): one ``ADD`` on the
-  token's counter shard of the hour, and, in the request's first transaction, the spend of a
-  write rate-limit bucket shard (conditional). A transaction that is cancelled counts nothing; an
-  idempotent replay stages nothing and counts nothing. A write request that commits no
-  transaction of its own is settled after its view (``settle``).
-- ``exempt`` (deletes, forgets, purges, exports): counted the same way, never rate limited.
-- ``read``: after the answer is computed, ONE conditional ``UpdateItem`` (``finish``) spends the
-  token's read bucket and adds the request's counters. A deny raises 429 ``rate_limited`` (nothing
-  written); any other failure of that write is swallowed and emits a ``usage_lost`` metric.
-- ``hook``: a read that is never denied (the per-turn hook: over the limit it answers rules only,
-  ``spend_read(deny=False)`` then ``count_read``).
+- ``read``: ``admit`` spends the token's read bucket and the org's bucket (all its tokens
+  together): two conditional ``UpdateItem`` calls sent at once (one round trip of wall time), on
+  items that hold a bucket and nothing else. Over either limit: 429 ``rate_limited`` (what the
+  other bucket granted is given back); a bucket update that fails: 503 ``backend_unavailable``.
+  The view never runs then.
+  After the answer ``finish`` adds the counters with one ``ADD`` (``count_read``); a failure of
+  that write is swallowed and emits a ``usage_lost`` metric.
+- ``hook``: a read that is never denied (the per-turn hook): over a limit, or when a bucket update
+  fails, ``admit`` records why (``limited()``) and the hook injects the rules only.
+- ``write``: ``admit`` spends the token's write bucket and the org's bucket the same way (a
+  write refused there does nothing). Its counters go inside its write transactions
+  (``storage.txn`` hooks, ``install``): one ``ADD`` on the token's counter shard of the hour, so
+  a cancelled transaction counts nothing; a write request that commits nothing counts in a
+  transaction of its own (``settle``), an idempotent replay too (as a request, never its stored
+  changes again). A write that fails before it counted gives its spends back.
+- ``exempt`` (deletes, forgets, purges): counted the same way, never rate limited.
+- ``tool`` (the MCP endpoint): a tool call counts and spends as the operation it runs
+  (``retarget``); any other MCP message as a read, after its answer.
 - ``none``: not counted (the usage report itself).
 
 Counters: ``req_<operation>`` per request, ``w_<op>`` per stored change (``core.store``), and the
-names of ``keys.COUNTERS`` / ``bytes_<kind>`` that code notes.
+names of ``keys.COUNTERS`` / ``bytes_<kind>`` that code notes; each counter item holds one scope's
+(``keys``).
 """
 
 from __future__ import annotations
@@ -27,28 +38,32 @@ import secrets
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 from pynamodb.expressions.operand import Path
-from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from .. import clock, metrics, timing
 from ..auth.principal import Principal
-from ..errors import RateLimited
+from ..errors import BackendUnavailable, RateLimited
 from ..settings import get_settings
 from ..storage import tables, txn
 from ..storage.tables import UsageModel
 from . import bucket, keys, limits
 
-KINDS = ("read", "write", "exempt", "hook", "none")
-HINT_TTL_S = 2 * 24 * 3600  # a write bucket item outlives two idle days
+KINDS = ("read", "write", "exempt", "hook", "tool", "none")
+LIMITED = RateLimited.code  # why a hook answers rules only: over a limit ...
+UNAVAILABLE = BackendUnavailable.code  # ... or its buckets could not be read
+BUCKET_TTL_DAYS = 2  # a bucket item outlives two idle days
 _hints: dict[tuple[str, str], int] = {}  # last tat seen per bucket item (this container)
 _hints_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
 @dataclass
@@ -61,16 +76,18 @@ class Meter:
     scope: str = ""
     cost: int = 1
     counted: bool = False  # the request counter is written (a transaction or the read update)
-    spent: bool = False  # the request's rate-limit tokens are spent
-    replayed: bool = False  # an idempotent replay answered: count nothing
+    admitted: bool = False  # ``admit`` ran
+    replayed: bool = False  # an idempotent replay answered: its stored changes count nothing
     failed: bool = False
+    limited: str | None = None  # a hook's reason to inject the rules only (``LIMITED``, ``UNAVAILABLE``)
+    refunds: list[tuple[tuple[str, str], int]] = field(default_factory=list)  # given back unless counted
     outside: Counter = field(default_factory=Counter)  # noted outside a transaction
     noted: Counter = field(default_factory=Counter)  # everything noted (the metric line)
     attempt: Counter = field(default_factory=Counter)  # noted by the running transaction attempt
     in_tx: int = 0
     lane: int | None = None  # the first write lane the attempt touches (the counter shard)
     lanes: int = 1
-    staged: Any = None  # (tx id, bucket plan, bucket key, reason index) of the attempt
+    staged: int | None = None  # id of the transaction the attempt's counters are staged in
     retargeted: bool = False
 
     @property
@@ -98,7 +115,10 @@ def start(principal: Principal, operation: str, kind: str, scope: str = "") -> T
 
 
 def stop(token: Token) -> None:
-    """Close the meter ``start`` opened."""
+    """Close the meter ``start`` opened; a spend of a request that counted nothing is given back."""
+    m = current()
+    if m is not None and m.refunds and not m.counted:
+        _refund(m.refunds)
     _current.reset(token)
 
 
@@ -160,7 +180,8 @@ def note_lane(lane: int, lanes: int) -> None:
 
 
 def set_scope(scope: str) -> None:
-    """Count the open meter's request under ``scope`` (a bank the body names, not the path)."""
+    """Count the open meter's request under ``scope`` (a bank the body names, not the path; or
+    ``keys.UNKNOWN`` once the bank it names turns out not to exist)."""
     m = current()
     if m is not None:
         m.scope = scope
@@ -174,20 +195,28 @@ def failed() -> None:
 
 
 def replayed() -> None:
-    """An idempotent replay answered the request: it counts nothing."""
+    """An idempotent replay answered the request: it counts (and spends) as a request, its stored
+    changes not again."""
     m = current()
     if m is not None:
         m.replayed = True
 
 
 def set_cost(cost: int) -> None:
-    """Bucket tokens the request spends (an ``as_of`` recall: ``Limits.as_of_cost``)."""
+    """Bucket tokens the request spends (an ``as_of`` recall: ``Limits.as_of_cost``); set before
+    ``admit``."""
     m = current()
     if m is not None:
         m.cost = max(1, cost)
 
 
-# --- write transactions --------------------------------------------------------------------
+def limited() -> str | None:
+    """Why the open hook request answers rules only (``LIMITED`` or ``UNAVAILABLE``), else None."""
+    m = current()
+    return m.limited if m is not None else None
+
+
+# --- buckets -------------------------------------------------------------------------------
 
 def _now_us() -> int:
     return clock.now_ms() * 1000
@@ -210,6 +239,159 @@ def _set_hint(key: tuple[str, str], tat: int | None) -> None:
             _hints[key] = tat
 
 
+def _client() -> Any:
+    tables.bind()
+    return UsageModel._get_connection().connection.client
+
+
+def _bucket_update(key: tuple[str, str], plan: bucket.Plan) -> Mapping[str, Any]:
+    """The conditional ``UpdateItem`` of ``plan`` on bucket item ``key`` (``bucket``'s two forms)."""
+    values: dict[str, Any] = {":e": {"N": str(_expires(BUCKET_TTL_DAYS))}}
+    if plan.form == "busy":
+        expr, cond = "SET #e = :e ADD #t :add", "#t BETWEEN :lo AND :hi"
+        values.update({":add": {"N": str(plan.add)}, ":lo": {"N": str(plan.lo)}, ":hi": {"N": str(plan.hi)}})
+    else:
+        expr, cond = "SET #t = :set, #e = :e", "attribute_not_exists(#t) OR #t < :now"
+        values.update({":set": {"N": str(plan.set_to)}, ":now": {"N": str(plan.now_us)}})
+    return dict(TableName=UsageModel.Meta.table_name, Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}},
+                UpdateExpression=expr, ConditionExpression=cond,
+                ExpressionAttributeNames={"#t": "tat", "#e": "expires_at"}, ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+
+
+def _spend(key: tuple[str, str], r: bucket.Rate, cost: int, now: int) -> bucket.Plan | bucket.Verdict:
+    """Spend ``cost`` of bucket ``key``: the plan applied, or the deny ``Verdict`` (nothing
+    written). One conditional update, a second when this container guessed the bucket's form
+    wrong (another container moved it)."""
+    hint, form = _hint(key), None
+    for _ in range(3):
+        plan = bucket.choose(hint, now, r, cost, form)
+        try:
+            got = _client().update_item(**_bucket_update(key, plan))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            old = exc.response.get("Item", {}).get("tat", {}).get("N")
+            old_tat = int(old) if old is not None else None
+            v = bucket.verdict(old_tat, bucket.choose(old_tat, now, r, cost, "busy"))
+            if v.deny:
+                _set_hint(key, old_tat)
+                return v
+            hint, form = old_tat, "idle" if old_tat is None or old_tat < now else "busy"
+            continue
+        tat = got.get("Attributes", {}).get("tat", {}).get("N")
+        _set_hint(key, int(tat) if tat is not None else None)
+        return plan
+    raise RuntimeError("a rate-limit bucket did not settle in 3 updates")
+
+
+def _refund(spends: list[tuple[tuple[str, str], int]]) -> None:
+    """Give back bucket spends (``(key, µs)``) of a request that was refused or did nothing; a
+    ``tat`` set from the past comes back to ``now``, which is a full bucket. Best effort."""
+    for key, add_us in spends:
+        try:
+            _client().update_item(TableName=UsageModel.Meta.table_name,
+                                  Key={"pk": {"S": key[0]}, "sk": {"S": key[1]}}, UpdateExpression="ADD #t :n",
+                                  ConditionExpression="attribute_exists(#t)", ExpressionAttributeNames={"#t": "tat"},
+                                  ExpressionAttributeValues={":n": {"N": str(-add_us)}})
+            hint = _hint(key)
+            _set_hint(key, hint - add_us if hint is not None else None)
+        except Exception:  # noqa: BLE001 - a refund lost costs the org one token, never the answer
+            _set_hint(key, None)
+    spends.clear()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cairn-bucket")
+        return _pool
+
+
+Outcome = bucket.Plan | bucket.Verdict | Exception
+
+
+def _spend_all(jobs: list[tuple[tuple[str, str], bucket.Rate]], cost: int) -> list[Outcome]:
+    """Spend every bucket of ``jobs`` at once (the second one on a worker thread, so two buckets
+    cost one round trip of wall time): each one's plan, deny verdict or failure."""
+    now = _now_us()
+
+    def one(job: tuple[tuple[str, str], bucket.Rate]) -> Outcome:
+        try:
+            return _spend(job[0], job[1], cost, now)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
+            return exc
+
+    rest = [_executor().submit(one, job) for job in jobs[1:]]
+    return [one(jobs[0]), *(f.result() for f in rest)] if jobs else []
+
+
+@dataclass(frozen=True)
+class _Bucket:
+    key: tuple[str, str]
+    rate: bucket.Rate
+    limit: str  # the field of ``limits.Limits`` it enforces
+
+
+def _buckets(m: Meter) -> list[_Bucket]:
+    """The buckets ``admit`` spends for ``m``: the token's read (or write) bucket and the org's;
+    those whose limit is 0 are left out."""
+    lim = limits.effective(m.org_id)
+    own = keys.write_bucket_key(m.org_id, m.token_id) if m.kind == "write" else keys.read_bucket_key(
+        m.org_id, m.token_id)
+    candidates = [(own, bucket.rate(lim.requests_per_minute, lim.burst), "requests_per_minute"),
+                  (keys.org_bucket_key(m.org_id), bucket.rate(lim.org_requests_per_minute, lim.org_burst),
+                   "org_requests_per_minute")]
+    return [_Bucket(key, r, limit) for key, r, limit in candidates if r is not None]
+
+
+@timing.phase("usage")
+def admit() -> None:
+    """Spend the open meter's buckets before the request's work (see the module). Reads and
+    writes: 429 ``rate_limited`` over a limit, 503 ``backend_unavailable`` when a bucket cannot be
+    updated; nothing is written then. A hook is never refused: ``limited()`` says why it answers
+    rules only. Once per request; nothing for ``exempt``, ``tool`` and ``none``."""
+    m = current()
+    if m is None or m.admitted or m.kind not in ("read", "hook", "write"):
+        return
+    m.admitted = True
+    todo = _buckets(m)
+    outcomes = _spend_all([(b.key, b.rate) for b in todo], m.cost)
+    spent = [(b.key, o.add) for b, o in zip(todo, outcomes, strict=True) if isinstance(o, bucket.Plan)]
+    denied = [(b, o) for b, o in zip(todo, outcomes, strict=True) if isinstance(o, bucket.Verdict)]
+    broken = [o for o in outcomes if isinstance(o, Exception)]
+    if not denied and not broken:
+        m.refunds = spent if m.kind == "write" else []  # a write that fails before it counts gives them back
+        return
+    _refund(spent)
+    if broken:
+        _lost(m, broken[0])
+    if m.kind == "hook":
+        m.limited = LIMITED if denied else UNAVAILABLE
+        return
+    if denied:
+        b, v = denied[0]
+        raise _limited(m, b.limit, v.retry_after_s, "writes" if m.kind == "write" else "reads")
+    raise BackendUnavailable("The rate limits cannot be checked right now; retry shortly.")
+
+
+def _limited(m: Meter, limit: str, retry_after_s: int, what: str) -> RateLimited:
+    lim = limits.effective(m.org_id)
+    metrics.emit("usage", {"RateLimited": 1}, {"operation": m.operation, "org": m.org_id})
+    if limit == "org_requests_per_minute":
+        top, burst = lim.org_requests_per_minute, lim.org_burst
+        who = "This org (all its tokens together)"
+    else:
+        top, burst, who = lim.requests_per_minute, lim.burst, "This token"
+    return RateLimited(f"{who} is over its rate limit of {top} requests per minute ({what}); retry after "
+                       f"{retry_after_s} s.", retry_after_s=retry_after_s,
+                       details={"limit": limit, "max": top, "burst": burst, "retry_after_s": retry_after_s})
+
+
+# --- write transactions --------------------------------------------------------------------
+
 def _write_counts(m: Meter) -> Counter:
     counts = Counter(m.attempt)
     if not m.counted:
@@ -227,41 +409,21 @@ def _begin() -> None:
 
 
 def _stage(tx: TransactWrite) -> None:
-    """Stage the meter's counters (and the first transaction's bucket spend) into ``tx``."""
+    """Stage the meter's counters into ``tx`` (the request's own in its first transaction)."""
     m = current()
-    if m is None or m.kind not in ("write", "exempt") or m.replayed or m.staged is not None:
+    if m is None or m.kind not in ("write", "exempt") or m.staged is not None:
         return
     counts = _write_counts(m)
     if not counts:
         return
     shard = m.lane if m.lane is not None else secrets.randbelow(get_settings().usage_shards)
     hour = keys.hour_of(clock.now_ms())
-    tx.update(UsageModel(keys.partition(m.org_id), keys.write_sk(hour, m.token_id, shard)),
+    # the item of the scope the transaction writes: one bank per transaction, plus the org's requests
+    scope = m.scope or next((s for s, _n in sorted(counts) if s), "")
+    tx.update(UsageModel(keys.partition(m.org_id), keys.write_sk(hour, m.token_id, shard, scope)),
               actions=[Path([keys.counter(s, n)]).add(v) for (s, n), v in sorted(counts.items())]
               + [UsageModel.expires_at.set(_expires())])
-    m.staged = (id(tx), None, None, -1)
-    if m.kind == "write" and not m.spent:
-        m.staged = _stage_bucket(tx, m)
-
-
-def _stage_bucket(tx: TransactWrite, m: Meter) -> Any:
-    """Stage the spend of the token's write bucket shard of the attempt's lane (conditional; the
-    old item comes back on a failed condition); returns what ``_cancelled`` needs."""
-    lim = limits.effective(m.org_id)
-    k = min(keys.BUCKET_SHARDS, m.lanes) if m.lane is not None else 1
-    r = bucket.rate(lim.requests_per_minute, lim.burst, k)
-    if r is None:
-        return (id(tx), None, None, -1)
-    key = keys.bucket_key(m.org_id, m.token_id, (m.lane or 0) % k)
-    # slack of one burst: concurrent writes of the token nearly always take the commutative form
-    plan = bucket.choose(_hint(key), _now_us(), r, m.cost, slack_us=r.cap_us)
-    index = len(tx._condition_check_items) + len(tx._delete_items) + len(tx._put_items) + len(tx._update_items)
-    tat = Path(["tat"])
-    act: Action = tat.add(plan.add) if plan.form == "busy" else tat.set(plan.set_to)
-    cond = tat.between(plan.lo, plan.hi) if plan.form == "busy" else tat.does_not_exist() | (tat < plan.lo)
-    tx.update(UsageModel(*key), actions=[act, UsageModel.expires_at.set(_expires(2))], condition=cond,
-              return_values="ALL_OLD")
-    return (id(tx), (plan, r), key, index)
+    m.staged = id(tx)
 
 
 def _end(tx: TransactWrite, committed: bool) -> None:
@@ -269,15 +431,9 @@ def _end(tx: TransactWrite, committed: bool) -> None:
     if m is None:
         return
     m.in_tx = max(0, m.in_tx - 1)
-    if committed and m.staged is not None and m.staged[0] == id(tx):
+    if committed and m.staged == id(tx):
         m.counted = True
         m.outside.clear()
-        _, plan, key, _ = m.staged
-        if plan is not None:
-            m.spent = True
-            p, _r = plan
-            hint = _hint(key)
-            _set_hint(key, hint + p.add if p.form == "busy" and hint is not None else p.set_to)
     if committed:
         for (_scope, name), n in m.attempt.items():
             m.noted[name] += n
@@ -285,43 +441,14 @@ def _end(tx: TransactWrite, committed: bool) -> None:
     m.staged = None if committed else m.staged
 
 
-def _cancelled(exc: Any) -> None:
-    """A cancelled transaction: a bucket that denies raises 429 (never retried); a wrong guess of
-    the bucket's form flips this container's hint, and the normal retry follows."""
-    m = current()
-    if m is None or m.staged is None or m.staged[1] is None:
-        return
-    _, (plan, r), key, index = m.staged
-    reasons = list(exc.cancellation_reasons or [])
-    reason = reasons[index] if 0 <= index < len(reasons) else None
-    if reason is None or reason.code != "ConditionalCheckFailed":
-        return
-    old = (reason.raw_item or {}).get("tat", {}).get("N")
-    old_tat = int(old) if old is not None else None
-    v = bucket.verdict(old_tat, plan)
-    if v.deny:
-        _set_hint(key, old_tat)
-        raise _limited(m, r, v.retry_after_s, "writes")
-    _set_hint(key, old_tat if old_tat is not None and old_tat >= plan.lo else None)
-
-
-def _limited(m: Meter, r: bucket.Rate, retry_after_s: int, what: str) -> RateLimited:
-    lim = limits.effective(m.org_id)
-    metrics.emit("usage", {"RateLimited": 1}, {"operation": m.operation, "org": m.org_id})
-    return RateLimited(f"This token is over its rate limit of {lim.requests_per_minute} requests per minute "
-                       f"({what}); retry after {retry_after_s} s.", retry_after_s=retry_after_s,
-                       details={"limit": "requests_per_minute", "max": lim.requests_per_minute,
-                                "burst": lim.burst, "retry_after_s": retry_after_s})
-
-
 def settle() -> None:
-    """Count (and, for ``write``, rate limit) the open meter's request now, in a transaction of its
-    own, unless a transaction already did: for writes whose effect is not a transaction (a rule's
-    file, a presigned upload), called before the effect so a 429 changes nothing. 429
-    ``rate_limited`` over the limit."""
+    """Count the open meter's request now, in a transaction of its own, unless a transaction
+    already did: for writes whose effect is not a transaction (a rule's file, a presigned upload)
+    and requests that committed nothing (an idempotent replay)."""
     m = current()
-    if m is None or m.counted or m.replayed or m.kind not in ("write", "exempt"):
+    if m is None or m.counted or m.kind not in ("write", "exempt"):
         return
+
     def attempt(tx: TransactWrite) -> None:
         _stage(tx)
 
@@ -330,86 +457,40 @@ def settle() -> None:
 
 # --- reads ---------------------------------------------------------------------------------
 
-def _read_update(m: Meter, counts: Counter, plan: bucket.Plan | None) -> Mapping[str, Any]:
-    names = {"#e": "expires_at"}
-    values: dict[str, Any] = {":e": {"N": str(_expires())}}
-    sets, adds, cond = ["#e = :e"], [], None
-    for i, ((scope, name), n) in enumerate(sorted(counts.items())):
-        names[f"#c{i}"] = keys.counter(scope, name)
-        values[f":c{i}"] = {"N": str(n)}
-        adds.append(f"#c{i} :c{i}")
-    if plan is not None:
-        names["#t"] = "tat"
-        if plan.form == "busy":
-            adds.append("#t :add")
-            values.update({":add": {"N": str(plan.add)}, ":lo": {"N": str(plan.lo)}, ":hi": {"N": str(plan.hi)}})
-            cond = "#t BETWEEN :lo AND :hi"
-        else:
-            sets.append("#t = :set")
-            values.update({":set": {"N": str(plan.set_to)}, ":now": {"N": str(plan.now_us)}})
-            cond = "attribute_not_exists(#t) OR #t < :now"
-    tables.bind()
-    hour = keys.hour_of(plan.now_us // 1000 if plan is not None else clock.now_ms())
-    kw: dict[str, Any] = dict(
-        TableName=UsageModel.Meta.table_name,
-        Key={"pk": {"S": keys.partition(m.org_id)}, "sk": {"S": keys.read_sk(hour, m.token_id)}},
-        UpdateExpression="SET " + ", ".join(sets) + (" ADD " + ", ".join(adds) if adds else ""),
-        ExpressionAttributeNames=names, ExpressionAttributeValues=values, ReturnValues="UPDATED_NEW")
-    if cond is not None:
-        kw.update(ConditionExpression=cond, ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    return kw
-
-
-def _client() -> Any:
-    tables.bind()
-    return UsageModel._get_connection().connection.client
-
-
 def _read_counts(m: Meter) -> Counter:
     counts = Counter(m.outside)
     counts[(m.scope, f"req_{m.operation}")] += 1
     return counts
 
 
-@timing.phase("usage")
-def spend_read(*, deny: bool = True) -> bucket.Verdict | None:
-    """Spend the open read meter's bucket tokens and write its counters: one conditional
-    ``UpdateItem`` (a second one only when another container moved the bucket, or at a new hour).
-    Over the limit, nothing is written: with ``deny``, 429 ``rate_limited``; without, the deny
-    ``Verdict`` is returned (the per-turn hook then answers rules only and calls ``count_read``).
-    A failure of the write itself never fails the request: it emits ``usage_lost``."""
-    m = current()
-    if m is None or m.counted or m.kind not in ("read", "hook"):
-        return None
-    r: bucket.Rate | None = None
-    try:
-        lim = limits.effective(m.org_id)
-        r = bucket.rate(lim.requests_per_minute, lim.burst)
-        if r is None:
-            _client().update_item(**_read_update(m, _read_counts(m), None))
-        else:
-            v = _spend(m, r)
-            if v is not None:
-                if deny:
-                    raise _limited(m, r, v.retry_after_s, "reads")
-                return v
-    except RateLimited:
-        raise
-    except Exception as exc:  # noqa: BLE001 - counting must never fail the answer it counts
-        _lost(m, exc)
-    m.counted = m.spent = True
-    return None
+def _count_update(m: Meter, scope: str, counts: Mapping[str, int]) -> Mapping[str, Any]:
+    """The unconditional ``ADD`` of ``counts`` (name -> n) on the token's read item of ``scope``."""
+    names = {"#e": "expires_at"}
+    values: dict[str, Any] = {":e": {"N": str(_expires())}}
+    adds = []
+    for i, (name, n) in enumerate(sorted(counts.items())):
+        names[f"#c{i}"] = keys.counter(scope, name)
+        values[f":c{i}"] = {"N": str(n)}
+        adds.append(f"#c{i} :c{i}")
+    sk = keys.read_sk(keys.hour_of(clock.now_ms()), m.token_id, scope)
+    return dict(TableName=UsageModel.Meta.table_name, Key={"pk": {"S": keys.partition(m.org_id)}, "sk": {"S": sk}},
+                UpdateExpression="SET #e = :e ADD " + ", ".join(adds), ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values)
 
 
 @timing.phase("usage")
 def count_read() -> None:
-    """Add the open read meter's counters without spending (a request answered over its limit,
-    such as the per-turn hook's rules-only answer); a failure emits ``usage_lost``."""
+    """Add the open read meter's counters: one ``ADD`` per scope it noted (one, nearly always); a
+    failure emits ``usage_lost`` and never fails the answer it counts."""
     m = current()
     if m is None or m.counted:
         return
+    by_scope: dict[str, dict[str, int]] = {}
+    for (scope, name), n in _read_counts(m).items():
+        by_scope.setdefault(scope, {})[name] = n
     try:
-        _client().update_item(**_read_update(m, _read_counts(m), None))
+        for scope, counts in sorted(by_scope.items()):
+            _client().update_item(**_count_update(m, scope, counts))
     except Exception as exc:  # noqa: BLE001 - counting must never fail the answer it counts
         _lost(m, exc)
     m.counted = True
@@ -419,47 +500,19 @@ def _lost(m: Meter, exc: Exception) -> None:
     metrics.emit("usage", {"UsageLost": 1}, {"operation": m.operation, "org": m.org_id, "error": type(exc).__name__})
 
 
-def _spend(m: Meter, r: bucket.Rate) -> bucket.Verdict | None:
-    """The read bucket's conditional update(s): None when spent, the deny ``Verdict`` otherwise."""
-    counts = _read_counts(m)
-    key = (keys.partition(m.org_id), f"{m.token_id}#r")
-    now = _now_us()
-    hint, form, carry = _hint(key), None, None
-    for _ in range(3):
-        plan = bucket.choose(hint, now, r, m.cost, form)
-        if carry is not None:
-            plan = replace(plan, set_to=carry + plan.add)
-        try:
-            got = _client().update_item(**_read_update(m, counts, plan))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            old = exc.response.get("Item", {}).get("tat", {}).get("N")
-            old_tat = int(old) if old is not None else None
-            if old_tat is None and carry is None and hint is not None and hint >= now:
-                old_tat = carry = hint  # a new hour's item: this container's bucket carries over
-            v = bucket.verdict(old_tat, bucket.choose(old_tat, now, r, m.cost, "busy"))
-            if v.deny:
-                _set_hint(key, old_tat)
-                return v
-            hint = old_tat
-            form = "idle" if carry is not None or old_tat is None or old_tat < now else "busy"
-            continue
-        tat = got.get("Attributes", {}).get("tat", {}).get("N")
-        _set_hint(key, int(tat) if tat is not None else None)
-        return None
-    raise RuntimeError("the read bucket did not settle in 3 updates")
-
-
 def finish() -> None:
-    """After the view answered: count the open meter's request as its kind says (``spend_read`` for
-    reads, ``settle`` for writes no transaction counted) and emit its ``usage`` metric line."""
+    """After the view answered: count the open meter's request as its kind says (``count_read``
+    for reads, ``settle`` for writes no transaction counted) and emit its ``usage`` metric line.
+    An MCP message that ran no tool is a read, admitted here (its answer is small)."""
     m = current()
     if m is None or m.failed or m.kind == "none":
         return
+    if m.kind == "tool":
+        m.kind = "read"
+        admit()
     if m.kind in ("read", "hook"):
-        spend_read(deny=m.kind == "read")
-    elif not m.replayed:
+        count_read()
+    else:
         settle()
     emit(m)
 
@@ -476,7 +529,6 @@ def install() -> None:
     txn.on_attempt(_begin)
     txn.before_commit(_stage)
     txn.after_attempt(_end)
-    txn.on_cancel(_cancelled)
 
 
 install()

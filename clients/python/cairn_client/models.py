@@ -594,6 +594,20 @@ class LimitValues(BaseModel):
             title="Extraction Tokens Per Day",
         ),
     ]
+    org_requests_per_minute: Annotated[
+        int,
+        Field(
+            description="Requests per minute of all the org's tokens together.",
+            title="Org Requests Per Minute",
+        ),
+    ]
+    org_burst: Annotated[
+        int,
+        Field(
+            description="Requests all the org's tokens may send at once.",
+            title="Org Burst",
+        ),
+    ]
 
 
 class RequestsPerMinute(RootModel[int]):
@@ -622,6 +636,16 @@ class ExtractionTokensPerDay(RootModel[int]):
     ] = None
 
 
+class OrgRequestsPerMinute(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Org Requests Per Minute")
+    ] = None
+
+
+class OrgBurst(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Org Burst")] = None
+
+
 class LimitsPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -637,6 +661,10 @@ class LimitsPatch(BaseModel):
     extraction_tokens_per_day: Annotated[
         ExtractionTokensPerDay | None, Field(title="Extraction Tokens Per Day")
     ] = None
+    org_requests_per_minute: Annotated[
+        OrgRequestsPerMinute | None, Field(title="Org Requests Per Minute")
+    ] = None
+    org_burst: Annotated[OrgBurst | None, Field(title="Org Burst")] = None
 
 
 class McpErrorData(BaseModel):
@@ -1092,6 +1120,10 @@ class OrgLimitValues(BaseModel):
     extraction_tokens_per_day: Annotated[
         int | None, Field(title="Extraction Tokens Per Day")
     ] = None
+    org_requests_per_minute: Annotated[
+        int | None, Field(title="Org Requests Per Minute")
+    ] = None
+    org_burst: Annotated[int | None, Field(title="Org Burst")] = None
 
 
 class PinRequest(BaseModel):
