@@ -115,9 +115,9 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     if len(data) <= settings.export_inline_bytes:
         return Export(damaged=damaged, data=data)
     key = store.export_key(org_id, bank)
-    blobs.put_bytes(key, data, "application/x-ndjson")
-    return Export(damaged=damaged, url=blobs.presign_get(key, settings.presign_ttl_s),
-                  expires_at=now_ms() + settings.presign_ttl_s * 1000)
+    blobs.put_bytes(key, data, "application/x-ndjson", expiring=True)
+    ttl = min(settings.presign_ttl_s, blobs.EXPIRING_DAYS * 86400)  # never outlives the object
+    return Export(damaged=damaged, url=blobs.presign_get(key, ttl), expires_at=now_ms() + ttl * 1000)
 
 
 class _Line(BaseModel):

@@ -168,3 +168,36 @@ def test_limits_beyond_what_json_holds_exactly_are_refused(aws, monkeypatch):
                        UpdateExpression="SET op_burst = :v", ExpressionAttributeValues={":v": {"N": str(2**60)}})
     limits.forget_cached()
     assert limits.effective("acme").burst == get_settings().rate_burst
+
+
+def test_a_large_export_is_deleted_by_the_buckets_lifecycle_a_day_later(api, aws, monkeypatch):
+    """The template's lifecycle rule ``expiring`` deletes objects tagged ``EXPIRING_TAG`` after a
+    day (noncurrent versions too); the local bucket carries the same rule; a large export's object
+    is so tagged, and its link expires before it."""
+    import boto3
+
+    from chalicelib.storage import blobs
+    from infra.local.resources import load_template
+    tag = {"Key": blobs.EXPIRING_TAG[0], "Value": blobs.EXPIRING_TAG[1]}
+    props = load_template()["Resources"]["DataBucket"]["Properties"]
+    rule = next(r for r in props["LifecycleConfiguration"]["Rules"] if r["Id"] == "expiring")
+    assert rule == {"Id": "expiring", "Status": "Enabled", "TagFilters": [tag], "ExpirationInDays": 1,
+                    "NoncurrentVersionExpiration": {"NoncurrentDays": 1}}
+    assert rule["ExpirationInDays"] == blobs.EXPIRING_DAYS
+    policy = load_template()["Resources"]["CairnDataPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert "s3:PutObjectTagging" in next(s for s in policy if s.get("Sid") == "Bucket")["Action"]
+    s3 = boto3.client("s3", region_name="us-east-1")
+    local = {r["ID"]: r for r in s3.get_bucket_lifecycle_configuration(Bucket=aws["CAIRN_BUCKET"])["Rules"]}
+    assert local["expiring"]["Filter"] == {"Tag": tag} and local["expiring"]["Expiration"]["Days"] == 1
+    assert local["expiring"]["NoncurrentVersionExpiration"]["NoncurrentDays"] == 1
+
+    monkeypatch.setenv("CAIRN_EXPORT_INLINE_BYTES", "10")
+    monkeypatch.setenv("CAIRN_PRESIGN_TTL_S", str(7 * 24 * 3600))
+    assert _save(api, "An export too large to answer inline")[0] == 201
+    status, body = api.get("/v1/banks/one/export")
+    assert status == 200 and body["url"], body
+    from chalicelib import clock
+    assert body["expires_at"] <= clock.now_ms() + 86_400_000  # the link never outlives the object
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=aws["CAIRN_BUCKET"], Prefix="default/exports/")["Contents"]]
+    assert len(keys) == 1
+    assert s3.get_object_tagging(Bucket=aws["CAIRN_BUCKET"], Key=keys[0])["TagSet"] == [tag]
