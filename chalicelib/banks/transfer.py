@@ -37,10 +37,12 @@ from .service import require_bank
 
 # DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
 # and two pointer moves or one pointer check), plus at most BATCH_LANES lane rows, the org's bank
-# count (a batch creating the bank), and the usage meter's counter item and rate-limit bucket
-# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 2 = 99.
+# count (a batch creating the bank), and the usage meter's counter item
+# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 1 = 98. Under a memory quota a batch also holds every
+# other lane (core.store.lane_batches makes it smaller for that: RECORD_ITEMS per record).
 BATCH = 23
 BATCH_LANES = 4
+RECORD_ITEMS = 4
 
 
 class ImportUploadRequest(BaseModel):
@@ -209,7 +211,8 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     check_name(bank)
     out = ImportResult()
     ordered = _first_text_wins(_winners(lines, out), out)
-    batches = store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES)
+    batches = store.lane_batches(org_id, bank, ordered, lambda nr: nr[1].id, size=BATCH, max_lanes=BATCH_LANES,
+                                 record_items=RECORD_ITEMS)
     try:
         _apply_batches(org_id, bank, batches, actor, out, progress)
     finally:  # one event for the whole import, also when it stopped after some batches committed

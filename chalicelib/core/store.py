@@ -30,7 +30,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist
@@ -243,18 +243,26 @@ def get_bank_head(org_id: str, name: str) -> BankHead | None:
 
 
 TX_BYTES = 3_500_000  # what a bulk write's batch may weigh: DynamoDB refuses a transaction over 4 MB
+TX_ITEMS = 100  # DynamoDB's items per transaction
+TX_SHARED = 2  # items any bank write may add besides its records and lanes: the org's bank count, a usage counter
 
 
 def lane_batches(org_id: str, bank: str, items: list[T], memory_id: Callable[[T], str], *, size: int,
-                 max_lanes: int, weight: Callable[[T], int] | None = None) -> list[list[T]]:
+                 max_lanes: int, weight: Callable[[T], int] | None = None,
+                 record_items: int | None = None) -> list[list[T]]:
     """``items`` cut into the batches of a bulk write (one transaction each), grouped by the lane
     of ``memory_id(item)`` in ``bank`` (a new bank's lane count when it does not exist yet): at
     most ``size`` items, ``max_lanes`` lanes and ``TX_BYTES`` of ``weight`` (UTF-8 bytes an item
     stages) per batch, so a batch stays within DynamoDB's 100 items and 4 MB per transaction and
-    meets few concurrent writers; the order of ``items`` is kept within a lane. Raises 409
-    ``damaged`` (before anything is written) when the bank or one of its lane rows cannot be used."""
+    meets few concurrent writers; the order of ``items`` is kept within a lane. With
+    ``record_items`` (the transaction items one item stages, lane rows aside), a bank whose live
+    memories are bounded gets batches small enough to also hold every lane (``_hold_lanes``).
+    Raises 409 ``damaged`` (before anything is written) when the bank or one of its lane rows
+    cannot be used."""
     head = get_bank_head(org_id, bank)  # a damaged lane row fails the import whole, never half-way
     lanes = len(head.clock.positions) if head is not None else get_settings().write_lanes
+    if record_items is not None and lanes > 1 and quotas.check_memories_needed(org_id, bank):
+        size = max(1, min(size, (TX_ITEMS - TX_SHARED - lanes) // record_items))
     keyed = sorted(((lane_of(memory_id(it), lanes), i, it) for i, it in enumerate(items)), key=lambda x: x[:2])
     out: list[list[T]] = []
     seen: set[int] = set()
@@ -355,14 +363,24 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
-def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
-               counting: bool = False) -> tuple[dict[int, BankModel | None], int]:
+@dataclass
+class _LanesNow:
+    """The lanes a write advances as read just before its commit (``rows``), and with a count the
+    bank's live memories summed over every lane (``live``) and the rows of the other lanes
+    (``others``), all from the same read."""
+
+    rows: dict[int, BankModel | None]
+    live: int = 0
+    others: dict[int, BankModel | None] = field(default_factory=dict)
+
+
+def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int], counting: bool = False) -> _LanesNow:
     """The rows of ``lanes`` of the bank as read now (one consistent BatchGetItem): lane 0 is the
     bank row, an absent lane row is ``None``. Read just before the commit, so the window in which
     another writer of the same lane can win is one read and the commit. A bank row gone or of
     another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt.
-    With ``counting``, every lane row is read in that same call, and the bank's live memories
-    summed over them are returned beside the rows (else 0)."""
+    With ``counting``, every lane row is read in that same call: the bank's live memories summed
+    over them, and the other lanes' rows, come back beside the rows."""
     lanes = list(lanes)
     every = range(lane_count(row)) if counting else lanes
     keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in every}
@@ -370,6 +388,7 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
     live = sum(int(r.memories or 0) for lane, key in keys.items() if (r := got.get(key)) is not None
                and (lane == 0 or _lane_problem(r, row.incarnation) is None)) if counting else 0
     out = {lane: got.get(keys[lane]) for lane in lanes}
+    others = {lane: got.get(key) for lane, key in keys.items() if lane not in out}
     for lane, lr in out.items():
         if lr is None:
             if lane == 0:
@@ -382,7 +401,25 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
             raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
         if lr.sealed:
             raise Retry()
-    return out, live
+    return _LanesNow(out, live, others)
+
+
+def _hold_lanes(tx: TransactWrite, row: BankModel, others: Mapping[int, BankModel | None]) -> None:
+    """Condition ``tx`` on the positions of the lanes it does not advance, as read with the live
+    count: a write adding several memories commits only on the count it checked (concurrent bulk
+    writes take turns; the quota's bound of ``lanes - 1`` over is then single writes' alone)."""
+    for lane, lr in others.items():
+        if lane == 0:
+            if lr is None:
+                raise Retry()
+            cond = (BankModel.seq == int(lr.seq)) & (BankModel.incarnation == row.incarnation)
+            tx.condition_check(BankModel, row.org_id, row.name, condition=cond)
+        elif lr is None:
+            tx.condition_check(BankModel, row.org_id, lane_key(row.incarnation, lane),
+                               condition=BankModel.name.does_not_exist())
+        elif _lane_problem(lr, row.incarnation) is None:  # a damaged lane counts 0 and holds nothing
+            tx.condition_check(BankModel, row.org_id, lane_key(row.incarnation, lane),
+                               condition=BankModel.seq == int(lr.seq))
 
 
 def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_row: BankModel | None,
@@ -417,6 +454,28 @@ def _stage_lane0(tx: TransactWrite, row: BankModel, pos: int, writes: list[Write
     return after
 
 
+def _checked_lanes(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, groups: Mapping[int, object],
+                   adding: int) -> dict[int, BankModel | None]:
+    """The rows of the lanes ``groups`` advances, read just before the commit, once a write adding
+    ``adding`` live memories is within the bank's quota (``quotas.check_memories``); a write adding
+    several holds every other lane (``_hold_lanes``)."""
+    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
+    if row is None:
+        rows: dict[int, BankModel | None] = dict.fromkeys(groups)
+        live = 0
+    elif lane_count(row) == 1:
+        rows = {0: row}  # one lane: the row the attempt read is the lane
+        live = int(row.memories or 0)
+    else:
+        read = _lanes_now(org_id, bank, row, groups, counting)
+        rows, live = read.rows, read.live
+        if counting and adding > 1:
+            _hold_lanes(tx, row, read.others)
+    if counting:
+        quotas.check_memories(org_id, bank, live, adding)
+    return rows
+
+
 def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
            actor: str, *, fresh: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
     """Stage ``writes`` plus the advance of each lane they fall in (or the bank's creation) into
@@ -428,18 +487,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     groups: dict[int, list[Write]] = {}
     for w in writes:
         groups.setdefault(lane_of(w.record.id, n), []).append(w)
-    adding = deltas(writes)[0]
-    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
-    if row is None:
-        now_rows: dict[int, BankModel | None] = dict.fromkeys(groups)
-        live = 0
-    elif n == 1:
-        now_rows = {0: row}  # one lane: the row the attempt read is the lane
-        live = int(row.memories or 0)
-    else:
-        now_rows, live = _lanes_now(org_id, bank, row, groups, counting)
-    if counting:
-        quotas.check_memories(org_id, bank, live, adding)
+    now_rows = _checked_lanes(tx, org_id, bank, row, groups, deltas(writes)[0])
     for lane, ws in groups.items():
         meter.note_lane(lane, n)
         for w in ws:
