@@ -104,7 +104,8 @@ class MemoriesQuery(BaseModel):
                        json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
-    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case.")
+    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case; the "
+                          "listing's `total` is then null (matches are not counted).")
     include_superseded: QueryBool = False
 
     @field_validator("limit", mode="before")
@@ -243,7 +244,7 @@ def save_memory(ctx: Ctx, bank: str):
           responses={200: m.BankMemoryPage}, errors=("bank_not_found", "damaged"))
 def list_memories(ctx: Ctx, bank: str):
     """List a bank's memories: ``{memories, total, next_cursor}``, newest first; ``q`` keeps those
-    whose text contains it, ignoring case."""
+    whose text contains it, ignoring case (``total`` is then null)."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     q = parse_query(ctx.query, MemoriesQuery)
     return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,

@@ -31,6 +31,7 @@ from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
+from ..storage.txn import TransactionTooLarge
 from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
@@ -259,7 +260,19 @@ def _write_batch(org_id: str, bank: str, batch: list[tuple[int, Memory]], actor:
     def attempt(btx: BankTx) -> ImportResult:
         return _import_batch(btx, bank, batch, actor)
 
-    return store.write(org_id, attempt)
+    try:
+        return store.write(org_id, attempt)
+    except TransactionTooLarge:  # many distinct tags: their counters did not fit; two halves do
+        if len(batch) < 2:
+            raise
+        half = len(batch) // 2
+        first = _write_batch(org_id, bank, batch[:half], actor)
+        try:
+            second = _write_batch(org_id, bank, batch[half:], actor)
+        except QuotaExceeded as exc:  # the first half committed: the rest is reported, never refused
+            second = ImportResult(errors=[LineError(n, f"quota_exceeded: {exc.message}") for n, _r in batch[half:]])
+        return ImportResult(first.imported + second.imported, first.skipped + second.skipped,
+                            first.errors + second.errors)
 
 
 @dataclass

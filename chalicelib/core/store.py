@@ -42,13 +42,14 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
-from ..storage.txn import Retry, run_transaction
+from ..storage.txn import TX_ITEMS, Retry, run_transaction
 from ..usage import meter, quotas
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
 POINTER_PREFIX = "~fp/"
 NAME_POINTER_PREFIX = "~name/"
+TAG_PREFIX = "~tag/"  # a bank's tag counters: ~tag/<lane:02d>/<tag>, t_live and t_all (tag_total)
 TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
 LANE_PREFIX = "!lane/"  # a bank's write lanes 1..: ``!lane/<incarnation>/<lane>``
@@ -115,7 +116,8 @@ def new_bank(org_id: str, name: str, description: str = "") -> BankModel:
     now = now_ms()
     return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
                      description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
-                     rules_version=0, created_at=now, updated_at=now, lanes=get_settings().write_lanes)
+                     rules_version=0, created_at=now, updated_at=now, lanes=get_settings().write_lanes,
+                     tag_counts=True)
 
 
 
@@ -243,7 +245,6 @@ def get_bank_head(org_id: str, name: str) -> BankHead | None:
 
 
 TX_BYTES = 3_500_000  # what a bulk write's batch may weigh: DynamoDB refuses a transaction over 4 MB
-TX_ITEMS = 100  # DynamoDB's items per transaction
 TX_SHARED = 2  # items any bank write may add besides its records and lanes: the org's bank count, a usage counter
 
 
@@ -350,6 +351,51 @@ class Write:
     fp: str | None  # fingerprint of the record's current text (None once purged)
     guard: Any = None
     moved_from: str | None = None
+
+
+def tag_deltas(writes: Iterable[Write]) -> dict[str, tuple[int, int]]:
+    """``{tag: (live delta, all-records delta)}`` of ``writes`` (tags whose counts do not move
+    left out): a record counts under each of its tags, in ``live`` while it is live."""
+    moved: dict[str, list[int]] = {}
+    for w in writes:
+        for rec, sign in ((w.record, 1), (w.prev, -1)):
+            if rec is None:
+                continue
+            for t in set(rec.tags):
+                d = moved.setdefault(t, [0, 0])
+                d[0] += sign * int(rec.live)
+                d[1] += sign
+    return {t: (d[0], d[1]) for t, d in moved.items() if d[0] or d[1]}
+
+
+def _stage_tags(tx: TransactWrite, inc: str, lane: int, writes: list[Write]) -> None:
+    """Stage the moves of the tag counters of lane ``lane`` (``~tag/<lane>/<tag>``, ``t_live``
+    and ``t_all``): in the lane, so only writers that already meet on it meet on them."""
+    for tag, (live, every) in sorted(tag_deltas(writes).items()):
+        tx.update(MemoryModel(inc, tag_key(lane, tag)), actions=[MemoryModel.t_live.add(live),
+                                                                 MemoryModel.t_all.add(every)])
+
+
+def tag_key(lane: int, tag: str) -> str:
+    """The sort key of the counter of ``tag`` in lane ``lane``."""
+    return f"{TAG_PREFIX}{lane:02d}/{tag}"
+
+
+def tag_total(inc: str, lanes: int, tag: str, *, live_only: bool) -> int:
+    """How many records of a bank incarnation carry ``tag`` (live ones only, or all), summed over
+    its lanes' tag counters (one consistent BatchGetItem)."""
+    items = get_items(inc, [tag_key(lane, tag) for lane in range(lanes)]).values()
+    return sum(max(0, int((it.t_live if live_only else it.t_all) or 0)) for it in items)
+
+
+def live_tag_totals(inc: str) -> dict[str, int]:
+    """``{tag: live records carrying it}`` from a bank incarnation's tag counters (one key query
+    of its counter items, never of its records); tags no live record carries left out."""
+    out: dict[str, int] = {}
+    for it in MemoryModel.query(inc, MemoryModel.sk.startswith(TAG_PREFIX), consistent_read=True):
+        tag = it.sk[len(TAG_PREFIX):].partition("/")[2]
+        out[tag] = out.get(tag, 0) + int(it.t_live or 0)
+    return {t: n for t, n in out.items() if n > 0}
 
 
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
@@ -492,6 +538,8 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         meter.note_lane(lane, n)
         for w in ws:
             meter.add({f"w_{w.op}": 1}, bank)
+        if base.tag_counts:
+            _stage_tags(tx, base.incarnation, lane, ws)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():
@@ -764,18 +812,16 @@ def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int
     return out, None
 
 
-def count_memories(inc: str, *, live_only: bool, tag: str | None, text: str | None = None) -> int:
-    """How many memory records of an incarnation match the filter (a counting query; with
-    ``text``, casefolded, a read of every record the other filters keep)."""
+def count_memories(inc: str, *, live_only: bool, tag: str | None) -> int:
+    """How many memory records of an incarnation match the filter (a counting query; for a bank
+    made before tag counters were kept: ``tag_total`` otherwise)."""
     cond = _memory_filter(live_only, tag)
-    if not text:
-        return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
-    items = MemoryModel.by_order.query(inc, filter_condition=cond, consistent_read=True)
-    return sum(1 for it in items if not isinstance(rec := decoded(it), Memory) or text in rec.text.casefold())
+    return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
 
 
 def live_tag_counts(inc: str) -> dict[str, int]:
-    """``{tag: number of live memories carrying it}`` over an incarnation."""
+    """``{tag: number of live memories carrying it}`` over an incarnation, counted from its records
+    (a bank made before tag counters were kept: ``live_tag_totals`` otherwise)."""
     counts: dict[str, int] = {}
     for it in MemoryModel.by_order.query(inc, filter_condition=_memory_filter(True, None), consistent_read=True,
                                          attributes_to_get=["tags"]):
@@ -930,7 +976,7 @@ _HEX = "0123456789abcdef"
 # memories): cutting each family at hex digits balances the ranges. The ranges cover every key
 # whatever its alphabet: this list decides their balance, never what is read.
 _ID_FAMILIES = ("", "ent_", "fp")
-_POINTER_PREFIXES = (POINTER_PREFIX, NAME_POINTER_PREFIX)
+_POINTER_PREFIXES = (POINTER_PREFIX, NAME_POINTER_PREFIX, TAG_PREFIX)
 _CHUNK = 256  # decoded records handed from a range's reader to the consumer at a time
 _AHEAD = 4  # chunks a range may read ahead of the consumer: memory stays ranges x _AHEAD x _CHUNK
 _DONE = object()

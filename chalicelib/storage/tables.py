@@ -183,6 +183,7 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     lanes = NumberAttribute(null=True)
     sealed = BooleanAttribute(null=True)
     secret = UnicodeAttribute(null=True)  # the service secret's row only (``storage.secret``)
+    tag_counts = BooleanAttribute(null=True)  # the bank keeps per-tag counters (core.store.tag_total)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -200,8 +201,9 @@ class MemoriesByOrder(LocalSecondaryIndex):
 
 
 class MemoryModel(_Base):
-    """Current state of one memory (``sk`` = its id), or a fingerprint pointer
-    (``sk`` = ``~fp/<fingerprint>``, ``memory_id`` = the memory whose current text has it)."""
+    """Current state of one memory (``sk`` = its id), a fingerprint pointer (``sk`` =
+    ``~fp/<fingerprint>``, ``memory_id`` = the memory whose current text has it), or a lane's
+    counter of one tag (``sk`` = ``~tag/<lane>/<tag>``, ``t_live``, ``t_all``)."""
 
     class Meta(_Base.Meta):
         pass
@@ -216,6 +218,8 @@ class MemoryModel(_Base):
     live = BooleanAttribute(null=True)
     revision = NumberAttribute(null=True)
     tags = UnicodeSetAttribute(null=True)  # copy of record.tags, for the list's tag filter
+    t_live = NumberAttribute(null=True)  # tag counter items only: live records carrying the tag
+    t_all = NumberAttribute(null=True)  # tag counter items only: records carrying the tag
     by_order = MemoriesByOrder()
 
 

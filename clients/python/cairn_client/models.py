@@ -752,7 +752,7 @@ class MemoriesQuery(BaseModel):
     q: Annotated[
         str | None,
         Field(
-            description="Only memories whose text contains this, ignoring case.",
+            description="Only memories whose text contains this, ignoring case; the listing's `total` is then null (matches are not counted).",
             title="Q",
         ),
     ] = None
@@ -2387,7 +2387,7 @@ class BankMemoryPage(BaseModel):
         extra="allow",
     )
     memories: Annotated[list[BankMemory], Field(title="Memories")]
-    total: Annotated[int, Field(title="Total")]
+    total: Annotated[int | None, Field(title="Total")]
     next_cursor: Annotated[str | None, Field(title="Next Cursor")]
     damaged: Annotated[list[DamagedRecord] | None, Field(title="Damaged")] = None
 
