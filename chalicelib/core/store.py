@@ -370,10 +370,18 @@ def tag_deltas(writes: Iterable[Write]) -> dict[str, tuple[int, int]]:
 
 def _stage_tags(tx: TransactWrite, inc: str, lane: int, writes: list[Write]) -> None:
     """Stage the moves of the tag counters of lane ``lane`` (``~tag/<lane>/<tag>``, ``t_live``
-    and ``t_all``): in the lane, so only writers that already meet on it meet on them."""
-    for tag, (live, every) in sorted(tag_deltas(writes).items()):
-        tx.update(MemoryModel(inc, tag_key(lane, tag)), actions=[MemoryModel.t_live.add(live),
-                                                                 MemoryModel.t_all.add(every)])
+    and ``t_all``): in the lane, so only writers that already meet on it meet on them. A counter
+    no record carries any more is deleted, so a purged memory's tag leaves no key behind (the
+    counters a write lowers are read first; the lane's position condition keeps them as read)."""
+    moved = tag_deltas(writes)
+    lowered = get_items(inc, [tag_key(lane, t) for t, (_live, every) in moved.items() if every < 0])
+    for tag, (live, every) in sorted(moved.items()):
+        key = tag_key(lane, tag)
+        held = lowered.get(key)
+        if held is not None and int(held.t_all or 0) + every <= 0:
+            tx.delete(MemoryModel(inc, key), condition=MemoryModel.t_all == held.t_all)
+        else:
+            tx.update(MemoryModel(inc, key), actions=[MemoryModel.t_live.add(live), MemoryModel.t_all.add(every)])
 
 
 def tag_key(lane: int, tag: str) -> str:
