@@ -21,7 +21,8 @@ runs). ``kind`` decides what that spends and how the request counts:
   (``storage.txn`` hooks, ``install``): one ``ADD`` on the token's counter shard of the hour, so
   a cancelled transaction counts nothing; a write request that commits nothing counts in a
   transaction of its own (``settle``), an idempotent replay too (as a request, never its stored
-  changes again). A write that fails before it counted gives its spends back.
+  changes again). Like a read, a write spends whatever its answer: a failed one counts nothing,
+  but has spent its tokens.
 - ``exempt`` (deletes, forgets, purges): counted the same way, never rate limited.
 - ``tool`` (the MCP endpoint): a tool call counts and spends as the operation it runs
   (``retarget``); any other MCP message as a read, after its answer.
@@ -34,6 +35,7 @@ names of ``keys.COUNTERS`` / ``bytes_<kind>`` that code notes; each counter item
 
 from __future__ import annotations
 
+import contextvars
 import secrets
 import threading
 from collections import Counter
@@ -80,7 +82,6 @@ class Meter:
     replayed: bool = False  # an idempotent replay answered: its stored changes count nothing
     failed: bool = False
     limited: str | None = None  # a hook's reason to inject the rules only (``LIMITED``, ``UNAVAILABLE``)
-    refunds: list[tuple[tuple[str, str], int]] = field(default_factory=list)  # given back unless counted
     outside: Counter = field(default_factory=Counter)  # noted outside a transaction
     noted: Counter = field(default_factory=Counter)  # everything noted (the metric line)
     attempt: Counter = field(default_factory=Counter)  # noted by the running transaction attempt
@@ -115,10 +116,7 @@ def start(principal: Principal, operation: str, kind: str, scope: str = "") -> T
 
 
 def stop(token: Token) -> None:
-    """Close the meter ``start`` opened; a spend of a request that counted nothing is given back."""
-    m = current()
-    if m is not None and m.refunds and not m.counted:
-        _refund(m.refunds)
+    """Close the meter ``start`` opened."""
     _current.reset(token)
 
 
@@ -287,8 +285,8 @@ def _spend(key: tuple[str, str], r: bucket.Rate, cost: int, now: int) -> bucket.
 
 
 def _refund(spends: list[tuple[tuple[str, str], int]]) -> None:
-    """Give back bucket spends (``(key, µs)``) of a request that was refused or did nothing; a
-    ``tat`` set from the past comes back to ``now``, which is a full bucket. Best effort."""
+    """Give back bucket spends (``(key, µs)``) of a request another bucket refused; a ``tat`` set
+    from the past comes back to ``now``, which is a full bucket. Best effort."""
     for key, add_us in spends:
         try:
             _client().update_item(TableName=UsageModel.Meta.table_name,
@@ -324,7 +322,7 @@ def _spend_all(jobs: list[tuple[tuple[str, str], bucket.Rate]], cost: int) -> li
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
             return exc
 
-    rest = [_executor().submit(one, job) for job in jobs[1:]]
+    rest = [_executor().submit(contextvars.copy_context().run, one, job) for job in jobs[1:]]
     return [one(jobs[0]), *(f.result() for f in rest)] if jobs else []
 
 
@@ -363,7 +361,6 @@ def admit() -> None:
     denied = [(b, o) for b, o in zip(todo, outcomes, strict=True) if isinstance(o, bucket.Verdict)]
     broken = [o for o in outcomes if isinstance(o, Exception)]
     if not denied and not broken:
-        m.refunds = spent if m.kind == "write" else []  # a write that fails before it counts gives them back
         return
     _refund(spent)
     if broken:
