@@ -8,48 +8,27 @@ import contextlib
 import json
 import threading
 
-import botocore.client
 import pytest
 
+from tests.api.backend_calls import intercepted
+from tests.api.test_quotas import _race
 
-@contextlib.contextmanager
+
 def first_commits_together(n: int):
     """Hold each thread's first DynamoDB transaction until ``n`` threads reached theirs: every
     writer has read the bank before any commits (the worst interleaving, every time)."""
     barrier = threading.Barrier(n, timeout=30)
     passed: set[int] = set()
-    real = botocore.client.BaseClient._make_api_call
 
-    def held(self, operation, params):
+    def held(call, client, operation, params):
         me = threading.get_ident()
         if operation == "TransactWriteItems" and me not in passed:
             passed.add(me)
             with contextlib.suppress(threading.BrokenBarrierError):
                 barrier.wait()
-        return real(self, operation, params)
+        return call(client, operation, params)
 
-    botocore.client.BaseClient._make_api_call = held
-    try:
-        yield
-    finally:
-        botocore.client.BaseClient._make_api_call = real
-
-
-def _race(fns):
-    out: list = [None] * len(fns)
-
-    def run(i, fn):
-        try:
-            out[i] = fn()
-        except Exception as exc:  # noqa: BLE001 - compared below
-            out[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(fns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
+    return intercepted(held)
 
 
 def _lines(k: int, n: int, lanes: int = 16) -> bytes:

@@ -8,34 +8,16 @@ rules only. Deletes, forgets and purges are never limited."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 
-import botocore.client
 import pytest
 
+from tests.api.backend_calls import recorded
 from tests.api.conftest import Api
 from tests.api.route_fixtures import MCP, MCP_ROW, MCP_TOOLS, ROUTES, Call, World, mcp_status
 from tests.api.state import assert_unchanged, dump
 
 T0 = 1_900_000_000_000 - 1_900_000_000_000 % 3_600_000 + 600_000  # ten minutes into a UTC hour
-
-
-@contextlib.contextmanager
-def backend_calls():
-    """Record every AWS call made inside the block: ``[(service, operation, params)]``."""
-    seen: list[tuple[str, str, dict]] = []
-    real = botocore.client.BaseClient._make_api_call
-
-    def spy(self, operation, params):
-        seen.append((self.meta.service_model.service_name, operation, params))
-        return real(self, operation, params)
-
-    botocore.client.BaseClient._make_api_call = spy
-    try:
-        yield seen
-    finally:
-        botocore.client.BaseClient._make_api_call = real
 
 
 def work(calls) -> list[str]:
@@ -107,7 +89,7 @@ def _check(api: Api, calls) -> list[str]:
     problems = []
     for row, variant, kind, call in calls:
         before, counters = dump(), usage_counters()
-        with backend_calls() as seen:
+        with recorded() as seen:
             status, body = send(api, row[0], call)
         where = f"{row} {variant}"
         try:

@@ -8,33 +8,18 @@ from __future__ import annotations
 import contextlib
 import json
 
-import botocore.client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.api.backend_calls import recorded
+
 TAGS = ["alpha", "beta", "gamma"]
-
-
-@contextlib.contextmanager
-def backend_calls():
-    seen: list[tuple[str, dict]] = []
-    real = botocore.client.BaseClient._make_api_call
-
-    def spy(self, operation, params):
-        seen.append((operation, params))
-        return real(self, operation, params)
-
-    botocore.client.BaseClient._make_api_call = spy
-    try:
-        yield seen
-    finally:
-        botocore.client.BaseClient._make_api_call = real
 
 
 def _counting_queries(calls) -> list[dict]:
     """The queries of the records beyond the page's own: counts (``Select: COUNT``), or reads of the
     partition's records that are not a page (a page reads by the order index)."""
-    return [p for op, p in calls if op == "Query" and str(p.get("TableName", "")).endswith("-memories")
+    return [p for _s, op, p in calls if op == "Query" and str(p.get("TableName", "")).endswith("-memories")
             and (p.get("Select") == "COUNT" or ("IndexName" not in p
                                                 and "~tag/" not in json.dumps(p.get("ExpressionAttributeValues"))))]
 
@@ -43,11 +28,11 @@ def test_a_tag_listing_takes_its_total_from_the_banks_counters(api):
     for i in range(40):
         tags = ["rare"] if i % 13 == 0 else ["common"]
         assert api.post("/v1/banks/main/memories", {"text": f"Fact number {i} of the bank", "tags": tags})[0] == 201
-    with backend_calls() as calls:
+    with recorded() as calls:
         status, body = api.get("/v1/banks/main/memories?tag=rare&limit=1")
     assert status == 200 and body["total"] == 4 and len(body["memories"]) == 1, body
     assert not _counting_queries(calls), _counting_queries(calls)
-    with backend_calls() as calls:
+    with recorded() as calls:
         status, body = api.get("/v1/banks/main/tags")
     assert status == 200 and body["tags"] == [{"tag": "common", "count": 36}, {"tag": "rare", "count": 4}], body
     assert not _counting_queries(calls), _counting_queries(calls)
@@ -56,10 +41,10 @@ def test_a_tag_listing_takes_its_total_from_the_banks_counters(api):
 def test_a_text_listing_answers_total_null_instead_of_counting(api):
     for i in range(5):
         assert api.post("/v1/banks/main/memories", {"text": f"Tea fact {i}"})[0] == 201
-    with backend_calls() as calls:
+    with recorded() as calls:
         status, body = api.get("/v1/banks/main/memories?q=tea&limit=2")
     assert status == 200 and body["total"] is None and len(body["memories"]) == 2 and body["next_cursor"], body
-    assert not [p for op, p in calls if op == "Query" and p.get("Select") == "COUNT"]
+    assert not [p for _s, op, p in calls if op == "Query" and p.get("Select") == "COUNT"]
     assert api.get("/v1/banks/main/memories?limit=2")[1]["total"] == 5  # no filter: the bank's counters
 
 

@@ -13,8 +13,7 @@ import pytest
 from tests.api.conftest import mint
 from tests.api.team_support import World as TeamWorld
 from tests.api.test_mcp import Mcp
-
-T0 = 1_900_000_000_000 - 1_900_000_000_000 % 3_600_000 + 600_000  # ten minutes into a UTC hour
+from tests.api.test_rate_limit import T0
 
 
 @pytest.fixture

@@ -7,16 +7,15 @@ REST request answers 503 (nothing done), and the per-turn hook injects the rules
 
 from __future__ import annotations
 
-import contextlib
 import json
 from urllib.parse import quote
 
-import botocore.client
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.api.backend_calls import intercepted
 from tests.api.state import assert_unchanged, dump
 from tests.api.test_mcp import Mcp
 
@@ -130,22 +129,12 @@ def test_counting_stays_bounded_whatever_banks_the_requests_name(api, client, li
     run()
 
 
-@contextlib.contextmanager
-def buckets_failing():
+def _throttled_buckets(call, client, operation, params):
     """Every update of a rate-limit bucket item fails as a throttled DynamoDB would."""
-    real = botocore.client.BaseClient._make_api_call
-
-    def flaky(self, operation, params):
-        if operation == "UpdateItem" and params.get("Key", {}).get("pk", {}).get("S", "").startswith("b#"):
-            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
-                              operation)
-        return real(self, operation, params)
-
-    botocore.client.BaseClient._make_api_call = flaky
-    try:
-        yield
-    finally:
-        botocore.client.BaseClient._make_api_call = real
+    if operation == "UpdateItem" and params.get("Key", {}).get("pk", {}).get("S", "").startswith("b#"):
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+                          operation)
+    return call(client, operation, params)
 
 
 def test_when_a_bucket_cannot_be_updated_rest_answers_503_and_the_hook_injects_the_rules_only(api, limits_on,
@@ -153,7 +142,7 @@ def test_when_a_bucket_cannot_be_updated_rest_answers_503_and_the_hook_injects_t
     assert api.post("/v1/banks/main/memories", {"text": "User likes tea"})[0] == 201
     assert api.put("/v1/banks/main/rules/style", {"content": "# Be brief.\n"})[0] == 200
     before = dump()
-    with buckets_failing():
+    with intercepted(_throttled_buckets):
         status, body = api.post("/v1/banks/main/recall", {"query": "tea"})
         assert status == 503 and body["code"] == "backend_unavailable", body
         status, body = api.post("/v1/banks/main/memories", {"text": "Not written while limits are unknown"})
