@@ -9,11 +9,12 @@ runs). ``kind`` decides what that spends and how the request counts:
 
 - ``read``: ``admit`` spends the token's read bucket and the org's bucket (all its tokens
   together): two conditional ``UpdateItem`` calls sent at once (one round trip of wall time), on
-  items that hold a bucket and nothing else. Over either limit: 429 ``rate_limited`` (what the
-  other bucket granted is given back); a bucket update that fails: 503 ``backend_unavailable``.
-  The view never runs then.
-  After the answer ``finish`` adds the counters with one ``ADD`` (``count_read``); a failure of
-  that write is swallowed and emits a ``usage_lost`` metric.
+  items that hold a bucket and nothing else; a container busy for an org takes a few of the org's
+  tokens ahead and spends them without a call (``LEASE_MAX``), so most requests update one bucket.
+  Over either limit: 429 ``rate_limited`` (what the token's bucket granted is given back; the
+  org's tokens stay with the container); a bucket update that fails: 503 ``backend_unavailable``.
+  The view never runs then. After the answer ``finish`` adds the counters with one ``ADD``
+  (``count_read``); a failure of that write is swallowed and emits a ``usage_lost`` metric.
 - ``hook``: a read that is never denied (the per-turn hook): over a limit, or when a bucket update
   fails, ``admit`` records why (``limited()``) and the hook injects the rules only.
 - ``write``: ``admit`` spends the token's write bucket and the org's bucket the same way (a
@@ -43,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -311,38 +312,125 @@ def _executor() -> ThreadPoolExecutor:
 Outcome = bucket.Plan | bucket.Verdict | Exception
 
 
-def _spend_all(jobs: list[tuple[tuple[str, str], bucket.Rate]], cost: int) -> list[Outcome]:
-    """Spend every bucket of ``jobs`` at once (the second one on a worker thread, so two buckets
-    cost one round trip of wall time): each one's plan, deny verdict or failure."""
-    now = _now_us()
-
-    def one(job: tuple[tuple[str, str], bucket.Rate]) -> Outcome:
-        try:
-            return _spend(job[0], job[1], cost, now)
-        except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
-            return exc
-
-    rest = [_executor().submit(contextvars.copy_context().run, one, job) for job in jobs[1:]]
-    return [one(jobs[0]), *(f.result() for f in rest)] if jobs else []
-
-
 @dataclass(frozen=True)
 class _Bucket:
     key: tuple[str, str]
     rate: bucket.Rate
     limit: str  # the field of ``limits.Limits`` it enforces
+    cost: int = 1  # the tokens this request takes from it
 
 
-def _buckets(m: Meter) -> list[_Bucket]:
-    """The buckets ``admit`` spends for ``m``: the token's read (or write) bucket and the org's;
-    those whose limit is 0 are left out."""
-    lim = limits.effective(m.org_id)
-    own = keys.write_bucket_key(m.org_id, m.token_id) if m.kind == "write" else keys.read_bucket_key(
+def _spend_all(jobs: list[_Bucket], now: int) -> list[Outcome]:
+    """Spend every bucket of ``jobs`` at once (the others on worker threads, so two buckets cost
+    one round trip of wall time): each one's plan, deny verdict or failure."""
+
+    def one(b: _Bucket) -> Outcome:
+        try:
+            return _spend(b.key, b.rate, b.cost, now)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
+            return exc
+
+    rest = [_executor().submit(contextvars.copy_context().run, one, b) for b in jobs[1:]]
+    return [one(jobs[0]), *(f.result() for f in rest)] if jobs else []
+
+
+# --- the org's bucket, taken ahead ---------------------------------------------------------
+# A container busy for one org takes up to LEASE_MAX of the org's tokens in one update and spends
+# them locally for LEASE_US, so most requests update only their token's bucket. Taken tokens are
+# gone from the org's bucket (never more pass than it holds); those a container leaves unspent
+# lapse. The size follows the container's own pace: one request a second takes one at a time.
+
+LEASE_US = 1_000_000
+LEASE_MAX = 10
+
+
+@dataclass
+class _Lease:
+    until_us: int = 0
+    left: int = 0
+    second: int = -1  # the second ``seen`` counts
+    seen: int = 0  # this container's requests for the org in that second
+    pace: int = 0  # ... in the second before
+
+
+_leases: dict[str, _Lease] = {}
+_leases_lock = threading.Lock()
+
+
+def _lease_take(org_id: str, cost: int, now: int) -> bool:
+    """Spend ``cost`` of the org's tokens this container holds; False when it holds too few."""
+    sec = now // bucket.US
+    with _leases_lock:
+        lease = _leases.setdefault(org_id, _Lease())
+        if sec != lease.second:
+            lease.pace = lease.seen if sec == lease.second + 1 else 0
+            lease.second, lease.seen = sec, 0
+        lease.seen += 1
+        if lease.until_us >= now and lease.left >= cost:
+            lease.left -= cost
+            return True
+        return False
+
+
+def _lease_size(org_id: str, cost: int, burst: int) -> int:
+    """How many org tokens to take ahead: this container's pace, at most ``LEASE_MAX`` and a tenth
+    of the org's burst, at least ``cost``."""
+    with _leases_lock:
+        pace = _leases[org_id].pace if org_id in _leases else 0
+    return max(cost, min(LEASE_MAX, burst // 10, pace))
+
+
+def forget_leases() -> None:
+    """Drop every org token this container took ahead (a test's fresh backend)."""
+    with _leases_lock:
+        _leases.clear()
+
+
+def _lease_keep(org_id: str, left: int, now: int) -> None:
+    with _leases_lock:
+        lease = _leases.setdefault(org_id, _Lease())
+        lease.until_us, lease.left = now + LEASE_US, max(0, left)
+
+
+def _lease_return(org_id: str, cost: int) -> None:
+    """Give back to this container's lease what a request another bucket refused took from it."""
+    with _leases_lock:
+        if org_id in _leases:
+            _leases[org_id].left += cost
+
+
+def _own_bucket(m: Meter, lim: limits.Limits) -> _Bucket | None:
+    """The token's read (or write) bucket; None when its limit is 0."""
+    r = bucket.rate(lim.requests_per_minute, lim.burst)
+    key = keys.write_bucket_key(m.org_id, m.token_id) if m.kind == "write" else keys.read_bucket_key(
         m.org_id, m.token_id)
-    candidates = [(own, bucket.rate(lim.requests_per_minute, lim.burst), "requests_per_minute"),
-                  (keys.org_bucket_key(m.org_id), bucket.rate(lim.org_requests_per_minute, lim.org_burst),
-                   "org_requests_per_minute")]
-    return [_Bucket(key, r, limit) for key, r, limit in candidates if r is not None]
+    return _Bucket(key, r, "requests_per_minute", m.cost) if r is not None else None
+
+
+def _org_spend(m: Meter, lim: limits.Limits, now: int) -> tuple[_Bucket | None, bool]:
+    """``(the org bucket's job, or None; whether the request took its tokens from a lease)``."""
+    r = bucket.rate(lim.org_requests_per_minute, lim.org_burst)
+    if r is None:
+        return None, False
+    if _lease_take(m.org_id, m.cost, now):
+        return None, True
+    size = _lease_size(m.org_id, m.cost, lim.org_burst)
+    return _Bucket(keys.org_bucket_key(m.org_id), r, "org_requests_per_minute", size), False
+
+
+def _settled(m: Meter, jobs: list[_Bucket], outcomes: list[Outcome], now: int) -> list[Outcome]:
+    """``outcomes`` with an org bucket that refused a lease retried for the request's own cost (it
+    may hold fewer tokens than the lease, enough for this request), and a granted lease kept."""
+    out = list(outcomes)
+    for i, (b, o) in enumerate(zip(jobs, outcomes, strict=True)):
+        if b.limit != "org_requests_per_minute":
+            continue
+        if isinstance(o, bucket.Verdict) and b.cost > m.cost:
+            b = replace(b, cost=m.cost)
+            out[i] = o = _spend_all([b], now)[0]
+        if isinstance(o, bucket.Plan):
+            _lease_keep(m.org_id, b.cost - m.cost, now)
+    return out
 
 
 @timing.phase("usage")
@@ -355,14 +443,19 @@ def admit() -> None:
     if m is None or m.admitted or m.kind not in ("read", "hook", "write"):
         return
     m.admitted = True
-    todo = _buckets(m)
-    outcomes = _spend_all([(b.key, b.rate) for b in todo], m.cost)
-    spent = [(b.key, o.add) for b, o in zip(todo, outcomes, strict=True) if isinstance(o, bucket.Plan)]
-    denied = [(b, o) for b, o in zip(todo, outcomes, strict=True) if isinstance(o, bucket.Verdict)]
+    lim, now = limits.effective(m.org_id), _now_us()
+    own = _own_bucket(m, lim)
+    org, leased = _org_spend(m, lim, now)
+    jobs = [b for b in (own, org) if b is not None]
+    outcomes = _settled(m, jobs, _spend_all(jobs, now), now)
+    denied = [(b, o) for b, o in zip(jobs, outcomes, strict=True) if isinstance(o, bucket.Verdict)]
     broken = [o for o in outcomes if isinstance(o, Exception)]
     if not denied and not broken:
         return
-    _refund(spent)
+    _refund([(b.key, o.add) for b, o in zip(jobs, outcomes, strict=True)
+             if isinstance(o, bucket.Plan) and b.limit == "requests_per_minute"])
+    if leased or (org is not None and isinstance(outcomes[-1], bucket.Plan)):  # the org's job is the last
+        _lease_return(m.org_id, m.cost)  # the org's tokens stay with this container for the next request
     if broken:
         _lost(m, broken[0])
     if m.kind == "hook":

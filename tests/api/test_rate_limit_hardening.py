@@ -200,3 +200,24 @@ def test_a_large_export_is_deleted_by_the_buckets_lifecycle_a_day_later(api, aws
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=aws["CAIRN_BUCKET"], Prefix="default/exports/")["Contents"]]
     assert len(keys) == 1
     assert s3.get_object_tagging(Bucket=aws["CAIRN_BUCKET"], Key=keys[0])["TagSet"] == [tag]
+
+
+def test_a_container_busy_for_an_org_updates_the_orgs_bucket_about_once_in_ten_requests(api, monkeypatch):
+    """After a second of a hundred requests, this container takes the org's tokens ten at a time:
+    the next hundred requests update the token's bucket each and the org's about ten times."""
+    from chalicelib import clock
+    from tests.api.backend_calls import recorded
+    monkeypatch.setenv("CAIRN_RATE_REQUESTS_PER_MINUTE", "60000")
+    monkeypatch.setenv("CAIRN_RATE_BURST", "60000")
+    now = [T0]
+    monkeypatch.setattr(clock, "now_ms", lambda: now[0])
+    for i in range(100):
+        now[0] = T0 + i * 10
+        assert api.get("/v1/me")[0] == 200
+    with recorded() as calls:
+        for i in range(100):
+            now[0] = T0 + 1000 + i * 10
+            assert api.get("/v1/me")[0] == 200
+    buckets = [p["Key"]["sk"]["S"] for _s, op, p in calls
+               if op == "UpdateItem" and p["Key"]["pk"]["S"].startswith("b#")]
+    assert buckets.count("#org") <= 12 and len(buckets) - buckets.count("#org") == 100, buckets
