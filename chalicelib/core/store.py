@@ -353,29 +353,31 @@ class Write:
     moved_from: str | None = None
 
 
-def tag_deltas(writes: Iterable[Write]) -> dict[str, tuple[int, int]]:
-    """``{tag: (live delta, all-records delta)}`` of ``writes`` (tags whose counts do not move
-    left out): a record counts under each of its tags, in ``live`` while it is live."""
-    moved: dict[str, list[int]] = {}
+def tag_deltas(writes: Iterable[Write], lanes: int) -> dict[tuple[int, str], tuple[int, int]]:
+    """``{(lane, tag): (live delta, all-records delta)}`` of ``writes`` (counters that do not move
+    left out): a record counts under each of its tags, in ``live`` while it is live, in the lane
+    of its own id (a record moved to another id, as a purge does, leaves its old id's lane)."""
+    moved: dict[tuple[int, str], list[int]] = {}
     for w in writes:
         for rec, sign in ((w.record, 1), (w.prev, -1)):
             if rec is None:
                 continue
+            lane = lane_of(rec.id, lanes)
             for t in set(rec.tags):
-                d = moved.setdefault(t, [0, 0])
+                d = moved.setdefault((lane, t), [0, 0])
                 d[0] += sign * int(rec.live)
                 d[1] += sign
-    return {t: (d[0], d[1]) for t, d in moved.items() if d[0] or d[1]}
+    return {k: (d[0], d[1]) for k, d in moved.items() if d[0] or d[1]}
 
 
-def _stage_tags(tx: TransactWrite, inc: str, lane: int, writes: list[Write]) -> None:
-    """Stage the moves of the tag counters of lane ``lane`` (``~tag/<lane>/<tag>``, ``t_live``
-    and ``t_all``): in the lane, so only writers that already meet on it meet on them. A counter
-    no record carries any more is deleted, so a purged memory's tag leaves no key behind (the
-    counters a write lowers are read first; the lane's position condition keeps them as read)."""
-    moved = tag_deltas(writes)
-    lowered = get_items(inc, [tag_key(lane, t) for t, (_live, every) in moved.items() if every < 0])
-    for tag, (live, every) in sorted(moved.items()):
+def _stage_tags(tx: TransactWrite, inc: str, lanes: int, writes: list[Write]) -> None:
+    """Stage the moves of the tag counters (``~tag/<lane>/<tag>``: ``t_live``, ``t_all``) of
+    ``writes``: each in its record's lane, so writers meet on them where they meet on the lane. A
+    counter no record carries any more is deleted (read first, deleted on the value read), so a
+    purged memory's tag leaves no key behind; a concurrent change of it makes the write retry."""
+    moved = tag_deltas(writes, lanes)
+    lowered = get_items(inc, [tag_key(lane, t) for (lane, t), (_live, every) in moved.items() if every < 0])
+    for (lane, tag), (live, every) in sorted(moved.items()):
         key = tag_key(lane, tag)
         held = lowered.get(key)
         if held is not None and int(held.t_all or 0) + every <= 0:
@@ -546,8 +548,8 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         meter.note_lane(lane, n)
         for w in ws:
             meter.add({f"w_{w.op}": 1}, bank)
-        if base.tag_counts:
-            _stage_tags(tx, base.incarnation, lane, ws)
+    if base.tag_counts:
+        _stage_tags(tx, base.incarnation, n, writes)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():

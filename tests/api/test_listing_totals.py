@@ -117,6 +117,10 @@ def test_tag_counters_match_the_records_through_every_kind_of_change(api, monkey
                 assert store.tag_total(row.incarnation, store.lane_count(row), tag, live_only=live_only) == \
                     store.count_memories(row.incarnation, live_only=live_only, tag=tag), (tag, live_only)
         assert store.live_tag_totals(row.incarnation) == store.live_tag_counts(row.incarnation)
+        from chalicelib.storage.tables import MemoryModel
+        kept = {it.sk.split("/", 2)[2] for it in MemoryModel.query(row.incarnation, MemoryModel.sk.startswith("~tag/"))}
+        carried = {t for tag in TAGS if store.count_memories(row.incarnation, live_only=False, tag=tag) for t in [tag]}
+        assert kept == carried, (kept, carried)  # no counter outlives the last record carrying its tag
 
     run()
 
@@ -131,3 +135,21 @@ def test_an_import_of_many_distinct_tags_splits_its_batches_and_lands_whole(api)
     tags = api.get("/v1/banks/wide/tags")[1]["tags"]
     assert len(tags) == 320 and {t["count"] for t in tags} == {1}
     assert api.get("/v1/banks/wide/memories?tag=t7-3")[1]["total"] == 1
+
+
+def test_purging_tagged_memories_leaves_no_tag_counter_behind(api, monkeypatch):
+    """A purge moves the memory to a tombstone under another id, often in another lane: the tag's
+    counter of the old id's lane goes down (and away at zero), never one of the tombstone's lane."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.core import store
+    from chalicelib.storage.tables import MemoryModel
+    monkeypatch.setenv("CAIRN_WRITE_LANES", "4")
+    ids = [service.save_memory("default", "gen", SaveRequest(text=f"Fact {i} to purge", tags=["alpha"]),
+                               actor="t").memory.id for i in range(6)]
+    row = store.get_bank_row("default", "gen")
+    for done, mid in enumerate(ids, start=1):
+        service.purge_memory("default", "gen", mid, actor="t")
+        assert store.tag_total(row.incarnation, 4, "alpha", live_only=False) == len(ids) - done
+    assert list(MemoryModel.query(row.incarnation, MemoryModel.sk.startswith("~tag/"))) == []
+    assert api.get("/v1/banks/gen/tags")[1]["tags"] == []
