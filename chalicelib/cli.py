@@ -13,8 +13,9 @@ Commands (each goes through the same service functions as the API; no Chalice):
   snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
   operator tool only).
 - ``limits show|set --org O [--memories-per-bank N] [--banks-per-org N] [--requests-per-minute N]
-  [--burst N] [--as-of-cost N] [--extraction-tokens-per-day N]``: an org's limits; ``set`` stores the
-  operator's values (N, or ``default`` to drop one), the only way to raise a limit above the defaults.
+  [--burst N] [--as-of-cost N] [--extraction-tokens-per-day N] [--org-requests-per-minute N]
+  [--org-burst N]``: an org's limits; ``set`` stores the operator's values (N up to 10^15, or
+  ``default`` to drop one), the only way to raise a limit above the defaults.
 - ``usage --org O | --all-orgs [--from T] [--to T] [--granularity hour|day] [--group-by
   bank|token|operation] [--format table|csv|json]``: the usage report of ``GET /v1/usage``
   (``chalicelib.usage.report``; T is ms since the epoch or an ISO UTC date/time; default the last

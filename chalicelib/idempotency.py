@@ -134,7 +134,7 @@ def replay(idem: IdemKey | None) -> Replay | None:
             result = _from_body(row.body)
     except ValidationError:
         raise damaged from None
-    meter.replayed()  # the first response answers again: the request counted once, then
+    meter.replayed()  # the first response answers again: a request (and its rate limit), not a second save
     return Replay(result, bank_key)
 
 

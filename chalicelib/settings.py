@@ -25,6 +25,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .errors import ConfigError
 
 ENV_PREFIX = "CAIRN_"
+LIMIT_MAX = 10**15
+"""The largest value of any limit, rate or quota (a setting, an operator's or an org admin's value):
+below 2^53, so every client's JSON numbers hold it exactly."""
 
 
 class Settings(BaseSettings):
@@ -72,18 +75,27 @@ class Settings(BaseSettings):
     mcp_allowed_origins: str = Field("", description="Browser origins (scheme://host[:port], comma-separated) "
                                      "allowed to call /mcp; a request with another Origin gets 403.")
     # default limits of every org and token (0 = no limit); an operator may set an org's own
-    rate_requests_per_minute: int = Field(600, ge=0, description="Requests per minute of one token (token "
-                                          "bucket refill); 0 = no rate limit.")
-    rate_burst: int = Field(120, ge=1, description="Requests one idle token may send at once (bucket capacity).")
-    rate_as_of_cost: int = Field(10, ge=1, description="Bucket tokens an as_of recall spends (a warm one spends 1).")
-    quota_memories_per_bank: int = Field(250_000, ge=0, description="Live memories of one bank; 0 = no limit.")
-    quota_banks_per_org: int = Field(1_000, ge=0, description="Live banks of one org; 0 = no limit.")
+    rate_requests_per_minute: int = Field(600, ge=0, le=LIMIT_MAX, description="Requests per minute of one "
+                                          "token (token bucket refill); 0 = no rate limit.")
+    rate_burst: int = Field(120, ge=1, le=LIMIT_MAX,
+                            description="Requests one idle token may send at once (bucket capacity).")
+    rate_org_requests_per_minute: int | None = Field(None, ge=0, le=LIMIT_MAX, description="Requests per minute "
+                                                     "of all an org's tokens together; unset: 10 x one token's; "
+                                                     "0 = no org-wide limit.")
+    rate_org_burst: int | None = Field(None, ge=1, le=LIMIT_MAX, description="Requests all an org's tokens may "
+                                       "send at once; unset: 10 x one token's burst.")
+    rate_as_of_cost: int = Field(10, ge=1, le=LIMIT_MAX,
+                                 description="Bucket tokens an as_of recall spends (a warm one spends 1).")
+    quota_memories_per_bank: int = Field(250_000, ge=0, le=LIMIT_MAX,
+                                         description="Live memories of one bank; 0 = no limit.")
+    quota_banks_per_org: int = Field(1_000, ge=0, le=LIMIT_MAX, description="Live banks of one org; 0 = no limit.")
     usage_retention_days: int = Field(400, ge=1, le=3650, description="Days usage counters are kept "
                                       "(the usage table's TTL).")
     usage_shards: int = Field(8, ge=1, le=64, description="Counter items a token's writes of one hour "
                               "spread over outside the bank write lanes (fewer meetings of concurrent writers).")
     quota_extraction_tokens_per_day: int = Field(
-        5_000_000, ge=0, description="Extraction model tokens (input + output) of one org per UTC day; 0 = no limit.")
+        5_000_000, ge=0, le=LIMIT_MAX,
+        description="Extraction model tokens (input + output) of one org per UTC day; 0 = no limit.")
     model_prices: str = Field("{}", description="Extraction model prices, JSON {model id: [USD per million input "
                               "tokens, USD per million output tokens]}; a model not listed costs 0.")
 

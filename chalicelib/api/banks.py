@@ -104,7 +104,8 @@ class MemoriesQuery(BaseModel):
                        json_schema_extra=_page_limit_schema)
     cursor: str | None = None
     tag: str | None = None
-    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case.")
+    q: str | None = Field(None, description="Only memories whose text contains this, ignoring case; the "
+                          "listing's `total` is then null (matches are not counted).")
     include_superseded: QueryBool = False
 
     @field_validator("limit", mode="before")
@@ -243,7 +244,7 @@ def save_memory(ctx: Ctx, bank: str):
           responses={200: m.BankMemoryPage}, errors=("bank_not_found", "damaged"))
 def list_memories(ctx: Ctx, bank: str):
     """List a bank's memories: ``{memories, total, next_cursor}``, newest first; ``q`` keeps those
-    whose text contains it, ignoring case."""
+    whose text contains it, ignoring case (``total`` is then null)."""
     bank = _bank(ctx, bank)  # the bank's name is checked before the query
     q = parse_query(ctx.query, MemoriesQuery)
     return render_page(service.list_memories(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor, tag=q.tag,
@@ -318,7 +319,7 @@ def list_tags(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}/export", ["GET"], permission=READ, bank_scoped=True, query=ExportQuery,
           responses={200: (Raw("application/x-ndjson", "memories.jsonl: one memory (or revision) a line."),
                            m.ExportLink)},
-          errors=("bank_not_found", "damaged"), meter="exempt")
+          errors=("bank_not_found", "damaged"))
 def export_bank(ctx: Ctx, bank: str):
     """Export a bank: ``memories.jsonl`` inline up to the inline limit, else ``{url, expires_at, damaged?}``;
     inline, the count of damaged-record marker lines is the ``X-Cairn-Damaged`` header."""

@@ -178,8 +178,9 @@ class BankMemoryPage(BaseModel):
     """Memories newest first, a page at a time."""
 
     memories: list[BankMemory]
-    total: int
-    """Memories listed by this query across every page."""
+    total: int | None
+    """Memories listed by this query across every page, from the bank's counters; null for a `q`
+    listing (a text filter's matches are not counted: that would read every memory)."""
     next_cursor: str | None
     """Pass it back as ``cursor`` for the next page; null on the last."""
     damaged: list[DamagedRecord] | None = None

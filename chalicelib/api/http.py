@@ -354,6 +354,7 @@ class Route:
     view: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     envelope: str = "error"
     meter: str = "none"
+    cost: Callable[[Ctx], int] | None = field(default=None, compare=False, repr=False)
 
 
 ROUTES: list[Route] = []
@@ -364,7 +365,8 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
              permission: str | None = None, body: type[BaseModel] | None = None,
              body_types: tuple[str, ...] = ("application/json",), bank_scoped: bool = False,
              public: bool = False, query: type[BaseModel] | None = None, responses: Responses | None = None,
-             errors: tuple[str, ...] = (), envelope: str = "error", meter: str | None = None) -> Callable:
+             errors: tuple[str, ...] = (), envelope: str = "error", meter: str | None = None,
+             cost: Callable[[Ctx], int] | None = None) -> Callable:
     """Register ``view(ctx, **path_params)`` at ``path`` with Cairn's request pipeline.
 
     The contract, which the OpenAPI document shows: ``body`` (the model the JSON body is parsed
@@ -381,11 +383,14 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     without a ``Ctx``, so it knows nothing of a caller and can serve nothing of an org. A public
     route takes no permission, no body and no bank (``ValueError`` at declaration otherwise).
 
-    ``meter``: how a request is counted and rate limited (``chalicelib.usage.meter``): ``read``
-    (after its answer, one conditional update; 429 ``rate_limited`` over the token's limit),
-    ``write`` (inside its transactions), ``exempt`` (counted, never limited: deletes, forgets,
-    purges, exports), ``hook`` (a read never denied) or ``none``. Default: ``read`` for GET,
-    ``exempt`` for DELETE, else ``write``."""
+    ``meter``: how a request is counted and rate limited (``chalicelib.usage.meter``), always
+    before the view runs: ``read`` (the token's and the org's buckets spent first, 429
+    ``rate_limited`` over either; counted after its answer), ``write`` (the org's bucket first,
+    the token's inside its first transaction), ``exempt`` (counted, never limited: deletes,
+    forgets, purges), ``hook`` (a read never denied), ``tool`` (as the operation an MCP message
+    runs) or ``none``. Default: ``read`` for GET, ``exempt`` for DELETE, else ``write``.
+    ``cost``: the bucket tokens a request spends, from its parsed ``Ctx`` (default 1); it may
+    raise the view's own refusal (403) before anything is spent."""
     if public and (permission or body is not None or bank_scoped):
         raise ValueError(f"public route {path} cannot take a permission, a body or banks")
     if not responses:
@@ -401,7 +406,7 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
         route = Route(path, tuple(methods or ["GET"]), permission, body, body_types, bank_scoped, public,
                       query, dict(responses), tuple(errors), view.__name__, view.__doc__ or "", view, envelope,
-                      kind)
+                      kind, cost)
         ROUTES.append(route)
 
         def handler(**params: str) -> Response:
@@ -450,6 +455,7 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
         with usage_meter.metering(principal, route.name, route.meter, meter_scope(params)):
             ctx = _context(request, route, principal, params, headers, raw)
             ctx.request_id = request_id
+            _admit(route, ctx)
             result = view(ctx, **params)
             if _status_of(result) >= 400:
                 usage_meter.failed()  # an error the view rendered itself (JSON-RPC) counts nothing
@@ -458,6 +464,14 @@ def _respond(request: Request, route: Route, view: Callable[..., Any], params: d
             return _render(result), principal
     except Exception as exc:  # noqa: BLE001 - the last line of defence renders every failure
         return _error(route.envelope, as_cairn_error(exc, request_id), request), principal
+
+
+def _admit(route: Route, ctx: Ctx) -> None:
+    """Spend the request's rate limits before its view runs (``usage.meter.admit``): 429
+    ``rate_limited`` / 503 ``backend_unavailable`` with nothing done."""
+    if route.cost is not None:
+        usage_meter.set_cost(route.cost(ctx))
+    usage_meter.admit()
 
 
 def meter_scope(params: dict[str, str]) -> str:
@@ -543,6 +557,7 @@ def _invoke(route: Route, principal: Principal, params: dict[str, str], body: di
     ctx = Ctx(principal=principal, body=parsed, query=dict(query or {}), headers={}, raw_body=b"",
               route=f"{route.methods[0]} {route.path}")
     usage_meter.retarget(route.name, route.meter, meter_scope(params))
+    _admit(route, ctx)
     result = view(ctx, **params)
     if isinstance(result, Reply):
         if result.raw is not None:

@@ -6,7 +6,6 @@ from typing import Any
 
 from chalice import Blueprint
 
-from ..errors import RateLimited
 from ..inject import reload, service
 from ..inject.render import BYTES_PER_TOKEN
 from ..inject.service import RULES_ONLY
@@ -16,7 +15,6 @@ from .banks import ADMIN, READ, _bank, rules_budget
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
-RATE_LIMITED = RateLimited.code
 
 
 @endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True,
@@ -36,22 +34,18 @@ def preview(ctx: Ctx, bank: str):
 def pre_generate(ctx: Ctx):
     """The rules and memories to inject into this turn: ``{mutations: {system_prompt_append,
     append_messages}, retrieval}`` for the session's bank; never denies (``service.hook``): over
-    the token's rate limit it injects the rules only, and ``retrieval`` says
-    ``rules-only+rate_limited``."""
+    the token's or the org's rate limit it injects the rules only, and ``retrieval`` says
+    ``rules-only+rate_limited`` (``rules-only+backend_unavailable`` when the limits cannot be
+    checked)."""
     bank = service.hook_bank(ctx.body.metadata)
     refused = service.refusal(ctx.principal, bank) is not None
     if not refused:  # a refused bank (bad name, not allowed) is client text: counted under the org
         meter.set_scope(bank)
-    result = service.hook(ctx.principal, ctx.body)
+    why = meter.limited()  # the limits were checked before this view: rules only, counted all the same
+    result = service.hook(ctx.principal, ctx.body, rules_only=why is not None)
+    if why is not None and not refused:  # a refusal injects nothing already (and is audited once)
+        result = service.HookResult(result.system_prompt_append, result.append_messages, f"{RULES_ONLY}+{why}")
     _note_injected("hook", result.system_prompt_append, *result.append_messages)
-    if meter.spend_read(deny=False) is not None:  # over the rate limit: rules only, counted all the same
-        if not refused:  # a refusal injects nothing already (and is audited once)
-            meter.clear_noted()
-            limited = service.hook(ctx.principal, ctx.body, rules_only=True)
-            result = service.HookResult(limited.system_prompt_append, limited.append_messages,
-                                        f"{RULES_ONLY}+{RATE_LIMITED}")
-            _note_injected("hook", result.system_prompt_append, *result.append_messages)
-        meter.count_read()
     return render_hook(result)
 
 

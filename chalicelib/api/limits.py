@@ -14,12 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from .. import audit
 from ..auth.principal import Permission
+from ..settings import LIMIT_MAX
 from ..usage import limits
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
 
-Bound = Annotated[StrictInt | None, Field(ge=1, le=10**15)]
+Bound = Annotated[StrictInt | None, Field(ge=1, le=LIMIT_MAX)]
 
 
 class LimitValues(BaseModel):
@@ -31,6 +32,8 @@ class LimitValues(BaseModel):
     memories_per_bank: int = Field(description="Live memories of one bank.")
     banks_per_org: int = Field(description="Live banks of the org.")
     extraction_tokens_per_day: int = Field(description="Extraction model tokens (input + output) per UTC day.")
+    org_requests_per_minute: int = Field(description="Requests per minute of all the org's tokens together.")
+    org_burst: int = Field(description="Requests all the org's tokens may send at once.")
 
 
 class OrgLimitValues(BaseModel):
@@ -41,6 +44,8 @@ class OrgLimitValues(BaseModel):
     memories_per_bank: int | None = None
     banks_per_org: int | None = None
     extraction_tokens_per_day: int | None = None
+    org_requests_per_minute: int | None = None
+    org_burst: int | None = None
 
 
 class UsageLimits(BaseModel):
@@ -64,6 +69,8 @@ class LimitsPatch(BaseModel):
     memories_per_bank: Bound = None
     banks_per_org: Bound = None
     extraction_tokens_per_day: Bound = None
+    org_requests_per_minute: Bound = None
+    org_burst: Bound = None
 
 
 def _render(org_id: str) -> dict:

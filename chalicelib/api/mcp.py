@@ -119,7 +119,7 @@ def _check_accept(ctx: Ctx) -> None:
 @endpoint(bp, "/mcp", ["POST"], body=McpMessage, bank_scoped=True, envelope="jsonrpc",
           responses={200: McpAnswer, 202: NO_BODY},
           errors=("invalid_name", "invalid_request", "header_mismatch", "unsupported_protocol_version",
-                  "unknown_tool", "origin_not_allowed", "method_not_found", "not_acceptable"), meter="read")
+                  "unknown_tool", "origin_not_allowed", "method_not_found", "not_acceptable"), meter="tool")
 def mcp_endpoint(ctx: Ctx):
     """Model Context Protocol (streamable HTTP, stateless, JSON responses): one JSON-RPC message
     per POST. A request gets its JSON-RPC response; a notification or response 202 and no body.

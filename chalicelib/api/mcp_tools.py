@@ -359,6 +359,9 @@ def run(principal: Principal, tool: Tool, arguments: dict[str, Any]) -> tuple[in
     except ValidationError as exc:
         raise validation_failure(exc) from None
     if tool.run is not None:
+        # a tool of several calls counts and spends as its route, checked before the first of them
+        usage_meter.retarget(tool.route.name, tool.route.meter)
+        usage_meter.admit()
         return tool.run(principal, args)
     values = args.model_dump(by_alias=True, exclude_unset=True)
     params = {name: values.pop(name) for name in tool.path}

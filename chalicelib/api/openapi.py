@@ -68,8 +68,8 @@ def error_codes(route: Route, method: str) -> list[str]:
     codes = set(PIPELINE_ERRORS) | set(route.errors)
     if method in ("POST", "PUT", "PATCH", "DELETE"):
         codes |= set(WRITE_ERRORS)
-    if route.meter in ("read", "write"):
-        codes.add("rate_limited")  # the token's rate limit (chalicelib.usage.meter)
+    if route.meter in ("read", "write", "tool"):
+        codes.add("rate_limited")  # the token's and the org's rate limits (chalicelib.usage.meter)
     if not route.public:
         codes |= {"unauthorized", "validation_error"}
         if route.permission is not None or not route.bank_scoped or "{bank}" in route.path:

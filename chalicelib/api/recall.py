@@ -31,17 +31,24 @@ class RecallRequest(BaseModel):
     as_of: Millis | None = None
 
 
+def recall_cost(ctx: Ctx) -> int:
+    """The bucket tokens a recall spends: 1, or for an ``as_of`` recall (a read of the bank's whole
+    history, which needs ``admin.memories``: 403 ``forbidden`` before anything is spent) the org's
+    ``as_of_cost``."""
+    if ctx.body.as_of is None:
+        return 1
+    ctx.principal.require(ADMIN)
+    return limits.effective(ctx.principal.org_id).as_of_cost
+
+
 @endpoint(bp, "/v1/banks/{bank}/recall", ["POST"], permission=READ, body=RecallRequest, bank_scoped=True,
-          responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"), meter="read")
+          responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"), meter="read", cost=recall_cost)
 def recall(ctx: Ctx, bank: str):
     """Recall a bank's memories best ranked for a query: ``{memories: [{memory, score, signals:
     {bm25, entity, corroboration, pinned, recency, ...}, contributions}], retrieval}``
     (``contributions``: each signal's share of ``score``, summing to it); 404 ``bank_not_found``; 403
     ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
-    if b.as_of is not None:
-        ctx.principal.require(ADMIN)
-        meter.set_cost(limits.effective(ctx.principal.org_id).as_of_cost)  # a whole history read
     meter.note(recall=1)
     return render_recall(recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
                                      include_superseded=b.include_superseded, as_of=b.as_of))

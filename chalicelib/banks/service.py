@@ -73,10 +73,11 @@ class TrashEntry:
 @dataclass
 class MemoryPage:
     """One page of a listing: the readable records, ``total`` matches of the filter (not of the
-    page), the cursor of the next page, and ``{id, reason}`` of each record that cannot be read."""
+    page; ``None`` for a text filter), the cursor of the next page, and ``{id, reason}`` of each
+    record that cannot be read."""
 
     memories: list[Memory]
-    total: int
+    total: int | None
     next_cursor: str | None
     damaged: list[dict[str, str]] = field(default_factory=list)
 
@@ -728,7 +729,9 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited:
 def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: str | None = None,
                   tag: str | None = None, include_superseded: bool = False, text: str | None = None) -> MemoryPage:
     """A page of memories newest first (``updated_at`` desc, ``id`` asc); ``text``: only those whose
-    text contains it, ignoring case. ``total`` counts every match of the filter, not the page. A
+    text contains it, ignoring case. ``total`` counts every match of the filter, not the page, from
+    the bank's counters (its lanes' live and record counts; with ``tag``, its tag counters); with
+    ``text`` it is ``None``: counting would read every record. A
     page holds up to ``limit`` stored records; one that cannot be read is left out of
     ``memories`` and listed in ``damaged`` as ``{id, reason}``.
     ``limit`` defaults to ``Settings.memories_page_default``.
@@ -748,12 +751,15 @@ def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: s
     records, last = store.query_memories_page(row.incarnation, start=start, limit=limit,
                                               max_page=settings.memories_page_max, live_only=live_only, tag=tag,
                                               text=needle)
-    if tag or needle:
-        total = store.count_memories(row.incarnation, live_only=live_only, tag=tag, text=needle)
-    else:
+    total: int | None = None  # with ``text``, counting would read every record: not counted
+    if needle is None and tag and row.tag_counts:
+        total = store.tag_total(row.incarnation, store.lane_count(row), tag, live_only=live_only)
+    elif needle is None and tag:  # a bank made before tag counters were kept
+        total = store.count_memories(row.incarnation, live_only=live_only, tag=tag)
+    elif needle is None:
         head = store.heads_of(org_id, [row], strict=False)[0]
         total = head.records if include_superseded else head.memories
-    return MemoryPage(memories=[r for r in records if isinstance(r, Memory)], total=int(total),
+    return MemoryPage(memories=[r for r in records if isinstance(r, Memory)], total=total,
                       next_cursor=encode_cursor("memories", owner, last) if last is not None else None,
                       damaged=[r.entry() for r in records if isinstance(r, Damaged)])
 
@@ -773,7 +779,9 @@ def history(org_id: str, bank: str, memory_id: str) -> History:
 
 
 def tags(org_id: str, bank: str) -> list[TagCount]:
-    """Distinct tags over live memories with counts, most used first, then by tag."""
+    """Distinct tags over live memories with counts, most used first, then by tag: from the bank's
+    tag counters (a bank made before they were kept counts its records)."""
     row = require_bank(org_id, bank)
-    counts = store.live_tag_counts(row.incarnation)
+    counts = (store.live_tag_totals(row.incarnation) if row.tag_counts
+              else store.live_tag_counts(row.incarnation))
     return [TagCount(t, c) for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -31,16 +31,19 @@ from ..names import check_name
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
+from ..storage.txn import TransactionTooLarge
 from ..validation import Line, Millis
 from .records import check_text, normalize_handles
 from .service import require_bank
 
 # DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
 # and two pointer moves or one pointer check), plus at most BATCH_LANES lane rows, the org's bank
-# count (a batch creating the bank), and the usage meter's counter item and rate-limit bucket
-# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 2 = 99.
+# count (a batch creating the bank), and the usage meter's counter item
+# (chalicelib.usage.meter): 23 x 4 + 4 + 1 + 1 = 98. Under a memory quota a batch also holds every
+# other lane (core.store.lane_batches makes it smaller for that: RECORD_ITEMS per record).
 BATCH = 23
 BATCH_LANES = 4
+RECORD_ITEMS = 4
 
 
 class ImportUploadRequest(BaseModel):
@@ -115,9 +118,9 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     if len(data) <= settings.export_inline_bytes:
         return Export(damaged=damaged, data=data)
     key = store.export_key(org_id, bank)
-    blobs.put_bytes(key, data, "application/x-ndjson")
-    return Export(damaged=damaged, url=blobs.presign_get(key, settings.presign_ttl_s),
-                  expires_at=now_ms() + settings.presign_ttl_s * 1000)
+    blobs.put_bytes(key, data, "application/x-ndjson", expiring=True)
+    ttl = min(settings.presign_ttl_s, blobs.EXPIRING_DAYS * 86400)  # never outlives the object
+    return Export(damaged=damaged, url=blobs.presign_get(key, ttl), expires_at=now_ms() + ttl * 1000)
 
 
 class _Line(BaseModel):
@@ -221,7 +224,8 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     out = ImportResult()
     now = now_ms()
     ordered = _first_text_wins(_winners(lines, out, now), out)
-    batches = store.lane_batches(org_id, bank, ordered, lambda w: w.id, size=BATCH, max_lanes=BATCH_LANES)
+    batches = store.lane_batches(org_id, bank, ordered, lambda w: w.id, size=BATCH, max_lanes=BATCH_LANES,
+                                 record_items=RECORD_ITEMS)
     try:
         _apply_batches(org_id, bank, batches, actor, out, progress, now)
     finally:  # one event for the whole import, also when it stopped after some batches committed
@@ -270,7 +274,19 @@ def _write_batch(org_id: str, bank: str, batch: list[_Winner], actor: str, now: 
     def attempt(btx: BankTx) -> ImportResult:
         return _import_batch(btx, bank, records, actor)
 
-    return store.write(org_id, attempt)
+    try:
+        return store.write(org_id, attempt)
+    except TransactionTooLarge:  # many distinct tags: their counters did not fit; two halves do
+        if len(batch) < 2:
+            raise
+        half = len(batch) // 2
+        first = _write_batch(org_id, bank, batch[:half], actor, now)
+        try:
+            second = _write_batch(org_id, bank, batch[half:], actor, now)
+        except QuotaExceeded as exc:  # the first half committed: the rest is reported, never refused
+            second = ImportResult(errors=[LineError(w.n, f"quota_exceeded: {exc.message}") for w in batch[half:]])
+        return ImportResult(first.imported + second.imported, first.skipped + second.skipped,
+                            first.errors + second.errors)
 
 
 @dataclass

@@ -30,7 +30,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
@@ -42,13 +42,14 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
-from ..storage.txn import Retry, run_transaction
+from ..storage.txn import TX_ITEMS, Retry, run_transaction
 from ..usage import meter, quotas
 from ..validation import loads
 from .records import Memory, decode_memory, salvage_memory
 
 POINTER_PREFIX = "~fp/"
 NAME_POINTER_PREFIX = "~name/"
+TAG_PREFIX = "~tag/"  # a bank's tag counters: ~tag/<lane:02d>/<tag>, t_live and t_all (tag_total)
 TRASH_PREFIX = ".trash/"
 NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) can take
 LANE_PREFIX = "!lane/"  # a bank's write lanes 1..: ``!lane/<incarnation>/<lane>``
@@ -115,7 +116,8 @@ def new_bank(org_id: str, name: str, description: str = "") -> BankModel:
     now = now_ms()
     return BankModel(org_id=org_id, name=name, bank_name=name, incarnation=uuid.uuid4().hex,
                      description=description, seq=0, memories=0, pinned=0, records=0, rules=0,
-                     rules_version=0, created_at=now, updated_at=now, lanes=get_settings().write_lanes)
+                     rules_version=0, created_at=now, updated_at=now, lanes=get_settings().write_lanes,
+                     tag_counts=True)
 
 
 
@@ -243,18 +245,25 @@ def get_bank_head(org_id: str, name: str) -> BankHead | None:
 
 
 TX_BYTES = 3_500_000  # what a bulk write's batch may weigh: DynamoDB refuses a transaction over 4 MB
+TX_SHARED = 2  # items any bank write may add besides its records and lanes: the org's bank count, a usage counter
 
 
 def lane_batches(org_id: str, bank: str, items: list[T], memory_id: Callable[[T], str], *, size: int,
-                 max_lanes: int, weight: Callable[[T], int] | None = None) -> list[list[T]]:
+                 max_lanes: int, weight: Callable[[T], int] | None = None,
+                 record_items: int | None = None) -> list[list[T]]:
     """``items`` cut into the batches of a bulk write (one transaction each), grouped by the lane
     of ``memory_id(item)`` in ``bank`` (a new bank's lane count when it does not exist yet): at
     most ``size`` items, ``max_lanes`` lanes and ``TX_BYTES`` of ``weight`` (UTF-8 bytes an item
     stages) per batch, so a batch stays within DynamoDB's 100 items and 4 MB per transaction and
-    meets few concurrent writers; the order of ``items`` is kept within a lane. Raises 409
-    ``damaged`` (before anything is written) when the bank or one of its lane rows cannot be used."""
+    meets few concurrent writers; the order of ``items`` is kept within a lane. With
+    ``record_items`` (the transaction items one item stages, lane rows aside), a bank whose live
+    memories are bounded gets batches small enough to also hold every lane (``_hold_lanes``).
+    Raises 409 ``damaged`` (before anything is written) when the bank or one of its lane rows
+    cannot be used."""
     head = get_bank_head(org_id, bank)  # a damaged lane row fails the import whole, never half-way
     lanes = len(head.clock.positions) if head is not None else get_settings().write_lanes
+    if record_items is not None and lanes > 1 and quotas.check_memories_needed(org_id, bank):
+        size = max(1, min(size, (TX_ITEMS - TX_SHARED - lanes) // record_items))
     keyed = sorted(((lane_of(memory_id(it), lanes), i, it) for i, it in enumerate(items)), key=lambda x: x[:2])
     out: list[list[T]] = []
     seen: set[int] = set()
@@ -344,6 +353,61 @@ class Write:
     moved_from: str | None = None
 
 
+def tag_deltas(writes: Iterable[Write], lanes: int) -> dict[tuple[int, str], tuple[int, int]]:
+    """``{(lane, tag): (live delta, all-records delta)}`` of ``writes`` (counters that do not move
+    left out): a record counts under each of its tags, in ``live`` while it is live, in the lane
+    of its own id (a record moved to another id, as a purge does, leaves its old id's lane)."""
+    moved: dict[tuple[int, str], list[int]] = {}
+    for w in writes:
+        for rec, sign in ((w.record, 1), (w.prev, -1)):
+            if rec is None:
+                continue
+            lane = lane_of(rec.id, lanes)
+            for t in set(rec.tags):
+                d = moved.setdefault((lane, t), [0, 0])
+                d[0] += sign * int(rec.live)
+                d[1] += sign
+    return {k: (d[0], d[1]) for k, d in moved.items() if d[0] or d[1]}
+
+
+def _stage_tags(tx: TransactWrite, inc: str, lanes: int, writes: list[Write]) -> None:
+    """Stage the moves of the tag counters (``~tag/<lane>/<tag>``: ``t_live``, ``t_all``) of
+    ``writes``: each in its record's lane, so writers meet on them where they meet on the lane. A
+    counter no record carries any more is deleted (read first, deleted on the value read), so a
+    purged memory's tag leaves no key behind; a concurrent change of it makes the write retry."""
+    moved = tag_deltas(writes, lanes)
+    lowered = get_items(inc, [tag_key(lane, t) for (lane, t), (_live, every) in moved.items() if every < 0])
+    for (lane, tag), (live, every) in sorted(moved.items()):
+        key = tag_key(lane, tag)
+        held = lowered.get(key)
+        if held is not None and int(held.t_all or 0) + every <= 0:
+            tx.delete(MemoryModel(inc, key), condition=MemoryModel.t_all == held.t_all)
+        else:
+            tx.update(MemoryModel(inc, key), actions=[MemoryModel.t_live.add(live), MemoryModel.t_all.add(every)])
+
+
+def tag_key(lane: int, tag: str) -> str:
+    """The sort key of the counter of ``tag`` in lane ``lane``."""
+    return f"{TAG_PREFIX}{lane:02d}/{tag}"
+
+
+def tag_total(inc: str, lanes: int, tag: str, *, live_only: bool) -> int:
+    """How many records of a bank incarnation carry ``tag`` (live ones only, or all), summed over
+    its lanes' tag counters (one consistent BatchGetItem)."""
+    items = get_items(inc, [tag_key(lane, tag) for lane in range(lanes)]).values()
+    return sum(max(0, int((it.t_live if live_only else it.t_all) or 0)) for it in items)
+
+
+def live_tag_totals(inc: str) -> dict[str, int]:
+    """``{tag: live records carrying it}`` from a bank incarnation's tag counters (one key query
+    of its counter items, never of its records); tags no live record carries left out."""
+    out: dict[str, int] = {}
+    for it in MemoryModel.query(inc, MemoryModel.sk.startswith(TAG_PREFIX), consistent_read=True):
+        tag = it.sk[len(TAG_PREFIX):].partition("/")[2]
+        out[tag] = out.get(tag, 0) + int(it.t_live or 0)
+    return {t: n for t, n in out.items() if n > 0}
+
+
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     live = pinned = records = 0
     for w in writes:
@@ -355,14 +419,24 @@ def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     return live, pinned, records
 
 
-def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
-               counting: bool = False) -> tuple[dict[int, BankModel | None], int]:
+@dataclass
+class _LanesNow:
+    """The lanes a write advances as read just before its commit (``rows``), and with a count the
+    bank's live memories summed over every lane (``live``) and the rows of the other lanes
+    (``others``), all from the same read."""
+
+    rows: dict[int, BankModel | None]
+    live: int = 0
+    others: dict[int, BankModel | None] = field(default_factory=dict)
+
+
+def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int], counting: bool = False) -> _LanesNow:
     """The rows of ``lanes`` of the bank as read now (one consistent BatchGetItem): lane 0 is the
     bank row, an absent lane row is ``None``. Read just before the commit, so the window in which
     another writer of the same lane can win is one read and the commit. A bank row gone or of
     another incarnation, or a sealed lane (the bank is being trashed), asks for a fresh attempt.
-    With ``counting``, every lane row is read in that same call, and the bank's live memories
-    summed over them are returned beside the rows (else 0)."""
+    With ``counting``, every lane row is read in that same call: the bank's live memories summed
+    over them, and the other lanes' rows, come back beside the rows."""
     lanes = list(lanes)
     every = range(lane_count(row)) if counting else lanes
     keys = {lane: (org_id, bank if lane == 0 else lane_key(row.incarnation, lane)) for lane in every}
@@ -370,6 +444,7 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
     live = sum(int(r.memories or 0) for lane, key in keys.items() if (r := got.get(key)) is not None
                and (lane == 0 or _lane_problem(r, row.incarnation) is None)) if counting else 0
     out = {lane: got.get(keys[lane]) for lane in lanes}
+    others = {lane: got.get(key) for lane, key in keys.items() if lane not in out}
     for lane, lr in out.items():
         if lr is None:
             if lane == 0:
@@ -382,7 +457,25 @@ def _lanes_now(org_id: str, bank: str, row: BankModel, lanes: Iterable[int],
             raise Damaged("bank", bank, reason, hint="Restore the bank row, or restore the bank from the trash.")
         if lr.sealed:
             raise Retry()
-    return out, live
+    return _LanesNow(out, live, others)
+
+
+def _hold_lanes(tx: TransactWrite, row: BankModel, others: Mapping[int, BankModel | None]) -> None:
+    """Condition ``tx`` on the positions of the lanes it does not advance, as read with the live
+    count: a write adding several memories commits only on the count it checked (concurrent bulk
+    writes take turns; the quota's bound of ``lanes - 1`` over is then single writes' alone)."""
+    for lane, lr in others.items():
+        if lane == 0:
+            if lr is None:
+                raise Retry()
+            cond = (BankModel.seq == int(lr.seq)) & (BankModel.incarnation == row.incarnation)
+            tx.condition_check(BankModel, row.org_id, row.name, condition=cond)
+        elif lr is None:
+            tx.condition_check(BankModel, row.org_id, lane_key(row.incarnation, lane),
+                               condition=BankModel.name.does_not_exist())
+        elif _lane_problem(lr, row.incarnation) is None:  # a damaged lane counts 0 and holds nothing
+            tx.condition_check(BankModel, row.org_id, lane_key(row.incarnation, lane),
+                               condition=BankModel.seq == int(lr.seq))
 
 
 def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_row: BankModel | None,
@@ -417,6 +510,28 @@ def _stage_lane0(tx: TransactWrite, row: BankModel, pos: int, writes: list[Write
     return after
 
 
+def _checked_lanes(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, groups: Mapping[int, object],
+                   adding: int) -> dict[int, BankModel | None]:
+    """The rows of the lanes ``groups`` advances, read just before the commit, once a write adding
+    ``adding`` live memories is within the bank's quota (``quotas.check_memories``); a write adding
+    several holds every other lane (``_hold_lanes``)."""
+    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
+    if row is None:
+        rows: dict[int, BankModel | None] = dict.fromkeys(groups)
+        live = 0
+    elif lane_count(row) == 1:
+        rows = {0: row}  # one lane: the row the attempt read is the lane
+        live = int(row.memories or 0)
+    else:
+        read = _lanes_now(org_id, bank, row, groups, counting)
+        rows, live = read.rows, read.live
+        if counting and adding > 1:
+            _hold_lanes(tx, row, read.others)
+    if counting:
+        quotas.check_memories(org_id, bank, live, adding)
+    return rows
+
+
 def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, writes: list[Write],
            actor: str, *, fresh: BankModel | None = None) -> tuple[BankModel, list[tuple[int, Memory]]]:
     """Stage ``writes`` plus the advance of each lane they fall in (or the bank's creation) into
@@ -428,22 +543,13 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     groups: dict[int, list[Write]] = {}
     for w in writes:
         groups.setdefault(lane_of(w.record.id, n), []).append(w)
-    adding = deltas(writes)[0]
-    counting = adding > 0 and quotas.check_memories_needed(org_id, bank)
-    if row is None:
-        now_rows: dict[int, BankModel | None] = dict.fromkeys(groups)
-        live = 0
-    elif n == 1:
-        now_rows = {0: row}  # one lane: the row the attempt read is the lane
-        live = int(row.memories or 0)
-    else:
-        now_rows, live = _lanes_now(org_id, bank, row, groups, counting)
-    if counting:
-        quotas.check_memories(org_id, bank, live, adding)
+    now_rows = _checked_lanes(tx, org_id, bank, row, groups, deltas(writes)[0])
     for lane, ws in groups.items():
         meter.note_lane(lane, n)
         for w in ws:
             meter.add({f"w_{w.op}": 1}, bank)
+    if base.tag_counts:
+        _stage_tags(tx, base.incarnation, n, writes)
     starts: dict[int, int] = {}
     after = base
     for lane, ws in groups.items():
@@ -733,18 +839,16 @@ def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int
     return out, None
 
 
-def count_memories(inc: str, *, live_only: bool, tag: str | None, text: str | None = None) -> int:
-    """How many memory records of an incarnation match the filter (a counting query; with
-    ``text``, casefolded, a read of every record the other filters keep)."""
+def count_memories(inc: str, *, live_only: bool, tag: str | None) -> int:
+    """How many memory records of an incarnation match the filter (a counting query; for a bank
+    made before tag counters were kept: ``tag_total`` otherwise)."""
     cond = _memory_filter(live_only, tag)
-    if not text:
-        return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
-    items = MemoryModel.by_order.query(inc, filter_condition=cond, consistent_read=True)
-    return sum(1 for it in items if not isinstance(rec := decoded(it), Memory) or text in rec.text.casefold())
+    return int(MemoryModel.by_order.count(inc, filter_condition=cond, consistent_read=True))
 
 
 def live_tag_counts(inc: str) -> dict[str, int]:
-    """``{tag: number of live memories carrying it}`` over an incarnation."""
+    """``{tag: number of live memories carrying it}`` over an incarnation, counted from its records
+    (a bank made before tag counters were kept: ``live_tag_totals`` otherwise)."""
     counts: dict[str, int] = {}
     for it in MemoryModel.by_order.query(inc, filter_condition=_memory_filter(True, None), consistent_read=True,
                                          attributes_to_get=["tags"]):
@@ -899,7 +1003,7 @@ _HEX = "0123456789abcdef"
 # memories): cutting each family at hex digits balances the ranges. The ranges cover every key
 # whatever its alphabet: this list decides their balance, never what is read.
 _ID_FAMILIES = ("", "ent_", "fp")
-_POINTER_PREFIXES = (POINTER_PREFIX, NAME_POINTER_PREFIX)
+_POINTER_PREFIXES = (POINTER_PREFIX, NAME_POINTER_PREFIX, TAG_PREFIX)
 _CHUNK = 256  # decoded records handed from a range's reader to the consumer at a time
 _AHEAD = 4  # chunks a range may read ahead of the consumer: memory stays ranges x _AHEAD x _CHUNK
 _DONE = object()

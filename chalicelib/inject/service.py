@@ -23,6 +23,7 @@ from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
+from ..usage import keys, meter
 from ..validation import Line
 from . import rules_cache
 from .render import AMBIENT_FLOOR, Injection, Picked, render
@@ -114,6 +115,8 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     if row is None and require:
         get_bank_head(org_id, bank)  # 409 damaged when its row or a lane row is there but unusable
         raise NotFound(f"Bank '{bank}' not found.", code="bank_not_found")
+    if row is None:  # a name no bank has: counted under one key, however many a caller makes up
+        meter.set_scope(keys.UNKNOWN)
     rules = rules_cache.get_rules(org_id, bank, row.row) if row is not None else []
     hits: list[Picked] = []
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY

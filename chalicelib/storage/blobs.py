@@ -2,6 +2,10 @@
 org the layout is the design's: ``banks/<bank>/rules/<name>.md``, ``.trash/<id>/...``,
 ``indexes/<bank>/<seq>.v<format>.tar.zst``, ``exports/...``.
 
+An object written with ``expiring=True`` carries the tag ``EXPIRING_TAG``, which the bucket's
+lifecycle rule ``expiring`` (``infra/template.json``, applied to the local bucket too) deletes
+``EXPIRING_DAYS`` after it was written: exports, whose links live shorter than that.
+
 The boto3 client is created lazily per (region, endpoint) and honours ``AWS_ENDPOINT_URL``
 (moto's server locally).
 """
@@ -20,6 +24,8 @@ from ..settings import get_settings
 
 _lock = threading.Lock()
 _clients: dict[tuple, object] = {}
+EXPIRING_TAG = ("cairn-retention", "expiring")
+EXPIRING_DAYS = 1
 
 
 def _client(service: str):
@@ -65,9 +71,12 @@ def put_text(key: str, text: str, content_type: str = "text/markdown; charset=ut
     s3().put_object(Bucket=bucket(), Key=key, Body=text.encode("utf-8"), ContentType=content_type)
 
 
-def put_bytes(key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-    """Atomically write a binary object."""
-    s3().put_object(Bucket=bucket(), Key=key, Body=data, ContentType=content_type)
+def put_bytes(key: str, data: bytes, content_type: str = "application/octet-stream", *,
+              expiring: bool = False) -> None:
+    """Atomically write a binary object; ``expiring``: deleted ``EXPIRING_DAYS`` later (see the
+    module)."""
+    extra = {"Tagging": f"{EXPIRING_TAG[0]}={EXPIRING_TAG[1]}"} if expiring else {}
+    s3().put_object(Bucket=bucket(), Key=key, Body=data, ContentType=content_type, **extra)
 
 
 def get_bytes(key: str) -> bytes | None:

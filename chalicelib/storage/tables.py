@@ -187,6 +187,7 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     snapshot_seq = NumberAttribute(null=True)
     snapshot_key = UnicodeAttribute(null=True)
     snapshot_at = NumberAttribute(null=True)
+    tag_counts = BooleanAttribute(null=True)  # the bank keeps per-tag counters (core.store.tag_total)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -204,8 +205,9 @@ class MemoriesByOrder(LocalSecondaryIndex):
 
 
 class MemoryModel(_Base):
-    """Current state of one memory (``sk`` = its id), or a fingerprint pointer
-    (``sk`` = ``~fp/<fingerprint>``, ``memory_id`` = the memory whose current text has it)."""
+    """Current state of one memory (``sk`` = its id), a fingerprint pointer (``sk`` =
+    ``~fp/<fingerprint>``, ``memory_id`` = the memory whose current text has it), or a lane's
+    counter of one tag (``sk`` = ``~tag/<lane>/<tag>``, ``t_live``, ``t_all``)."""
 
     class Meta(_Base.Meta):
         pass
@@ -220,6 +222,8 @@ class MemoryModel(_Base):
     live = BooleanAttribute(null=True)
     revision = NumberAttribute(null=True)
     tags = UnicodeSetAttribute(null=True)  # copy of record.tags, for the list's tag filter
+    t_live = NumberAttribute(null=True)  # tag counter items only: live records carrying the tag
+    t_all = NumberAttribute(null=True)  # tag counter items only: records carrying the tag
     by_order = MemoriesByOrder()
 
 

@@ -32,18 +32,33 @@ _THROTTLE_CODES = {
 }
 
 
+TX_ITEMS = 100  # DynamoDB's items per transaction
+
+
+class TransactionTooLarge(Exception):
+    """An attempt staged more than ``TX_ITEMS`` items: nothing was sent (a bulk write splits its
+    batch and writes the halves)."""
+
+
 class _TransactWrite(TransactWrite):
     """A ``TransactWrite`` that sends nothing when an attempt staged nothing: DynamoDB rejects an
     empty ``TransactItems`` list (moto accepts it), and a read that decides to write nothing
-    (an idempotent replay, an existing bank) must not fail."""
+    (an idempotent replay, an existing bank) must not fail. Over ``TX_ITEMS`` items it sends
+    nothing either and raises ``TransactionTooLarge``."""
 
     sent = False
 
+    def _items(self) -> int:
+        return len(self._condition_check_items) + len(self._delete_items) + len(self._put_items) + len(
+            self._update_items)
+
     def _commit(self):
-        if not (self._condition_check_items or self._delete_items or self._put_items or self._update_items):
+        if not self._items():
             return None
         for fn in list(_before_commit):
             fn(self)
+        if self._items() > TX_ITEMS:
+            raise TransactionTooLarge(f"{self._items()} items staged in one transaction")
         self.sent = True
         return super()._commit()
 

@@ -50,8 +50,10 @@ from .scopes import NAMESPACE, SCOPES, Target, check_scope, check_type, parse_ba
 
 # Per memory: its record, revision, name pointer, location item and audit event, and at most one
 # lane row (an updated name's stored id may fall in another lane than predicted), plus the usage
-# meter's counter item and rate-limit bucket: 6 x 16 + 2 <= 100.
+# meter's counter item: 6 x 16 + 1 <= 100. Under a memory quota a batch also holds every other
+# lane (core.store.lane_batches makes it smaller for that).
 BATCH = 16
+RECORD_ITEMS = 6
 AUDIT_ACTIONS = audit.MEMORY_ACTIONS
 
 
@@ -270,7 +272,7 @@ def import_lines(org_id: str, lines: Iterable[bytes], *, actor: str) -> ImportRe
     for t, by_name in groups.items():
         ordered = sorted(by_name.values(), key=lambda r: r.line)
         for batch in lane_batches(org_id, t.bank, ordered, lambda r: r.rec.id, size=BATCH, max_lanes=BATCH,
-                                  weight=_staged_bytes):
+                                  weight=_staged_bytes, record_items=RECORD_ITEMS):
             done, errs = _import_batch(org_id, t, batch, actor)
             imported += done
             refused += len(errs)

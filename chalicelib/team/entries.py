@@ -597,12 +597,20 @@ def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | N
     The update changes only the middle that differs (``merge.replacement``) from the text the
     caller started from: the text at ``base_seq`` (the ``seq`` it read) when given, so edits made
     since by others merge with it; else the current text, which ``text`` then replaces. ``None``
-    when that leaves the text as it is (nothing written). Errors: those of ``post_update`` and
-    ``for_write``, 400 ``validation_error`` for control characters, 422 ``text_too_large``, 409
-    ``conflict`` for a ``base_seq`` ahead of the entry or compacted away (``check_base``)."""
+    when that leaves the text as it is (nothing written). The same ``text`` from the same
+    ``base_seq`` by the same author is one edit: a repeat answers the first (``duplicate``) and
+    writes nothing. Errors: those of ``post_update`` and ``for_write``, 400 ``validation_error``
+    for control characters, 422 ``text_too_large``, 409 ``conflict`` for a ``base_seq`` ahead of
+    the entry or compacted away (``check_base``)."""
     _check_text(text, get_limits())
     row, _ = for_write(principal, entry_id)
     require_editable(row)
+    update_id = _text_update_id(principal, entry_id, text, base_seq)
+    if base_seq is not None:
+        used = store.used_update_id(principal.org_id, entry_id, update_id)
+        if used is not None:  # this very edit was made already (a retried call)
+            meter.replayed()
+            return UpdateResult(duplicate=True, seq=used.seq)
     for _ in range(5):
         try:
             current = state_parts(principal.org_id, row)
@@ -613,14 +621,34 @@ def write_text(principal: Principal, entry_id: str, text: str, base_seq: int | N
     else:
         raise Conflict("The entry's edit log is being compacted; retry.")
     taken = set(merge.state_vector(merge.load(current, entry_id=entry_id)))
-    client_id = 0
-    while client_id == 0 or client_id in taken:  # a client id of its own: no clock it could reuse
-        client_id = secrets.randbits(32)
-    update = merge.replacement(parts, text, client_id, entry_id=entry_id)
+    update = merge.replacement(parts, text, _free_client_id(update_id, taken), entry_id=entry_id)
     if update is None:
         return None
-    return post_update(principal, entry_id, UpdatePost.model_validate({"updateId": "srv_" + uuid.uuid4().hex,
+    return post_update(principal, entry_id, UpdatePost.model_validate({"updateId": update_id,
                                                                          "update": merge.b64(update)}))
+
+
+def _text_update_id(principal: Principal, entry_id: str, text: str, base_seq: int | None) -> str:
+    """The ``updateId`` of a server-written edit: from its author, entry, base and text when it has
+    a base (so a repeat is recognised, and concurrent twins write the same bytes), else random."""
+    if base_seq is None:
+        return "srv_" + uuid.uuid4().hex
+    key = "\n".join((permissions.member_id(principal), entry_id, str(base_seq), text))
+    return "srv_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _free_client_id(update_id: str, taken: set[int]) -> int:
+    """A Yjs client id of the update's own, none of ``taken`` (no clock it could reuse), derived
+    from ``update_id`` so the same edit computed twice is the same bytes."""
+    for i in range(64):
+        digest = hashlib.sha256(f"{update_id}/{i}".encode()).digest()
+        client = int.from_bytes(digest[:4], "big")
+        if client and client not in taken:
+            return client
+    client = 0
+    while client == 0 or client in taken:  # 64 derived ids all taken: a random one (never in practice)
+        client = secrets.randbits(32)
+    return client
 
 
 @dataclass(frozen=True)

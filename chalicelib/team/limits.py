@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ..settings import from_env
+from ..settings import LIMIT_MAX, from_env
 
 ENV_PREFIX = "KEYSTONE_CONTEXT_MEMORY_"
 
@@ -23,14 +23,14 @@ class Limits(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
-    max_update_bytes: int = Field(65536, ge=1, description="Largest single Yjs update, bytes (decoded).")
-    max_text_bytes: int = Field(65536, ge=1, description="Largest merged entry text, UTF-8 bytes.")
-    max_units: int = Field(262144, ge=1, description="UTF-16 units of a document, live and deleted.")
-    max_updates_per_entry: int = Field(50000, ge=1, description="Rows of one entry's edit log.")
-    updates_per_minute: int = Field(240, ge=1,
+    max_update_bytes: int = Field(65536, ge=1, le=LIMIT_MAX, description="Largest single Yjs update, bytes (decoded).")
+    max_text_bytes: int = Field(65536, ge=1, le=LIMIT_MAX, description="Largest merged entry text, UTF-8 bytes.")
+    max_units: int = Field(262144, ge=1, le=LIMIT_MAX, description="UTF-16 units of a document, live and deleted.")
+    max_updates_per_entry: int = Field(50000, ge=1, le=LIMIT_MAX, description="Rows of one entry's edit log.")
+    updates_per_minute: int = Field(240, ge=1, le=LIMIT_MAX,
                                     description="Updates per author per entry per minute (x5 across entries).")
-    entries_per_space: int = Field(5000, ge=1, description="Entries of a space that are not archived.")
-    compact_after: int = Field(256, ge=1, description="Retained update payloads that trigger compaction.")
+    entries_per_space: int = Field(5000, ge=1, le=LIMIT_MAX, description="Entries of a space that are not archived.")
+    compact_after: int = Field(256, ge=1, le=LIMIT_MAX, description="Retained update payloads that trigger compaction.")
 
     @property
     def updates_per_minute_all(self) -> int:

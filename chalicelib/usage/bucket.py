@@ -8,7 +8,11 @@ conditions partition the states of the item:
 
 - ``busy`` (``tat >= now``): ``SET tat = tat + c`` if ``tat BETWEEN now AND now + cap - c``;
 - ``idle`` (no ``tat`` or ``tat < now``): ``SET tat = now + c`` if ``attribute_not_exists(tat) OR
-  tat < now`` (with a slack ``s``, ``busy`` covers ``tat >= now - s`` and ``idle`` the rest).
+  tat < now``.
+
+An ``ADD`` on a ``tat`` in the past would grant the time it lies behind ``now`` on top of the
+burst, so ``busy`` never applies there: however the spends interleave, at most ``burst`` pass at
+once.
 
 The caller guesses the form from the last ``tat`` it saw (``choose``). A failed condition with the
 old ``tat`` is then either a deny (``tat > now + cap - c``, with an honest wait: at ``now + wait``
@@ -39,12 +43,12 @@ class Rate:
         return min(max(1, cost), self.burst) * self.period_us
 
 
-def rate(per_minute: int, burst: int, shards: int = 1) -> Rate | None:
-    """The bucket of ``per_minute`` requests and ``burst`` capacity, split over ``shards`` buckets
-    (each a 1/shards share, at least 1 of burst); ``None`` when ``per_minute`` is 0 (no limit)."""
+def rate(per_minute: int, burst: int) -> Rate | None:
+    """The bucket of ``per_minute`` requests and ``burst`` capacity; ``None`` when ``per_minute``
+    is 0 (no limit)."""
     if per_minute <= 0:
         return None
-    return Rate(period_us=max(1, 60 * US * shards // per_minute), burst=max(1, burst // shards))
+    return Rate(period_us=max(1, 60 * US // per_minute), burst=max(1, burst))
 
 
 @dataclass(frozen=True)
@@ -60,17 +64,13 @@ class Plan:
     set_to: int
 
 
-def choose(hint_tat: int | None, now_us: int, r: Rate, cost: int = 1, form: str | None = None, *,
-           slack_us: int = 0) -> Plan:
-    """The update to try: ``busy`` when the last ``tat`` seen is at or after ``now - slack_us``,
-    else ``idle`` (``form`` forces one). ``slack_us`` lets ``busy`` (a commutative ``ADD``, so
-    concurrent spenders never invalidate each other) apply to a ``tat`` up to that far in the past:
-    after an idle spell up to ``slack_us`` more is granted at once, the long-run rate is unchanged."""
+def choose(hint_tat: int | None, now_us: int, r: Rate, cost: int = 1, form: str | None = None) -> Plan:
+    """The update to try: ``busy`` when the last ``tat`` seen is at or after ``now``, else ``idle``
+    (``form`` forces one)."""
     c = r.cost_us(cost)
-    lo = now_us - slack_us
     if form is None:
-        form = "busy" if hint_tat is not None and hint_tat >= lo else "idle"
-    return Plan(form=form, now_us=now_us, add=c, lo=lo, hi=now_us + r.cap_us - c, set_to=now_us + c)
+        form = "busy" if hint_tat is not None and hint_tat >= now_us else "idle"
+    return Plan(form=form, now_us=now_us, add=c, lo=now_us, hi=now_us + r.cap_us - c, set_to=now_us + c)
 
 
 @dataclass(frozen=True)

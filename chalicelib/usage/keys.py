@@ -1,25 +1,33 @@
 """Keys and names of usage items (pure).
 
-Counter items live in partition ``u#<org>``, sorted by UTC hour so a time range is one key query:
+Counter items live in partition ``u#<org>``, sorted by UTC hour so a time range is one key query.
+Each holds the counters of one scope (its key ends in the scope's ``slot``), so however many banks
+a caller names, no item gathers more than one scope's counters (and an org's request counters):
 
-- ``<yyyymmddhh>#<token_id>#r``: the token's reads of that hour, and its read rate-limit bucket
-  (``tat``), written by one conditional ``UpdateItem`` per read;
-- ``<yyyymmddhh>#<token_id>#w<shard:02d>``: counters written inside write transactions, sharded
-  (by the write lane the transaction touches) so concurrent writers rarely meet on one item.
+- ``<yyyymmddhh>#<token_id>#r<slot>``: the token's reads of that hour in one scope, one ``ADD``
+  per read after its answer;
+- ``<yyyymmddhh>#<token_id>#w<shard:02d><slot>``: counters written inside write transactions,
+  sharded (by the write lane the transaction touches) so concurrent writers rarely meet on one
+  item; ``<slot>`` is the scope the transaction writes (the request's, or the bank it stages).
 
 A counter is a top-level number attribute named ``<scope>|<name>``: ``scope`` is the bank (or a
-stored namespace such as ``!space/<id>``, or ``""`` for org-level requests) and ``name`` one of
-``COUNTERS`` or ``req_<operation>``. The write rate-limit buckets are ``b#<org>`` /
-``<token_id>#w<k>`` (``tat`` only).
+stored namespace such as ``!space/<id>``, ``""`` for org-level requests, or ``UNKNOWN`` for a bank
+that does not exist) and ``name`` one of ``COUNTERS`` or ``req_<operation>``.
+
+The rate-limit buckets hold ``tat`` (and ``expires_at``) only, in partition ``b#<org>``:
+``<token_id>#r`` (a token's reads), ``<token_id>#w`` (its writes) and ``ORG_BUCKET`` (all the
+org's tokens together); counting never grows them.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 READ = "r"
 SEP = "|"
-BUCKET_SHARDS = 4  # write-bucket shards of a token (each holds 1/K of the rate and the burst)
+ORG_BUCKET = "#org"  # token ids never start with '#'
+UNKNOWN = "?"  # the scope of a request naming a bank that does not exist (no bank name has a '?')
 
 # counter names besides req_<operation> and w_<write op>
 COUNTERS = ("recall", "preview", "hook", "context", "inj_chars", "inj_tok",
@@ -43,19 +51,35 @@ def partition(org_id: str) -> str:
     return f"u#{org_id}"
 
 
-def read_sk(hour: str, token_id: str) -> str:
-    """The sort key of a token's read item (counters and read bucket) of ``hour``."""
-    return f"{hour}#{token_id}#{READ}"
+def slot(scope: str) -> str:
+    """The end of a counter item's key for ``scope``: ``""`` for the org, else ``.`` and 12 hex
+    digits of its SHA-256 (any length of name, one short key; no ``#``)."""
+    return "" if not scope else "." + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:12]
 
 
-def write_sk(hour: str, token_id: str, shard: int) -> str:
-    """The sort key of a token's write counter shard of ``hour``."""
-    return f"{hour}#{token_id}#w{shard:02d}"
+def read_sk(hour: str, token_id: str, scope: str = "") -> str:
+    """The sort key of a token's read counter item of ``hour`` in ``scope``."""
+    return f"{hour}#{token_id}#{READ}{slot(scope)}"
 
 
-def bucket_key(org_id: str, token_id: str, shard: int) -> tuple[str, str]:
-    """``(pk, sk)`` of write-bucket shard ``shard`` of a token."""
-    return f"b#{org_id}", f"{token_id}#w{shard}"
+def write_sk(hour: str, token_id: str, shard: int, scope: str = "") -> str:
+    """The sort key of a token's write counter shard of ``hour`` for ``scope``."""
+    return f"{hour}#{token_id}#w{shard:02d}{slot(scope)}"
+
+
+def write_bucket_key(org_id: str, token_id: str) -> tuple[str, str]:
+    """``(pk, sk)`` of a token's write bucket."""
+    return f"b#{org_id}", f"{token_id}#w"
+
+
+def read_bucket_key(org_id: str, token_id: str) -> tuple[str, str]:
+    """``(pk, sk)`` of a token's read bucket."""
+    return f"b#{org_id}", f"{token_id}#{READ}"
+
+
+def org_bucket_key(org_id: str) -> tuple[str, str]:
+    """``(pk, sk)`` of the bucket all of an org's tokens share."""
+    return f"b#{org_id}", ORG_BUCKET
 
 
 def split_sk(sk: str) -> tuple[str, str]:
@@ -76,10 +100,12 @@ def split_counter(attr: str) -> tuple[str, str]:
 
 
 def shown_scope(scope: str) -> str:
-    """A stored scope as reports show it: a bank name, ``space:<id>``, ``scope:<namespace>``, or
-    ``org`` for requests that name no bank."""
+    """A stored scope as reports show it: a bank name, ``space:<id>``, ``scope:<namespace>``,
+    ``org`` for requests that name no bank, ``?`` for those naming a bank that does not exist."""
     if not scope:
         return "org"
+    if scope == UNKNOWN:
+        return UNKNOWN
     if scope.startswith("!space/"):
         return "space:" + scope[len("!space/"):]
     if scope.startswith("!"):

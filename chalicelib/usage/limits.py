@@ -6,8 +6,11 @@ Overrides live in one usage-table item, ``q#<org>`` / ``limits``: ``op_<field>``
 value, set only through the CLI ``cairn limits set``: the only way to raise a limit) and
 ``org_<field>`` (the org admin's own value, set through ``PUT /v1/usage/limits``, which may only
 lower). The effective value of a field is the tighter of the org value and the operator's (or,
-without one, the default). Each container caches the item for ``CACHE_S`` seconds, so a change
-reaches other containers within a minute; the writer's own container sees it at once.
+without one, the default). Every value is at most ``LIMIT_MAX`` (10^15, below 2^53). The org-wide
+rate (``org_requests_per_minute``, ``org_burst``: all the org's tokens together, so minting more
+tokens never multiplies what an org may send) is, unless set, ``ORG_FACTOR`` times one token's.
+Each container caches the item for ``CACHE_S`` seconds, so a change reaches other containers
+within a minute; the writer's own container sees it at once.
 """
 
 from __future__ import annotations
@@ -18,16 +21,18 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import BadRequest
-from ..settings import Settings, get_settings
+from ..settings import LIMIT_MAX, Settings, get_settings
 
 CACHE_S = 60.0
 LIMITS_SK = "limits"
+ORG_FACTOR = 10  # the org-wide rate and burst, unless set: this many tokens' worth
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Limits of one org. Rates are per token; quotas per bank (memories), per org (banks) or per
-    org and UTC day (extraction model tokens). 0 = no limit."""
+    """Limits of one org. Rates are per token, and per org over all its tokens (``org_*``); quotas
+    per bank (memories), per org (banks) or per org and UTC day (extraction model tokens). 0 = no
+    limit."""
 
     requests_per_minute: int
     burst: int
@@ -35,22 +40,44 @@ class Limits:
     memories_per_bank: int
     banks_per_org: int
     extraction_tokens_per_day: int
+    org_requests_per_minute: int
+    org_burst: int
 
 
 FIELDS = tuple(f.name for f in fields(Limits))
 # what an org admin may set: a lower value of these bounds the org tighter. ``as_of_cost`` is a
 # price, not a bound (a lower price would loosen the rate limit), so only the operator sets it.
-ORG_FIELDS = ("requests_per_minute", "burst", "memories_per_bank", "banks_per_org", "extraction_tokens_per_day")
-# 0 means "no limit" for these; ``burst`` and ``as_of_cost`` are at least 1
-UNBOUNDED_ZERO = ("requests_per_minute", "memories_per_bank", "banks_per_org", "extraction_tokens_per_day")
+ORG_FIELDS = ("requests_per_minute", "burst", "memories_per_bank", "banks_per_org", "extraction_tokens_per_day",
+              "org_requests_per_minute", "org_burst")
+# 0 means "no limit" for these; ``burst``, ``org_burst`` and ``as_of_cost`` are at least 1
+UNBOUNDED_ZERO = ("requests_per_minute", "memories_per_bank", "banks_per_org", "extraction_tokens_per_day",
+                  "org_requests_per_minute")
+# derived from one token's field when neither the setting nor the operator gives a value
+_ORG_OF = {"org_requests_per_minute": "requests_per_minute", "org_burst": "burst"}
 
 
 def defaults(settings: Settings | None = None) -> Limits:
     """The limits of an org without overrides, from ``Settings`` (``CAIRN_RATE_*``, ``CAIRN_QUOTA_*``)."""
     s = settings or get_settings()
-    return Limits(requests_per_minute=s.rate_requests_per_minute, burst=s.rate_burst, as_of_cost=s.rate_as_of_cost,
-                  memories_per_bank=s.quota_memories_per_bank, banks_per_org=s.quota_banks_per_org,
-                  extraction_tokens_per_day=s.quota_extraction_tokens_per_day)
+    return _with_org(Limits(
+        requests_per_minute=s.rate_requests_per_minute, burst=s.rate_burst, as_of_cost=s.rate_as_of_cost,
+        memories_per_bank=s.quota_memories_per_bank, banks_per_org=s.quota_banks_per_org,
+        extraction_tokens_per_day=s.quota_extraction_tokens_per_day,
+        org_requests_per_minute=-1 if s.rate_org_requests_per_minute is None else s.rate_org_requests_per_minute,
+        org_burst=-1 if s.rate_org_burst is None else s.rate_org_burst))
+
+
+def _with_org(lim: Limits) -> Limits:
+    """``lim`` with each org-wide field that is unset (-1) at ``ORG_FACTOR`` times the token's."""
+    return replace(lim, **{k: min(LIMIT_MAX, ORG_FACTOR * getattr(lim, token))
+                           for k, token in _ORG_OF.items() if getattr(lim, k) < 0})
+
+
+def _unset_org(lim: Limits, settings: Settings | None = None) -> Limits:
+    """``lim`` with the org-wide fields the settings leave unset back at -1 (to derive again)."""
+    s = settings or get_settings()
+    given = {"org_requests_per_minute": s.rate_org_requests_per_minute, "org_burst": s.rate_org_burst}
+    return replace(lim, **{k: -1 for k, v in given.items() if v is None})
 
 
 @dataclass(frozen=True)
@@ -79,12 +106,14 @@ def ceilings(org_id: str, ov: Overrides | None = None, settings: Settings | None
     """The operator's limits of ``org_id``: its own values, else the defaults. An org admin may not
     go above these."""
     ov = ov if ov is not None else overrides(org_id)
-    return replace(defaults(settings), **ov.operator)
+    return _with_org(replace(_unset_org(defaults(settings), settings), **ov.operator))
 
 
 def combine(base: Limits, ov: Overrides) -> Limits:
-    """``base`` with the operator's values, tightened by the org's own."""
-    ceil = replace(base, **ov.operator)
+    """``base`` (``defaults()``) with the operator's values, tightened by the org's own. An
+    org-wide field neither the settings nor the operator set follows the operator's token value
+    (``ORG_FACTOR`` times it)."""
+    ceil = _with_org(replace(_unset_org(base), **ov.operator))
     return replace(ceil, **{k: _tighter(k, v, getattr(ceil, k)) for k, v in ov.org.items()})
 
 
@@ -120,9 +149,11 @@ def _decode(item: dict[str, Any]) -> Overrides:
             raw = item.get(prefix + name, {}).get("N")
             if raw is not None:
                 try:
-                    out[name] = max(0, int(raw))
+                    value = int(raw)
                 except ValueError:
                     continue  # a hand-edited value that is no integer: not an override
+                if 0 <= value <= LIMIT_MAX:  # a hand-edited value out of range: not an override either
+                    out[name] = value
     return Overrides(op, org)
 
 
@@ -173,12 +204,14 @@ def _write(org_id: str, prefix: str, values: dict[str, int | None]) -> None:
 def set_operator(org_id: str, values: dict[str, int | None]) -> Limits:
     """Set the operator's values of ``org_id`` (``None`` drops one: back to the default); may
     raise or lower any limit. Returns the limits then in force. Raises ``ValueError`` for an
-    unknown field or a value out of range (negative; ``burst``/``as_of_cost`` below 1)."""
+    unknown field or a value out of range (negative; ``burst``/``org_burst``/``as_of_cost`` below
+    1; any above ``LIMIT_MAX``), before anything is written."""
     for name, v in values.items():
         if name not in FIELDS:
             raise ValueError(f"unknown limit {name!r}; one of {list(FIELDS)}")
-        if v is not None and (v < 0 or (name not in UNBOUNDED_ZERO and v < 1)):
-            raise ValueError(f"{name} must be {'>= 0' if name in UNBOUNDED_ZERO else '>= 1'}")
+        low = 0 if name in UNBOUNDED_ZERO else 1
+        if v is not None and not low <= v <= LIMIT_MAX:
+            raise ValueError(f"{name} must be between {low} and {LIMIT_MAX}")
     _write(org_id, "op_", values)
     return combine(defaults(), overrides(org_id, fresh=True))
 

@@ -43,6 +43,29 @@ def names(stack: str, region: str = "us-east-1") -> dict[str, str]:
     return {"CAIRN_TABLE_PREFIX": f"{stack}-", "CAIRN_BUCKET": bucket, "CAIRN_REGION": region}
 
 
+_RULE_KEYS = {"Id", "Status", "Prefix", "TagFilters", "ExpirationInDays", "NoncurrentVersionExpiration"}
+
+
+def lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
+    """A template's S3 lifecycle rule (CloudFormation's shape) in the S3 API's shape, so the local
+    bucket keeps the same rules. ``ValueError`` for a property this translation does not know."""
+    unknown = set(rule) - _RULE_KEYS
+    if unknown:
+        raise ValueError(f"lifecycle rule {rule.get('Id')}: no local translation for {sorted(unknown)}")
+    tags = [{"Key": t["Key"], "Value": t["Value"]} for t in rule.get("TagFilters", [])]
+    prefix = rule.get("Prefix", "")
+    if tags and (prefix or len(tags) > 1):
+        rule_filter: dict[str, Any] = {"And": {"Prefix": prefix, "Tags": tags}}
+    else:
+        rule_filter = {"Tag": tags[0]} if tags else {"Prefix": prefix}
+    out: dict[str, Any] = {"ID": rule["Id"], "Status": rule["Status"], "Filter": rule_filter}
+    if "ExpirationInDays" in rule:
+        out["Expiration"] = {"Days": rule["ExpirationInDays"]}
+    if "NoncurrentVersionExpiration" in rule:
+        out["NoncurrentVersionExpiration"] = {"NoncurrentDays": rule["NoncurrentVersionExpiration"]["NoncurrentDays"]}
+    return out
+
+
 _SESSION: boto3.session.Session | None = None
 _CLIENTS: dict[tuple, object] = {}
 
@@ -84,6 +107,10 @@ def create_resources(stack: str, region: str = "us-east-1", endpoint_url: str | 
     s3 = _client("s3", **kw)
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
         s3.create_bucket(Bucket=out["CAIRN_BUCKET"])
+    rules = resources_of("AWS::S3::Bucket")["DataBucket"].get("LifecycleConfiguration", {}).get("Rules", [])
+    if rules:
+        s3.put_bucket_lifecycle_configuration(Bucket=out["CAIRN_BUCKET"],
+                                              LifecycleConfiguration={"Rules": [lifecycle_rule(r) for r in rules]})
     sqs = _client("sqs", **kw)
     queues = resources_of("AWS::SQS::Queue")
     dlq = sqs.create_queue(QueueName=resolve(queues["ExtractionDeadLetterQueue"]["QueueName"], stack, region=region),

@@ -41,9 +41,10 @@ def aws(monkeypatch):
         monkeypatch.setenv("CAIRN_QUOTA_BANKS_PER_ORG", "100000")
         from chalicelib import tuning
         from chalicelib.storage import secret
-        from chalicelib.usage import limits
+        from chalicelib.usage import limits, meter
         limits.forget_cached()  # a former test's per-org overrides, cached in this process
         secret.forget_cached()  # a former backend's service secret
+        meter.forget_leases()  # a former test's org tokens taken ahead
         tuning.forget_cached()  # a former test's tuning, its problem and config versions
         yield names
 

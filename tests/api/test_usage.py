@@ -159,18 +159,19 @@ def cli_usage(*argv: str) -> tuple[int, str]:
     return cli.main(["--stage", "dev", "usage", *argv], out=out, err=err), out.getvalue()
 
 
-def test_a_save_retried_with_the_same_idempotency_key_counts_once(api, token):
+def test_a_save_retried_with_the_same_idempotency_key_saves_once_and_counts_each_request(api, token):
     tid = token_id(api, token)
     for _ in range(3):
         status, body = api.post("/v1/banks/main/memories", {"text": "Retries count once"},
                                 headers={"Idempotency-Key": "k-1"})
         assert status == 201, body
     got = by_token(usage(api))[tid]
-    assert got["operations"]["save_memory"] == 1 and got["saved"] == 1 and got["reinforced"] == 0
+    assert got["operations"]["save_memory"] == 3 and got["saved"] == 1 and got["reinforced"] == 0
 
 
-def test_concurrent_twins_with_one_idempotency_key_count_once(aws, token):
-    """Saves sent at once with one key: one commits, the twins replay it; one save counted."""
+def test_concurrent_twins_with_one_idempotency_key_save_once(aws, token):
+    """Saves sent at once with one key: one commits, the twins replay it; one save counted, and
+    each twin as a request."""
     from chalicelib.auth.tokens import authenticate
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
@@ -193,7 +194,7 @@ def test_concurrent_twins_with_one_idempotency_key_count_once(aws, token):
     run_together([threading.Thread(target=twin) for _ in range(6)])
     assert not errors, errors
     totals = org_totals("default")
-    assert totals["operations"] == {"save_memory": 1} and totals["saved"] == 1
+    assert totals["operations"] == {"save_memory": 6} and totals["saved"] == 1
 
 
 def test_a_save_that_fails_in_its_transaction_counts_nothing(api, token, monkeypatch):
@@ -316,9 +317,10 @@ def test_the_template_alarms_on_the_5xx_rate_and_on_rate_limited_requests():
     assert r["Threshold"] == {"Ref": "RateLimitedAlarmThreshold"} and "RateLimitedAlarmThreshold" in t["Parameters"]
 
 
-def test_a_warm_save_counts_inside_its_one_transaction_and_makes_no_other_call(api, monkeypatch):
-    """With rate limits on, a save's only write is its transaction, which carries the counter item
-    and the write bucket; no usage call of its own."""
+def test_a_warm_save_spends_its_buckets_first_and_counts_inside_its_one_transaction(api, monkeypatch):
+    """With rate limits on, a save first spends the token's write bucket and the org's bucket (two
+    updates sent at once, before the write's work), then writes its transaction, which carries the
+    counter item; no other usage call."""
     from chalicelib.storage.tables import ALL_MODELS, connection
     monkeypatch.setenv("CAIRN_RATE_REQUESTS_PER_MINUTE", "600")
     assert api.post("/v1/banks/main/memories", {"text": "The first save makes the bank"})[0] == 201
@@ -343,9 +345,10 @@ def test_a_warm_save_counts_inside_its_one_transaction_and_makes_no_other_call(a
             c.meta.events.unregister("before-call.dynamodb", hook)
     writes = [c for c in calls if c[0] in ("TransactWriteItems", "UpdateItem", "PutItem", "DeleteItem")
               and "tokens" not in str(c[1])]
-    assert len(writes) == 1 and writes[0][0] == "TransactWriteItems", calls
-    assert writes[0][1].count("cairn-test-usage") == 2  # the counter shard and the write bucket shard
-    assert not [c for c in calls if "cairn-test-usage" in c[1] and c[0] != "TransactWriteItems"], calls
+    assert [w[0] for w in writes] == ["UpdateItem", "UpdateItem", "TransactWriteItems"], calls
+    assert writes[0][1] == writes[1][1] == ["cairn-test-usage"]  # the token's and the org's buckets
+    assert writes[2][1].count("cairn-test-usage") == 1  # the counter shard
+    assert len([c for c in calls if "cairn-test-usage" in c[1]]) == 3, calls
 
 
 def test_a_hook_naming_a_formula_bank_counts_under_the_org_and_the_csv_has_no_formula(api):

@@ -44,10 +44,10 @@ def test_as_of_cost_spends_more_and_is_capped_at_the_burst():
     assert bucket.spend(None, 0, r, cost=500) == (True, 20 * US, 0)
 
 
-def test_zero_rate_is_no_limit_and_shards_split_the_rate():
+def test_zero_rate_is_no_limit():
     assert bucket.rate(0, 10) is None
-    r = bucket.rate(600, 120, shards=4)
-    assert r.burst == 30 and r.period_us == 400_000
+    r = bucket.rate(600, 120)
+    assert r.burst == 120 and r.period_us == 100_000
 
 
 @settings(derandomize=True, max_examples=200)
@@ -82,13 +82,14 @@ def test_keys_sort_by_hour_and_split_back():
     assert keys.nano_usd(1_000_000, 0.25) == 250_000_000
 
 
-def _burst_at_once(tat: int, now: int, r: bucket.Rate, slack: int) -> int:
+def _burst_at_once(tat: int | None, now: int, r: bucket.Rate) -> int:
+    """How many spends of 1 pass at ``now``, each trying the form its predecessor's ``tat`` says."""
     n = 0
     while True:
-        p = bucket.choose(tat, now, r, 1, slack_us=slack)
-        if p.form == "busy" and p.lo <= tat <= p.hi:
+        p = bucket.choose(tat, now, r, 1)
+        if p.form == "busy" and tat is not None and p.lo <= tat <= p.hi:
             tat += p.add
-        elif p.form == "idle" and tat < p.lo:
+        elif p.form == "idle" and (tat is None or tat < p.lo):
             tat = p.set_to
         elif bucket.verdict(tat, p).deny:
             return n
@@ -97,11 +98,20 @@ def _burst_at_once(tat: int, now: int, r: bucket.Rate, slack: int) -> int:
         n += 1
 
 
-def test_a_slack_keeps_the_commutative_form_and_grants_at_most_one_burst_more():
-    """The write buckets' slack of one burst: after an idle spell at most twice the burst passes
-    at once; a bucket in use passes exactly what it would without the slack."""
+@settings(derandomize=True, max_examples=300)
+@given(st.one_of(st.none(), st.integers(0, 400 * US)), st.integers(0, 400 * US), st.integers(1, 600),
+       st.integers(1, 120))
+def test_at_most_the_burst_passes_at_once_whatever_the_state(tat, now, per_minute, burst):
+    """From any state of the item (a ``tat`` far or just behind ``now``, or ahead of it), the
+    spends that pass at one instant never exceed the burst; from a full bucket, exactly the burst."""
+    r = bucket.rate(per_minute, burst)
+    assert _burst_at_once(tat, now, r) <= burst
+    if tat is None or tat <= now:
+        assert _burst_at_once(tat, now, r) == burst
+
+
+def test_a_token_that_idled_one_burst_long_gets_one_burst_not_two():
     r = bucket.rate(60, 60)
-    assert _burst_at_once(0, 60 * US, r, 0) == 60
-    assert _burst_at_once(0, 60 * US, r, r.cap_us) == 120
-    assert _burst_at_once(0, 3600 * US, r, r.cap_us) == 60  # long idle: the idle form, one burst
-    assert _burst_at_once(70 * US, 60 * US, r, r.cap_us) == _burst_at_once(70 * US, 60 * US, r, 0) == 50
+    assert _burst_at_once(0, 60 * US, r) == 60
+    assert _burst_at_once(0, 3600 * US, r) == 60
+    assert _burst_at_once(70 * US, 60 * US, r) == 50

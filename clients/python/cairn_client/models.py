@@ -594,6 +594,20 @@ class LimitValues(BaseModel):
             title="Extraction Tokens Per Day",
         ),
     ]
+    org_requests_per_minute: Annotated[
+        int,
+        Field(
+            description="Requests per minute of all the org's tokens together.",
+            title="Org Requests Per Minute",
+        ),
+    ]
+    org_burst: Annotated[
+        int,
+        Field(
+            description="Requests all the org's tokens may send at once.",
+            title="Org Burst",
+        ),
+    ]
 
 
 class RequestsPerMinute(RootModel[int]):
@@ -622,6 +636,16 @@ class ExtractionTokensPerDay(RootModel[int]):
     ] = None
 
 
+class OrgRequestsPerMinute(RootModel[int]):
+    root: Annotated[
+        int, Field(ge=1, le=1000000000000000, title="Org Requests Per Minute")
+    ] = None
+
+
+class OrgBurst(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=1000000000000000, title="Org Burst")] = None
+
+
 class LimitsPatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -637,6 +661,10 @@ class LimitsPatch(BaseModel):
     extraction_tokens_per_day: Annotated[
         ExtractionTokensPerDay | None, Field(title="Extraction Tokens Per Day")
     ] = None
+    org_requests_per_minute: Annotated[
+        OrgRequestsPerMinute | None, Field(title="Org Requests Per Minute")
+    ] = None
+    org_burst: Annotated[OrgBurst | None, Field(title="Org Burst")] = None
 
 
 class McpErrorData(BaseModel):
@@ -724,7 +752,7 @@ class MemoriesQuery(BaseModel):
     q: Annotated[
         str | None,
         Field(
-            description="Only memories whose text contains this, ignoring case.",
+            description="Only memories whose text contains this, ignoring case; the listing's `total` is then null (matches are not counted).",
             title="Q",
         ),
     ] = None
@@ -1092,6 +1120,10 @@ class OrgLimitValues(BaseModel):
     extraction_tokens_per_day: Annotated[
         int | None, Field(title="Extraction Tokens Per Day")
     ] = None
+    org_requests_per_minute: Annotated[
+        int | None, Field(title="Org Requests Per Minute")
+    ] = None
+    org_burst: Annotated[int | None, Field(title="Org Burst")] = None
 
 
 class PinRequest(BaseModel):
@@ -2367,7 +2399,7 @@ class BankMemoryPage(BaseModel):
         extra="allow",
     )
     memories: Annotated[list[BankMemory], Field(title="Memories")]
-    total: Annotated[int, Field(title="Total")]
+    total: Annotated[int | None, Field(title="Total")]
     next_cursor: Annotated[str | None, Field(title="Next Cursor")]
     damaged: Annotated[list[DamagedRecord] | None, Field(title="Damaged")] = None
 
