@@ -163,6 +163,157 @@ class MiniLM:
         return normalise(self.pooled([e.ids for e in self.tokenizer.encode_batch(texts)]))
 
 
+GELUS = ("erf", "tanh", "sigmoid")
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu_(x: np.ndarray, kind: str, tmp: np.ndarray) -> None:
+    """GELU of ``x`` in place (``tmp``: scratch of the same shape). ``erf``: the exact form with
+    ``_erf``; ``tanh``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (absolute error below
+    1e-3); ``sigmoid``: ``x * sigmoid(1.702 x)`` (below 0.02)."""
+    if kind == "erf":
+        x[...] = _gelu(x)
+    elif kind == "tanh":
+        np.multiply(x, x, out=tmp)
+        tmp *= 0.044715
+        tmp += 1.0
+        tmp *= x
+        tmp *= _SQRT_2_PI
+        np.tanh(tmp, out=tmp)
+        tmp += 1.0
+        tmp *= 0.5
+        x *= tmp
+    elif kind == "sigmoid":
+        np.multiply(x, -1.702, out=tmp)
+        np.exp(tmp, out=tmp)
+        tmp += 1.0
+        np.divide(x, tmp, out=x)
+    else:
+        raise ValueError(f"gelu must be one of {GELUS}, got {kind!r}")
+
+
+def layer_norm_(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> None:
+    """LayerNorm over the last axis of the 2-D ``x``, in place."""
+    x -= x.mean(-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x) / x.shape[-1]
+    x *= (1.0 / np.sqrt(var + eps))[:, None].astype(np.float32)
+    x *= g
+    x += b
+
+
+class FastMiniLM:
+    """all-MiniLM-L6-v2 as ``MiniLM`` computes it (the same weights, tokenizer, window and mean
+    pooling), written for speed in plain numpy on one thread: float16 weights kept as float16
+    only for the word-piece table (rows gathered, then float32), every other weight float32 and
+    contiguous for ``x @ w``; query, key and value one matrix with the attention scale folded into
+    the query part; position and token-type embeddings added once; one sequence without padding
+    or mask; buffers reused between calls (so an instance is not thread-safe); ``gelu`` one of
+    ``GELUS``. Batches (``encode`` of several texts) are bucketed by length: ``batch_tokens`` word
+    pieces per forward, padding included."""
+
+    def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 2048) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        cfg = json.loads((model_dir / "config.json").read_text())
+        self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
+        self.hd = self.dim // self.heads
+        self.name, self.gelu, self.batch_tokens, self.window = f"minilm-fast-{gelu}", gelu, batch_tokens, window
+        raw = load_file(str(model_dir / "model.safetensors"))
+        w = {k: v.astype(np.float32) for k, v in raw.items() if k != "embeddings.word_embeddings.weight"}
+        self.word = raw["embeddings.word_embeddings.weight"]  # float16 in the shipped artifact
+        self.pos_type = np.ascontiguousarray(w["embeddings.position_embeddings.weight"]
+                                             + w["embeddings.token_type_embeddings.weight"][0])
+        self.ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        scale = np.concatenate([np.full(self.dim, 1.0 / math.sqrt(self.hd)), np.ones(2 * self.dim)]).astype(np.float32)
+        self.layers = []
+        for i in range(int(cfg["num_hidden_layers"])):
+            ly = MiniLM._layer(w, f"encoder.layer.{i}.")
+            ly.qkv_w = np.ascontiguousarray(ly.qkv_w * scale)
+            ly.qkv_b = ly.qkv_b * scale
+            self.layers.append(ly)
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=window)
+        self._buf: dict[str, np.ndarray] = {}
+
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A reused float32 buffer of at least ``shape``'s size, viewed as ``shape``."""
+        size = math.prod(shape)
+        b = self._buf.get(name)
+        if b is None or b.size < size:
+            b = self._buf[name] = np.empty(max(size, 64 * 1536), dtype=np.float32)
+        return b[:size].reshape(shape)
+
+    def hidden(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Last hidden states ``(batch * length, 384)`` of ``ids`` ``(batch, length)``; ``mask``
+        (1 = token) when the rows are padded, else ``None``."""
+        b, n = ids.shape
+        m, d, nh, hd = b * n, self.dim, self.heads, self.hd
+        h = self._scratch("h", (m, d))
+        h[...] = self.word[ids.reshape(-1)]
+        h.reshape(b, n, d)[...] += self.pos_type[:n]
+        layer_norm_(h, *self.ln0)
+        qkv, att = self._scratch("qkv", (m, 3 * d)), self._scratch("att", (b, nh, n, n))
+        ctx, proj = self._scratch("ctx", (b, n, nh, hd)), self._scratch("proj", (m, d))
+        up, tmp = self._scratch("up", (m, 4 * d)), self._scratch("tmp", (m, 4 * d))
+        neg = None if mask is None else ((1.0 - mask) * -1e9).astype(np.float32)[:, None, None, :]
+        for ly in self.layers:
+            np.matmul(h, ly.qkv_w, out=qkv)
+            qkv += ly.qkv_b
+            parts = qkv.reshape(b, n, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, b, heads, n, hd) views
+            np.matmul(parts[0], parts[1].transpose(0, 1, 3, 2), out=att)
+            if neg is not None:
+                att += neg
+            att -= att.max(-1, keepdims=True)
+            np.exp(att, out=att)
+            att /= att.sum(-1, keepdims=True)
+            np.matmul(att, parts[2], out=ctx.transpose(0, 2, 1, 3))
+            np.matmul(ctx.reshape(m, d), ly.out_w, out=proj)
+            proj += ly.out_b
+            h += proj
+            layer_norm_(h, *ly.ln1)
+            np.matmul(h, ly.up_w, out=up)
+            up += ly.up_b
+            gelu_(up, self.gelu, tmp)
+            np.matmul(up, ly.down_w, out=proj)
+            proj += ly.down_b
+            h += proj
+            layer_norm_(h, *ly.ln2)
+        return h
+
+    def pooled(self, seqs: list[list[int]]) -> np.ndarray:
+        """Mean-pooled last hidden states (not normalised): one sequence alone unpadded, several
+        bucketed by length (``batch_tokens`` per forward)."""
+        out = np.zeros((len(seqs), self.dim), dtype=np.float32)
+        if len(seqs) == 1:
+            ids = np.asarray(seqs, dtype=np.int64)
+            out[0] = self.hidden(ids, None).mean(0)
+            return out
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end - start + 1) * len(seqs[order[end]]) <= self.batch_tokens:
+                end += 1
+            batch = order[start:end]
+            n = len(seqs[batch[-1]])
+            ids = np.zeros((len(batch), n), dtype=np.int64)
+            mask = np.zeros((len(batch), n), dtype=np.float32)
+            for r, i in enumerate(batch):
+                ids[r, :len(seqs[i])] = seqs[i]
+                mask[r, :len(seqs[i])] = 1.0
+            h = self.hidden(ids, mask).reshape(len(batch), n, self.dim)
+            out[batch] = np.einsum("bnd,bn->bd", h, mask) / mask.sum(1, keepdims=True)
+            start = end
+        return out
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return normalise(self.pooled([self.tokenizer.encode(texts[0]).ids]))
+        return normalise(self.pooled([e.ids for e in self.tokenizer.encode_batch(texts)]))
+
+
 class StaticTable:
     """A static token table (module docstring): ``table`` ``(vocabulary, d)`` float32 or float16,
     ``skip`` the token ids never counted (special tokens, [unused], [UNK])."""
