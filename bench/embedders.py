@@ -204,12 +204,12 @@ def layer_norm_(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12)
 class FastMiniLM:
     """all-MiniLM-L6-v2 as ``MiniLM`` computes it (the same weights, tokenizer, window and mean
     pooling), written for speed in plain numpy on one thread: float16 weights kept as float16
-    only for the word-piece table (rows gathered, then float32), every other weight float32 and
-    contiguous for ``x @ w``; query, key and value one matrix with the attention scale folded into
-    the query part; position and token-type embeddings added once; one sequence without padding
-    or mask; buffers reused between calls (so an instance is not thread-safe); ``gelu`` one of
-    ``GELUS``. Batches (``encode`` of several texts) are bucketed by length: ``batch_tokens`` word
-    pieces per forward, padding included."""
+    only for the word-piece table (rows gathered, then float32), every other weight float32 in
+    the checkpoint's ``(out, in)`` layout (``_layer``); query, key and value one matrix with the
+    attention scale folded into the query part; position and token-type embeddings added once;
+    one sequence without padding or mask; buffers reused between calls (so an instance is not
+    thread-safe); ``gelu`` one of ``GELUS``. Batches (``encode`` of several texts) are bucketed
+    by length: ``batch_tokens`` word pieces per forward, padding included."""
 
     def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 2048) -> None:
         from safetensors.numpy import load_file
@@ -225,17 +225,30 @@ class FastMiniLM:
         self.pos_type = np.ascontiguousarray(w["embeddings.position_embeddings.weight"]
                                              + w["embeddings.token_type_embeddings.weight"][0])
         self.ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        scale = np.concatenate([np.full(self.dim, 1.0 / math.sqrt(self.hd)), np.ones(2 * self.dim)]).astype(np.float32)
-        self.layers = []
-        for i in range(int(cfg["num_hidden_layers"])):
-            ly = MiniLM._layer(w, f"encoder.layer.{i}.")
-            ly.qkv_w = np.ascontiguousarray(ly.qkv_w * scale)
-            ly.qkv_b = ly.qkv_b * scale
-            self.layers.append(ly)
+        self.layers = [self._layer(w, f"encoder.layer.{i}.", 1.0 / math.sqrt(self.hd))
+                       for i in range(int(cfg["num_hidden_layers"]))]
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=window)
         self._buf: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _layer(w: dict[str, np.ndarray], p: str, scale: float) -> _Layer:
+        """One layer's weights in the checkpoint's ``(out, in)`` layout, used as ``x @ w.T``
+        (OpenBLAS multiplies a few rows by a transposed operand faster here than by the
+        transposed copy); query, key and value stacked, the query part times ``scale``."""
+        a = p + "attention."
+        s = np.concatenate([np.full(len(w[f"{a}self.query.bias"]), scale, dtype=np.float32),
+                            np.ones(2 * len(w[f"{a}self.key.bias"]), dtype=np.float32)])
+        qkv = np.concatenate([w[f"{a}self.{n}.weight"] for n in ("query", "key", "value")]) * s[:, None]
+        return _Layer(
+            np.ascontiguousarray(qkv, dtype=np.float32),
+            np.concatenate([w[f"{a}self.{n}.bias"] for n in ("query", "key", "value")]) * s,
+            w[f"{a}output.dense.weight"], w[f"{a}output.dense.bias"],
+            (w[f"{a}output.LayerNorm.weight"], w[f"{a}output.LayerNorm.bias"]),
+            w[f"{p}intermediate.dense.weight"], w[f"{p}intermediate.dense.bias"],
+            w[f"{p}output.dense.weight"], w[f"{p}output.dense.bias"],
+            (w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"]))
 
     def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """A reused float32 buffer of at least ``shape``'s size, viewed as ``shape``."""
@@ -259,7 +272,7 @@ class FastMiniLM:
         up, tmp = self._scratch("up", (m, 4 * d)), self._scratch("tmp", (m, 4 * d))
         neg = None if mask is None else ((1.0 - mask) * -1e9).astype(np.float32)[:, None, None, :]
         for ly in self.layers:
-            np.matmul(h, ly.qkv_w, out=qkv)
+            np.matmul(h, ly.qkv_w.T, out=qkv)
             qkv += ly.qkv_b
             parts = qkv.reshape(b, n, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, b, heads, n, hd) views
             np.matmul(parts[0], parts[1].transpose(0, 1, 3, 2), out=att)
@@ -269,14 +282,14 @@ class FastMiniLM:
             np.exp(att, out=att)
             att /= att.sum(-1, keepdims=True)
             np.matmul(att, parts[2], out=ctx.transpose(0, 2, 1, 3))
-            np.matmul(ctx.reshape(m, d), ly.out_w, out=proj)
+            np.matmul(ctx.reshape(m, d), ly.out_w.T, out=proj)
             proj += ly.out_b
             h += proj
             layer_norm_(h, *ly.ln1)
-            np.matmul(h, ly.up_w, out=up)
+            np.matmul(h, ly.up_w.T, out=up)
             up += ly.up_b
             gelu_(up, self.gelu, tmp)
-            np.matmul(up, ly.down_w, out=proj)
+            np.matmul(up, ly.down_w.T, out=proj)
             proj += ly.down_b
             h += proj
             layer_norm_(h, *ly.ln2)
