@@ -211,7 +211,7 @@ class FastMiniLM:
     thread-safe); ``gelu`` one of ``GELUS``. Batches (``encode`` of several texts) are bucketed
     by length: ``batch_tokens`` word pieces per forward, padding included."""
 
-    def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 2048) -> None:
+    def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 512) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 

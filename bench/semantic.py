@@ -374,7 +374,7 @@ def markdown_evaluate(out: dict[str, Any]) -> list[str]:
 
 # --- speed of the numpy forward --------------------------------------------------------------------
 
-BATCH_TOKENS = (512, 1024, 2048, 4096)
+BATCH_TOKENS = (256, 512, 1024, 2048, 4096)
 CUTS = (32, 64, 128)
 
 
