@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,6 +368,100 @@ class StaticTable:
         tok.no_truncation()
         meta = json.loads((folder / "meta.json").read_text())
         return cls(name, np.load(folder / "table.npy"), tok, np.load(folder / "skip.npy"), int(meta["window"]))
+
+
+_WORD = re.compile(r"[^\W_]+")
+WORD_SIF = 1e-3  # SIF's a: a word of frequency p weighs a / (a + p)
+
+
+class WordTable:
+    """A word-level static model: ``words`` (lower case) each with a vector from the teacher
+    embedding the word alone (``[CLS] pieces [SEP]``, mean-pooled, normalised) and its frequency
+    ``freq`` (share of running English text); a word not in the list falls back to the mean of
+    its word pieces' vectors (``pieces``, one row per token id) at the least listed frequency. A
+    text's vector: its words' vectors weighted by SIF (``sif / (sif + freq)``), summed, the
+    ``mean`` of a neutral corpus's vectors subtracted and its first principal component ``pc``
+    removed (SIF's common component), projected by ``components`` when given, normalised."""
+
+    def __init__(self, name: str, words: list[str], table: np.ndarray, freq: np.ndarray, pieces: np.ndarray,
+                 tokenizer: Any, sif: float = WORD_SIF) -> None:
+        self.name, self.table, self.pieces, self.tokenizer, self.sif = name, table, pieces, tokenizer, sif
+        self.index = {w: i for i, w in enumerate(words)}
+        self.weight = (sif / (sif + freq)).astype(np.float32)
+        self.unknown_weight = float(sif / (sif + freq.min()))
+        self.mean = np.zeros(table.shape[1], dtype=np.float32)
+        self.pc = np.zeros(table.shape[1], dtype=np.float32)
+        self.components: np.ndarray | None = None
+        self.dim = table.shape[1]
+
+    def raw(self, text: str) -> np.ndarray:
+        """The SIF-weighted sum of ``text``'s word vectors (zeros without a word)."""
+        rows, weights = [], []
+        for w in _WORD.findall(text.lower()):
+            i = self.index.get(w)
+            if i is not None:
+                rows.append(self.table[i])
+                weights.append(self.weight[i])
+                continue
+            ids = self.tokenizer.encode(w, add_special_tokens=False).ids
+            if ids:
+                rows.append(self.pieces[ids].mean(0))
+                weights.append(self.unknown_weight)
+        if not rows:
+            return np.zeros(self.table.shape[1], dtype=np.float32)
+        return (np.asarray(weights, dtype=np.float32) @ np.stack(rows).astype(np.float32)).astype(np.float32)
+
+    def fit_common(self, corpus: list[str], dims: int | None = None) -> None:
+        """``mean`` and ``pc`` from ``corpus`` (neutral English), and with ``dims`` a PCA basis."""
+        x = np.stack([self.raw(t) for t in corpus]).astype(np.float64)
+        x = x[np.linalg.norm(x, axis=1) > 0]
+        self.mean = x.mean(0).astype(np.float32)
+        _u, _s, vt = np.linalg.svd(x - self.mean, full_matrices=False)
+        self.pc = vt[0].astype(np.float32)
+        if dims is not None:
+            self.components = vt[1:dims + 1].T.astype(np.float32)
+            self.dim = dims
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        raw = np.stack([self.raw(t) for t in texts])
+        x = raw - self.mean
+        x -= np.outer(x @ self.pc, self.pc)
+        if self.components is not None:
+            x = x @ self.components
+        x[~raw.any(1)] = 0.0  # a text without a word stays a zero row
+        return normalise(x)
+
+    def save(self, folder: Path, words: list[str], freq: np.ndarray) -> list[Path]:
+        """The artifact: ``words.txt``, ``table.npy`` and ``pieces.npy`` (float16), ``freq.npy``,
+        ``common.npz`` (``mean``, ``pc``, ``components`` when projected), ``tokenizer.json``
+        written by the caller."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "words.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+        np.save(folder / "table.npy", self.table.astype(np.float16), allow_pickle=False)
+        np.save(folder / "pieces.npy", self.pieces.astype(np.float16), allow_pickle=False)
+        np.save(folder / "freq.npy", freq.astype(np.float32), allow_pickle=False)
+        if self.components is None:
+            np.savez(folder / "common.npz", mean=self.mean, pc=self.pc)
+        else:
+            np.savez(folder / "common.npz", mean=self.mean, pc=self.pc, components=self.components)
+        return [folder / n for n in ("words.txt", "table.npy", "pieces.npy", "freq.npy", "common.npz")]
+
+    @classmethod
+    def load(cls, folder: Path, name: str = "static-words") -> WordTable:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tok.no_padding()
+        tok.no_truncation()
+        words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        out = cls(name, words, np.load(folder / "table.npy"), np.load(folder / "freq.npy"),
+                  np.load(folder / "pieces.npy"), tok)
+        with np.load(folder / "common.npz") as z:
+            out.mean, out.pc = z["mean"], z["pc"]
+            if "components" in z:
+                out.components = z["components"]
+                out.dim = out.components.shape[1]
+        return out
 
 
 def skipped_ids(tokenizer: Any) -> np.ndarray:

@@ -339,10 +339,21 @@ def evaluate(work: Path, name: str, f: Adaptive) -> dict[str, Any]:
         s = load_split(work, enc, split)
         today = metrics(s, Adaptive(0.0), by_category=True)
         fused = metrics(s, f, by_category=True)
-        out[split] = {"today": today, "fused": fused, "semantic_alone": semantic_alone(s),
+        qs = paraphrase.questions(split)
+        ranks = {qs[i].question: _first_gold(adaptive.fuse(q, f, DEPTH), g)
+                 for i, (q, g, _c) in enumerate(s.para) if qs[i].question in E2E_QUESTIONS}
+        out[split] = {"today": today, "fused": fused, "semantic_alone": semantic_alone(s), "e2e_ranks": ranks,
                       "locomo_categories_ok": locomo_categories_ok(today["locomo"], fused["locomo"]),
                       "fused_misses_top5": sum(not set(adaptive.fuse(q, f, 5)) & g for q, g, _c in s.para)}
     return out
+
+
+E2E_QUESTIONS = ("what database did we choose and why?", "when do we go live?", "what is the release date?")
+
+
+def _first_gold(ranked: list[int], gold: set[int]) -> int | None:
+    """1-based rank of the first gold memory, ``None`` when absent."""
+    return next((i + 1 for i, d in enumerate(ranked) if d in gold), None)
 
 
 def markdown_evaluate(out: dict[str, Any]) -> list[str]:
@@ -369,6 +380,59 @@ def markdown_evaluate(out: dict[str, Any]) -> list[str]:
         e = f["empty"]
         md += ["", f"No-answer probes without a semantic candidate: {e['all']} (by kind {e['semantic']}); "
                f"with nothing back at all (today's ranking empty too): {e['nothing_back']}.", ""]
+        if s["e2e_ranks"]:
+            md += [f"The end-to-end questions' gold rank (fused): {s['e2e_ranks']}.", ""]
+    return md
+
+
+# --- one fusion family across embedding options ---------------------------------------------------
+
+FAMILY: dict[str, Any] = {"signal": "z", "coverage": "top", "powers": (1.0, 2.0),
+                          "weights": (8.0, 12.0, 16.0, 24.0, 32.0, 48.0), "reranks": (0.0, 0.2, 0.35, 0.5),
+                          "lifts": (0.0, 2.0, 4.0, 8.0)}
+
+
+def family(work: Path, names: list[str]) -> dict[str, Any]:
+    """The ``family`` command: per option, the chosen fusion family (``FAMILY``: the z signal
+    weighted by the top candidate's coverage, today's candidates re-ranked by a share of it, the
+    lifted floor) with its floors calibrated again on the probes for that option's cosines, the
+    best fusion with no LoCoMo loss at each empty rate, checked per LoCoMo category."""
+    out: dict[str, Any] = {"family": FAMILY, "options": {}}
+    for name in names:
+        enc = E.Encoded(option(work, name), work)
+        s = load_split(work, enc, "tune")
+        today = metrics(s, Adaptive(0.0), by_category=True)
+        every = [q for qs in s.probes.values() for q in qs]
+        rows = []
+        for lift, e in itertools.product(FAMILY["lifts"], EMPTY_MIN):
+            floor = adaptive.calibrated_floor(every, lift, e)
+            for w, p, rr in itertools.product(FAMILY["weights"], FAMILY["powers"], FAMILY["reranks"]):
+                f = Adaptive(w, p, FAMILY["coverage"], FAMILY["signal"], floor, lift, rerank=rr)
+                rows.append(row(f, metrics(s, f)))
+        res: dict[str, Any] = {"semantic_alone": semantic_alone(s), "dim": enc.opt.dim, "best": {}}
+        for e in EMPTY_MIN:
+            b = best(rows, today["locomo"]["1-4"], e, 0.0)
+            if b is not None:
+                m = metrics(s, Adaptive(**b["f"]), by_category=True)
+                b["categories_ok"] = locomo_categories_ok(today["locomo"], m["locomo"])
+            res["best"][str(e)] = b
+        out["options"][name] = res
+        print(name, {e: (b or {}).get("para") for e, b in res["best"].items()}, flush=True)
+    return out
+
+
+def markdown_family(out: dict[str, Any]) -> list[str]:
+    md = ["# One fusion family across embedding options, tuning split", "", f"Family: {out['family']}.", "",
+          "| option | dims | alone R@5 | empty >= | fusion | R@5 | R@10 | MRR | LoCoMo R@10 | MRR | categories ok |",
+          "|" + "---|" * 11]
+    for name, r in out["options"].items():
+        for e, b in r["best"].items():
+            if b is None:
+                md.append(f"| {name} | {r['dim']} | {r['semantic_alone']['R@5']} | {e} | - | | | | | | |")
+                continue
+            md.append(f"| {name} | {r['dim']} | {r['semantic_alone']['R@5']} | {e} | {fusion_label(b['f'])} "
+                      f"| {b['para']['R@5']} | {b['para']['R@10']} | {b['para']['MRR']} | {b['loc']['R@10']} "
+                      f"| {b['loc']['MRR']} | {b['categories_ok']} |")
     return md
 
 
@@ -492,6 +556,72 @@ def _stats(cos: np.ndarray) -> tuple[float, float, float, np.ndarray]:
     return float(cos.mean()), float(cos.std()), float(cos[top[:adaptive.TOP_K]].mean()), top
 
 
+# --- a word-level static model --------------------------------------------------------------------
+
+WORD_LIST = 100_000
+
+
+def build_words(work: Path, fp16: Path, n: int = WORD_LIST) -> dict[str, Any]:
+    """The ``words`` command: ``embedders.WordTable`` from the ``n`` most frequent English words of
+    ``wordfreq`` (those that are one word to the table's splitter), each embedded whole by
+    ``embedders.FastMiniLM``, every word piece too (the fallback), and the common component fitted
+    on the neutral corpus (``<work>/corpus16k.txt``, WordNet glosses); written to
+    ``<work>/artifacts/static-words-<n>[-pca<d>]``. Returns the files' bytes and sha256, timings."""
+    import shutil
+
+    import wordfreq
+
+    started = time.perf_counter()
+    fast = embedders.FastMiniLM(fp16)
+    words = [w for w in wordfreq.top_n_list("en", int(n * 1.2)) if embedders._WORD.fullmatch(w)][:n]
+    freq = np.array([wordfreq.word_frequency(w, "en") for w in words], dtype=np.float64)
+    t0 = time.perf_counter()
+    table = fast.encode(words)
+    words_s = time.perf_counter() - t0
+    cls_id, sep_id = fast.tokenizer.token_to_id("[CLS]"), fast.tokenizer.token_to_id("[SEP]")
+    assert cls_id is not None and sep_id is not None, "a BERT word-piece vocabulary has [CLS] and [SEP]"
+    pieces = embedders.normalise(fast.pooled([[cls_id, t, sep_id] for t in range(fast.tokenizer.get_vocab_size())]))
+    corpus = (work / "corpus16k.txt").read_text(encoding="utf-8").splitlines()
+    out: dict[str, Any] = {"words": len(words), "embed_words_s": round(words_s, 1), "artifacts": {}}
+    for dims in (None, 256, 128):
+        wt = embedders.WordTable("static-words", words, table, freq, pieces, fast.tokenizer)
+        wt.fit_common(corpus, dims)
+        folder = work / "artifacts" / (f"static-words-{n}" + ("" if dims is None else f"-pca{dims}"))
+        files = wt.save(folder, words, freq)
+        shutil.copy(fp16 / "tokenizer.json", folder / "tokenizer.json")
+        files.append(folder / "tokenizer.json")
+        out["artifacts"][folder.name] = {f.name: {"bytes": f.stat().st_size, "sha256": E.sha256(f)} for f in files}
+    out["total_s"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+SIF_VALUES = (1e-5, 1e-4, 1e-3, 1e-2, 1.0)
+
+
+def word_weighting(work: Path, n: int = WORD_LIST) -> dict[str, Any]:
+    """The ``words-weighting`` command: the word table's semantic-alone R@5 on the tuning
+    questions per SIF ``a`` and common-component removal (none, the neutral corpus's mean, the mean
+    and its first principal component)."""
+    wt = embedders.WordTable.load(work / "artifacts" / f"static-words-{n}")
+    freq = np.load(work / "artifacts" / f"static-words-{n}" / "freq.npy")
+    corpus = (work / "corpus16k.txt").read_text(encoding="utf-8").splitlines()[:4000]
+    mems = paraphrase.memories()
+    index = {m.id: i for i, m in enumerate(mems)}
+    qs = paraphrase.questions("tune")
+    out: dict[str, Any] = {"words": n, "corpus": len(corpus), "r5": {}}
+    for a, common in itertools.product(SIF_VALUES, ("none", "mean", "mean+pc")):
+        wt.weight, wt.unknown_weight = (a / (a + freq)).astype(np.float32), float(a / (a + freq.min()))
+        wt.mean, wt.pc = np.zeros(wt.dim, np.float32), np.zeros(wt.dim, np.float32)
+        if common != "none":
+            wt.fit_common(corpus)
+            if common == "mean":
+                wt.pc = np.zeros(wt.dim, np.float32)
+        cos = wt.encode([q.question for q in qs]) @ wt.encode([m.text for m in mems]).T
+        hits = [bool(set(np.argsort(-cos[j])[:5].tolist()) & {index[g] for g in q.gold}) for j, q in enumerate(qs)]
+        out["r5"][f"a={a:g}, {common}"] = round(float(np.mean(hits)), 4)
+    return out
+
+
 # --- reports --------------------------------------------------------------------------------------
 
 def fusion_label(f: dict[str, Any]) -> str:
@@ -572,9 +702,11 @@ def option(work: Path, name: str) -> E.Option:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.semantic", description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=("candidates", "sweep", "evaluate", "speed", "scan"))
+    ap.add_argument("command", choices=("candidates", "sweep", "evaluate", "speed", "scan", "words",
+                                        "words-weighting", "family"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "cairn-embeddings")
-    ap.add_argument("--option", default="minilm-l6-full", help="the embedding option (bench.embeddings)")
+    ap.add_argument("--option", default="minilm-l6-full",
+                    help="the embedding option (bench.embeddings); family: comma-separated options")
     ap.add_argument("--focused", action="store_true", help="sweep: the focused grid (grid())")
     ap.add_argument("--fusion", default="", help="evaluate: the fusion as JSON (bench.adaptive.Adaptive)")
     args = ap.parse_args(argv)
@@ -585,8 +717,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sweep":
         out = sweep(args.work, args.option, args.focused)
         path = _write("sweep", out, markdown_sweep(out))
-    elif args.command in ("speed", "scan"):
-        out = speed(args.work, args.work / "artifacts" / "minilm-fp16") if args.command == "speed" else scan()
+    elif args.command == "family":
+        out = family(args.work, args.option.split(","))
+        path = _write(args.command, out, markdown_family(out))
+    elif args.command == "words-weighting":
+        out = word_weighting(args.work)
+        path = _write(args.command, out, ["```json", json.dumps(out, indent=1), "```"])
+    elif args.command in ("speed", "scan", "words"):
+        fp16 = args.work / "artifacts" / "minilm-fp16"
+        out = speed(args.work, fp16) if args.command == "speed" else scan() if args.command == "scan" else \
+            build_words(args.work, fp16)
         path = _write(args.command, out, ["```json", json.dumps(out, indent=1), "```"])
     else:
         f = Adaptive(**json.loads(args.fusion))
