@@ -385,6 +385,58 @@ def markdown_evaluate(out: dict[str, Any]) -> list[str]:
     return md
 
 
+# --- floor forms -----------------------------------------------------------------------------------
+
+def _forms(c: np.ndarray) -> dict[str, np.ndarray]:
+    """Per memory, each floor form's value from one query's cosines ``c`` over the bank."""
+    top = float(np.sort(c)[::-1][:adaptive.TOP_K].mean())
+    out = {"absolute: c": c, "z-score: (c - mean) / std": (c - c.mean()) / (c.std() or 1.0),
+           "margin over the mean: c - mean": c - c.mean(), "margin over the 99th percentile": c - np.quantile(c, 0.99)}
+    for lift in LIFTS[1:]:
+        out[f"lifted: c + {lift:g} x top{adaptive.TOP_K}"] = c + lift * top
+    return out
+
+
+def floor_forms(work: Path, name: str) -> dict[str, Any]:
+    """The ``floor-forms`` command: per floor form, the threshold at which each share of the
+    no-answer probes gets no semantic candidate (its best memory below it), and the share of the
+    tuning questions' gold memories at or above it."""
+    enc = E.Encoded(option(work, name), work)
+    mems = paraphrase.memories()
+    index = {m.id: i for i, m in enumerate(mems)}
+    docs = enc.encode([m.text for m in mems])
+    qs = paraphrase.questions("tune")
+    gold: dict[str, list[float]] = {}
+    for j, c in enumerate(covered_cos(enc, docs, [q.question for q in qs])):
+        for k, v in _forms(c).items():
+            gold.setdefault(k, []).extend(float(v[index[g]]) for g in qs[j].gold)
+    probe: dict[str, list[float]] = {}
+    for c in covered_cos(enc, docs, [t for ts in PROBES.values() for t in ts]):
+        for k, v in _forms(c).items():
+            probe.setdefault(k, []).append(float(v.max()))
+    out: dict[str, Any] = {"option": name, "probes": len(probe["absolute: c"]), "gold": len(gold["absolute: c"]),
+                           "forms": {}}
+    for k in gold:
+        cells = {}
+        for e in EMPTY_MIN:
+            thr = float(np.quantile(probe[k], e))
+            clearing = float(np.mean(np.array(gold[k]) > thr))
+            cells[str(e)] = {"threshold": round(thr, 3), "gold_clearing": round(clearing, 3)}
+        out["forms"][k] = cells
+    return out
+
+
+def markdown_floor_forms(out: dict[str, Any]) -> list[str]:
+    md = [f"# Floor forms for semantic-only candidates: {out['option']}, tuning split", "",
+          f"{out['probes']} no-answer probes, {out['gold']} gold memories of the tuning questions. Per form: the "
+          "threshold leaving each share of the probes without a candidate, and the share of gold memories above it.",
+          "", "| form | " + " | ".join(f"probes empty {e}: threshold, gold clearing" for e in EMPTY_MIN) + " |",
+          "|---|" + "---|" * len(EMPTY_MIN)]
+    for k, cells in out["forms"].items():
+        md.append(f"| {k} | " + " | ".join(f"{c['threshold']}, {c['gold_clearing']}" for c in cells.values()) + " |")
+    return md
+
+
 # --- one fusion family across embedding options ---------------------------------------------------
 
 FAMILY: dict[str, Any] = {"signal": "z", "coverage": "top", "powers": (1.0, 2.0),
@@ -703,7 +755,7 @@ def option(work: Path, name: str) -> E.Option:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.semantic", description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=("candidates", "sweep", "evaluate", "speed", "scan", "words",
-                                        "words-weighting", "family"))
+                                        "words-weighting", "family", "floor-forms"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "cairn-embeddings")
     ap.add_argument("--option", default="minilm-l6-full",
                     help="the embedding option (bench.embeddings); family: comma-separated options")
@@ -717,6 +769,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sweep":
         out = sweep(args.work, args.option, args.focused)
         path = _write("sweep", out, markdown_sweep(out))
+    elif args.command == "floor-forms":
+        out = floor_forms(args.work, args.option)
+        path = _write(args.command, out, markdown_floor_forms(out))
     elif args.command == "family":
         out = family(args.work, args.option.split(","))
         path = _write(args.command, out, markdown_family(out))
