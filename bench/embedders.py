@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,170 @@ class MiniLM:
         return normalise(self.pooled([e.ids for e in self.tokenizer.encode_batch(texts)]))
 
 
+GELUS = ("erf", "tanh", "sigmoid")
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu_(x: np.ndarray, kind: str, tmp: np.ndarray) -> None:
+    """GELU of ``x`` in place (``tmp``: scratch of the same shape). ``erf``: the exact form with
+    ``_erf``; ``tanh``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (absolute error below
+    1e-3); ``sigmoid``: ``x * sigmoid(1.702 x)`` (below 0.02)."""
+    if kind == "erf":
+        x[...] = _gelu(x)
+    elif kind == "tanh":
+        np.multiply(x, x, out=tmp)
+        tmp *= 0.044715
+        tmp += 1.0
+        tmp *= x
+        tmp *= _SQRT_2_PI
+        np.tanh(tmp, out=tmp)
+        tmp += 1.0
+        tmp *= 0.5
+        x *= tmp
+    elif kind == "sigmoid":
+        np.multiply(x, -1.702, out=tmp)
+        np.exp(tmp, out=tmp)
+        tmp += 1.0
+        np.divide(x, tmp, out=x)
+    else:
+        raise ValueError(f"gelu must be one of {GELUS}, got {kind!r}")
+
+
+def layer_norm_(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> None:
+    """LayerNorm over the last axis of the 2-D ``x``, in place."""
+    x -= x.mean(-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x) / x.shape[-1]
+    x *= (1.0 / np.sqrt(var + eps))[:, None].astype(np.float32)
+    x *= g
+    x += b
+
+
+class FastMiniLM:
+    """all-MiniLM-L6-v2 as ``MiniLM`` computes it (the same weights, tokenizer, window and mean
+    pooling), written for speed in plain numpy on one thread: float16 weights kept as float16
+    only for the word-piece table (rows gathered, then float32), every other weight float32 in
+    the checkpoint's ``(out, in)`` layout (``_layer``); query, key and value one matrix with the
+    attention scale folded into the query part; position and token-type embeddings added once;
+    one sequence without padding or mask; buffers reused between calls (so an instance is not
+    thread-safe); ``gelu`` one of ``GELUS``. Batches (``encode`` of several texts) are bucketed
+    by length: ``batch_tokens`` word pieces per forward, padding included."""
+
+    def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 512) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        cfg = json.loads((model_dir / "config.json").read_text())
+        self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
+        self.hd = self.dim // self.heads
+        self.name, self.gelu, self.batch_tokens, self.window = f"minilm-fast-{gelu}", gelu, batch_tokens, window
+        raw = load_file(str(model_dir / "model.safetensors"))
+        w = {k: v.astype(np.float32) for k, v in raw.items() if k != "embeddings.word_embeddings.weight"}
+        self.word = raw["embeddings.word_embeddings.weight"]  # float16 in the shipped artifact
+        self.pos_type = np.ascontiguousarray(w["embeddings.position_embeddings.weight"]
+                                             + w["embeddings.token_type_embeddings.weight"][0])
+        self.ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        self.layers = [self._layer(w, f"encoder.layer.{i}.", 1.0 / math.sqrt(self.hd))
+                       for i in range(int(cfg["num_hidden_layers"]))]
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=window)
+        self._buf: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def _layer(w: dict[str, np.ndarray], p: str, scale: float) -> _Layer:
+        """One layer's weights in the checkpoint's ``(out, in)`` layout, used as ``x @ w.T``
+        (OpenBLAS multiplies a few rows by a transposed operand faster here than by the
+        transposed copy); query, key and value stacked, the query part times ``scale``."""
+        a = p + "attention."
+        s = np.concatenate([np.full(len(w[f"{a}self.query.bias"]), scale, dtype=np.float32),
+                            np.ones(2 * len(w[f"{a}self.key.bias"]), dtype=np.float32)])
+        qkv = np.concatenate([w[f"{a}self.{n}.weight"] for n in ("query", "key", "value")]) * s[:, None]
+        return _Layer(
+            np.ascontiguousarray(qkv, dtype=np.float32),
+            np.concatenate([w[f"{a}self.{n}.bias"] for n in ("query", "key", "value")]) * s,
+            w[f"{a}output.dense.weight"], w[f"{a}output.dense.bias"],
+            (w[f"{a}output.LayerNorm.weight"], w[f"{a}output.LayerNorm.bias"]),
+            w[f"{p}intermediate.dense.weight"], w[f"{p}intermediate.dense.bias"],
+            w[f"{p}output.dense.weight"], w[f"{p}output.dense.bias"],
+            (w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"]))
+
+    def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """A reused float32 buffer of at least ``shape``'s size, viewed as ``shape``."""
+        size = math.prod(shape)
+        b = self._buf.get(name)
+        if b is None or b.size < size:
+            b = self._buf[name] = np.empty(max(size, 64 * 1536), dtype=np.float32)
+        return b[:size].reshape(shape)
+
+    def hidden(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Last hidden states ``(batch * length, 384)`` of ``ids`` ``(batch, length)``; ``mask``
+        (1 = token) when the rows are padded, else ``None``."""
+        b, n = ids.shape
+        m, d, nh, hd = b * n, self.dim, self.heads, self.hd
+        h = self._scratch("h", (m, d))
+        h[...] = self.word[ids.reshape(-1)]
+        h.reshape(b, n, d)[...] += self.pos_type[:n]
+        layer_norm_(h, *self.ln0)
+        qkv, att = self._scratch("qkv", (m, 3 * d)), self._scratch("att", (b, nh, n, n))
+        ctx, proj = self._scratch("ctx", (b, n, nh, hd)), self._scratch("proj", (m, d))
+        up, tmp = self._scratch("up", (m, 4 * d)), self._scratch("tmp", (m, 4 * d))
+        neg = None if mask is None else ((1.0 - mask) * -1e9).astype(np.float32)[:, None, None, :]
+        for ly in self.layers:
+            np.matmul(h, ly.qkv_w.T, out=qkv)
+            qkv += ly.qkv_b
+            parts = qkv.reshape(b, n, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, b, heads, n, hd) views
+            np.matmul(parts[0], parts[1].transpose(0, 1, 3, 2), out=att)
+            if neg is not None:
+                att += neg
+            att -= att.max(-1, keepdims=True)
+            np.exp(att, out=att)
+            att /= att.sum(-1, keepdims=True)
+            np.matmul(att, parts[2], out=ctx.transpose(0, 2, 1, 3))
+            np.matmul(ctx.reshape(m, d), ly.out_w.T, out=proj)
+            proj += ly.out_b
+            h += proj
+            layer_norm_(h, *ly.ln1)
+            np.matmul(h, ly.up_w.T, out=up)
+            up += ly.up_b
+            gelu_(up, self.gelu, tmp)
+            np.matmul(up, ly.down_w.T, out=proj)
+            proj += ly.down_b
+            h += proj
+            layer_norm_(h, *ly.ln2)
+        return h
+
+    def pooled(self, seqs: list[list[int]]) -> np.ndarray:
+        """Mean-pooled last hidden states (not normalised): one sequence alone unpadded, several
+        bucketed by length (``batch_tokens`` per forward)."""
+        out = np.zeros((len(seqs), self.dim), dtype=np.float32)
+        if len(seqs) == 1:
+            ids = np.asarray(seqs, dtype=np.int64)
+            out[0] = self.hidden(ids, None).mean(0)
+            return out
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end - start + 1) * len(seqs[order[end]]) <= self.batch_tokens:
+                end += 1
+            batch = order[start:end]
+            n = len(seqs[batch[-1]])
+            ids = np.zeros((len(batch), n), dtype=np.int64)
+            mask = np.zeros((len(batch), n), dtype=np.float32)
+            for r, i in enumerate(batch):
+                ids[r, :len(seqs[i])] = seqs[i]
+                mask[r, :len(seqs[i])] = 1.0
+            h = self.hidden(ids, mask).reshape(len(batch), n, self.dim)
+            out[batch] = np.einsum("bnd,bn->bd", h, mask) / mask.sum(1, keepdims=True)
+            start = end
+        return out
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return normalise(self.pooled([self.tokenizer.encode(texts[0]).ids]))
+        return normalise(self.pooled([e.ids for e in self.tokenizer.encode_batch(texts)]))
+
+
 class StaticTable:
     """A static token table (module docstring): ``table`` ``(vocabulary, d)`` float32 or float16,
     ``skip`` the token ids never counted (special tokens, [unused], [UNK])."""
@@ -203,6 +368,100 @@ class StaticTable:
         tok.no_truncation()
         meta = json.loads((folder / "meta.json").read_text())
         return cls(name, np.load(folder / "table.npy"), tok, np.load(folder / "skip.npy"), int(meta["window"]))
+
+
+_WORD = re.compile(r"[^\W_]+")
+WORD_SIF = 1e-3  # SIF's a: a word of frequency p weighs a / (a + p)
+
+
+class WordTable:
+    """A word-level static model: ``words`` (lower case) each with a vector from the teacher
+    embedding the word alone (``[CLS] pieces [SEP]``, mean-pooled, normalised) and its frequency
+    ``freq`` (share of running English text); a word not in the list falls back to the mean of
+    its word pieces' vectors (``pieces``, one row per token id) at the least listed frequency. A
+    text's vector: its words' vectors weighted by SIF (``sif / (sif + freq)``), summed, the
+    ``mean`` of a neutral corpus's vectors subtracted and its first principal component ``pc``
+    removed (SIF's common component), projected by ``components`` when given, normalised."""
+
+    def __init__(self, name: str, words: list[str], table: np.ndarray, freq: np.ndarray, pieces: np.ndarray,
+                 tokenizer: Any, sif: float = WORD_SIF) -> None:
+        self.name, self.table, self.pieces, self.tokenizer, self.sif = name, table, pieces, tokenizer, sif
+        self.index = {w: i for i, w in enumerate(words)}
+        self.weight = (sif / (sif + freq)).astype(np.float32)
+        self.unknown_weight = float(sif / (sif + freq.min()))
+        self.mean = np.zeros(table.shape[1], dtype=np.float32)
+        self.pc = np.zeros(table.shape[1], dtype=np.float32)
+        self.components: np.ndarray | None = None
+        self.dim = table.shape[1]
+
+    def raw(self, text: str) -> np.ndarray:
+        """The SIF-weighted sum of ``text``'s word vectors (zeros without a word)."""
+        rows, weights = [], []
+        for w in _WORD.findall(text.lower()):
+            i = self.index.get(w)
+            if i is not None:
+                rows.append(self.table[i])
+                weights.append(self.weight[i])
+                continue
+            ids = self.tokenizer.encode(w, add_special_tokens=False).ids
+            if ids:
+                rows.append(self.pieces[ids].mean(0))
+                weights.append(self.unknown_weight)
+        if not rows:
+            return np.zeros(self.table.shape[1], dtype=np.float32)
+        return (np.asarray(weights, dtype=np.float32) @ np.stack(rows).astype(np.float32)).astype(np.float32)
+
+    def fit_common(self, corpus: list[str], dims: int | None = None) -> None:
+        """``mean`` and ``pc`` from ``corpus`` (neutral English), and with ``dims`` a PCA basis."""
+        x = np.stack([self.raw(t) for t in corpus]).astype(np.float64)
+        x = x[np.linalg.norm(x, axis=1) > 0]
+        self.mean = x.mean(0).astype(np.float32)
+        _u, _s, vt = np.linalg.svd(x - self.mean, full_matrices=False)
+        self.pc = vt[0].astype(np.float32)
+        if dims is not None:
+            self.components = vt[1:dims + 1].T.astype(np.float32)
+            self.dim = dims
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        raw = np.stack([self.raw(t) for t in texts])
+        x = raw - self.mean
+        x -= np.outer(x @ self.pc, self.pc)
+        if self.components is not None:
+            x = x @ self.components
+        x[~raw.any(1)] = 0.0  # a text without a word stays a zero row
+        return normalise(x)
+
+    def save(self, folder: Path, words: list[str], freq: np.ndarray) -> list[Path]:
+        """The artifact: ``words.txt``, ``table.npy`` and ``pieces.npy`` (float16), ``freq.npy``,
+        ``common.npz`` (``mean``, ``pc``, ``components`` when projected), ``tokenizer.json``
+        written by the caller."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "words.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+        np.save(folder / "table.npy", self.table.astype(np.float16), allow_pickle=False)
+        np.save(folder / "pieces.npy", self.pieces.astype(np.float16), allow_pickle=False)
+        np.save(folder / "freq.npy", freq.astype(np.float32), allow_pickle=False)
+        if self.components is None:
+            np.savez(folder / "common.npz", mean=self.mean, pc=self.pc)
+        else:
+            np.savez(folder / "common.npz", mean=self.mean, pc=self.pc, components=self.components)
+        return [folder / n for n in ("words.txt", "table.npy", "pieces.npy", "freq.npy", "common.npz")]
+
+    @classmethod
+    def load(cls, folder: Path, name: str = "static-words") -> WordTable:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tok.no_padding()
+        tok.no_truncation()
+        words = (folder / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        out = cls(name, words, np.load(folder / "table.npy"), np.load(folder / "freq.npy"),
+                  np.load(folder / "pieces.npy"), tok)
+        with np.load(folder / "common.npz") as z:
+            out.mean, out.pc = z["mean"], z["pc"]
+            if "components" in z:
+                out.components = z["components"]
+                out.dim = out.components.shape[1]
+        return out
 
 
 def skipped_ids(tokenizer: Any) -> np.ndarray:

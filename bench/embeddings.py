@@ -112,6 +112,11 @@ def options(work: Path) -> list[Option]:
             if dtype == "float16":
                 out.append(Option(f"static-{d}-{dtype}-int8", _static(folder, f"static-{d}-{dtype}"), d, "int8",
                                   files, code))
+    for folder in sorted((work / "artifacts").glob("static-words-*")):  # bench.semantic words
+        files = [folder / n for n in ("words.txt", "table.npy", "pieces.npy", "freq.npy", "common.npz",
+                                      "tokenizer.json")]
+        out.append(Option(folder.name, _words(folder), embedders.WordTable.load(folder).dim, artifact=files,
+                          load_code=f"m = embedders.WordTable.load(Path({str(folder)!r}))"))
     try:
         import wordllama
     except ImportError:
@@ -126,6 +131,10 @@ def options(work: Path) -> list[Option]:
 
 def _static(folder: Path, name: str) -> Callable[[], embedders.Embedder]:
     return lambda: embedders.StaticTable.load(folder, name)
+
+
+def _words(folder: Path) -> Callable[[], embedders.Embedder]:
+    return lambda: embedders.WordTable.load(folder, folder.name)
 
 
 def _wordllama(d: int) -> Callable[[], embedders.Embedder]:

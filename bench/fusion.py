@@ -73,9 +73,9 @@ def mean_metrics(rows: Iterable[dict[str, float]]) -> dict[str, float]:
 
 # --- today's candidates, from Cairn's own ranking ------------------------------------------------
 
-def _scored(org: str, bank: str, now: int, tuning: Any) -> Callable[[str], list[tuple[str, float]]]:
-    """A ranker returning every candidate ``(memory id, score)`` of today's ranking, checked
-    equal to a full ``recall`` (top ``DEPTH``) on its first call."""
+def _scored(org: str, bank: str, now: int, tuning: Any) -> Callable[[str], list[tuple[str, float, float]]]:
+    """A ranker returning every candidate ``(memory id, score, BM25F)`` of today's ranking,
+    checked equal to a full ``recall`` (top ``DEPTH``) on its first call."""
     from chalicelib.search import index as index_mod
     from chalicelib.search.recall import _rank, read_rows, recall
 
@@ -83,7 +83,7 @@ def _scored(org: str, bank: str, now: int, tuning: Any) -> Callable[[str], list[
     leaves = [(leaf, entry.stats_cache, bank) for leaf, _off in entry.reader().leaf_readers()]
     checked = False
 
-    def rank(q: str) -> list[tuple[str, float]]:
+    def rank(q: str) -> list[tuple[str, float, float]]:
         nonlocal checked
         hits, _n = _rank(leaves, q, limit=10**6, tag=None, include_superseded=False, tuning=tuning, filter=None,
                          now=now)
@@ -91,8 +91,20 @@ def _scored(org: str, bank: str, now: int, tuning: Any) -> Callable[[str], list[
             full = recall(org, [bank], q, limit=DEPTH, now=now, tuning=tuning).hits
             assert [h.memory.id for h in full] == [h.memory.id for h in hits[:DEPTH]], "ranking != recall"
             checked = True
-        return [(h.memory.id, h.score) for h in hits]
+        return [(h.memory.id, h.score, h.signals["bm25"]) for h in hits]
     return rank
+
+
+def query_idf(org: str, bank: str) -> Callable[[str], list[tuple[str, float]]]:
+    """Inside a backend: per query, its analysed ``text`` terms (recall's ``analyse``) with their
+    idf in the bank's ``text`` field (``scorer.CorpusStats.idf``, the idf BM25F uses)."""
+    from chalicelib.search import index as index_mod
+    from chalicelib.search.recall import analyse, read_rows
+    from chalicelib.search.scorer import CorpusStats
+
+    entry = index_mod.active_cache().fresh(org, bank, read_rows(org, [bank])[bank])
+    stats = CorpusStats([(leaf, entry.stats_cache) for leaf, _off in entry.reader().leaf_readers()], False)
+    return lambda q: [(t, stats.idf("text", t)) for t in analyse(q).terms]
 
 
 def paraphrase_candidates(org: str = "bench", bank: str = "paraphrase") -> dict[str, Any]:
@@ -109,7 +121,7 @@ def paraphrase_candidates(org: str = "bench", bank: str = "paraphrase") -> dict[
     for key, t in (("today", tuning), ("entity_only", entity)):
         rank = _scored(org, bank, paraphrase.NOW, t)
         for q in paraphrase.all_questions():
-            out[key][q.id] = [[index[fp_to_id[m]], s] for m, s in rank(q.question) if s > 0 or key == "today"]
+            out[key][q.id] = [[index[fp_to_id[m]], s] for m, s, _b in rank(q.question) if s > 0 or key == "today"]
     return out
 
 
@@ -123,7 +135,7 @@ def locomo_candidates(convs: list[locomo.Conversation], org: str = "bench") -> d
     for c in convs:
         ids = locomo.import_conversation(org, c.sample_id, c)
         rank = _scored(org, c.sample_id, c.now, tuning)
-        out[c.sample_id] = [[(ids[m], s) for m, s in rank(q.text) if m in ids] for q in c.questions]
+        out[c.sample_id] = [[(ids[m], s) for m, s, _b in rank(q.text) if m in ids] for q in c.questions]
     return out
 
 
