@@ -1,12 +1,14 @@
 """``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``), and ``latest-<part>.md``/``.json``
-when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
+(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``), and
+``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
 ``--contention`` / ``--mcp`` run those parts only (default: all five); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
+``--extraction`` the extraction set's precision and recall per split for today's extractor
+(``bench/extraction_set.py``, under in-process moto; never by default);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the cold first structured context part (local stack, 10k memories)")
     ap.add_argument("--turn", action="store_true",
                     help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
+    ap.add_argument("--extraction", action="store_true",
+                    help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn)
+                 or args.turn or args.extraction)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -107,10 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local", "contention", "mcp", "cold", "turn"):
-        if not ((every and part not in ("cold", "turn")) or getattr(args, part)):
+    for part in ("quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
+        if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
             continue
-        if part == "turn":
+        if part == "extraction":
+            from . import extraction_set
+            data, md = extraction_set.run()
+            ok = True
+        elif part == "turn":
             from . import turn
             data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
             ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
