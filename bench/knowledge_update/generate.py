@@ -87,14 +87,16 @@ def _conflict(b: Built, subj: Subject, attr: Attribute, rng: random.Random) -> N
         new_text, new = marked(subj.fill(rng.choice(attr.fixes)))
     else:
         old, new = _values(attr, subj, rng, 2)
-        old_text, new_text = subj.fill(rng.choice(attr.facts), v=old), subj.fill(rng.choice(attr.fixes), old=old, new=new)
+        old_text = subj.fill(rng.choice(attr.facts), v=old)
+        new_text = subj.fill(rng.choice(attr.fixes), old=old, new=new)
     _memory(b, subj, old_id, old_text)
     _memory(b, subj, new_id, new_text)
     b.later[new_id] = old_id
     b.pairs.append({"id": f"c.{subj.slug}.{attr.key}", "label": "conflict", "first": old_id, "second": new_id,
                     "attribute": attr.key, "field": attr.field, "old": old, "new": new,
                     "subjects": [subj.name], "split": subj.split})
-    b.questions.append({"id": f"q.{subj.slug}.{attr.key}", "kind": "current", "question": subj.fill(rng.choice(attr.asks)),
+    b.questions.append({"id": f"q.{subj.slug}.{attr.key}", "kind": "current",
+                        "question": subj.fill(rng.choice(attr.asks)),
                         "gold": [new_id], "stale": [old_id], "subject": subj.name, "split": subj.split})
 
 

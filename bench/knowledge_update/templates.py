@@ -52,7 +52,7 @@ SUBJECTS: dict[str, tuple[str, ...]] = {
 # Subjects that appear nowhere in the bank: the no-answer questions ask about them.
 ABSENT_SUBJECTS: dict[str, tuple[str, ...]] = {
     "project": ("Albatross", "Cormorant", "Nightjar", "Sandpiper", "Skylark", "Warbler", "Starling", "Pelican"),
-    "service": ("translation service", "fraud scoring service", "PDF renderer", "SMS gateway", "image resizer",
+    "service": ("translation service", "fraud scoring service", "PDF renderer", "SMS dispatcher", "image resizer",
                 "ledger service"),
     "person": ("Nadia Petrov", "Samuel Adeyemi", "Clara Jensen", "Hiro Watanabe", "Elena Costa", "Tariq Aziz",
                "Maya Goldberg"),
@@ -148,7 +148,8 @@ SERVICE = (
     ),
     Attribute(
         "latency", "number", ("200 ms", "250 ms", "300 ms", "150 ms", "400 ms", "120 ms"),
-        ("{S} has a p99 latency budget of {v}.", "The p99 target for {s} is {v}.", "{S} must answer within {v} at p99."),
+        ("{S} has a p99 latency budget of {v}.", "The p99 target for {s} is {v}.",
+         "{S} must answer within {v} at p99."),
         ("{S}'s p99 budget changed from {old} to {new}.", "The p99 target for {s} is now {new}.",
          "We set {s}'s latency target to {new} instead of {old}.", "{S} now has to respond within {new} at p99."),
         ("Ninety-nine percent of {n} requests should finish in under {v}.",
