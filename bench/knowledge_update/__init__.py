@@ -172,16 +172,18 @@ def saved_at(memory: Memory) -> int:
     return START + memory.order * HOUR_MS
 
 
-def score_pairs(predicted: Iterable[Prediction], split: str, gold: Sequence[Pair] | None = None) -> PairScores:
+def score_pairs(predicted: Iterable[Prediction], split: str | None = None,
+                gold: Sequence[Pair] | None = None) -> PairScores:
     """Pair-level scores of ``predicted`` links on ``split``. A pair is unordered; a prediction
     belongs to the split of its ``second`` (the memory being saved). A predicted link is a true
     positive for its label when the gold pair carries that label; any other link of that label
     (no gold pair, a look-alike, the other label) is a false positive; a gold pair of the label
-    not predicted with it is a false negative. ``gold`` defaults to the set's pairs (a wild or
-    hand-made list may be given: then every prediction counts). Raises ``ValueError`` for an
-    unknown split, label or memory id."""
-    _check_split(split)
+    not predicted with it is a false negative. ``gold`` replaces the set's pairs (the wild pairs,
+    whose ``first`` and ``second`` are texts, or a hand-made list): then ``split`` is not given
+    and every prediction counts. Raises ``ValueError`` for an unknown split, label or memory id."""
     in_bank = gold is None
+    if in_bank or split is not None:
+        _check_split(split or "")
     gold = list(pairs()) if gold is None else list(gold)
     splits = {m.id: m.split for m in bank()} if in_bank else {}
     preds = list(predicted)

@@ -195,13 +195,13 @@ def test_score_pairs_counts_each_link_against_its_gold_label():
         ku.Prediction("h.db.fact", "h.db.dup", "conflict"),  # a duplicate called a conflict
         ku.Prediction("h.ci.fact", "o.ci.fact", "duplicate"),  # a look-alike linked: retired
     ]
-    s = ku.score_pairs(predicted, "tune", gold=GOLD)
+    s = ku.score_pairs(predicted, gold=GOLD)
     assert (s.conflict.tp, s.conflict.fp, s.conflict.fn) == (1, 1, 1)
     assert (s.duplicate.tp, s.duplicate.fp, s.duplicate.fn) == (0, 1, 1)
     assert s.conflict.precision == 0.5 and s.conflict.recall == 0.5
     assert s.duplicate.precision == 0.0 and s.duplicate.recall == 0.0
     assert (s.lookalikes_linked, s.lookalikes, s.lookalikes_retired_share) == (1, 1, 1.0)
-    perfect = ku.score_pairs([ku.Prediction(p.first, p.second, p.label) for p in GOLD[:3]], "tune", gold=GOLD)
+    perfect = ku.score_pairs([ku.Prediction(p.first, p.second, p.label) for p in GOLD[:3]], gold=GOLD)
     assert perfect.conflict.precision == perfect.conflict.recall == perfect.duplicate.recall == 1.0
     assert perfect.lookalikes_retired_share == 0.0
 
@@ -216,6 +216,21 @@ def test_score_pairs_on_the_set_scores_one_split_and_refuses_unknowns():
         ku.score_pairs([ku.Prediction("nope", tune[0].second, "conflict")], "tune")
     with pytest.raises(ValueError, match="label"):
         ku.score_pairs([ku.Prediction(tune[0].first, tune[0].second, "unrelated")], "tune")
+    with pytest.raises(ValueError, match="split"):
+        ku.score_pairs([], None)
+    # a prediction on an eval memory does not count in tune
+    eval_dup = next(p for p in ku.split_pairs("eval") if p.label == "duplicate")
+    assert ku.score_pairs([ku.Prediction(eval_dup.first, eval_dup.second, "conflict")], "tune").conflict.fp == 0
+    assert ku.score_pairs([ku.Prediction(eval_dup.first, eval_dup.second, "conflict")], "eval").conflict.fp == 1
+
+
+def test_score_pairs_scores_the_wild_pairs_by_their_texts():
+    wild = ku.wild()
+    guess = [ku.Prediction(p.first, p.second, "conflict") for p in wild]  # everything called a conflict
+    s = ku.score_pairs(guess, gold=wild)
+    n_conflicts = sum(p.label == "conflict" for p in wild)
+    assert (s.conflict.tp, s.conflict.fp, s.conflict.fn) == (n_conflicts, len(wild) - n_conflicts, 0)
+    assert s.lookalikes_retired_share == 1.0 and s.duplicate.recall == 0.0
 
 
 def test_score_questions_reads_first_hits_empty_answers_and_gold_loss():
