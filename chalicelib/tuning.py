@@ -78,6 +78,14 @@ class MemoryTuning(BaseModel):
     neighbour_hits: int = Field(5, ge=1, le=20)
     neighbour_window_minutes: float = Field(2.0, gt=0, le=7 * 24 * 60)
     w_time: float = Field(0.75, ge=0, le=_MAX_WEIGHT)
+    # The semantic signal (chalicelib/search/semantic.py), read from the paraphrase set's and
+    # LoCoMo's tuning splits (bench/adaptive.py): its weight before the lexical coverage lowers it,
+    # the share of it today's candidates get, and the floor a vector-only candidate must clear,
+    # lowered by semantic_lift times the mean of the query's 20 greatest cosines.
+    w_semantic: float = Field(24.0, ge=0, le=_MAX_WEIGHT)
+    semantic_rerank: float = Field(0.35, ge=0, le=1)
+    semantic_floor: float = Field(1.262, ge=0, le=10)
+    semantic_lift: float = Field(4.0, ge=0, le=100)
     extraction_enabled: bool = True
     extraction_window: int = Field(12, ge=1, le=1000)
     max_memories_per_turn: int = Field(8, ge=0, le=100)

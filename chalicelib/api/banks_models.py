@@ -277,6 +277,9 @@ class RecallSignals(BaseModel):
     """1 when the memory's time matches the query's date or when-question (when ``w_time`` > 0)."""
     neighbour: float | None = None
     """The score of a strong hit of the same session it neighbours (when ``w_neighbour`` > 0)."""
+    semantic: float | None = None
+    """How far the memory's meaning is above the bank's usual closeness to the query: its
+    cosine's z-score over the bank, over 5, at least 0; 0 without a vector (when ``w_semantic`` > 0)."""
 
 
 class RecallHit(BaseModel):
@@ -287,8 +290,8 @@ class RecallHit(BaseModel):
     signals: RecallSignals
     contributions: RecallSignals
     """Each signal's share of ``score``, summing to it: a weighted part of the base; ``recency``
-    what its factor takes away (0 or less); ``time`` what its factor adds; ``neighbour`` its
-    weighted value."""
+    what its factor takes away (0 or less); ``time`` what its factor adds; ``neighbour`` and
+    ``semantic`` their weighted values."""
 
 
 class BankRecall(BaseModel):
@@ -296,7 +299,9 @@ class BankRecall(BaseModel):
 
     memories: list[RecallHit]
     retrieval: str
-    """``bm25-entity`` (``+as_of``, ``+last-good-tuning`` when these apply)."""
+    """``bm25-entity``, ``bm25-entity+semantic`` when the semantic signal ran,
+    ``bm25-entity+semantic-unavailable`` when its model is not available (``+as_of``,
+    ``+last-good-tuning`` when these apply)."""
 
 
 class InjectedMemory(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, ValidationError
 
 from ..storage.damage import MAX_SAFE_INT, MAX_TIME_MS, Damaged, clean, problem
 
@@ -86,6 +86,22 @@ class Memory(BaseModel):
     description: str | None = None
     type: str | None = None
     meta: dict[str, Any] | None = None
+    # the stored sentence vector (``core.vectors``): private, so no dump, export or response holds it
+    _vector: bytes | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        # records are equal by their fields: the vector is derived from them (``core.vectors``)
+        return isinstance(other, Memory) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as every pydantic model
+
+    def vector_blob(self) -> bytes | None:
+        """The stored vector this record was read or staged with (``core.vectors``), or ``None``."""
+        return self._vector
+
+    def set_vector_blob(self, blob: bytes | None) -> None:
+        """Carry ``blob`` (``core.vectors.encode``) with this record, or none."""
+        self._vector = blob
 
     @property
     def live(self) -> bool:

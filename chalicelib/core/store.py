@@ -45,6 +45,7 @@ from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import TX_ITEMS, Retry, run_transaction
 from ..usage import meter, quotas
 from ..validation import loads
+from . import vectors
 from .records import Memory, decode_memory, salvage_memory
 
 POINTER_PREFIX = "~fp/"
@@ -173,13 +174,15 @@ class Clock:
 @dataclass(frozen=True)
 class BankHead:
     """A bank as one consistent read shows it: its ``row``, its ``clock`` and its counters
-    summed over its lanes (``memories`` live, ``pinned`` live and pinned, ``records`` all)."""
+    summed over its lanes (``memories`` live, ``pinned`` live and pinned, ``records`` all,
+    ``vectors`` live with a current-model sentence vector: ``core.vectors``)."""
 
     row: BankModel
     clock: Clock
     memories: int
     pinned: int
     records: int
+    vectors: int = 0
 
     @property
     def incarnation(self) -> str:
@@ -207,6 +210,7 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -
     else its position reads as 0: counters for a listing, never a freshness decision)."""
     positions = [int(row.seq)]
     memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
+    vecs = _count(row.vectors)
     for lane in range(1, lane_count(row)):
         lr = lanes.get(lane_key(row.incarnation, lane))
         if lr is None:
@@ -218,7 +222,13 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -
         positions.append(int(lr.seq or 0) if reason is None else 0)
         memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
             records + int(lr.records or 0)
-    return BankHead(row, Clock(tuple(positions)), memories, pinned, records)
+        vecs += _count(lr.vectors) if reason is None else 0
+    return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs)
+
+
+def _count(value: Any) -> int:
+    """A counter attribute as an int (absent or not a number: 0)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
@@ -306,7 +316,14 @@ def record_of(item: MemoryModel) -> Memory:
     ``Damaged`` (409 ``damaged``) when it cannot be decoded, rendered or indexed."""
     if "record" in item.damaged:
         raise Damaged("memory", item.sk, f"record: {item.damaged['record']}", hint=REPAIR_HINT)
-    return decode_memory(item.record, key=item.sk, hint=REPAIR_HINT, scrubbed=True)
+    rec = decode_memory(item.record, key=item.sk, hint=REPAIR_HINT, scrubbed=True)
+    rec.set_vector_blob(_blob(item.vec))
+    return rec
+
+
+def _blob(value: Any) -> bytes | None:
+    """A stored ``vec`` attribute as bytes, or ``None`` (absent, or not binary)."""
+    return bytes(value) if isinstance(value, (bytes, bytearray)) else None
 
 
 def decoded(item: MemoryModel) -> Memory | Damaged:
@@ -408,6 +425,19 @@ def live_tag_totals(inc: str) -> dict[str, int]:
     return {t: n for t, n in out.items() if n > 0}
 
 
+def vector_delta(writes: Iterable[Write]) -> int:
+    """How ``writes`` move a bank's ``vectors`` counter (live records with a current vector)."""
+    return sum(int(vectors.has_current(w.record)) - int(vectors.has_current(w.prev)) for w in writes)
+
+
+def vector_coverage(org_id: str, bank: str) -> tuple[int, int] | None:
+    """``(memories with a current-model vector, live memories)`` of a live bank from its counters
+    (two consistent reads, no scan), or ``None`` when the bank does not exist. A memory written
+    before vectors were stored counts as live without one until it is written again."""
+    head = get_bank_head(org_id, bank)
+    return None if head is None else (max(0, head.vectors), head.memories)
+
+
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     live = pinned = records = 0
     for w in writes:
@@ -483,14 +513,16 @@ def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_ro
     """Stage the advance of lane ``lane`` (>= 1) by ``len(writes)`` changes, conditioned on the
     position read in ``lane_row`` (``None``: the lane row does not exist yet); returns that position."""
     live, pinned, records = deltas(writes)
+    vecs = vector_delta(writes)
     pos = int(lane_row.seq or 0) if lane_row is not None else 0
     same = (BankModel.seq == pos) & (BankModel.incarnation == row.incarnation)
     unsealed = BankModel.sealed.does_not_exist() | (BankModel.sealed == False)  # noqa: E712 - a pynamodb condition
     cond = BankModel.name.does_not_exist() if lane_row is None else same & unsealed
     tx.update(BankModel(row.org_id, lane_key(row.incarnation, lane)),
               actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
-                       BankModel.pinned.add(pinned), BankModel.records.add(records), BankModel.updated_at.set(now),
-                       BankModel.bank_name.set(bank), BankModel.incarnation.set(row.incarnation),
+                       BankModel.pinned.add(pinned), BankModel.records.add(records), BankModel.vectors.add(vecs),
+                       BankModel.updated_at.set(now), BankModel.bank_name.set(bank),
+                       BankModel.incarnation.set(row.incarnation),
                        BankModel.created_at.set(BankModel.created_at | now)],
               condition=cond)
     return pos
@@ -500,13 +532,15 @@ def _stage_lane0(tx: TransactWrite, row: BankModel, pos: int, writes: list[Write
     """Stage the advance of lane 0 (the bank row) from position ``pos``, conditioned on it and on
     the incarnation; returns the row as it will be after the commit."""
     live, pinned, records = deltas(writes)
+    vecs = vector_delta(writes)
     tx.update(row, actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
                             BankModel.pinned.add(pinned), BankModel.records.add(records),
-                            BankModel.updated_at.set(now)],
+                            BankModel.vectors.add(vecs), BankModel.updated_at.set(now)],
               condition=(BankModel.seq == pos) & (BankModel.incarnation == row.incarnation))
     after = _copy_row(row)
     after.seq, after.updated_at = pos + len(writes), now
     after.memories, after.pinned, after.records = row.memories + live, row.pinned + pinned, row.records + records
+    after.vectors = _count(row.vectors) + vecs
     return after
 
 
@@ -538,6 +572,8 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     ``tx``: each lane takes consecutive positions. Returns the bank row as it will be after the
     commit and the ``(seq, record)`` pairs, in the order of ``writes``."""
     now = now_ms()
+    # embedded before the counters, which count vectors; a retried attempt finds them cached
+    meter.add({"emb_t": vectors.attach([(w.record, w.prev) for w in writes])}, bank)
     base = row if row is not None else (fresh or new_bank(org_id, bank))
     n = lane_count(base)
     groups: dict[int, list[Write]] = {}
@@ -562,6 +598,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         live, pinned, records = deltas(groups.get(0, []))
         base.seq, base.memories, base.pinned, base.records, base.updated_at = len(groups.get(0, [])), live, pinned, \
             records, now
+        base.vectors = vector_delta(groups.get(0, []))
         tx.save(base, condition=BankModel.name.does_not_exist())
         starts[0] = 0
     return after, _stage_records(tx, base.incarnation, n, starts, writes, actor, now)
@@ -579,7 +616,8 @@ def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, in
         seq = lane * LANE_SPAN + starts[lane] + taken[lane]
         rec = w.record
         item = MemoryModel(bank_key=inc, sk=rec.id, ord=rec.order_key(), record=rec.model_dump(mode="json"),
-                           fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None)
+                           fp=w.fp, live=rec.live, revision=rec.revision, tags=set(rec.tags) or None,
+                           vec=rec.vector_blob())
         cond = (MemoryModel.sk.does_not_exist() if w.prev is None
                 else w.guard if w.guard is not None else (MemoryModel.revision == w.prev.revision))
         if w.moved_from is not None:  # the stored item leaves its key: deleted on the write's condition
@@ -587,7 +625,8 @@ def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, in
             cond = MemoryModel.sk.does_not_exist()
         tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
-                              memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor),
+                              memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor,
+                              vec=rec.vector_blob()),
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
     return out
@@ -1062,7 +1101,7 @@ def _read_range(inc: str, rng: KeyRange, out: queue.Queue, stop: threading.Event
         chunk: list[Memory | Damaged] = []
         for it in MemoryModel.query(inc, range_key_condition=rng.condition(), consistent_read=True,
                                     filter_condition=MemoryModel.record.exists(),  # a pointer holds none
-                                    attributes_to_get=["sk", "record"]):  # the key and the one attribute to decode
+                                    attributes_to_get=["sk", "record", "vec"]):  # the key, the record, its vector
             if not rng.holds(it.sk):
                 continue  # the upper bound itself, which BETWEEN includes
             chunk.append(decoded(it))
@@ -1111,9 +1150,11 @@ def revision_record(rev: RevisionModel) -> Memory | Damaged:
     if "record" in rev.damaged:
         return Damaged("revision", mid, f"record: {rev.damaged['record']}")
     try:
-        return decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
+        rec = decode_memory(rev.record, key=mid, kind="revision", scrubbed=True)
     except Damaged as exc:
         return exc
+    rec.set_vector_blob(_blob(rev.vec))
+    return rec
 
 
 def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:

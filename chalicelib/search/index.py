@@ -78,7 +78,7 @@ from ..core.store import BankHead, BankRow, Clock, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from .schema import FORMAT, codec, schema, to_document
+from .schema import FORMAT, codec, schema, to_document, with_vector_field
 from .whoosh_private import cached_column, move_deletions, read_toc
 
 META_FILE = "cairn.json"
@@ -262,9 +262,9 @@ class BankIndex:
         return out
 
     def memory_bytes(self) -> int:
-        """Bytes of the per-segment arrays kept in memory (recall's columns and decoded postings,
-        the id lookups): counted with the directory against the cache's budget."""
-        return (sum(d.nbytes for d in self.stats_cache.get("segment_data", {}).values())
+        """Bytes of the per-segment arrays kept in memory (recall's columns, decoded postings and
+        vectors, the id lookups): counted with the directory against the cache's budget."""
+        return (sum(d.nbytes + d.vector_bytes for d in self.stats_cache.get("segment_data", {}).values())
                 + sum(x.nbytes for x in self.id_lookups.values()))
 
     def write_meta(self) -> None:
@@ -554,7 +554,7 @@ class IndexCache:
             if (meta.get("inc") != head.incarnation or len(clock.positions) != len(head.clock.positions)
                     or meta.get("format") != FORMAT):
                 return None  # another incarnation's, or another format's: rebuilt
-            ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+            ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
             entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=clock)
             entry.measure()
             return entry
@@ -660,7 +660,7 @@ class IndexCache:
                     raise ValueError("snapshot clock beyond the bank's")
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 os.replace(tmp, path)
-                ix = whoosh_index.open_dir(path, indexname=INDEX_NAME)
+                ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
                 entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock)

@@ -12,8 +12,12 @@ the postings, never a query parser, so ``?`` and ``*`` are plain text) plus the 
 newest memories whose entity handles the query names (a first-person query also names ``user``).
 Both honour the live flag and the tag filter before any cut. Candidates are re-ranked by the full
 score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
-nothing. ``retrieval`` names the mode that ran: ``bm25-entity`` (``bm25-entity+as_of`` for a
-point-in-time recall).
+nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
+recall) where lexical evidence is weak, and may bring in memories near it in meaning.
+``retrieval`` names the mode that ran: ``bm25-entity+semantic`` (the signal ran),
+``bm25-entity+semantic-unavailable`` (``w_semantic`` > 0 but the model is not available),
+``bm25-entity`` (``w_semantic`` 0, or a query the model does not cover, e.g. CJK) and
+``bm25-entity+as_of`` for a point-in-time recall (lexical only).
 
 ``as_of`` (ms since epoch) ranks the bank as it stood then: per id the revision with the greatest
 ``updated_at`` <= ``as_of``, live if its ``invalid_at`` is unset or later. It reads the bank's
@@ -31,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics
+from .. import metrics, semantic
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
@@ -45,6 +49,8 @@ from ..tuning import (
     set_org_config_version,
     tuning_problem,
 )
+from ..usage import meter
+from . import fusion
 from . import index as index_mod
 from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
@@ -53,6 +59,8 @@ from .scorer import CorpusStats, SegmentData, full_scores
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
+RETRIEVAL_SEMANTIC = "bm25-entity+semantic"
+RETRIEVAL_UNAVAILABLE = "bm25-entity+semantic-unavailable"
 LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
@@ -62,7 +70,8 @@ _TEXT_FIELDS = ("text", "name", "description")
 @dataclass
 class Hit:
     """One recalled memory: ``signals`` = ``{bm25, entity, corroboration, pinned, recency}`` plus
-    ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``);
+    ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``) and ``semantic``
+    while ``w_semantic`` > 0 (``fusion``; 0 when it did not run);
     ``bank`` names the bank or namespace it came from; ``contributions`` each signal's share of
     ``score`` (``signals.contributions``: they sum to it)."""
 
@@ -124,7 +133,7 @@ Key = tuple[int, int]  # (leaf, document number)
 
 def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
-          now: int) -> tuple[list[Hit], int]:
+          now: int, query_vector: np.ndarray | None = None) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
 
     Vectorised over each segment's documents (numpy): BM25F summed per document over the query's
@@ -132,13 +141,15 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     counted from the entity postings, both masked by the documents that count (``_allowed``);
     candidates picked by ``_pick``; the full score (``scorer.full_scores``) over the candidates'
     arrays. Only the returned hits' records are decoded (every examined candidate's, when a
-    ``filter`` must see it)."""
+    ``filter`` must see it). ``query_vector``: the query's unit sentence vector, for the semantic
+    signal (``fusion``: only while ``w_semantic`` > 0)."""
     leaves = [leaf for leaf in leaves if leaf[0].doc_count_all() > 0]  # an empty index has no segment
     if not leaves:
         return [], 0
     q = query if isinstance(query, QueryTerms) else analyse(query)
     pairs = [(f, t) for t in q.terms for f in _TEXT_FIELDS] + [("cjk", t) for t in q.cjk]
-    if not pairs and not q.entity_keys:
+    vector = query_vector if tuning.w_semantic > 0 else None
+    if not pairs and not q.entity_keys and vector is None:
         return [], 0
     stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
     readers = [r for r, _c, _b in leaves]
@@ -159,8 +170,9 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     fetch = tuning.fetch_limit
     cands = dict.fromkeys(_pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
     cands.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, fetch, accept)))
-    if not cands:
+    if not cands and vector is None:
         return [], 0
+
     def base(keys: list[Key]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """``(updated_at, totals, signals)`` of ``keys`` by ``scorer.full_scores``."""
         u = _gather(keys, [sd.updated_at for sd in data])
@@ -171,10 +183,15 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
 
     keys = list(cands)
     upd, totals, signals = base(keys)
-    if signals_mod.active(tuning):  # feedback, time, neighbourhood: their own module
+    if keys and signals_mod.active(tuning):  # feedback, time, neighbourhood: their own module
         keys, upd, totals, signals = signals_mod.apply(signals_mod.Ranking(
             query if isinstance(query, str) else None, q.terms, stats, readers, data, allowed, record, accept,
             functools.partial(_bm25f, stats, readers), _pick, base, now, tuning), keys, totals, upd)
+    fused = _semantic(fusion.Inputs(stats, readers, data, allowed, q.terms, accept, base,
+                                    lambda key: data[key[0]].ids[key[1]], vector, tuning), keys, upd, totals, signals)
+    keys, upd, totals, signals, weights = fused.keys, fused.upd, fused.totals, fused.signals, fused.weights
+    if not keys:
+        return [], 0
     ids = [data[i].ids[d] for i, d in keys]
     order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], ids[j]))
     hits: list[Hit] = []
@@ -186,8 +203,20 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         rec = record(key)
         if rec is not None:
             sig = {s: float(signals[s][j]) for s in names}
-            hits.append(Hit(rec, float(totals[j]), sig, leaves[key[0]][2], signals_mod.contributions(sig, tuning)))
+            hits.append(Hit(rec, float(totals[j]), sig, leaves[key[0]][2],
+                            signals_mod.contributions(sig, tuning, semantic_weight=float(weights[j]))))
     return hits, len(keys)
+
+
+def _semantic(x: fusion.Inputs, keys: list[Key], upd: np.ndarray, totals: np.ndarray,
+              signals: dict[str, np.ndarray]) -> fusion.Fused:
+    """The candidates with the semantic signal (``fusion.fuse``) when the query has a vector;
+    else as they are, ``semantic`` 0 in their signals while ``w_semantic`` > 0."""
+    if x.query is not None:
+        return fusion.fuse(x, keys, upd, totals, signals)
+    if x.tuning.w_semantic > 0:
+        signals = {**signals, "semantic": np.zeros(len(keys))}
+    return fusion.Fused(keys, upd, totals, signals, np.zeros(len(keys)))
 
 
 Sparse = tuple[np.ndarray, np.ndarray]  # (sorted document numbers, one value each)
@@ -473,9 +502,10 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
                                include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
                                filter=filter)
     else:
+        vector, mode = query_vector(query, tuning)
         result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
                               include_superseded=include_superseded, tuning=tuning, filter=filter,
-                              now=now_ms() if now is None else now)
+                              now=now_ms() if now is None else now, query_vector=vector, mode=mode)
     metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
                            candidates=result.candidates, retrieval=result.retrieval)
     return result
@@ -490,9 +520,26 @@ def _require(org_id: str, banks: list[str], rows: dict[str, BankHead]) -> None:
             raise NotFound(f"Bank '{b}' not found.", code="bank_not_found")
 
 
+def query_vector(query: str, tuning: MemoryTuning) -> tuple[np.ndarray | None, str]:
+    """``(vector, retrieval mode)`` of a recall of ``query``: the query's unit sentence vector
+    (embedded once; counted in usage as ``emb_q``) and ``RETRIEVAL_SEMANTIC``, or ``None`` and
+    ``RETRIEVAL`` (``w_semantic`` 0, a query the model does not cover) or
+    ``RETRIEVAL_UNAVAILABLE`` (the model is not available)."""
+    if tuning.w_semantic <= 0 or not semantic.covered(query):
+        return None, RETRIEVAL
+    if not semantic.available():
+        return None, RETRIEVAL_UNAVAILABLE
+    vec = semantic.embed_query(query)
+    if vec is None:
+        return None, RETRIEVAL
+    meter.note(emb_q=1)
+    return vec, RETRIEVAL_SEMANTIC
+
+
 def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str | QueryTerms, *,
                  limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
-                 filter: Callable[[Memory], bool] | None, now: int) -> RecallResult:
+                 filter: Callable[[Memory], bool] | None, now: int, query_vector: np.ndarray | None = None,
+                 mode: str = RETRIEVAL) -> RecallResult:
     """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
     cache = index_mod.active_cache()
     with cache.locked((org_id, b) for b in banks):
@@ -502,8 +549,8 @@ def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
         hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
-                        tuning=tuning, filter=filter, now=now)
-    return RecallResult(hits, _mode(RETRIEVAL), n)
+                        tuning=tuning, filter=filter, now=now, query_vector=query_vector)
+    return RecallResult(hits, _mode(mode), n)
 
 
 def _mode(base: str) -> str:

@@ -22,9 +22,15 @@ DynamoDB.
 | created_at   | column only (int64)               | the time and neighbourhood signals |
 | session      | column only (int64)               | ``session_key(source.session_id)``: the neighbourhood signal |
 | record       | column only (``RecordColumn``)    | the rest of the record (``encode_record``) |
+| vector       | column only (fixed 388 bytes)     | the semantic signal (``core.vectors.index_value``) |
+
+``vector`` holds the record's current sentence vector: its float32 scale then its int8 codes, all
+zero bytes for a record without one.
 
 ``FORMAT`` names this layout: an index directory or snapshot of another format is never opened
-(the bank is rebuilt from its records instead).
+(the bank is rebuilt from its records instead). ``vector`` joined format 2 later: an index written
+without it gets the field when opened (``with_vector_field``), its documents having no vector
+until they are written again or the bank is rebuilt, so a deploy forces no rebuild.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ import json
 from functools import lru_cache
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
-from whoosh.columns import NumericColumn, VarBytesColumn
+from whoosh.columns import FixedBytesColumn, NumericColumn, VarBytesColumn
 from whoosh.fields import COLUMN, ID, KEYWORD, TEXT, Schema
 
+from ..core import vectors
 from ..core.records import Memory, decode_memory
 from ..storage.damage import Damaged
 from .analyzers import (
@@ -92,7 +99,31 @@ def schema() -> Schema:
         created_at=COLUMN(NumericColumn("q")),
         session=COLUMN(NumericColumn("q")),
         record=COLUMN(RecordColumn()),
+        vector=vector_field(),
     )
+
+
+VECTOR_FIELD = "vector"
+
+
+def vector_field() -> COLUMN:
+    """The ``vector`` column: ``core.vectors.INDEX_BYTES`` per document, zeros for none."""
+    return COLUMN(FixedBytesColumn(vectors.INDEX_BYTES))
+
+
+def with_vector_field(ix: Any) -> Any:
+    """``ix`` (an open Whoosh index) with the ``vector`` field, added in a commit of its own when
+    the index was written before the field existed; returns the index to use."""
+    if VECTOR_FIELD in ix.schema:
+        return ix
+    writer = ix.writer(codec=codec())
+    try:
+        writer.add_field(VECTOR_FIELD, vector_field())
+    except BaseException:
+        writer.cancel()
+        raise
+    writer.commit()
+    return ix
 
 
 # posting lists shorter than this are kept in the term index (``whoosh_private.InliningCodec``):
@@ -125,6 +156,7 @@ class Document(TypedDict):
     cjk: NotRequired[str]
     entities: NotRequired[str]
     tags: NotRequired[str]
+    vector: NotRequired[bytes]
 
 
 def session_key(session_id: str | None) -> int:
@@ -157,6 +189,9 @@ def to_document(rec: Memory) -> Document:
         doc["entities"] = HANDLE_SEP.join(rec.entities)
     if rec.tags:
         doc["tags"] = HANDLE_SEP.join(rec.tags)
+    vec = vectors.index_value(rec)
+    if vec is not None:
+        doc["vector"] = vec
     return doc
 
 

@@ -26,10 +26,11 @@ import numpy as np
 from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
-from .schema import TEXT_FIELDS, ColumnValues
+from .schema import TEXT_FIELDS, VECTOR_FIELD, ColumnValues
 from .whoosh_private import (
     cached_column,
     deleted_docs,
+    fixed_bytes_column,
     int_column,
     length_bytes,
     posting_arrays,
@@ -77,10 +78,13 @@ class SegmentData:
     record is read with (``schema.read_record``). A segment never changes apart from its deletion
     set, and postings here keep deleted documents (callers mask them, see ``CorpusStats.keep``),
     so all of it is cached by segment id alone: dropped when the segment is merged away, with its
-    bank's index (the index cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank."""
+    bank's index (the index cache's LRU) or past ``POSTINGS_CACHE_MAX_BYTES`` of postings per bank.
+    ``vectors(reader)``: the documents' sentence vectors, decoded on first use (the semantic
+    signal), kept until the segment goes; ``vector_bytes`` what they weigh (counted with the
+    index against the cache's budget, apart from the postings' bound)."""
 
-    __slots__ = ("_has_columns", "_keys", "_parts", "_postings", "corroboration", "created_at", "fields", "ids",
-                 "lengths", "n", "nbytes", "pinned", "session", "updated_at")
+    __slots__ = ("_has_columns", "_keys", "_parts", "_postings", "_vectors", "corroboration", "created_at", "fields",
+                 "ids", "lengths", "n", "nbytes", "pinned", "session", "updated_at", "vector_bytes")
 
     def __init__(self, reader: Any) -> None:
         self.n = n = reader.doc_count_all()
@@ -102,6 +106,27 @@ class SegmentData:
         self._parts: dict[tuple[str, str], tuple[float, np.ndarray, np.ndarray]] = {}
         self._keys: frozenset[bytes] | None = None  # term_keys, once looked up (small segments)
         self.nbytes = _BASE_BYTES_PER_DOC * n
+        self._vectors: tuple[np.ndarray, np.ndarray] | None = None
+        self.vector_bytes = 0
+
+    def vectors(self, reader: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(matrix, present)``: the documents' unit vectors as a float32 ``(n, DIM)`` matrix
+        (a document without one: a zero row) and a bool mask of the documents that have one,
+        decoded from the ``vector`` column (``core.vectors.index_value``: float32 scale, int8
+        codes) at the first call; ``reader`` must be this segment's."""
+        if self._vectors is None:
+            raw = fixed_bytes_column(reader, VECTOR_FIELD) if VECTOR_FIELD in reader.schema else None
+            if raw is None or not raw.shape[1]:
+                mat = np.zeros((self.n, 0), dtype=np.float32)
+                present = np.zeros(self.n, dtype=bool)
+            else:
+                scale = np.ascontiguousarray(raw[:, :4]).view("<f4").reshape(-1)
+                present = np.isfinite(scale) & (scale > 0)
+                mat = raw[:, 4:].view(np.int8).astype(np.float32)
+                mat *= np.where(present, scale, 0).astype(np.float32)[:, None]
+            self._vectors = (mat, present)
+            self.vector_bytes = mat.nbytes + present.nbytes
+        return self._vectors
 
     def known(self, docnum: int) -> ColumnValues | None:
         """Document ``docnum``'s ``ColumnValues`` (for ``schema.read_record``), or ``None`` when

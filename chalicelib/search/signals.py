@@ -56,18 +56,20 @@ BASE_PARTS: dict[str, tuple[str, Callable[[float], float]]] = {
     "pinned": ("w_pinned", float), "prf": ("w_prf", float)}
 
 
-def contributions(signals: dict[str, float], tuning: MemoryTuning) -> dict[str, float]:
+def contributions(signals: dict[str, float], tuning: MemoryTuning, *, semantic_weight: float = 0.0) -> dict[str, float]:
     """Each of a hit's ``signals``' share of its score, in the same order, summing to the score
     (up to rounding): a part of ``base`` (``BASE_PARTS``, ``prf`` among them) is its weighted value;
     ``recency`` what its factor takes from them, ``(base + w_prf*prf) * (recency - 1)`` (0 or
     less); ``time`` what its factor adds, ``(base + w_prf*prf) * recency * w_time * time``;
-    ``neighbour`` is ``w_neighbour * neighbour``. A signal it does not know raises ``KeyError``."""
+    ``neighbour`` is ``w_neighbour * neighbour``; ``semantic`` is ``semantic_weight * semantic``
+    (the hit's weight of it, ``search.fusion``). A signal it does not know raises ``KeyError``."""
     parts = {s: getattr(tuning, w) * f(signals[s]) for s, (w, f) in BASE_PARTS.items() if s in signals}
     base = sum(parts.values())
     rec = signals.get("recency", 1.0)
     parts["recency"] = base * (rec - 1.0)
     parts["time"] = base * rec * tuning.w_time * signals.get("time", 0.0)
     parts["neighbour"] = tuning.w_neighbour * signals.get("neighbour", 0.0)
+    parts["semantic"] = semantic_weight * signals.get("semantic", 0.0)
     return {s: parts[s] for s in signals}
 
 

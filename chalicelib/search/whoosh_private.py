@@ -336,6 +336,26 @@ class StrColumn(Sequence[str]):
         return got
 
 
+def fixed_bytes_column(reader: Any, fieldname: str) -> np.ndarray | None:
+    """A segment's ``FixedBytesColumn`` as a ``(documents, width)`` uint8 array from one read of
+    its bytes (documents past the last written, and every document of a segment without the
+    column, take the column's default), or ``None`` when the segment has no such column."""
+    col = cached_column(reader, fieldname)
+    if col is None:
+        return None
+    n = reader.doc_count_all()
+    if type(col) is not columns.FixedBytesColumn.Reader:
+        rows = [bytes(col[d]) for d in range(n)]
+        width = len(rows[0]) if rows else 0
+        return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(n, width)
+    width, count = col._fixedlen, min(col._count, n)
+    out = np.empty((n, width), dtype=np.uint8)
+    out[:] = np.frombuffer(col._default, dtype=np.uint8)
+    if count:
+        out[:count] = np.frombuffer(col._dbfile.get(col._basepos, count * width), dtype=np.uint8).reshape(count, width)
+    return out
+
+
 def str_column(reader: Any, fieldname: str) -> Sequence[str]:
     """A segment's UTF-8 string column, one value per document: a raw ``VarBytesColumn`` read at
     once (``StrColumn``), else through the public per-document column reader."""
@@ -459,6 +479,7 @@ __all__ = [
     "cached_column",
     "check_version",
     "deleted_docs",
+    "fixed_bytes_column",
     "int_column",
     "length_bytes",
     "move_deletions",

@@ -188,6 +188,8 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     snapshot_key = UnicodeAttribute(null=True)
     snapshot_at = NumberAttribute(null=True)
     tag_counts = BooleanAttribute(null=True)  # the bank keeps per-tag counters (core.store.tag_total)
+    # live memories with a current-model sentence vector, in the lane this row counts (core.vectors)
+    vectors = NumberAttribute(null=True)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -224,6 +226,7 @@ class MemoryModel(_Base):
     tags = UnicodeSetAttribute(null=True)  # copy of record.tags, for the list's tag filter
     t_live = NumberAttribute(null=True)  # tag counter items only: live records carrying the tag
     t_all = NumberAttribute(null=True)  # tag counter items only: records carrying the tag
+    vec = BinaryAttribute(null=True, legacy_encoding=False)  # the record's sentence vector (core.vectors)
     by_order = MemoriesByOrder()
 
 
@@ -257,6 +260,7 @@ class RevisionModel(_Base):
     record = JSONAttribute()
     at = NumberAttribute()
     actor = UnicodeAttribute(null=True)
+    vec = BinaryAttribute(null=True, legacy_encoding=False)  # the record's sentence vector (core.vectors)
     by_memory = RevisionsByMemory()
 
 

@@ -80,20 +80,20 @@ def test_invalid_bucket_tuning_after_a_cold_start_keeps_the_last_good_one(api):
     blobs.put_text("config/memory.toml", "[memory]\nrecall_limit = 2\n")
     assert api.post("/v1/reload")[0] == 200
     status, body = api.post("/v1/banks/main/preview", {"query": "tea"})
-    assert status == 200 and body["retrieval"] == "bm25-entity"
+    assert status == 200 and body["retrieval"] == "bm25-entity+semantic"
     blobs.put_text("config/memory.toml", BAD_TOML)  # a hand edit; its event is refused
     cold_container()
     assert tuning_mod.get_tuning().recall_limit == 2  # the persisted last good, not the defaults
     assert "memory.recall_limit" in str(tuning_mod.tuning_problem())
     status, body = api.post("/v1/banks/main/preview", {"query": "green tea"})
-    assert status == 200 and body["retrieval"] == "bm25-entity+last-good-tuning"
+    assert status == 200 and body["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     assert body["memories"][0]["memory"]["text"] == "Alice prefers green tea in the morning"
     status, body = hook(api)
-    assert status == 200 and body["retrieval"] == "bm25-entity+last-good-tuning"
+    assert status == 200 and body["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     assert "green tea" in body["mutations"]["append_messages"][0]["content"]
     assert "Answer briefly." in body["mutations"]["system_prompt_append"]
     status, body = api.post("/v1/banks/main/recall", {"query": "green tea"})
-    assert status == 200 and body["memories"] and body["retrieval"] == "bm25-entity+last-good-tuning"
+    assert status == 200 and body["memories"] and body["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     status, body = api.post("/v1/api/memories/search", {"query": "green tea"})
     assert status == 200, body
     # doctor names the problem without failing: the service runs on the last good tuning
@@ -105,14 +105,14 @@ def test_invalid_bucket_tuning_after_a_cold_start_keeps_the_last_good_one(api):
     blobs.put_text("config/memory.toml", "[memory]\nrecall_limit = 3\n")
     assert api.post("/v1/reload")[0] == 200
     assert tuning_mod.get_tuning().recall_limit == 3 and tuning_mod.tuning_problem() is None
-    assert hook(api)[1]["retrieval"] == "bm25-entity"
+    assert hook(api)[1]["retrieval"] == "bm25-entity+semantic"
 
 
 def test_invalid_environment_tuning_never_fails_the_hook(api, monkeypatch):
     seed(api)
     monkeypatch.setenv("CAIRN_MEMORY_RECALL_LIMIT", "-1")
     status, body = hook(api)
-    assert status == 200 and body["retrieval"] == "bm25-entity+last-good-tuning"
+    assert status == 200 and body["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     assert body["mutations"]["append_messages"]
 
 

@@ -48,7 +48,7 @@ def test_preview_shape_rules_and_memories(api):
     assert body["system_prompt_section"].startswith(HEAD.format(bank="main"))
     assert body["system_prompt_section"].endswith("\n## about\nWe build Cairn.\n\n## style\nAnswer briefly.\n")
     assert body["rules"] == 2 and body["rules_truncated"] is False
-    assert body["retrieval"] == "bm25-entity"
+    assert body["retrieval"] == "bm25-entity+semantic"
     texts = [m["memory"]["text"] for m in body["memories"]]
     assert texts[0] == "Alice prefers green tea in the morning"
     scores = [m["score"] for m in body["memories"]]

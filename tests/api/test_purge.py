@@ -76,9 +76,19 @@ def everything(bucket: str, roots: list[Path]) -> dict[str, bytes]:
     return out
 
 
-def holding(data: dict[str, bytes], needle: str) -> list[str]:
-    n = needle.encode()
+def holding(data: dict[str, bytes], needle: str | bytes) -> list[str]:
+    n = needle.encode() if isinstance(needle, str) else needle
     return sorted(k for k, v in data.items() if n in v)
+
+
+def _vector_forms() -> tuple[bytes, str]:
+    """A run of the secret's stored vector codes as the index keeps them (raw bytes) and as the
+    table dump shows a binary attribute (hex): the vector is the text's too."""
+    from chalicelib import semantic
+    from chalicelib.core import vectors
+    [vec] = semantic.embed_documents([SECRET])
+    codes = vectors.decode(vectors.encode(vec, SECRET)).codes[:32]
+    return codes, codes.hex()
 
 
 @pytest.fixture
@@ -130,8 +140,8 @@ def _seed(api, aws, monkeypatch, two_containers):
     assert set(api.get("/v1/banks/vault/export?history=true")[1]) == {"url", "expires_at"}
     monkeypatch.delenv("CAIRN_EXPORT_INLINE_BYTES")
     seen = everything(aws["CAIRN_BUCKET"], [Path(c.root) for c in two_containers])
-    for needle in (*NEEDLES, mid):
-        assert holding(seen, needle), f"the seed never stored {needle}"
+    for needle in (*NEEDLES, mid, *_vector_forms()):
+        assert holding(seen, needle), f"the seed never stored {needle!r}"
     assert any(k.startswith("s3:default/indexes/") for k in holding(seen, mid))
     return mid, old["memory"]["id"]
 
@@ -152,7 +162,7 @@ def test_purge_leaves_neither_id_nor_text_anywhere(api, aws, monkeypatch, two_co
     # the other container reads the bank again: it rebuilds, and serves nothing of the memory
     assert mid not in _recall(api, two_containers[1]) and mid not in _recall(api, two_containers[0])
     data = everything(aws["CAIRN_BUCKET"], [Path(c.root) for c in two_containers])
-    for needle in (*NEEDLES, mid):
+    for needle in (*NEEDLES, mid, *_vector_forms()):
         assert holding(data, needle) == [], needle
 
     # the old id answers 404 everywhere; a purge of it again too

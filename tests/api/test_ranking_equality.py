@@ -9,9 +9,12 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from whoosh import index as whoosh_index
 
+from chalicelib import semantic
+from chalicelib.core import vectors
 from chalicelib.core.records import Memory
 from chalicelib.core.store import Clock
 from chalicelib.search import recall as recall_mod
@@ -37,6 +40,18 @@ def _vocab(rng: random.Random) -> list[str]:
     return out
 
 
+def _unit(rng: random.Random) -> np.ndarray:
+    v = np.array([rng.gauss(0, 1) for _ in range(semantic.DIM)], dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _with_vector(rec: Memory, rng: random.Random) -> Memory:
+    """``rec`` carrying a random current vector (all but every seventh memory: old ones have none)."""
+    if rng.random() < 6 / 7:
+        rec.set_vector_blob(vectors.encode(_unit(rng), vectors.embedded_text(rec)))
+    return rec
+
+
 def _records(rng: random.Random, vocab: list[str]) -> list[Memory]:
     weights = [1.0 / (r + 1) for r in range(len(vocab))]
     recs = []
@@ -50,13 +65,13 @@ def _records(rng: random.Random, vocab: list[str]) -> list[Memory]:
             words += ["yesterday"]  # states a time (the time signal)
         t = NOW - rng.randint(0, 400) * DAY - rng.randint(0, 3) * 1000  # many equal updated_at
         structured = i % 10 == 0
-        recs.append(Memory(
+        recs.append(_with_vector(Memory(
             id=f"m{i:05d}", text=" ".join(words), created_at=t, updated_at=t,
             source={"session_id": f"s{i % 3}"},  # same day, same session: neighbours
             entities=rng.sample(PEOPLE, rng.randint(0, 2)), tags=rng.sample(TAGS, rng.randint(0, 2)),
             pinned=rng.random() < 0.05, corroboration=rng.choice([0, 0, 0, 1, 2, 7]),
             name=f"note_{words[0]}" if structured else None,
-            description=" ".join(rng.choices(vocab, weights=weights, k=4)) if structured else None))
+            description=" ".join(rng.choices(vocab, weights=weights, k=4)) if structured else None), rng))
     return recs
 
 
@@ -86,8 +101,8 @@ def corpus(tmp_path_factory):
         apply(recs[i:i + 2500])
     for _round in range(3):  # small commits: replaced and retired documents in older segments
         picks = rng.sample(recs, 150)
-        apply([r.model_copy(update={"text": r.text + " " + " ".join(rng.sample(vocab[:50], 3)),
-                                    "updated_at": r.updated_at + DAY}) for r in picks[:100]]
+        apply([_with_vector(r.model_copy(update={"text": r.text + " " + " ".join(rng.sample(vocab[:50], 3)),
+                                                 "updated_at": r.updated_at + DAY}), rng) for r in picks[:100]]
               + [r.model_copy(update={"invalid_at": NOW - DAY}) for r in picks[100:]])
     leaves = [(leaf, entry.stats_cache, "b") for leaf, _off in entry.reader().leaf_readers()]
     assert len(leaves) > 1 and any(leaf.has_deletions() for leaf, _c, _b in leaves)
@@ -112,13 +127,16 @@ def _month(ms: int) -> str:
 
 
 def _check(corpus, tuning: MemoryTuning, limit: int, sample: bool = False, **kw) -> int:
-    """Hits compared over every query of the set (``sample``: every fourth, and the dated ones)."""
+    """Hits compared over every query of the set (``sample``: every fourth, and the dated ones),
+    each query with a sentence vector (the semantic signal's input: ``w_semantic`` is 0 here)."""
     leaves, reference, vocab = corpus
     compared = 0
     qs = _queries(vocab)
+    rng = random.Random(11)
     for q in (qs[:-4:4] + qs[-4:]) if sample else qs:
         hits, _n = recall_mod._rank(leaves, q, limit=limit, tuning=tuning, filter=None, now=NOW,
-                                    tag=kw.get("tag"), include_superseded=kw.get("include_superseded", False))
+                                    tag=kw.get("tag"), include_superseded=kw.get("include_superseded", False),
+                                    query_vector=_unit(rng))
         want = reference.rank(q, limit=limit, tuning=tuning, now=NOW, **kw)
         assert [h.memory.id for h in hits] == [w.id for w in want], q
         for h, w in zip(hits, want, strict=True):
@@ -130,7 +148,8 @@ def _check(corpus, tuning: MemoryTuning, limit: int, sample: bool = False, **kw)
     return compared
 
 
-OFF = {"w_prf": 0.0, "w_time": 0.0, "w_neighbour": 0.0}  # the signals of chalicelib.search.signals off
+# the signals of chalicelib.search.signals off, and the semantic signal: weight 0 is today's ranking exactly
+OFF = {"w_prf": 0.0, "w_time": 0.0, "w_neighbour": 0.0, "w_semantic": 0.0}
 
 
 def test_ranking_equals_the_reference_with_the_new_signals_off(corpus):
@@ -150,8 +169,9 @@ def test_ranking_equals_the_reference_with_a_tag_and_retired_memories(corpus):
 
 
 def test_ranking_equals_the_reference_with_the_default_signals(corpus):
-    """The shipped defaults (time and neighbourhood on, feedback off) on every query."""
-    defaults = MemoryTuning()
+    """The shipped defaults (time and neighbourhood on, feedback off) on every query, the semantic
+    signal at weight 0 (the reference has none; its vectors are in the corpus and the query)."""
+    defaults = MemoryTuning(w_semantic=0.0)
     assert defaults.w_time and defaults.w_neighbour, "the defaults run no new signal"
     assert _check(corpus, defaults, limit=30) > 1000
 
@@ -173,3 +193,19 @@ def test_each_new_signal_changes_some_ranking(corpus):
                 for h in recall_mod._rank(leaves, q, limit=20, tuning=tuning, filter=None, now=NOW, tag=None,
                                           include_superseded=False)[0]]
         assert any(v > 0 for v in seen), name
+
+
+def test_the_semantic_signal_reaches_the_ranking_when_weighted(corpus):
+    """The same corpus and query vectors at the default semantic weight: some ranking changes, so
+    the weight-0 checks above compare against a signal that is alive."""
+    leaves, reference, vocab = corpus
+    tuning = MemoryTuning(**{**OFF, "w_semantic": 24.0, "semantic_floor": 0.0})
+    rng = random.Random(11)
+    changed = 0
+    for q in _queries(vocab):
+        hits, _n = recall_mod._rank(leaves, q, limit=20, tuning=tuning, filter=None, now=NOW, tag=None,
+                                    include_superseded=False, query_vector=_unit(rng))
+        want = reference.rank(q, limit=20, tuning=tuning, now=NOW)
+        assert all("semantic" in h.signals for h in hits)
+        changed += [h.memory.id for h in hits] != [w.id for w in want]
+    assert changed > 0

@@ -43,7 +43,7 @@ def test_a_recall_through_the_api_emits_its_emf_line(api, cache, capsys):
     (line,) = _emf(out, "recall")
     assert _metric_names(line) == {"RecallMs", "RecallCandidates", "RecallBanks"}
     assert line["RecallCandidates"] == 2 and line["RecallBanks"] == 1 and line["RecallMs"] >= 0
-    assert line["retrieval"] == "bm25-entity"
+    assert line["retrieval"] == "bm25-entity+semantic"
     assert "zebra" not in json.dumps(line)  # never the query or memory text
 
 
@@ -56,7 +56,7 @@ def test_search_recall_emits_one_line_per_call_as_of_included(cache, capsys):
     recall("o", ["r"], "quartz", limit=5, as_of=now_ms())
     lines = _emf(capsys.readouterr().out, "recall")
     assert [(d["retrieval"], d["RecallBanks"], d["RecallCandidates"]) for d in lines] == [
-        ("bm25-entity", 1, 1), ("bm25-entity+as_of", 1, 1)]
+        ("bm25-entity+semantic", 1, 1), ("bm25-entity+as_of", 1, 1)]
 
 
 def test_catch_up_snapshot_load_and_rebuild_emit_theirs(aws, tmp_path, capsys):

@@ -100,8 +100,9 @@ def test_no_match_returns_nothing(api, cache):
 
 
 def _signals_off(monkeypatch) -> None:
-    """Feedback, time and neighbourhood off (``chalicelib.search.signals``): the base formula alone."""
-    for key in ("W_PRF", "W_TIME", "W_NEIGHBOUR"):
+    """Feedback, time and neighbourhood off (``chalicelib.search.signals``), and the semantic
+    signal (``chalicelib.search.fusion``): the base formula alone."""
+    for key in ("W_PRF", "W_TIME", "W_NEIGHBOUR", "W_SEMANTIC"):
         monkeypatch.setenv(f"CAIRN_MEMORY_{key}", "0")
 
 

@@ -58,7 +58,7 @@ def test_a_value_out_of_range_is_refused_and_recall_stays_json(api, client, toke
     assert status == 400 and body["code"] == "invalid_config", body
     assert [p["key"] for p in body["details"]["problems"]] == [key]
     got = _recall(client, token)
-    assert got["memories"] and got["retrieval"] == "bm25-entity+last-good-tuning"
+    assert got["memories"] and got["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     assert all(math.isfinite(h["score"]) for h in got["memories"])
 
 
@@ -68,12 +68,12 @@ def test_warm_and_cold_containers_report_the_same(api, client, token, tmp_path, 
     monkeypatch.setenv("CAIRN_CONFIG_FILE", str(f))
     f.write_text("[memory]\nrecall_limit = 4\n")
     assert api.post("/v1/reload")[0] == 200
-    assert _recall(client, token)["retrieval"] == "bm25-entity"  # warm, valid
+    assert _recall(client, token)["retrieval"] == "bm25-entity+semantic"  # warm, valid
     f.write_text("[memory]\nrecall_limit = 4\nw_bm25 = inf\n")  # edited under the running container
     warm = (_recall(client, token)["retrieval"], _tuning_check(api))
     cold_container()
     cold = (_recall(client, token)["retrieval"], _tuning_check(api))
-    assert warm[0] == cold[0] == "bm25-entity+last-good-tuning"
+    assert warm[0] == cold[0] == "bm25-entity+semantic+last-good-tuning"
     assert warm[1]["ok"] is cold[1]["ok"] is False
     assert "memory.w_bm25" in warm[1]["detail"] and "memory.w_bm25" in cold[1]["detail"]
     assert tuning_mod.get_tuning().recall_limit == 4  # the last good one runs
@@ -88,12 +88,12 @@ def test_an_invalid_bucket_edit_reaches_every_container(api, client, token):
     blobs.put_text("config/memory.toml", "[memory]\nrecall_limit = 3\n")
     assert reload_config()["action"] == "config_reloaded"
     before, good = read_version(), read_last_good()
-    assert _recall(client, token)["retrieval"] == "bm25-entity"
+    assert _recall(client, token)["retrieval"] == "bm25-entity+semantic"
     blobs.put_text("config/memory.toml", "[memory]\nw_pinned = inf\n")
     result = reload_config()
     assert result["action"] == "config_invalid" and result["config_version"] == before + 1 == read_version()
     assert read_last_good() == good
-    assert _recall(client, token)["retrieval"] == "bm25-entity+last-good-tuning"
+    assert _recall(client, token)["retrieval"] == "bm25-entity+semantic+last-good-tuning"
     assert "memory.w_pinned" in _tuning_check(api)["detail"]
 
 

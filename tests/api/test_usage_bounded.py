@@ -72,7 +72,7 @@ def test_hooks_naming_made_up_banks_count_under_one_key_beside_a_bucket_they_nev
     for i in range(300):
         status, body = hook(api, f"made-up-{i}")
         assert status == 200 and body["retrieval"] == "rules-only", body
-    assert hook(api, "main")[1]["retrieval"] == "bm25-entity"
+    assert hook(api, "main")[1]["retrieval"] == "bm25-entity+semantic"
     items = usage_items()
     assert not [i for i in items if any(a.startswith("made-up-") for a in i)], "a made-up name became a key"
     unknown = [i for i in items if "?|hook" in i]

@@ -30,7 +30,8 @@ def test_the_first_make_run_is_announced_not_silent():
 def test_the_recall_example_shows_only_signals_a_default_response_has():
     """The response's signals are tests/api/test_readme_recall.py's business; here the example's
     keys are read from the README so both use the same parse."""
-    assert set(example_signals()) == {"bm25", "entity", "corroboration", "pinned", "recency", "time", "neighbour"}
+    assert set(example_signals()) == {"bm25", "entity", "corroboration", "pinned", "recency", "time", "neighbour",
+                                      "semantic"}
 
 
 def example_signals() -> list[str]:

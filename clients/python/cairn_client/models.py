@@ -1239,6 +1239,7 @@ class RecallSignals(BaseModel):
     prf: Annotated[float | None, Field(title="Prf")] = None
     time: Annotated[float | None, Field(title="Time")] = None
     neighbour: Annotated[float | None, Field(title="Neighbour")] = None
+    semantic: Annotated[float | None, Field(title="Semantic")] = None
 
 
 class ReloadResult(BaseModel):
