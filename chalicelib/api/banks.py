@@ -22,7 +22,7 @@ from ..banks.records import (
     SupersedeRequest,
     UpdateRequest,
 )
-from ..banks.service import Bank, History, MemoryPage, TrashEntry
+from ..banks.service import Bank, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
 from ..core.records import SaveResult
 from ..errors import BadRequest
@@ -31,7 +31,18 @@ from ..names import check_name
 from ..settings import get_settings
 from ..tuning import get_tuning
 from . import banks_models as m
-from .http import Ctx, IntRange, QueryBool, Raw, Reply, damaged_header, endpoint, parse_json, parse_query
+from .http import (
+    Ctx,
+    IntRange,
+    QueryBool,
+    Raw,
+    Reply,
+    damaged_header,
+    endpoint,
+    parse_json,
+    parse_query,
+    render_history,
+)
 
 bp = Blueprint(__name__)
 
@@ -67,12 +78,6 @@ def render_page(page: MemoryPage) -> dict[str, Any]:
     if page.damaged:
         body["damaged"] = page.damaged
     return body
-
-
-def render_history(h: History) -> dict[str, Any]:
-    """``{revisions: [record + {op, seq, actor}], damaged?}``."""
-    revs = [{**r.record.public(), "op": r.op, "seq": r.seq, "actor": r.actor} for r in h.revisions]
-    return {"revisions": revs, **({"damaged": h.damaged} if h.damaged else {})}
 
 
 def render_import(result: ImportResult) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 from urllib.parse import unquote
@@ -33,6 +33,8 @@ from pydantic_core import CoreSchema, PydanticUseDefault, core_schema
 from .. import patterns, timing, validation
 from ..auth.principal import Principal
 from ..auth.tokens import authenticate
+from ..core.records import Memory
+from ..core.store import History
 from ..errors import (
     CODES,
     BadRequest,
@@ -86,6 +88,14 @@ def damaged_header(count: int) -> dict[str, str]:
     """``{"X-Cairn-Damaged": "<count>"}`` when a listing or export left ``count`` damaged stored
     records out (or replaced them by markers), else ``{}``."""
     return {DAMAGED_HEADER: str(count)} if count else {}
+
+
+def render_history(h: History, shape: Callable[[Memory], Mapping[str, object]] = Memory.public) -> dict[str, Any]:
+    """``{revisions: [shape(record) + {op, seq, actor}], damaged?}``, oldest first: one renderer
+    for every memory history (a bank memory's ``public()`` shape by default; the structured
+    routes pass Turnstone's row)."""
+    revs = [{**shape(r.record), "op": r.op, "seq": r.seq, "actor": r.actor} for r in h.revisions]
+    return {"revisions": revs, **({"damaged": h.damaged} if h.damaged else {})}
 
 
 @dataclass

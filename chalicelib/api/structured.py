@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchem
 
 from .. import validation
 from ..auth.principal import Permission
+from ..core.records import Memory
 from ..errors import BadRequest
 from ..inject.render import BYTES_PER_TOKEN
 from ..structured import (
@@ -29,7 +30,7 @@ from ..structured import (
     workstreams,
 )
 from ..usage import meter
-from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
+from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query, render_history
 from .structured_models import (
     AdminMemoryDeleted,
     MemoryAuditPage,
@@ -43,6 +44,7 @@ from .structured_models import (
     SessionEnded,
     StructuredMemory,
     StructuredMemoryDeleted,
+    StructuredMemoryHistory,
     StructuredMemoryList,
     StructuredSession,
     StructuredSessionPage,
@@ -557,6 +559,21 @@ def admin_delete_memory(ctx: Ctx, memory_id: str):
     ``{"status": "ok"}``; 404 ``Memory not found`` with no audit event."""
     admin.delete_by_id(ctx.principal.org_id, memory_id, actor=ctx.principal.actor)
     return {"status": "ok"}
+
+
+def _revision_row(rec: Memory) -> dict[str, Any]:
+    """A revision as Turnstone's row (touch counters not kept per revision) plus its
+    ``updated_at`` in ms."""
+    return {**dataclasses.asdict(memories.row(rec)), "updated_at": rec.updated_at}
+
+
+@endpoint(bp, "/v1/api/admin/memories/{memory_id}/history", ["GET"], permission=ADMIN,
+          responses={200: StructuredMemoryHistory}, errors=("memory_not_found", "damaged"))
+def admin_memory_history(ctx: Ctx, memory_id: str):
+    """A memory's revisions by id (admin), oldest first, a deleted memory's included.
+
+    ``{revisions: [memory + {op, seq, actor, updated_at}], damaged?}``; 404 ``Memory not found``."""
+    return render_history(admin.history_by_id(ctx.principal.org_id, memory_id), _revision_row)
 
 
 @endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN, query=MemoryAuditQuery,

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from .banks_models import DamagedRevision
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -150,6 +152,28 @@ class AdminMemoryDeleted(_Body):
     """The memory was deleted."""
 
     status: Literal["ok"]
+
+
+class StructuredMemoryRevision(StructuredMemory):
+    """One revision of a structured memory: the row as that revision wrote it (touch counters
+    are not kept per revision: ``last_accessed`` ``""``, ``access_count`` 0), what wrote it and
+    who."""
+
+    op: str = Field(description="What wrote it: save, update, delete or import.")
+    seq: int = Field(description="Its position in the namespace's change log.")
+    actor: str | None = Field(description="Who wrote it, as the audit trail names actors (person:alice, "
+                              "api_key:tok_...); null for revisions written before revisions named their author.")
+    updated_at: int = Field(description="When it was written, ms since the epoch (`updated` to the second).")
+
+
+class StructuredMemoryHistory(_Body):
+    """A structured memory's revisions, oldest first.
+
+    A deleted memory's last one is its tombstone (``op`` ``delete``), with the content it had."""
+
+    revisions: list[StructuredMemoryRevision]
+    damaged: list[DamagedRevision] | None = Field(
+        None, description="Revisions left out because they could not be read (only when there are some).")
 
 
 class MemoryAuditEvent(_Body):

@@ -22,6 +22,7 @@ from ..core.records import Confidence, Memory, SaveResult, Source
 from ..core.store import (
     BankRow,
     BankTx,
+    History,
     MemoryRow,
     Write,
     current,
@@ -80,27 +81,6 @@ class MemoryPage:
     total: int | None
     next_cursor: str | None
     damaged: list[dict[str, str]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Revision:
-    """One revision of a memory: its record, the op that wrote it, its bank ``seq`` and who wrote
-    it (the audit actor, e.g. ``person:alice`` or ``system:extraction``; ``None`` for revisions
-    written before revisions named their author)."""
-
-    record: Memory
-    op: str
-    seq: int
-    actor: str | None = None
-
-
-@dataclass
-class History:
-    """Every readable revision of one memory, oldest first, and ``{id, seq, reason}`` of each
-    revision that cannot be read."""
-
-    revisions: list[Revision]
-    damaged: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -765,17 +745,11 @@ def list_memories(org_id: str, bank: str, *, limit: int | None = None, cursor: s
 
 
 def history(org_id: str, bank: str, memory_id: str) -> History:
-    """Every revision of one memory, oldest first; a revision that cannot be read is listed in
-    ``damaged`` as ``{id, seq, reason}`` instead. Answers even when the current record is
+    """Every revision of one memory, oldest first (``core.store.memory_history``); 404
+    ``bank_not_found`` / ``memory_not_found``. Answers even when the current record is
     damaged."""
     row, _ = require_item(org_id, bank, memory_id)
-    out = History(revisions=[])
-    for seq, op, r, actor in store.iter_memory_history(row.incarnation, memory_id):
-        if isinstance(r, Damaged):
-            out.damaged.append({**r.entry(), "seq": seq})
-        else:
-            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor))
-    return out
+    return store.memory_history(row.incarnation, memory_id)
 
 
 def tags(org_id: str, bank: str) -> list[TagCount]:

@@ -915,6 +915,40 @@ def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Me
         yield int(rev.seq), rev.op, revision_record(rev), actor
 
 
+@dataclass(frozen=True)
+class Revision:
+    """One revision of a memory: its record, the op that wrote it, its bank ``seq`` and who wrote
+    it (the audit actor, e.g. ``person:alice`` or ``system:extraction``; ``None`` for revisions
+    written before revisions named their author)."""
+
+    record: Memory
+    op: str
+    seq: int
+    actor: str | None = None
+
+
+@dataclass
+class History:
+    """Every readable revision of one memory, oldest first, and ``{id, seq, reason}`` of each
+    revision that cannot be read."""
+
+    revisions: list[Revision]
+    damaged: list[dict[str, Any]] = field(default_factory=list)
+
+
+def memory_history(inc: str, memory_id: str) -> History:
+    """Every revision of one memory of incarnation ``inc`` (a bank memory or a structured one),
+    oldest first; a revision that cannot be read is listed in ``damaged`` as ``{id, seq, reason}``
+    instead."""
+    out = History(revisions=[])
+    for seq, op, r, actor in iter_memory_history(inc, memory_id):
+        if isinstance(r, Damaged):
+            out.damaged.append({**r.entry(), "seq": seq})
+        else:
+            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor))
+    return out
+
+
 def delete_memory_revisions(inc: str, memory_id: str) -> int:
     """Delete every revision of one memory (a purge: no stored key or value keeps its id);
     returns how many. A reader whose index has not applied them sees a gap and rebuilds."""

@@ -347,7 +347,8 @@ class StructuredModel(_Base):
     ``workstream#<id>``, ``project#<id>``, ``member#<project_id>#<user_id>``, ``nudge#<session>#<type>``
     (``created_at`` = the last nudge of that type) and ``mem#<memory_id>``
     (where a memory lives, plus its touch counters ``access_count``/``last_accessed``, kept out of
-    the memory record so a touch changes neither ``seq`` nor revision)."""
+    the memory record so a touch changes neither ``seq`` nor revision); ``deleted#<memory_id>``:
+    where a deleted memory lived."""
 
     class Meta(_Base.Meta):
         pass
@@ -355,7 +356,7 @@ class StructuredModel(_Base):
     LOGICAL_NAME = "structured"
     org_id = UnicodeAttribute(hash_key=True)
     sk = UnicodeAttribute(range_key=True)
-    kind = UnicodeAttribute()  # session | workstream | project | member | mem
+    kind = UnicodeAttribute()  # session | workstream | project | member | mem | deleted
     data = JSONAttribute(null=True)  # the object's fields (pydantic-validated by its module)
     access_count = NumberAttribute(null=True)  # mem# items: atomic counter
     last_accessed = NumberAttribute(null=True)  # mem# items: ms since epoch

@@ -1,7 +1,8 @@
 """The admin API over structured memory, for ``admin.memories``
 principals: list and search across every scope of the org (no automatic scope resolution; limits
 clamped, not rejected), get, description patch and delete by ``memory_id`` (a miss is 404
-``Memory not found`` with nothing written or audited), the import of Turnstone ndjson rows, and
+``Memory not found`` with nothing written or audited), the revision history by ``memory_id``
+(deleted memories' too), the import of Turnstone ndjson rows, and
 the audit pages.
 
 Import: one Turnstone row per line (``memory_id?, name, description, type?, scope, scope_id,
@@ -28,6 +29,7 @@ from ..core.ndjson import check_inline_size, lines_of, parse_line
 from ..core.records import Memory
 from ..core.store import (
     BankTx,
+    History,
     Write,
     bank_names,
     current,
@@ -36,6 +38,7 @@ from ..core.store import (
     get_bank_row,
     get_item,
     lane_batches,
+    memory_history,
     name_pointer,
     record_of,
     stage_name_pointer,
@@ -82,8 +85,12 @@ def _missing() -> NotFound:
     return NotFound("Memory not found", code="memory_not_found")
 
 
-def _locate(org_id: str, memory_id: str) -> Target:
+def _locate(org_id: str, memory_id: str, *, deleted: bool = False) -> Target:
+    """The namespace of memory ``memory_id`` (with ``deleted``: also of a deleted one); 404
+    ``Memory not found``."""
     loc = objects.location(org_id, memory_id) if len(memory_id) <= 64 else None
+    if loc is None and deleted and len(memory_id) <= 64:
+        loc = objects.location(org_id, memory_id, deleted=True)
     if loc is None:
         raise _missing()
     return Target(loc.scope, loc.scope_id)
@@ -98,6 +105,17 @@ def get_by_id(org_id: str, memory_id: str) -> Row:
     if rec is None or not rec.live:
         raise _missing()
     return memories.rows(org_id, [rec])[0]
+
+
+def history_by_id(org_id: str, memory_id: str) -> History:
+    """``GET /v1/api/admin/memories/{memory_id}/history``: every revision, oldest first
+    (``core.store.memory_history``), of a live memory or of a deleted one (found through where
+    it lived: its tombstone is the last revision, with the text it had). 404 ``Memory not found``
+    for an id this org never had; 409 ``damaged`` when its location item cannot be read."""
+    brow = get_bank_row(org_id, _locate(org_id, memory_id, deleted=True).bank)
+    if brow is None or get_item(brow.incarnation, memory_id) is None:
+        raise _missing()
+    return memory_history(brow.incarnation, memory_id)
 
 
 class DescriptionPatch(BaseModel):

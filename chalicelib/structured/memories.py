@@ -8,7 +8,8 @@ delete is one transaction with the namespace's ``seq`` advance, the name pointer
 identity yield one memory: the loser's transaction is retried and becomes an update), the
 location item ``mem#<memory_id>`` in the ``structured`` table and the audit event
 (``memory.save``/``memory.update``/``memory.delete``: ids, name, scope, type, surface, never the
-content). A delete tombstones the record (history kept) and removes both pointers.
+content). A delete tombstones the record (history kept) and removes both pointers; the location
+moves to ``deleted#<memory_id>``, so an admin can still read the deleted memory's history by id.
 
 Touching (``last_accessed``, ``access_count``) is an atomic counter update of the location item:
 neither ``seq`` nor revision changes and it is not audited.
@@ -360,7 +361,7 @@ def _change(org_id: str, target: Target, *, name: str | None = None, memory_id: 
         btx.stage(bank, brow, [Write(rec, prev, op, None, guard)], actor)
         if remove:
             stage_drop_name_pointer(btx.tx, brow.incarnation, prev.name or "", prev.id)
-            objects.stage_drop_location(btx.tx, org_id, prev.id)
+            objects.stage_retire_location(btx.tx, org_id, prev.id, location_fields(prev))
         audit.add_to(btx.tx, org_id, action, actor, prev.id, _audit_details(rec, surface))
         return rec
 

@@ -1,6 +1,6 @@
 """Storage of structured memory's own objects (sessions, workstreams, projects, members, nudges,
-memory locations) in the ``structured`` table: one item per object, ``(org_id, "<kind>#<id>")``,
-fields in ``data``. Every read is a consistent GetItem or a key query; never a scan.
+memory locations, deleted memories' locations) in the ``structured`` table: one item per object,
+``(org_id, "<kind>#<id>")``, fields in ``data``. Every read is a consistent GetItem or a key query; never a scan.
 
 This is the only structured module that knows the table and its keys: the rest of the area calls
 the named functions below (``data``, ``insert``, ``stage_location``, ``touch`` ...). The writes of
@@ -69,6 +69,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "project": {"project_id": str, "name": str},
     "member": {"access": str},
     "mem": {"scope": str},
+    "deleted": {"scope": str},
 }
 
 
@@ -255,7 +256,7 @@ def claim(org_id: str, kind: str, parts: tuple[str, ...], fields: dict[str, Any]
         raise
 
 
-# --- memory locations (``mem#<memory_id>``) -------------------------------------------------
+# --- memory locations (``mem#<memory_id>``, ``deleted#<memory_id>``) -----------------------------
 
 @dataclass(frozen=True)
 class Touches:
@@ -274,10 +275,11 @@ class Location:
     name: str | None
 
 
-def location(org_id: str, memory_id: str, *, strict: bool = True) -> Location | None:
+def location(org_id: str, memory_id: str, *, strict: bool = True, deleted: bool = False) -> Location | None:
     """Where a memory lives, or ``None``; 409 ``damaged`` (``None`` with ``strict=False``) when
-    its location item cannot be read."""
-    d = data(org_id, "mem", memory_id, strict=strict)
+    its location item cannot be read. With ``deleted``: where a deleted memory lived (its
+    ``deleted#<memory_id>`` item), so its history can still be found by id."""
+    d = data(org_id, "deleted" if deleted else "mem", memory_id, strict=strict)
     return Location(d.text("scope"), d.text("scope_id"), d.opt("name")) if d is not None else None
 
 
@@ -343,6 +345,9 @@ def stage_location(tx: TransactWrite, org_id: str, memory_id: str, fields: dict[
     tx.save(item, condition=StructuredModel.sk.does_not_exist())
 
 
-def stage_drop_location(tx: TransactWrite, org_id: str, memory_id: str) -> None:
-    """Stage the deletion of a memory's location item into ``tx`` (it must exist)."""
+def stage_retire_location(tx: TransactWrite, org_id: str, memory_id: str, fields: dict[str, Any]) -> None:
+    """Stage a memory's delete into ``tx``: its location item (which must exist) and touch
+    counters go; ``deleted#<memory_id>`` keeps ``fields`` (``{scope, scope_id, name}``), so the
+    deleted memory's history stays reachable by id (a later delete of the same id replaces it)."""
     tx.delete(new(org_id, "mem", (memory_id,), {}), condition=StructuredModel.sk.exists())
+    tx.save(new(org_id, "deleted", (memory_id,), fields))

@@ -632,6 +632,8 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("GET", "/v1/api/admin/memories/search"): {"search": lambda w: Call("/v1/api/admin/memories/search",
                                                                         query={"q": "keeps"})},
     ("GET", "/v1/api/admin/memories/{memory_id}"): {"user": lambda w: Call(f"/v1/api/admin/memories/{w.umem}")},
+    ("GET", "/v1/api/admin/memories/{memory_id}/history"): {
+        "user": lambda w: Call(f"/v1/api/admin/memories/{w.umem}/history")},
     ("PATCH", "/v1/api/admin/memories/{memory_id}"): {"describe": lambda w: Call(
         f"/v1/api/admin/memories/{w.smem}", {"description": "New description"}, touches=_scope(w, "global"))},
     ("DELETE", "/v1/api/admin/memories/{memory_id}"): {"delete": _admin_delete},

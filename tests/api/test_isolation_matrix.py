@@ -289,6 +289,9 @@ class Placement:
                 touch = {k: v for k, v in a.items() if k in TOUCH_ATTRS}
                 rest_attrs = {k: v for k, v in a.items() if k not in TOUCH_ATTRS}
                 return [(scope, rest_attrs), ((org, "touch", *scope[2:]), {"sk": sk, **touch})]
+            if kind == "deleted":  # where a deleted memory lived: its scope's
+                d = _data(a)
+                return [((org, "scope", d.get("scope", "?"), d.get("scope_id", "")), a)]
             return [((org, "structured", kind), a)]
         if table == "extraction":
             org = a.get("org_id") or a["session_key"].partition("#")[0]

@@ -557,6 +557,13 @@ class AsyncAdmin(Surface):
         """The row; 404 ``NotFound``."""
         return await self._t.call("admin_get_memory", path={"memory_id": memory_id})
 
+    @operation("admin_memory_history")
+    async def memory_history(self, memory_id: str) -> r.AdminMemoryHistory:
+        """Every revision, oldest first, a deleted memory's included: ``{revisions, damaged?}``
+        (each revision the row plus ``op, seq, actor, updated_at``); 404 ``NotFound``. To
+        restore one, save its ``content`` back under its name and scope."""
+        return await self._t.call("admin_memory_history", path={"memory_id": memory_id})
+
     @operation("admin_patch_memory")
     async def update_memory(self, memory_id: str, description: str) -> r.AdminPatchMemory:
         """The row with its new description."""

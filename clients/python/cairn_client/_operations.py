@@ -10,6 +10,7 @@ OPERATIONS: dict[str, Op] = {
     "admin_import": Op("POST", "/v1/api/admin/memories/import", {200: "MemoryImportReport"}),
     "admin_list_memories": Op("GET", "/v1/api/admin/memories", {200: "StructuredMemoryList"}),
     "admin_memory_audit": Op("GET", "/v1/api/admin/audit", {200: "MemoryAuditPage"}),
+    "admin_memory_history": Op("GET", "/v1/api/admin/memories/{memory_id}/history", {200: "StructuredMemoryHistory"}),
     "admin_patch_memory": Op("PATCH", "/v1/api/admin/memories/{memory_id}", {200: "StructuredMemory"}),
     "admin_search_memories": Op("GET", "/v1/api/admin/memories/search", {200: "StructuredMemoryList"}),
     "archive_entry": Op("POST", "/api/v1/context/memory/entries/{entry_id}/archive", {200: "TeamEntry"}),

@@ -13,6 +13,7 @@ AdminGetMemory: TypeAlias = models.StructuredMemory
 AdminImport: TypeAlias = models.MemoryImportReport
 AdminListMemories: TypeAlias = models.StructuredMemoryList
 AdminMemoryAudit: TypeAlias = models.MemoryAuditPage
+AdminMemoryHistory: TypeAlias = models.StructuredMemoryHistory
 AdminPatchMemory: TypeAlias = models.StructuredMemory
 AdminSearchMemories: TypeAlias = models.StructuredMemoryList
 ArchiveEntry: TypeAlias = models.TeamEntry

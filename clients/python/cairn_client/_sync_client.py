@@ -558,6 +558,13 @@ class Admin(Surface):
         """The row; 404 ``NotFound``."""
         return self._t.call("admin_get_memory", path={"memory_id": memory_id})
 
+    @operation("admin_memory_history")
+    def memory_history(self, memory_id: str) -> r.AdminMemoryHistory:
+        """Every revision, oldest first, a deleted memory's included: ``{revisions, damaged?}``
+        (each revision the row plus ``op, seq, actor, updated_at``); 404 ``NotFound``. To
+        restore one, save its ``content`` back under its name and scope."""
+        return self._t.call("admin_memory_history", path={"memory_id": memory_id})
+
     @operation("admin_patch_memory")
     def update_memory(self, memory_id: str, description: str) -> r.AdminPatchMemory:
         """The row with its new description."""

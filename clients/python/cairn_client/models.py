@@ -1586,6 +1586,81 @@ class StructuredMemoryList(BaseModel):
     ]
 
 
+class StructuredMemoryRevision(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory_id: Annotated[
+        str,
+        Field(description="The memory's UUID; kept across updates.", title="Memory Id"),
+    ]
+    name: Annotated[
+        str,
+        Field(
+            description="Normalized snake_case name, unique within (scope, scope_id).",
+            title="Name",
+        ),
+    ]
+    description: Annotated[
+        str, Field(description="The relevance summary.", title="Description")
+    ]
+    type: Annotated[
+        str,
+        Field(description="One of user, general, feedback, reference.", title="Type"),
+    ]
+    scope: Annotated[
+        str,
+        Field(
+            description="One of global, workstream, user, coordinator, project.",
+            title="Scope",
+        ),
+    ]
+    scope_id: Annotated[
+        str,
+        Field(description="The scope's qualifier: empty for global.", title="Scope Id"),
+    ]
+    created: Annotated[
+        str, Field(description="UTC time YYYY-MM-DDTHH:MM:SS.", title="Created")
+    ]
+    updated: Annotated[
+        str, Field(description="UTC time YYYY-MM-DDTHH:MM:SS.", title="Updated")
+    ]
+    last_accessed: Annotated[
+        str,
+        Field(
+            description="UTC time YYYY-MM-DDTHH:MM:SS of the last injection; empty until then.",
+            title="Last Accessed",
+        ),
+    ]
+    access_count: Annotated[
+        int,
+        Field(description="How many turns injected this memory.", title="Access Count"),
+    ]
+    content: Annotated[str, Field(title="Content")]
+    op: Annotated[
+        str,
+        Field(description="What wrote it: save, update, delete or import.", title="Op"),
+    ]
+    seq: Annotated[
+        int,
+        Field(description="Its position in the namespace's change log.", title="Seq"),
+    ]
+    actor: Annotated[
+        str | None,
+        Field(
+            description="Who wrote it, as the audit trail names actors (person:alice, api_key:tok_...); null for revisions written before revisions named their author.",
+            title="Actor",
+        ),
+    ]
+    updated_at: Annotated[
+        int,
+        Field(
+            description="When it was written, ms since the epoch (`updated` to the second).",
+            title="Updated At",
+        ),
+    ]
+
+
 class Limit16(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
@@ -2537,6 +2612,20 @@ class ServiceStatus(BaseModel):
     org_config_version: Annotated[int, Field(title="Org Config Version")]
     banks: Annotated[list[BankStatus], Field(title="Banks")]
     next_cursor: Annotated[str | None, Field(title="Next Cursor")] = None
+
+
+class StructuredMemoryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    revisions: Annotated[list[StructuredMemoryRevision], Field(title="Revisions")]
+    damaged: Annotated[
+        list[DamagedRevision] | None,
+        Field(
+            description="Revisions left out because they could not be read (only when there are some).",
+            title="Damaged",
+        ),
+    ] = None
 
 
 class TeamAttribution(BaseModel):
