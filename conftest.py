@@ -12,10 +12,17 @@ two rows of ``!``. Reports travel from xdist's workers to the process that print
 module globals do not, so nothing else carries these lines. Each distinct line prints once, in
 the order first seen.
 
+Threads: ``infra.threads.pin()`` runs here, before any test module imports numpy, so the suite
+computes on one BLAS thread as Lambda does.
+
 Pure: imports neither boto3 nor moto (pytest loads this file for tests/unit too).
 """
 
 from __future__ import annotations
+
+from infra.threads import pin
+
+pin()  # before numpy loads (module docstring)
 
 KINDS = ("summary", "alarm")
 LAYERS = ("tests/e2e/", "tests/api/", "tests/unit/")  # the order they run in

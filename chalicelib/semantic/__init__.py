@@ -59,6 +59,7 @@ def _load() -> bool:
         model = MiniLM(folder)
         tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tok.no_padding()
+        tok.no_truncation()  # tokenizer.json cuts at 128; _ids applies the window rule
     except (OSError, ImportError, ValueError, KeyError) as exc:
         _failed = f"{type(exc).__name__}: {exc}"
         return False
