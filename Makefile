@@ -58,14 +58,20 @@ bench: venv model
 	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \
 	else echo "bench: no benchmark suite yet (python -m bench)"; fi
 
-# CloudFormation for $(STAGE) into build/, then cfn-lint on it and a check that the zip holds RE2.
+# CloudFormation for $(STAGE) into build/, then cfn-lint on it, a check that the zip holds RE2, and
+# infra/package_check.py: no "Could not install dependencies" from chalice (it only warns, exit 0),
+# the sizes (fails over 220 MiB unzipped), thread pins, and the unzipped package alone importing app
+# and embedding the reference sentences (tests/data/semantic-reference.json).
 package: venv model
 	rm -rf build
-	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package --merge-template infra/template.json --stage $(STAGE) build/
+	@log=$$(mktemp); AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package \
+		--merge-template infra/template.json --stage $(STAGE) build/ >$$log 2>&1; rc=$$?; cat $$log; \
+	mkdir -p build && mv $$log build/chalice-package.log; exit $$rc
 	$(BIN)/cfn-lint build/sam.json
 	@# chalice only warns when it finds no manylinux wheel for a native module: check the zip holds RE2's
-	@$(BIN)/python -m zipfile -l build/deployment.zip | grep -q '_re2.cpython-311-x86_64-linux-gnu.so' \
+	@$(BIN)/python -m zipfile -l build/deployment.zip | grep -c '_re2.cpython-311-x86_64-linux-gnu.so' >/dev/null \
 		|| { echo "make package: build/deployment.zip lacks google-re2's native module" >&2; exit 1; }
+	$(BIN)/python -m infra.package_check build/deployment.zip --chalice-log build/chalice-package.log --sam build/sam.json
 
 # ruff (ruff.toml) and mypy with the pydantic plugin (mypy.ini); CI runs it before the tests.
 lint: venv
