@@ -1,14 +1,16 @@
 """``python -m bench`` (``make bench``): retrieval quality, recall speed, local stack, writes under contention.
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
-(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``), and
-``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` / ``--speed`` / ``--local`` /
-``--contention`` / ``--mcp`` run those parts only (default: all five); ``--cold`` the cold first
+(``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``,
+``embed``), and ``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` /
+``--speed`` / ``--local`` / ``--contention`` / ``--mcp`` run those parts only (default: all five, and the
+embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
 ``--extraction`` the extraction set's precision and recall per split for today's extractor
-(``bench/extraction_set.py``, under in-process moto; never by default);
+(``bench/extraction_set.py``, under in-process moto; never by default); ``--embed`` the
+semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
@@ -26,6 +28,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 # the benchmarks measure the service, not the per-token rate limit (one token sends every burst);
 # local stacks they start inherit it
@@ -62,6 +65,59 @@ def _write(name: str, text: str, blob: str) -> None:
     (RESULTS / f"{name}.json").write_text(blob)
 
 
+def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, list[str], bool, bool]:
+    """Run one part: ``(data, markdown lines, ok: its figures may become latest-*, good: it did not
+    fail)``."""
+    good = True
+    if part == "embed":
+        from . import embed
+        data, md = embed.run()
+        ok = "error" not in data
+        good = ok
+    elif part == "extraction":
+        from . import extraction_set
+        data, md = extraction_set.run()
+        ok = True
+    elif part == "turn":
+        from . import turn
+        data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
+        ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
+        good = ok
+    elif part == "cold":
+        from . import cold
+        data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
+        ok = "error" not in data
+        good = ok
+        ok = ok and args.stack_root is None
+    elif part == "mcp":
+        from . import mcp
+        data, md = mcp.run()
+        ok = "error" not in data
+        good = ok
+    elif part == "quality":
+        from . import quality
+        data, md = quality.run(tune=args.tune)
+        ok = not data.get("skipped")
+    elif part == "speed":
+        from . import speed
+        data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
+        ok = not any("error" in r for r in data["sizes"].values())
+        good = ok
+    elif part == "contention":
+        from . import contention
+        data, md = contention.run(counter, args.writers, float(args.contention_seconds),
+                                  args.contention_seed)
+        ok = not any("error" in s for s in data["settings"].values())
+        good = ok
+    else:
+        from . import local
+        data, md = local.run(args.stack_root.resolve() if args.stack_root else None)
+        ok = not any("error" in r for r in data["modes"].values())
+        good = ok
+        ok = ok and args.stack_root is None  # another checkout's figures never become latest-local
+    return data, md, ok, good
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the requested parts; each part that ran writes ``bench-<stamp>-<part>.md/.json`` and,
     when it produced figures (not skipped, no size failed), ``latest-<part>.*``. Exit status 1
@@ -86,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
     ap.add_argument("--extraction", action="store_true",
                     help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
+    ap.add_argument("--embed", action="store_true",
+                    help="run the embedder part only: query and document embedding time, model load, RSS")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -97,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction)
+                 or args.turn or args.extraction or args.embed)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -111,50 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
+    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
         if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
             continue
-        if part == "extraction":
-            from . import extraction_set
-            data, md = extraction_set.run()
-            ok = True
-        elif part == "turn":
-            from . import turn
-            data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
-            ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
-            failed = failed or not ok
-        elif part == "cold":
-            from . import cold
-            data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
-            ok = "error" not in data
-            failed = failed or not ok
-            ok = ok and args.stack_root is None
-        elif part == "mcp":
-            from . import mcp
-            data, md = mcp.run()
-            ok = "error" not in data
-            failed = failed or not ok
-        elif part == "quality":
-            from . import quality
-            data, md = quality.run(tune=args.tune)
-            ok = not data.get("skipped")
-        elif part == "speed":
-            from . import speed
-            data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
-            ok = not any("error" in r for r in data["sizes"].values())
-            failed = failed or not ok
-        elif part == "contention":
-            from . import contention
-            data, md = contention.run(counter, args.writers, float(args.contention_seconds),
-                                        args.contention_seed)
-            ok = not any("error" in s for s in data["settings"].values())
-            failed = failed or not ok
-        else:
-            from . import local
-            data, md = local.run(args.stack_root.resolve() if args.stack_root else None)
-            ok = not any("error" in r for r in data["modes"].values())
-            failed = failed or not ok
-            ok = ok and args.stack_root is None  # another checkout's figures never become latest-local
+        data, md, ok, good = _run_part(part, args, counter)
+        failed = failed or not good
         text = "\n".join(head + md) + "\n"
         blob = json.dumps({"started": started, "command": command, part: data}, indent=2, sort_keys=True)
         _write(f"bench-{stamp}-{part}", text, blob)
