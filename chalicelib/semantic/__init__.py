@@ -30,6 +30,7 @@ DIM = 384
 DOC_WINDOW = 256  # word pieces: the model's max_seq_length
 QUERY_WINDOW = 64
 LATIN_MIN = 0.5
+HEAD_CHARS_PER_PIECE = 8  # a long text is first encoded from this many characters per window piece
 DOC_CACHE = 2048  # recent document vectors kept by text (a re-save or a retry embeds nothing)
 
 _lock = threading.Lock()
@@ -90,10 +91,28 @@ def covered(text: str) -> bool:
 
 
 def _ids(text: str, window: int) -> list[int]:
-    ids = _tokenizer.encode(text).ids
-    if len(ids) > window:  # keep [CLS] ... and the closing [SEP]
+    """``text``'s word-piece ids cut to ``window`` ([CLS] and the closing [SEP] kept)."""
+    enc = _encode_head(text, window) or _tokenizer.encode(text)
+    ids = enc.ids
+    if len(ids) > window:
         ids = ids[:window - 1] + ids[-1:]
     return list(ids)
+
+
+def _encode_head(text: str, window: int) -> Any:
+    """The encoding of a prefix of a long ``text`` that holds its whole window (``None``: encode it
+    all). A word piece never spans whitespace and the tokenizer's normalising is per character, so
+    the pieces before the prefix's last space are the whole text's; a 1 MB memory then costs what
+    its first few KB do."""
+    cut = window * HEAD_CHARS_PER_PIECE
+    space = text.rfind(" ", 0, cut) if len(text) > cut else -1
+    if space <= 0:
+        return None
+    enc = _tokenizer.encode(text[:cut])
+    last_kept = window - 2  # the window's last piece before [SEP]
+    if len(enc.ids) > window and enc.offsets[last_kept][1] <= space:
+        return enc
+    return None
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

@@ -218,3 +218,21 @@ def test_the_local_stack_pins_the_threads_before_numpy_loads():
                        timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"False {[THREAD_ENV[k] for k in sorted(THREAD_ENV)]}"
+
+
+@pytest.mark.parametrize("text", [
+    _words(6000),  # the head holds the window
+    "x" * 5000 + " " + _words(400),  # one long run: the head cannot hold the window
+    "\n" * 3000 + _words(400),  # whitespace first
+    "word " * 40 + "ünïcödé naïve café " * 300,  # accents fold per character
+    _words(30) + " " + "a,b." * 2000,  # punctuation: one piece per character
+], ids=["words", "long-run", "whitespace", "accents", "punctuation"])
+@pytest.mark.parametrize("window", [semantic.QUERY_WINDOW, semantic.DOC_WINDOW])
+def test_a_long_text_gets_the_same_window_as_its_whole_encoding(folder, text, window):
+    from tokenizers import Tokenizer
+
+    assert semantic.available()
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.no_truncation()
+    whole = tok.encode(text).ids
+    assert semantic._ids(text, window) == (whole[:window - 1] + whole[-1:] if len(whole) > window else whole)
