@@ -117,11 +117,14 @@ def install(files: dict[str, bytes], out: Path) -> None:
     """Write ``files`` into a sibling folder, then swap it in for ``out`` (no half-written folder)."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name, data in files.items():
-        (tmp / name).write_bytes(data)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    try:
+        tmp.mkdir(parents=True)
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    finally:  # never left beside the model, where chalice would package it
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build(out: Path = OUTPUT, cache: Path | None = None, update: bool = False) -> dict[str, str]:

@@ -96,6 +96,16 @@ def test_a_build_that_differs_from_the_checksums_fails_and_keeps_the_old_folder(
     assert (out / "weights.npz").read_bytes() == b"previous"
 
 
+def test_an_install_that_fails_half_way_keeps_the_old_folder_and_leaves_no_temporary_one(tmp_path):
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "weights.npz").write_bytes(b"previous")
+    with pytest.raises(OSError):
+        build.install({"config.json": b"{}", "missing/dir.json": b"{}"}, out)
+    assert (out / "weights.npz").read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
 # --- vectors ----------------------------------------------------------------------------------------
 
 def test_query_and_document_vectors_match_the_float32_reference(folder):
