@@ -92,8 +92,8 @@ def covered(text: str) -> bool:
 
 def _ids(text: str, window: int) -> list[int]:
     """``text``'s word-piece ids cut to ``window`` ([CLS] and the closing [SEP] kept)."""
-    enc = _encode_head(text, window) or _tokenizer.encode(text)
-    ids = enc.ids
+    head = _encode_head(text, window)
+    ids = (head if head is not None else _tokenizer.encode(text)).ids
     if len(ids) > window:
         ids = ids[:window - 1] + ids[-1:]
     return list(ids)
