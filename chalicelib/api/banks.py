@@ -70,8 +70,9 @@ def render_page(page: MemoryPage) -> dict[str, Any]:
 
 
 def render_history(h: History) -> dict[str, Any]:
-    """``{revisions: [record + {op, seq, actor}], damaged?}``."""
-    revs = [{**r.record.public(), "op": r.op, "seq": r.seq, "actor": r.actor} for r in h.revisions]
+    """``{revisions: [record + {op, seq, actor, why?}], damaged?}``."""
+    revs = [{**r.record.public(), "op": r.op, "seq": r.seq, "actor": r.actor, **({"why": r.why} if r.why else {})}
+            for r in h.revisions]
     return {"revisions": revs, **({"damaged": h.damaged} if h.damaged else {})}
 
 
@@ -226,10 +227,14 @@ def delete_rule(ctx: Ctx, bank: str, name: str):
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True,
           responses={201: m.MemorySaved, 200: m.MemorySaved},
-          errors=("conflict", "damaged", "quota_exceeded", "bank_not_found", "memory_not_found"))
+          errors=("conflict", "damaged", "quota_exceeded", "bank_not_found", "memory_not_found", "memory_retired"))
 def save_memory(ctx: Ctx, bank: str):
     """Save a memory, or reinforce the one with the same text: 201 ``{created: true, memory}`` / 200
-    ``{created: false, memory}``. The bank is created on first use; an ``Idempotency-Key`` header
+    ``{created: false, memory}``. Text of a forgotten or superseded memory writes nothing: 409
+    ``memory_retired`` with ``details: {memory_id, superseded_by, invalid_at}``, unless ``revive:
+    true`` brings that memory back. ``supersedes: [ids]`` retires those memories in favour of this
+    one in the same transaction (404 ``memory_not_found``, 409 ``memory_retired`` or ``conflict``
+    for a pinned one: nothing written). The bank is created on first use; an ``Idempotency-Key`` header
     makes a retry return the first result (409 ``conflict`` when reused for another body) while it
     is still true: 404 ``bank_not_found`` once that bank was trashed, 404 ``memory_not_found`` once
     the memory was purged."""

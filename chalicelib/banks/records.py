@@ -25,6 +25,7 @@ from ..validation import Line, Text
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
 MAX_SESSION_ID = 256  # characters of a session id (hooks, provenance, ``source.session_id``)
+MAX_SUPERSEDES = 10  # memories one save may retire (each adds its record, revision and audit event)
 MIN_TEXT_BYTES = 3
 MAX_TEXT_BYTES = 2000
 
@@ -78,6 +79,12 @@ class SaveRequest(BaseModel):
     tags: list[StrictStr] | None = Field(None, max_length=64)
     pinned: StrictBool | None = None
     session_id: Line | None = Field(None, min_length=1, max_length=MAX_SESSION_ID)
+    supersedes: list[Annotated[Line, Field(min_length=1, max_length=64)]] | None = Field(
+        None, max_length=MAX_SUPERSEDES, description="Ids of memories this one replaces: each is retired "
+        "(superseded_by this memory) in the same transaction as the save, or nothing is written.")
+    revive: StrictBool | None = Field(
+        None, description="Bring back the retired (forgotten or superseded) memory with this text; "
+        "without it such a save is 409 memory_retired and writes nothing.")
 
 
 class UpdateRequest(BaseModel):

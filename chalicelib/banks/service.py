@@ -86,12 +86,14 @@ class MemoryPage:
 class Revision:
     """One revision of a memory: its record, the op that wrote it, its bank ``seq`` and who wrote
     it (the audit actor, e.g. ``person:alice`` or ``system:extraction``; ``None`` for revisions
-    written before revisions named their author)."""
+    written before revisions named their author); ``why``: the reason a change made on another
+    call's behalf keeps (``superseded by <id> on its save``), else ``None``."""
 
     record: Memory
     op: str
     seq: int
     actor: str | None = None
+    why: str | None = None
 
 
 @dataclass
@@ -328,7 +330,8 @@ def _free_id(inc: str, text: str) -> str:
 
 @dataclass
 class _Save:
-    """A save's input, checked: the text, its handles and fingerprint, and the request's flags."""
+    """A save's input, checked: the text, its handles and fingerprint, and the request's flags
+    (``revive``: bring back the retired memory of this text; ``supersedes``: ids to retire)."""
 
     text: str
     entities: list[str]
@@ -337,6 +340,8 @@ class _Save:
     pinned: bool
     confidence: Confidence
     source: Source
+    revive: bool = False
+    supersedes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -367,9 +372,19 @@ def _find_target(inc: str, known: bool, save: _Save) -> _Target:
     return _Target(target, existing, guard, pointer is not None)
 
 
+def retired_conflict(rec: Memory) -> Conflict:
+    """409 ``memory_retired`` for a save of the retired ``rec``'s text, with ``details``
+    ``{memory_id, superseded_by, invalid_at}`` (``superseded_by`` ``None`` when forgotten)."""
+    return Conflict(f"Memory '{rec.id}' has this text and is retired "
+                    f"({'superseded by ' + rec.superseded_by if rec.superseded_by else 'forgotten'}); "
+                    "nothing was saved. Save with revive: true to bring it back.", code="memory_retired",
+                    details={"memory_id": rec.id, "superseded_by": rec.superseded_by, "invalid_at": rec.invalid_at})
+
+
 def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
     """``(record, op, tags dropped)``: a new record (new, purged or damaged target), else the
-    existing one reinforced (or resurrected when retired)."""
+    existing one reinforced, or revived when retired and ``save.revive`` (409 ``memory_retired``
+    without it)."""
     now = now_ms()
     existing = t.existing
     if existing is None or existing.purged_at is not None or t.guard is not None:
@@ -385,8 +400,10 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
         "tags": merged, "updated_at": now}
     op = "reinforce"
     if not existing.live:
+        if not save.revive:
+            raise retired_conflict(existing)
         update.update(invalid_at=None, superseded_by=None)
-        op = "resurrect"
+        op = "revive"
     return existing.model_copy(update=update), op, dropped
 
 
@@ -398,17 +415,26 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
     or set, confidence ``stated``, tags merged (the ones beyond 8 in ``tags_dropped``). Text
-    matching a retired memory resurrects it (``created``). The bank is created on first use. With
-    ``idem``, a retry returns the first result and changes nothing (``_replayed``). Audited as
-    ``memory.save`` (target ``<bank>/<id>``, ``details.op``), in the save's transaction, unless
-    ``audited`` is False (a bulk operation writes one event of its own).
-    Raises 400 ``invalid_name`` / ``validation_error`` before anything is read.
+    matching a retired (forgotten or superseded) memory writes nothing and raises 409
+    ``memory_retired`` (``details: {memory_id, superseded_by, invalid_at}``) unless
+    ``req.revive``: then it comes back (``created``, op ``revive``). A purged memory's text saves
+    as new. ``req.supersedes`` (up to 10 ids) retires each named memory in favour of the saved one
+    in the same transaction (``superseded_by`` set, op ``supersede``, its revision's ``why``
+    naming the save), or nothing is written. The bank is created on first use. With ``idem``, a
+    retry returns the first result and changes nothing (``_replayed``). Audited as
+    ``memory.save`` (target ``<bank>/<id>``, ``details.op``) and one ``memory.supersede`` per
+    retired memory, in the save's transaction, unless ``audited`` is False (a bulk operation
+    writes one event of its own).
+    Raises 400 ``invalid_name`` / ``validation_error`` before anything is read; for
+    ``supersedes``: 400 ``validation_error`` (the saved memory itself), 404 ``memory_not_found``,
+    409 ``memory_retired`` (already retired), 409 ``conflict`` (pinned).
     """
     check_name(bank)
     text = check_text(req.text)
     save = _Save(text=text, entities=normalize_handles(req.entities, "entities"),
                  tags=normalize_handles(req.tags, "tags"), fp=fingerprint(text), pinned=bool(req.pinned),
-                 confidence=confidence, source=source or Source(session_id=req.session_id))
+                 confidence=confidence, source=source or Source(session_id=req.session_id),
+                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
 
     def attempt(btx: BankTx) -> SaveResult:
         replay = idempotency.replay(idem)
@@ -417,7 +443,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         row, fresh = btx.row_or_new(bank)
         target = _find_target(fresh.incarnation, row is not None, save)
         rec, op, dropped = _saved_record(save, target)
-        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard)], actor, fresh=fresh)
+        retiring = _superseded_writes(bank, row, rec, save.supersedes)
+        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring], actor,
+                            fresh=fresh)
         if not target.has_pointer:
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
         else:  # found through the pointer: it must still name this memory when the save commits
@@ -426,9 +454,39 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         if audited:
             audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
+            for w in retiring:
+                audit.add_to(btx.tx, org_id, "memory.supersede", actor, f"{bank}/{w.record.id}",
+                             {"bank": bank, "op": "supersede"})
         return result
 
     return store.write(org_id, attempt)
+
+
+def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list[str]) -> list[Write]:
+    """The writes retiring each memory of ``ids`` in favour of ``winner`` (being saved), each
+    conditioned on the revision read. Raises 400 ``validation_error`` (``winner`` itself), 404
+    ``memory_not_found``, 409 ``memory_retired`` / ``conflict`` (pinned)."""
+    out = []
+    now = now_ms()
+    for mid in ids:
+        if mid == winner.id:
+            raise BadRequest("A memory cannot supersede itself.", details={"field": "supersedes", "memory_id": mid})
+        item = get_item(row.incarnation, mid) if row is not None and FINGERPRINT_RE.fullmatch(mid) else None
+        if item is None:
+            raise NotFound(f"Memory '{mid}' not found in bank '{bank}'.", code="memory_not_found",
+                           details={"field": "supersedes", "memory_id": mid})
+        old = record_of(item)
+        if not old.live:
+            raise Conflict(f"Memory '{mid}' is already retired.", code="memory_retired",
+                           details={"memory_id": mid, "superseded_by": old.superseded_by,
+                                    "invalid_at": old.invalid_at})
+        if old.pinned:
+            raise Conflict(f"Memory '{mid}' is pinned and cannot be superseded; unpin it first.",
+                           details={"memory_id": mid})
+        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "revision": old.revision + 1,
+                                     "updated_at": now})
+        out.append(Write(new, old, "supersede", item.fp, why=f"superseded by {winner.id} on its save"))
+    return out
 
 
 def _replayed(btx: BankTx, bank: str, replay: idempotency.Replay) -> SaveResult:
@@ -494,7 +552,8 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
 def _require_live(rec: Memory) -> None:
     if not rec.live:
         raise Conflict(f"Memory '{rec.id}' is retired (tombstoned or superseded); "
-                       "save its text again to bring it back.", code="memory_retired")
+                       "save its text with revive: true to bring it back.", code="memory_retired",
+                       details={"memory_id": rec.id, "superseded_by": rec.superseded_by, "invalid_at": rec.invalid_at})
 
 
 def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Extra:
@@ -770,11 +829,11 @@ def history(org_id: str, bank: str, memory_id: str) -> History:
     damaged."""
     row, _ = require_item(org_id, bank, memory_id)
     out = History(revisions=[])
-    for seq, op, r, actor in store.iter_memory_history(row.incarnation, memory_id):
+    for seq, op, r, actor, why in store.iter_memory_history(row.incarnation, memory_id):
         if isinstance(r, Damaged):
             out.damaged.append({**r.entry(), "seq": seq})
         else:
-            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor))
+            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor, why=why))
     return out
 
 

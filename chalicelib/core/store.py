@@ -360,7 +360,8 @@ class Write:
     (default: its revision equals ``prev.revision``); a repair of a damaged record passes
     ``guard_of(item)``. ``moved_from``: the key of the stored item (``prev``) that this record
     replaces under a new id (a purge's tombstone): that item is deleted on the same condition and
-    the new one must not exist yet."""
+    the new one must not exist yet. ``why``: the reason the revision keeps when the change is not
+    the caller's own request on this memory (a supersede named by another save, a setting acting)."""
 
     record: Memory
     prev: Memory | None
@@ -368,6 +369,7 @@ class Write:
     fp: str | None  # fingerprint of the record's current text (None once purged)
     guard: Any = None
     moved_from: str | None = None
+    why: str | None = None
 
 
 def tag_deltas(writes: Iterable[Write], lanes: int) -> dict[tuple[int, str], tuple[int, int]]:
@@ -626,7 +628,7 @@ def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, in
         tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor,
-                              vec=rec.vector_blob()),
+                              vec=rec.vector_blob(), why=w.why),
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
     return out
@@ -903,16 +905,19 @@ def _memory_revision_rows(inc: str, memory_id: str) -> Iterable[RevisionModel]:
 def iter_memory_revisions(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision of one memory, oldest first; a damaged revision's
     record is its ``Damaged``."""
-    for seq, op, rec, _actor in iter_memory_history(inc, memory_id):
+    for seq, op, rec, _actor, _why in iter_memory_history(inc, memory_id):
         yield seq, op, rec
 
 
-def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged, str | None]]:
-    """``(seq, op, record, actor)`` of every revision of one memory, oldest first: ``actor`` is who
-    wrote it (``None`` for a revision written before revisions named their actor)."""
+def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged, str | None,
+                                                                    str | None]]:
+    """``(seq, op, record, actor, why)`` of every revision of one memory, oldest first: ``actor``
+    is who wrote it (``None`` for a revision written before revisions named their actor), ``why``
+    the reason a change kept (``Write.why``), else ``None``."""
     for rev in _memory_revision_rows(inc, memory_id):
         actor = rev.actor if isinstance(rev.actor, str) and "actor" not in rev.damaged else None
-        yield int(rev.seq), rev.op, revision_record(rev), actor
+        why = rev.why if isinstance(rev.why, str) and "why" not in rev.damaged else None
+        yield int(rev.seq), rev.op, revision_record(rev), actor, why
 
 
 def delete_memory_revisions(inc: str, memory_id: str) -> int:

@@ -261,6 +261,7 @@ class RevisionModel(_Base):
     at = NumberAttribute()
     actor = UnicodeAttribute(null=True)
     vec = BinaryAttribute(null=True, legacy_encoding=False)  # the record's sentence vector (core.vectors)
+    why = UnicodeAttribute(null=True)  # why the change was made, when not the caller's own request
     by_memory = RevisionsByMemory()
 
 

@@ -951,6 +951,7 @@ class MemoryRevision(BaseModel):
     op: Annotated[str, Field(title="Op")]
     seq: Annotated[int, Field(title="Seq")]
     actor: Annotated[str | None, Field(title="Actor")]
+    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemoryTargetQuery(BaseModel):
@@ -1337,6 +1338,21 @@ class SessionId1(RootModel[str]):
     root: Annotated[str, Field(max_length=256, min_length=1, title="Session Id")] = None
 
 
+class Supersede(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class Supersedes(RootModel[list[Supersede]]):
+    root: Annotated[
+        list[Supersede],
+        Field(
+            description="Ids of memories this one replaces: each is retired (superseded_by this memory) in the same transaction as the save, or nothing is written.",
+            max_length=10,
+            title="Supersedes",
+        ),
+    ] = None
+
+
 class SaveRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1346,6 +1362,20 @@ class SaveRequest(BaseModel):
     tags: Annotated[Tags | None, Field(title="Tags")] = None
     pinned: Annotated[bool | None, Field(title="Pinned")] = None
     session_id: Annotated[SessionId1 | None, Field(title="Session Id")] = None
+    supersedes: Annotated[
+        Supersedes | None,
+        Field(
+            description="Ids of memories this one replaces: each is retired (superseded_by this memory) in the same transaction as the save, or nothing is written.",
+            title="Supersedes",
+        ),
+    ] = None
+    revive: Annotated[
+        bool | None,
+        Field(
+            description="Bring back the retired (forgotten or superseded) memory with this text; without it such a save is 409 memory_retired and writes nothing.",
+            title="Revive",
+        ),
+    ] = None
 
 
 class ServiceHealth(BaseModel):
