@@ -39,9 +39,12 @@ READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission
 
 
 def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
-    """``{name, description, memories, pinned, rules}``, or a trash entry's ``{name, trashed_to,
-    trashed_at}``."""
-    return asdict(bank)
+    """``{name, description, memories, pinned, rules, settings}``, or a trash entry's ``{name,
+    trashed_to, trashed_at}``."""
+    if isinstance(bank, TrashEntry):
+        return asdict(bank)
+    return {"name": bank.name, "description": bank.description, "memories": bank.memories, "pinned": bank.pinned,
+            "rules": bank.rules, "settings": bank.settings.model_dump()}
 
 
 def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
@@ -168,8 +171,9 @@ def get_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True,
           responses={200: m.BankReply}, errors=("bank_not_found", "damaged"))
 def update_bank(ctx: Ctx, bank: str):
-    """Change a bank's description: ``{bank}``; 404 ``bank_not_found``."""
-    return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.description,
+    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``; the
+    fields given replace theirs): ``{bank}``; 404 ``bank_not_found``."""
+    return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body,
                                                     actor=ctx.principal.actor))}
 
 

@@ -60,8 +60,18 @@ class DamagedRevision(BaseModel):
     reason: str
 
 
+class BankSettingsOut(BaseModel):
+    """A bank's settings (``PATCH /v1/banks/{bank}`` changes them)."""
+
+    on_conflict: Literal["flag", "supersede"]
+    """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
+    ``supersede`` retires the older one (never a pinned one)."""
+    match_threshold: float | None
+    """The lowest match a recall hit may have (0..1); ``null``: no threshold."""
+
+
 class MemoryBank(BaseModel):
-    """A memory bank and its counts."""
+    """A memory bank, its counts and its settings."""
 
     name: str
     description: str
@@ -70,6 +80,7 @@ class MemoryBank(BaseModel):
     pinned: int
     """Live pinned memories."""
     rules: int
+    settings: BankSettingsOut
 
 
 class TrashedBank(BaseModel):

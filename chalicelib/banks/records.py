@@ -7,7 +7,7 @@ It is stored whole (``MemoryModel.record``) and replayed whole (``RevisionModel.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
@@ -120,12 +120,27 @@ class BankRequest(BaseModel):
     description: Text = Field("", max_length=1000)
 
 
-class BankPatch(BaseModel):
-    """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
-    characters; ``""`` clears it)."""
+class BankSettings(BaseModel):
+    """A bank's settings (``PATCH /v1/banks/{bank}`` ``settings``; every field has a default).
+
+    ``on_conflict``: what a save does when it detects that a live memory states the same thing
+    about the same subject with another value: ``flag`` keeps both and links them
+    (``conflicts_with``), ``supersede`` retires the older one (never a pinned one).
+    ``match_threshold``: the lowest match a recall hit may have (0..1); ``null``: no threshold."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    description: Text = Field(max_length=1000)
+    on_conflict: Literal["flag", "supersede"] = "flag"
+    match_threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+
+
+class BankPatch(BaseModel):
+    """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
+    characters; ``""`` clears it) and/or ``settings`` (the fields given replace theirs; the
+    others stay)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    description: Text | None = Field(None, max_length=1000)
+    settings: BankSettings | None = None
 
 
 class RestoreRequest(BaseModel):
@@ -156,6 +171,7 @@ __all__ = [
     "MAX_SESSION_ID",
     "BankPatch",
     "BankRequest",
+    "BankSettings",
     "Memory",
     "PinRequest",
     "RestoreRequest",

@@ -42,6 +42,8 @@ from ..storage.damage import Damaged
 from ..storage.txn import Retry
 from .records import (
     MAX_HANDLES,
+    BankPatch,
+    BankSettings,
     SaveRequest,
     UpdateRequest,
     check_text,
@@ -52,13 +54,15 @@ from .records import (
 
 @dataclass(frozen=True)
 class Bank:
-    """A live bank as its users see it: counts of live and pinned memories and of rules."""
+    """A live bank as its users see it: counts of live and pinned memories and of rules, and its
+    settings."""
 
     name: str
     description: str
     memories: int
     pinned: int
     rules: int
+    settings: BankSettings = field(default_factory=BankSettings)
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,21 @@ def bank_of(org_id: str, row: BankRow) -> Bank:
 def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
     """Bank rows as their users see them (their lane rows read in one BatchGetItem per 100)."""
     return [Bank(name=h.row.bank_name, description=h.row.description or "", memories=h.memories,
-                 pinned=h.pinned, rules=int(h.row.rules)) for h in store.heads_of(org_id, rows, strict=False)]
+                 pinned=h.pinned, rules=int(h.row.rules), settings=settings_of(h.row))
+            for h in store.heads_of(org_id, rows, strict=False)]
+
+
+def settings_of(row: BankRow | None) -> BankSettings:
+    """The bank ``row``'s settings (``BankSettings``); the defaults for a bank that never set
+    any, for no bank (``None``: created on first use) and for a stored value that does not
+    validate (hand-edited: a save never fails on it)."""
+    raw = row.settings if row is not None else None
+    if not raw:
+        return BankSettings()
+    try:
+        return BankSettings.model_validate_json(raw)
+    except ValueError:
+        return BankSettings()
 
 
 def require_bank(org_id: str, name: str) -> BankRow:
@@ -153,17 +171,27 @@ def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) ->
     return bank_of(org_id, row), created
 
 
-def update_bank(org_id: str, name: str, description: str, *, actor: str) -> Bank:
-    """Set bank ``name``'s description; returns the bank. Raises 400 ``invalid_name``, 404
-    ``bank_not_found`` (nothing written). Audited as ``bank.update`` (``{fields}``)."""
+def update_bank(org_id: str, name: str, patch: BankPatch, *, actor: str) -> Bank:
+    """Set bank ``name``'s description and/or settings (the settings fields given replace theirs);
+    returns the bank. Raises 400 ``invalid_name``, 400 ``validation_error`` (neither given), 404
+    ``bank_not_found`` (nothing written). Audited as ``bank.update`` (``{fields}``: ``description``,
+    ``settings.<field>``)."""
     check_name(name)
+    given = sorted(patch.settings.model_fields_set) if patch.settings is not None else []
+    if patch.description is None and not given:
+        raise BadRequest("Nothing to update: give description or settings.", details={"field": "body"})
 
     def attempt(btx: BankTx) -> BankRow:
         row = btx.row(name)
         if row is None:
             raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
-        after = btx.set_description(row, description)
-        audit.add_to(btx.tx, org_id, "bank.update", actor, name, {"fields": ["description"]})
+        settings = None
+        if given and patch.settings is not None:
+            merged = settings_of(row).model_copy(update={k: getattr(patch.settings, k) for k in given})
+            settings = merged.model_dump_json()
+        after = btx.set_fields(row, description=patch.description, settings=settings)
+        fields = (["description"] if patch.description is not None else []) + [f"settings.{k}" for k in given]
+        audit.add_to(btx.tx, org_id, "bank.update", actor, name, {"fields": fields})
         return after
 
     return bank_of(org_id, store.write(org_id, attempt))

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
@@ -739,14 +740,21 @@ class BankTx:
         self._seal(trash, False)
         return live
 
-    def set_description(self, row: BankModel, description: str) -> BankModel:
-        """Set the live bank ``row``'s description (conditioned on its incarnation: the bank was not
-        trashed or replaced since it was read); returns the row as it will be after the commit."""
+    def set_fields(self, row: BankModel, *, description: str | None = None, settings: str | None = None) -> BankModel:
+        """Set the live bank ``row``'s description and/or settings (JSON), those given (conditioned
+        on its incarnation: the bank was not trashed or replaced since it was read); returns the row
+        as it will be after the commit."""
         now = now_ms()
-        self.tx.update(row, actions=[BankModel.description.set(description), BankModel.updated_at.set(now)],
-                       condition=BankModel.incarnation == row.incarnation)
         after = _copy_row(row)
-        after.description, after.updated_at = description, now
+        actions: list[Action] = [BankModel.updated_at.set(now)]
+        if description is not None:
+            actions.append(BankModel.description.set(description))
+            after.description = description
+        if settings is not None:
+            actions.append(BankModel.settings.set(settings))
+            after.settings = settings
+        self.tx.update(row, actions=actions, condition=BankModel.incarnation == row.incarnation)
+        after.updated_at = now
         return after
 
     def set_rule_count(self, row: BankModel, count: int) -> None:

@@ -290,9 +290,12 @@ class Banks(Surface):
         return self._t.call("get_bank", path={"bank": bank})
 
     @operation("update_bank")
-    def update(self, bank: str, description: str) -> r.UpdateBank:
-        """Change the description: ``{bank}``."""
-        return self._t.call("update_bank", path={"bank": bank}, json={"description": description})
+    def update(self, bank: str, description: str | None = None, *,
+                     settings: dict[str, Any] | None = None) -> r.UpdateBank:
+        """Change the description and/or settings (``on_conflict``: ``flag`` or ``supersede``,
+        ``match_threshold``; the fields given replace theirs): ``{bank}``."""
+        return self._t.call("update_bank", path={"bank": bank},
+                                  json=clean_body({"description": description, "settings": settings}))
 
     @operation("trash_bank")
     def trash(self, bank: str) -> r.TrashBank:

@@ -142,11 +142,8 @@ class BankMemorySource(BaseModel):
     agent: Annotated[str | None, Field(title="Agent")] = None
 
 
-class BankPatch(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    description: Annotated[str, Field(max_length=1000, title="Description")]
+class Description(RootModel[str]):
+    root: Annotated[str, Field(max_length=1000, title="Description")] = None
 
 
 class BankRequest(BaseModel):
@@ -178,6 +175,30 @@ class BankRuleState(BaseModel):
         extra="allow",
     )
     exists: Annotated[bool, Field(title="Exists")]
+
+
+class MatchThreshold(RootModel[float]):
+    root: Annotated[float, Field(ge=0.0, le=1.0, title="Match Threshold")] = None
+
+
+class BankSettings(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    on_conflict: Annotated[
+        Literal["flag", "supersede"] | None, Field(title="On Conflict")
+    ] = "flag"
+    match_threshold: Annotated[
+        MatchThreshold | None, Field(title="Match Threshold")
+    ] = None
+
+
+class BankSettingsOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
+    match_threshold: Annotated[float | None, Field(title="Match Threshold")]
 
 
 class BankTag(BaseModel):
@@ -869,6 +890,7 @@ class MemoryBank(BaseModel):
     memories: Annotated[int, Field(title="Memories")]
     pinned: Annotated[int, Field(title="Pinned")]
     rules: Annotated[int, Field(title="Rules")]
+    settings: BankSettingsOut
 
 
 class MemoryImportProblem(BaseModel):
@@ -2440,6 +2462,14 @@ class BankMemoryReply(BaseModel):
         extra="allow",
     )
     memory: BankMemory
+
+
+class BankPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    description: Annotated[Description | None, Field(title="Description")] = None
+    settings: BankSettings | None = None
 
 
 class BankReply(BaseModel):
