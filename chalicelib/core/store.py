@@ -742,18 +742,22 @@ class BankTx:
 
     def set_fields(self, row: BankModel, *, description: str | None = None, settings: str | None = None) -> BankModel:
         """Set the live bank ``row``'s description and/or settings (JSON), those given (conditioned
-        on its incarnation: the bank was not trashed or replaced since it was read); returns the row
-        as it will be after the commit."""
+        on its incarnation: the bank was not trashed or replaced since it was read; new settings
+        also on the settings read, which they were merged into); returns the row as it will be
+        after the commit."""
         now = now_ms()
         after = _copy_row(row)
         actions: list[Action] = [BankModel.updated_at.set(now)]
         if description is not None:
             actions.append(BankModel.description.set(description))
             after.description = description
-        if settings is not None:
+        cond = BankModel.incarnation == row.incarnation
+        if settings is not None:  # derived from the settings read: they must be unchanged at commit
             actions.append(BankModel.settings.set(settings))
             after.settings = settings
-        self.tx.update(row, actions=actions, condition=BankModel.incarnation == row.incarnation)
+            cond &= (BankModel.settings == row.settings) if row.settings is not None \
+                else BankModel.settings.does_not_exist()
+        self.tx.update(row, actions=actions, condition=cond)
         after.updated_at = now
         return after
 

@@ -298,7 +298,7 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     import threading
 
     from chalicelib.banks import rules, service
-    from chalicelib.banks.records import SaveRequest
+    from chalicelib.banks.records import BankPatch, BankSettings, SaveRequest
     from chalicelib.core.store import get_bank_head
 
     api.post("/v1/banks", {"name": "race"})
@@ -306,7 +306,13 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
         assert api.put(f"/v1/banks/race/rules/r{i}", {"content": f"Rule {i}."})[0] == 200
     texts = [f"Concurrent fact number {i} about lanes" for i in range(12)]
     jobs = [lambda t=t: service.save_memory("default", "race", SaveRequest(text=t), actor="t") for t in texts]
-    jobs += [lambda i=i: service.update_bank("default", "race", f"description {i}", actor="t") for i in range(4)]
+    jobs += [lambda i=i: service.update_bank("default", "race", BankPatch(description=f"description {i}"), actor="t")
+             for i in range(4)]
+    # two settings changes of different fields: each merges into what it read, neither is lost
+    jobs += [lambda: service.update_bank("default", "race", BankPatch(settings=BankSettings(on_conflict="supersede")),
+                                         actor="t"),
+             lambda: service.update_bank("default", "race", BankPatch(settings=BankSettings(match_threshold=0.5)),
+                                         actor="t")]
     jobs += [lambda i=i: rules.delete_rule("default", "race", f"r{i}", actor="t") for i in range(3)]
     barrier, errors = threading.Barrier(len(jobs)), []
 
@@ -328,7 +334,8 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     bank = api.get("/v1/banks/race")[1]["bank"]
     assert bank["description"] in {f"description {i}" for i in range(4)}
     assert (bank["memories"], bank["rules"]) == (12, 1)
-    assert len(_audit("bank.update")) == 4 and len(_audit("rule.delete")) == 3
+    assert bank["settings"] == {"on_conflict": "supersede", "match_threshold": 0.5}
+    assert len(_audit("bank.update")) == 6 and len(_audit("rule.delete")) == 3
 
 
 @pytest.mark.parametrize("path,names", [("/v1/banks", ("limit", "trashed")),
