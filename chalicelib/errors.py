@@ -224,7 +224,8 @@ CODES: dict[str, tuple[int, str]] = {
     "conflict": (409, "The change conflicts with the current state."),
     "bank_exists": (409, "A bank of that name exists (live or in the trash)."),
     "duplicate_text": (409, "Another live memory has the same text."),
-    "memory_retired": (409, "The memory is forgotten or superseded; it cannot change."),
+    "memory_retired": (409, "The memory is forgotten or superseded: it cannot change, and saving its text "
+                          "writes nothing unless the save says revive: true."),
     "workstream_exists": (409, "A workstream of that id exists."),
     "project_exists": (409, "A project of that id exists."),
     "project_inactive": (409, "The project is archived."),

@@ -50,9 +50,12 @@ READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission
 
 
 def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
-    """``{name, description, memories, pinned, rules}``, or a trash entry's ``{name, trashed_to,
-    trashed_at}``."""
-    return asdict(bank)
+    """``{name, description, memories, pinned, rules, settings}``, or a trash entry's ``{name,
+    trashed_to, trashed_at}``."""
+    if isinstance(bank, TrashEntry):
+        return asdict(bank)
+    return {"name": bank.name, "description": bank.description, "memories": bank.memories, "pinned": bank.pinned,
+            "rules": bank.rules, "settings": bank.settings.model_dump()}
 
 
 def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
@@ -172,8 +175,9 @@ def get_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True,
           responses={200: m.BankReply}, errors=("bank_not_found", "damaged"))
 def update_bank(ctx: Ctx, bank: str):
-    """Change a bank's description: ``{bank}``; 404 ``bank_not_found``."""
-    return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body.description,
+    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``; the
+    fields given replace theirs): ``{bank}``; 404 ``bank_not_found``."""
+    return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body,
                                                     actor=ctx.principal.actor))}
 
 
@@ -231,10 +235,14 @@ def delete_rule(ctx: Ctx, bank: str, name: str):
 
 @endpoint(bp, "/v1/banks/{bank}/memories", ["POST"], permission=WRITE, body=SaveRequest, bank_scoped=True,
           responses={201: m.MemorySaved, 200: m.MemorySaved},
-          errors=("conflict", "damaged", "quota_exceeded", "bank_not_found", "memory_not_found"))
+          errors=("conflict", "damaged", "quota_exceeded", "bank_not_found", "memory_not_found", "memory_retired"))
 def save_memory(ctx: Ctx, bank: str):
     """Save a memory, or reinforce the one with the same text: 201 ``{created: true, memory}`` / 200
-    ``{created: false, memory}``. The bank is created on first use; an ``Idempotency-Key`` header
+    ``{created: false, memory}``. Text of a forgotten or superseded memory writes nothing: 409
+    ``memory_retired`` with ``details: {memory_id, superseded_by, invalid_at}``, unless ``revive:
+    true`` brings that memory back. ``supersedes: [ids]`` retires those memories in favour of this
+    one in the same transaction (404 ``memory_not_found``, 409 ``memory_retired`` or ``conflict``
+    for a pinned one: nothing written). The bank is created on first use; an ``Idempotency-Key`` header
     makes a retry return the first result (409 ``conflict`` when reused for another body) while it
     is still true: 404 ``bank_not_found`` once that bank was trashed, 404 ``memory_not_found`` once
     the memory was purged."""

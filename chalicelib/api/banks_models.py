@@ -60,8 +60,18 @@ class DamagedRevision(BaseModel):
     reason: str
 
 
+class BankSettingsOut(BaseModel):
+    """A bank's settings (``PATCH /v1/banks/{bank}`` changes them)."""
+
+    on_conflict: Literal["flag", "supersede"]
+    """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
+    ``supersede`` retires the older one (never a pinned one)."""
+    match_threshold: float | None
+    """The lowest match a recall hit may have (0..1); ``null``: no threshold."""
+
+
 class MemoryBank(BaseModel):
-    """A memory bank and its counts."""
+    """A memory bank, its counts and its settings."""
 
     name: str
     description: str
@@ -70,6 +80,7 @@ class MemoryBank(BaseModel):
     pinned: int
     """Live pinned memories."""
     rules: int
+    settings: BankSettingsOut
 
 
 class TrashedBank(BaseModel):
@@ -166,7 +177,7 @@ class SaveDetails(BaseModel):
 
 
 class MemorySaved(BaseModel):
-    """The memory as saved: ``created`` for new (or resurrected) text, else a reinforcement."""
+    """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
     created: bool
     memory: BankMemory | None = None
@@ -197,12 +208,15 @@ class MemoryRevision(BankMemory):
     """One revision of a memory: the record as it was, the operation that wrote it, its sequence."""
 
     op: str
-    """What wrote it: ``create``, ``reinforce``, ``resurrect``, ``update``, ``pin``, ``delete``,
-    ``supersede``, ``purge``, ``import``..."""
+    """What wrote it: ``create``, ``reinforce``, ``revive`` (``resurrect`` before saves needed
+    ``revive``), ``update``, ``pin``, ``delete``, ``supersede``, ``purge``, ``import``..."""
     seq: int
     actor: str | None
     """Who wrote it, as the audit trail names actors (``person:alice``, ``api_key:tok_...``,
     ``system:extraction``); ``null`` for revisions written before revisions named their author."""
+    why: str | None = None
+    """Why, when the change was made on another call's behalf: ``superseded by <id> on its save``,
+    or a bank setting acting on a detected conflict."""
 
 
 class MemoryHistory(BaseModel):

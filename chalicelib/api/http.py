@@ -91,10 +91,11 @@ def damaged_header(count: int) -> dict[str, str]:
 
 
 def render_history(h: History, shape: Callable[[Memory], Mapping[str, object]] = Memory.public) -> dict[str, Any]:
-    """``{revisions: [shape(record) + {op, seq, actor}], damaged?}``, oldest first: one renderer
-    for every memory history (a bank memory's ``public()`` shape by default; the structured
-    routes pass Turnstone's row)."""
-    revs = [{**shape(r.record), "op": r.op, "seq": r.seq, "actor": r.actor} for r in h.revisions]
+    """``{revisions: [shape(record) + {op, seq, actor, why?}], damaged?}``, oldest first: one
+    renderer for every memory history (a bank memory's ``public()`` shape by default; the
+    structured routes pass Turnstone's row); ``why`` only on a revision that keeps a reason."""
+    revs = [{**shape(r.record), "op": r.op, "seq": r.seq, "actor": r.actor, **({"why": r.why} if r.why else {})}
+            for r in h.revisions]
     return {"revisions": revs, **({"damaged": h.damaged} if h.damaged else {})}
 
 

@@ -7,7 +7,7 @@ It is stored whole (``MemoryModel.record``) and replayed whole (``RevisionModel.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
@@ -25,6 +25,7 @@ from ..validation import Line, Text
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
 MAX_SESSION_ID = 256  # characters of a session id (hooks, provenance, ``source.session_id``)
+MAX_SUPERSEDES = 10  # memories one save may retire (each adds its record, revision and audit event)
 MIN_TEXT_BYTES = 3
 MAX_TEXT_BYTES = 2000
 
@@ -78,6 +79,12 @@ class SaveRequest(BaseModel):
     tags: list[StrictStr] | None = Field(None, max_length=64)
     pinned: StrictBool | None = None
     session_id: Line | None = Field(None, min_length=1, max_length=MAX_SESSION_ID)
+    supersedes: list[Annotated[Line, Field(min_length=1, max_length=64)]] | None = Field(
+        None, max_length=MAX_SUPERSEDES, description="Ids of memories this one replaces: each is retired "
+        "(superseded_by this memory) in the same transaction as the save, or nothing is written.")
+    revive: StrictBool | None = Field(
+        None, description="Bring back the retired (forgotten or superseded) memory with this text; "
+        "without it such a save is 409 memory_retired and writes nothing.")
 
 
 class UpdateRequest(BaseModel):
@@ -113,12 +120,27 @@ class BankRequest(BaseModel):
     description: Text = Field("", max_length=1000)
 
 
-class BankPatch(BaseModel):
-    """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
-    characters; ``""`` clears it)."""
+class BankSettings(BaseModel):
+    """A bank's settings (``PATCH /v1/banks/{bank}`` ``settings``; every field has a default).
+
+    ``on_conflict``: what a save does when it detects that a live memory states the same thing
+    about the same subject with another value: ``flag`` keeps both and links them
+    (``conflicts_with``), ``supersede`` retires the older one (never a pinned one).
+    ``match_threshold``: the lowest match a recall hit may have (0..1); ``null``: no threshold."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    description: Text = Field(max_length=1000)
+    on_conflict: Literal["flag", "supersede"] = "flag"
+    match_threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+
+
+class BankPatch(BaseModel):
+    """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
+    characters; ``""`` clears it) and/or ``settings`` (the fields given replace theirs; the
+    others stay)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    description: Text | None = Field(None, max_length=1000)
+    settings: BankSettings | None = None
 
 
 class RestoreRequest(BaseModel):
@@ -149,6 +171,7 @@ __all__ = [
     "MAX_SESSION_ID",
     "BankPatch",
     "BankRequest",
+    "BankSettings",
     "Memory",
     "PinRequest",
     "RestoreRequest",

@@ -43,6 +43,8 @@ from ..storage.damage import Damaged
 from ..storage.txn import Retry
 from .records import (
     MAX_HANDLES,
+    BankPatch,
+    BankSettings,
     SaveRequest,
     UpdateRequest,
     check_text,
@@ -53,13 +55,15 @@ from .records import (
 
 @dataclass(frozen=True)
 class Bank:
-    """A live bank as its users see it: counts of live and pinned memories and of rules."""
+    """A live bank as its users see it: counts of live and pinned memories and of rules, and its
+    settings."""
 
     name: str
     description: str
     memories: int
     pinned: int
     rules: int
+    settings: BankSettings = field(default_factory=BankSettings)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,21 @@ def bank_of(org_id: str, row: BankRow) -> Bank:
 def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
     """Bank rows as their users see them (their lane rows read in one BatchGetItem per 100)."""
     return [Bank(name=h.row.bank_name, description=h.row.description or "", memories=h.memories,
-                 pinned=h.pinned, rules=int(h.row.rules)) for h in store.heads_of(org_id, rows, strict=False)]
+                 pinned=h.pinned, rules=int(h.row.rules), settings=settings_of(h.row))
+            for h in store.heads_of(org_id, rows, strict=False)]
+
+
+def settings_of(row: BankRow | None) -> BankSettings:
+    """The bank ``row``'s settings (``BankSettings``); the defaults for a bank that never set
+    any, for no bank (``None``: created on first use) and for a stored value that does not
+    validate (hand-edited: a save never fails on it)."""
+    raw = row.settings if row is not None else None
+    if not raw:
+        return BankSettings()
+    try:
+        return BankSettings.model_validate_json(raw)
+    except ValueError:
+        return BankSettings()
 
 
 def require_bank(org_id: str, name: str) -> BankRow:
@@ -131,17 +149,27 @@ def ensure_bank(org_id: str, name: str, description: str = "", *, actor: str) ->
     return bank_of(org_id, row), created
 
 
-def update_bank(org_id: str, name: str, description: str, *, actor: str) -> Bank:
-    """Set bank ``name``'s description; returns the bank. Raises 400 ``invalid_name``, 404
-    ``bank_not_found`` (nothing written). Audited as ``bank.update`` (``{fields}``)."""
+def update_bank(org_id: str, name: str, patch: BankPatch, *, actor: str) -> Bank:
+    """Set bank ``name``'s description and/or settings (the settings fields given replace theirs);
+    returns the bank. Raises 400 ``invalid_name``, 400 ``validation_error`` (neither given), 404
+    ``bank_not_found`` (nothing written). Audited as ``bank.update`` (``{fields}``: ``description``,
+    ``settings.<field>``)."""
     check_name(name)
+    given = sorted(patch.settings.model_fields_set) if patch.settings is not None else []
+    if patch.description is None and not given:
+        raise BadRequest("Nothing to update: give description or settings.", details={"field": "body"})
 
     def attempt(btx: BankTx) -> BankRow:
         row = btx.row(name)
         if row is None:
             raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
-        after = btx.set_description(row, description)
-        audit.add_to(btx.tx, org_id, "bank.update", actor, name, {"fields": ["description"]})
+        settings = None
+        if given and patch.settings is not None:
+            merged = settings_of(row).model_copy(update={k: getattr(patch.settings, k) for k in given})
+            settings = merged.model_dump_json()
+        after = btx.set_fields(row, description=patch.description, settings=settings)
+        fields = (["description"] if patch.description is not None else []) + [f"settings.{k}" for k in given]
+        audit.add_to(btx.tx, org_id, "bank.update", actor, name, {"fields": fields})
         return after
 
     return bank_of(org_id, store.write(org_id, attempt))
@@ -308,7 +336,8 @@ def _free_id(inc: str, text: str) -> str:
 
 @dataclass
 class _Save:
-    """A save's input, checked: the text, its handles and fingerprint, and the request's flags."""
+    """A save's input, checked: the text, its handles and fingerprint, and the request's flags
+    (``revive``: bring back the retired memory of this text; ``supersedes``: ids to retire)."""
 
     text: str
     entities: list[str]
@@ -317,6 +346,8 @@ class _Save:
     pinned: bool
     confidence: Confidence
     source: Source
+    revive: bool = False
+    supersedes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -347,9 +378,19 @@ def _find_target(inc: str, known: bool, save: _Save) -> _Target:
     return _Target(target, existing, guard, pointer is not None)
 
 
+def retired_conflict(rec: Memory) -> Conflict:
+    """409 ``memory_retired`` for a save of the retired ``rec``'s text, with ``details``
+    ``{memory_id, superseded_by, invalid_at}`` (``superseded_by`` ``None`` when forgotten)."""
+    return Conflict(f"Memory '{rec.id}' has this text and is retired "
+                    f"({'superseded by ' + rec.superseded_by if rec.superseded_by else 'forgotten'}); "
+                    "nothing was saved. Save with revive: true to bring it back.", code="memory_retired",
+                    details={"memory_id": rec.id, "superseded_by": rec.superseded_by, "invalid_at": rec.invalid_at})
+
+
 def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
     """``(record, op, tags dropped)``: a new record (new, purged or damaged target), else the
-    existing one reinforced (or resurrected when retired)."""
+    existing one reinforced, or revived when retired and ``save.revive`` (409 ``memory_retired``
+    without it)."""
     now = now_ms()
     existing = t.existing
     if existing is None or existing.purged_at is not None or t.guard is not None:
@@ -365,8 +406,10 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
         "tags": merged, "updated_at": now}
     op = "reinforce"
     if not existing.live:
+        if not save.revive:
+            raise retired_conflict(existing)
         update.update(invalid_at=None, superseded_by=None)
-        op = "resurrect"
+        op = "revive"
     return existing.model_copy(update=update), op, dropped
 
 
@@ -378,17 +421,26 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
     or set, confidence ``stated``, tags merged (the ones beyond 8 in ``tags_dropped``). Text
-    matching a retired memory resurrects it (``created``). The bank is created on first use. With
-    ``idem``, a retry returns the first result and changes nothing (``_replayed``). Audited as
-    ``memory.save`` (target ``<bank>/<id>``, ``details.op``), in the save's transaction, unless
-    ``audited`` is False (a bulk operation writes one event of its own).
-    Raises 400 ``invalid_name`` / ``validation_error`` before anything is read.
+    matching a retired (forgotten or superseded) memory writes nothing and raises 409
+    ``memory_retired`` (``details: {memory_id, superseded_by, invalid_at}``) unless
+    ``req.revive``: then it comes back (``created``, op ``revive``). A purged memory's text saves
+    as new. ``req.supersedes`` (up to 10 ids) retires each named memory in favour of the saved one
+    in the same transaction (``superseded_by`` set, op ``supersede``, its revision's ``why``
+    naming the save), or nothing is written. The bank is created on first use. With ``idem``, a
+    retry returns the first result and changes nothing (``_replayed``). Audited as
+    ``memory.save`` (target ``<bank>/<id>``, ``details.op``) and one ``memory.supersede`` per
+    retired memory, in the save's transaction, unless ``audited`` is False (a bulk operation
+    writes one event of its own).
+    Raises 400 ``invalid_name`` / ``validation_error`` before anything is read; for
+    ``supersedes``: 400 ``validation_error`` (the saved memory itself), 404 ``memory_not_found``,
+    409 ``memory_retired`` (already retired), 409 ``conflict`` (pinned).
     """
     check_name(bank)
     text = check_text(req.text)
     save = _Save(text=text, entities=normalize_handles(req.entities, "entities"),
                  tags=normalize_handles(req.tags, "tags"), fp=fingerprint(text), pinned=bool(req.pinned),
-                 confidence=confidence, source=source or Source(session_id=req.session_id))
+                 confidence=confidence, source=source or Source(session_id=req.session_id),
+                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
 
     def attempt(btx: BankTx) -> SaveResult:
         replay = idempotency.replay(idem)
@@ -397,7 +449,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         row, fresh = btx.row_or_new(bank)
         target = _find_target(fresh.incarnation, row is not None, save)
         rec, op, dropped = _saved_record(save, target)
-        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard)], actor, fresh=fresh)
+        retiring = _superseded_writes(bank, row, rec, save.supersedes)
+        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring], actor,
+                            fresh=fresh)
         if not target.has_pointer:
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
         else:  # found through the pointer: it must still name this memory when the save commits
@@ -406,9 +460,39 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         if audited:
             audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
+            for w in retiring:
+                audit.add_to(btx.tx, org_id, "memory.supersede", actor, f"{bank}/{w.record.id}",
+                             {"bank": bank, "op": "supersede"})
         return result
 
     return store.write(org_id, attempt)
+
+
+def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list[str]) -> list[Write]:
+    """The writes retiring each memory of ``ids`` in favour of ``winner`` (being saved), each
+    conditioned on the revision read. Raises 400 ``validation_error`` (``winner`` itself), 404
+    ``memory_not_found``, 409 ``memory_retired`` / ``conflict`` (pinned)."""
+    out = []
+    now = now_ms()
+    for mid in ids:
+        if mid == winner.id:
+            raise BadRequest("A memory cannot supersede itself.", details={"field": "supersedes", "memory_id": mid})
+        item = get_item(row.incarnation, mid) if row is not None and FINGERPRINT_RE.fullmatch(mid) else None
+        if item is None:
+            raise NotFound(f"Memory '{mid}' not found in bank '{bank}'.", code="memory_not_found",
+                           details={"field": "supersedes", "memory_id": mid})
+        old = record_of(item)
+        if not old.live:
+            raise Conflict(f"Memory '{mid}' is already retired.", code="memory_retired",
+                           details={"memory_id": mid, "superseded_by": old.superseded_by,
+                                    "invalid_at": old.invalid_at})
+        if old.pinned:
+            raise Conflict(f"Memory '{mid}' is pinned and cannot be superseded; unpin it first.",
+                           details={"memory_id": mid})
+        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "revision": old.revision + 1,
+                                     "updated_at": now})
+        out.append(Write(new, old, "supersede", item.fp, why=f"superseded by {winner.id} on its save"))
+    return out
 
 
 def _replayed(btx: BankTx, bank: str, replay: idempotency.Replay) -> SaveResult:
@@ -474,7 +558,8 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
 def _require_live(rec: Memory) -> None:
     if not rec.live:
         raise Conflict(f"Memory '{rec.id}' is retired (tombstoned or superseded); "
-                       "save its text again to bring it back.", code="memory_retired")
+                       "save its text with revive: true to bring it back.", code="memory_retired",
+                       details={"memory_id": rec.id, "superseded_by": rec.superseded_by, "invalid_at": rec.invalid_at})
 
 
 def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Extra:

@@ -213,7 +213,8 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     than the stored record. Every valid line is counted once: ``imported`` (a winner applied),
     ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
     tombstone, which carries no content) or in ``errors`` (a bad line, a winner whose text is
-    another memory's: ``duplicate_text``, or, once the bank's memory quota is reached after some
+    another memory's: ``duplicate_text``, a live line not newer than the retired memory of its id:
+    ``memory_retired``, or, once the bank's memory quota is reached after some
     batches committed, every line not applied: ``quota_exceeded``; when the first batch already
     passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count
     as nothing. ``progress``, when given, is called with the number of records each batch handled.
@@ -308,12 +309,17 @@ def _is_stale(rec: Memory, prev: Memory | None, guard: Any) -> bool:
 
 
 def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, rec: Memory, fp: str) -> None:
-    """Add line ``n``'s record to ``plan``: skipped when stale, an error when its text is another
-    memory's, else a write and its pointer move."""
+    """Add line ``n``'s record to ``plan``: skipped when stale (an error ``memory_retired`` when
+    the line is live and the stored record retired), an error when its text is another memory's,
+    else a write and its pointer move."""
     item = known.get(rec.id)
     prev, guard = current(item) if item is not None else (None, None)
     if _is_stale(rec, prev, guard):
-        plan.result.skipped += 1
+        if prev is not None and rec.live and not prev.live:  # a live line of a retired memory: never a revival
+            plan.result.errors.append(LineError(n, f"memory_retired: memory '{prev.id}' has this text and is "
+                                                   "retired; save it with revive: true to bring it back"))
+        else:
+            plan.result.skipped += 1
         return
     ptr = known.get(store.pointer_key(fp))
     if (ptr is not None and ptr.memory_id != rec.id) or fp in plan.claimed:

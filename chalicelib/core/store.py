@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from ..clock import now_ms
@@ -360,7 +361,8 @@ class Write:
     (default: its revision equals ``prev.revision``); a repair of a damaged record passes
     ``guard_of(item)``. ``moved_from``: the key of the stored item (``prev``) that this record
     replaces under a new id (a purge's tombstone): that item is deleted on the same condition and
-    the new one must not exist yet."""
+    the new one must not exist yet. ``why``: the reason the revision keeps when the change is not
+    the caller's own request on this memory (a supersede named by another save, a setting acting)."""
 
     record: Memory
     prev: Memory | None
@@ -368,6 +370,7 @@ class Write:
     fp: str | None  # fingerprint of the record's current text (None once purged)
     guard: Any = None
     moved_from: str | None = None
+    why: str | None = None
 
 
 def tag_deltas(writes: Iterable[Write], lanes: int) -> dict[tuple[int, str], tuple[int, int]]:
@@ -626,7 +629,7 @@ def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, in
         tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor,
-                              vec=rec.vector_blob()),
+                              vec=rec.vector_blob(), why=w.why),
                 condition=RevisionModel.seq.does_not_exist())
         out.append((seq, rec))
     return out
@@ -737,14 +740,25 @@ class BankTx:
         self._seal(trash, False)
         return live
 
-    def set_description(self, row: BankModel, description: str) -> BankModel:
-        """Set the live bank ``row``'s description (conditioned on its incarnation: the bank was not
-        trashed or replaced since it was read); returns the row as it will be after the commit."""
+    def set_fields(self, row: BankModel, *, description: str | None = None, settings: str | None = None) -> BankModel:
+        """Set the live bank ``row``'s description and/or settings (JSON), those given (conditioned
+        on its incarnation: the bank was not trashed or replaced since it was read; new settings
+        also on the settings read, which they were merged into); returns the row as it will be
+        after the commit."""
         now = now_ms()
-        self.tx.update(row, actions=[BankModel.description.set(description), BankModel.updated_at.set(now)],
-                       condition=BankModel.incarnation == row.incarnation)
         after = _copy_row(row)
-        after.description, after.updated_at = description, now
+        actions: list[Action] = [BankModel.updated_at.set(now)]
+        if description is not None:
+            actions.append(BankModel.description.set(description))
+            after.description = description
+        cond = BankModel.incarnation == row.incarnation
+        if settings is not None:  # derived from the settings read: they must be unchanged at commit
+            actions.append(BankModel.settings.set(settings))
+            after.settings = settings
+            cond &= (BankModel.settings == row.settings) if row.settings is not None \
+                else BankModel.settings.does_not_exist()
+        self.tx.update(row, actions=actions, condition=cond)
+        after.updated_at = now
         return after
 
     def set_rule_count(self, row: BankModel, count: int) -> None:
@@ -903,28 +917,33 @@ def _memory_revision_rows(inc: str, memory_id: str) -> Iterable[RevisionModel]:
 def iter_memory_revisions(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision of one memory, oldest first; a damaged revision's
     record is its ``Damaged``."""
-    for seq, op, rec, _actor in iter_memory_history(inc, memory_id):
+    for seq, op, rec, _actor, _why in iter_memory_history(inc, memory_id):
         yield seq, op, rec
 
 
-def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged, str | None]]:
-    """``(seq, op, record, actor)`` of every revision of one memory, oldest first: ``actor`` is who
-    wrote it (``None`` for a revision written before revisions named their actor)."""
+def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Memory | Damaged, str | None,
+                                                                    str | None]]:
+    """``(seq, op, record, actor, why)`` of every revision of one memory, oldest first: ``actor``
+    is who wrote it (``None`` for a revision written before revisions named their actor), ``why``
+    the reason a change kept (``Write.why``), else ``None``."""
     for rev in _memory_revision_rows(inc, memory_id):
         actor = rev.actor if isinstance(rev.actor, str) and "actor" not in rev.damaged else None
-        yield int(rev.seq), rev.op, revision_record(rev), actor
+        why = rev.why if isinstance(rev.why, str) and "why" not in rev.damaged else None
+        yield int(rev.seq), rev.op, revision_record(rev), actor, why
 
 
 @dataclass(frozen=True)
 class Revision:
     """One revision of a memory: its record, the op that wrote it, its bank ``seq`` and who wrote
     it (the audit actor, e.g. ``person:alice`` or ``system:extraction``; ``None`` for revisions
-    written before revisions named their author)."""
+    written before revisions named their author); ``why``: the reason a change made on another
+    call's behalf keeps (``superseded by <id> on its save``), else ``None``."""
 
     record: Memory
     op: str
     seq: int
     actor: str | None = None
+    why: str | None = None
 
 
 @dataclass
@@ -941,11 +960,11 @@ def memory_history(inc: str, memory_id: str) -> History:
     oldest first; a revision that cannot be read is listed in ``damaged`` as ``{id, seq, reason}``
     instead."""
     out = History(revisions=[])
-    for seq, op, r, actor in iter_memory_history(inc, memory_id):
+    for seq, op, r, actor, why in iter_memory_history(inc, memory_id):
         if isinstance(r, Damaged):
             out.damaged.append({**r.entry(), "seq": seq})
         else:
-            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor))
+            out.revisions.append(Revision(record=r, op=op, seq=seq, actor=actor, why=why))
     return out
 
 

@@ -190,6 +190,7 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     tag_counts = BooleanAttribute(null=True)  # the bank keeps per-tag counters (core.store.tag_total)
     # live memories with a current-model sentence vector, in the lane this row counts (core.vectors)
     vectors = NumberAttribute(null=True)
+    settings = UnicodeAttribute(null=True)  # bank rows only: the bank's settings, JSON (banks.records.BankSettings)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -261,6 +262,7 @@ class RevisionModel(_Base):
     at = NumberAttribute()
     actor = UnicodeAttribute(null=True)
     vec = BinaryAttribute(null=True, legacy_encoding=False)  # the record's sentence vector (core.vectors)
+    why = UnicodeAttribute(null=True)  # why the change was made, when not the caller's own request
     by_memory = RevisionsByMemory()
 
 

@@ -23,10 +23,11 @@ GroupBy = Literal["bank", "token", "operation"]
 FIELDS = ("requests", "saved", "reinforced", "recalls", "previews", "hooks", "contexts", "injected_chars",
           "injected_tokens", "extraction_jobs", "model_input_tokens", "model_output_tokens", "model_cost_usd",
           "stored_bytes_delta", "queries_embedded", "texts_embedded")
-_PLAIN = {"w_create": "saved", "w_resurrect": "saved", "w_reinforce": "reinforced", "recall": "recalls",
-          "preview": "previews", "hook": "hooks", "context": "contexts", "inj_chars": "injected_chars",
-          "inj_tok": "injected_tokens", "x_jobs": "extraction_jobs", "x_in": "model_input_tokens",
-          "x_out": "model_output_tokens", "emb_q": "queries_embedded", "emb_t": "texts_embedded"}
+_PLAIN = {"w_create": "saved", "w_resurrect": "saved", "w_revive": "saved", "w_reinforce": "reinforced",
+          "recall": "recalls", "preview": "previews", "hook": "hooks", "context": "contexts",
+          "inj_chars": "injected_chars", "inj_tok": "injected_tokens", "x_jobs": "extraction_jobs",
+          "x_in": "model_input_tokens", "x_out": "model_output_tokens", "emb_q": "queries_embedded",
+          "emb_t": "texts_embedded"}
 MAX_RANGE_MS = 93 * 86_400_000
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
 

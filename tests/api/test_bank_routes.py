@@ -133,7 +133,7 @@ def test_patch_bank_description(api):
     s, b = api.patch("/v1/banks/main", {"description": "My agent's\nmain bank."})
     assert s == 200, b
     assert b == {"bank": {"name": "main", "description": "My agent's\nmain bank.", "memories": 3, "pinned": 0,
-                          "rules": 1}}
+                          "rules": 1, "settings": {"on_conflict": "flag", "match_threshold": None}}}
     assert api.get("/v1/banks/main")[1] == b
     assert _bank_row().incarnation == inc
     [event] = _audit("bank.update")
@@ -145,12 +145,20 @@ def test_patch_bank_description(api):
 
 
 @pytest.mark.parametrize("body,field", [
-    ({}, "description"),
+    ({}, "body"),
     ({"description": 7}, "description"),
-    ({"description": None}, "description"),
+    ({"description": None}, "body"),
     ({"description": "x" * 1001}, "description"),
     ({"description": "nul \u0000 here"}, "description"),
     ({"description": "ok", "name": "renamed"}, "name"),
+    ({"settings": {}}, "body"),
+    ({"settings": None}, "body"),
+    ({"settings": "supersede"}, "settings"),
+    ({"settings": {"on_conflict": "merge"}}, "settings.on_conflict"),
+    ({"settings": {"on_conflict": None}}, "settings.on_conflict"),
+    ({"settings": {"match_threshold": 1.5}}, "settings.match_threshold"),
+    ({"settings": {"match_threshold": "0.5"}}, "settings.match_threshold"),
+    ({"description": "ok", "settings": {"on_conflict": "supersede", "auto": True}}, "settings.auto"),
 ])
 def test_patch_bank_bad_input_writes_nothing(api, body, field):
     api.post("/v1/banks", {"name": "main", "description": "first"})
@@ -158,6 +166,21 @@ def test_patch_bank_bad_input_writes_nothing(api, body, field):
     s, e = api.patch("/v1/banks/main", body)
     assert (s, e["code"], e["details"]["field"]) == (400, "validation_error", field), e
     assert_unchanged(before)
+
+
+def test_patch_bank_settings(api):
+    api.post("/v1/banks", {"name": "main", "description": "first"})
+    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "supersede"}})
+    assert s == 200 and b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": None}, b
+    s, b = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0.25}})  # the other field stays
+    assert b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": 0.25}
+    assert b["bank"]["description"] == "first" and api.get("/v1/banks/main")[1] == b
+    assert api.get("/v1/banks")[1]["banks"][0]["settings"] == b["bank"]["settings"]
+    events = _audit("bank.update")
+    assert sorted(tuple(e.details.as_dict()["fields"]) for e in events) == [
+        ("settings.match_threshold",), ("settings.on_conflict",)]
+    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "flag", "match_threshold": None}})
+    assert b["bank"]["settings"] == {"on_conflict": "flag", "match_threshold": None}
 
 
 def test_patch_bank_refusals_write_nothing(api):
@@ -206,7 +229,8 @@ def test_list_banks_pages_by_name(api):
     assert _names(api, limit=5) == (["alpha", "bravo", "charlie", "delta", "echo"], 1)
     _s, b = api.get("/v1/banks?limit=4")
     last = api.get(f"/v1/banks?limit=4&cursor={b['next_cursor']}")[1]
-    assert last == {"banks": [{"name": "echo", "description": "", "memories": 1, "pinned": 0, "rules": 0}]}
+    assert last == {"banks": [{"name": "echo", "description": "", "memories": 1, "pinned": 0, "rules": 0,
+                                  "settings": {"on_conflict": "flag", "match_threshold": None}}]}
     confined = mint(user_id="dana", permissions=["memory:read"], banks=["echo", "bravo", "zulu"])
     assert _names(api, token=confined, limit=1) == (["bravo", "echo"], 2)
 
@@ -264,7 +288,8 @@ def test_list_banks_pages_past_a_thousand_banks(api):
         assert n == pages
         assert names == ours  # each exactly once, in order; no trash, namespace or other org's bank
     _s, b = api.get("/v1/banks?limit=1&cursor=" + store.encode_cursor("banks", "default", {"after": "bank-00499"}))
-    assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0, "rules": 0}]
+    assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0,
+                          "rules": 0, "settings": {"on_conflict": "flag", "match_threshold": None}}]
 
 
 def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(api):
@@ -273,7 +298,7 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     import threading
 
     from chalicelib.banks import rules, service
-    from chalicelib.banks.records import SaveRequest
+    from chalicelib.banks.records import BankPatch, BankSettings, SaveRequest
     from chalicelib.core.store import get_bank_head
 
     api.post("/v1/banks", {"name": "race"})
@@ -281,7 +306,13 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
         assert api.put(f"/v1/banks/race/rules/r{i}", {"content": f"Rule {i}."})[0] == 200
     texts = [f"Concurrent fact number {i} about lanes" for i in range(12)]
     jobs = [lambda t=t: service.save_memory("default", "race", SaveRequest(text=t), actor="t") for t in texts]
-    jobs += [lambda i=i: service.update_bank("default", "race", f"description {i}", actor="t") for i in range(4)]
+    jobs += [lambda i=i: service.update_bank("default", "race", BankPatch(description=f"description {i}"), actor="t")
+             for i in range(4)]
+    # two settings changes of different fields: each merges into what it read, neither is lost
+    jobs += [lambda: service.update_bank("default", "race", BankPatch(settings=BankSettings(on_conflict="supersede")),
+                                         actor="t"),
+             lambda: service.update_bank("default", "race", BankPatch(settings=BankSettings(match_threshold=0.5)),
+                                         actor="t")]
     jobs += [lambda i=i: rules.delete_rule("default", "race", f"r{i}", actor="t") for i in range(3)]
     barrier, errors = threading.Barrier(len(jobs)), []
 
@@ -303,7 +334,8 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     bank = api.get("/v1/banks/race")[1]["bank"]
     assert bank["description"] in {f"description {i}" for i in range(4)}
     assert (bank["memories"], bank["rules"]) == (12, 1)
-    assert len(_audit("bank.update")) == 4 and len(_audit("rule.delete")) == 3
+    assert bank["settings"] == {"on_conflict": "supersede", "match_threshold": 0.5}
+    assert len(_audit("bank.update")) == 6 and len(_audit("rule.delete")) == 3
 
 
 @pytest.mark.parametrize("path,names", [("/v1/banks", ("limit", "trashed")),

@@ -445,7 +445,7 @@ def test_update_to_a_retired_memorys_text_racing_its_resurrection_leaves_one_liv
         updater.append(t)
         t.start()
         assert decided.wait(10)
-        service.save_memory("default", "race", SaveRequest(text=text_t), actor="t")  # resurrects Y
+        service.save_memory("default", "race", SaveRequest(text=text_t, revive=True), actor="t")  # revives Y
         go.set()
         t.join()
     finally:

@@ -1,4 +1,4 @@
-"""Memory semantics through the HTTP API: save, reinforce, resurrect,
+"""Memory semantics through the HTTP API: save, reinforce, revive,
 update, delete, supersede, pin, history, tags, list; and the bank's live counts through it all."""
 
 import pytest
@@ -66,23 +66,30 @@ def test_reinforce_makes_confidence_stated(api):
 
 
 @pytest.mark.parametrize("retire", ["delete", "supersede"])
-def test_resurrect_retired(api, retire):
+def test_saving_a_retired_text_is_refused_unless_revived(api, retire):
     _, a = save(api, "old fact to retire", tags=["t1"])
     mid = a["memory"]["id"]
+    winner = None
     if retire == "delete":
         assert api.delete(f"{M}/{mid}")[0] == 200
     else:
         _, w = save(api, "the winner fact")
-        assert api.post(f"{M}/{mid}/supersede", {"superseded_by": w["memory"]["id"]})[0] == 200
+        winner = w["memory"]["id"]
+        assert api.post(f"{M}/{mid}/supersede", {"superseded_by": winner})[0] == 200
+    retired = api.get(f"{M}/{mid}")[1]["memory"]
     before = counts(api)
     s, b = api.post(M, {"text": "Old fact to retire", "tags": ["t2"]})
+    assert (s, b["code"]) == (409, "memory_retired"), b
+    assert b["details"] == {"memory_id": mid, "superseded_by": winner, "invalid_at": retired["invalid_at"]}
+    assert api.get(f"{M}/{mid}")[1]["memory"] == retired and counts(api) == before  # nothing written
+    s, b = api.post(M, {"text": "Old fact to retire", "tags": ["t2"], "revive": True})
     assert s == 201 and b["created"] is True
     m = b["memory"]
     assert m["id"] == mid and "invalid_at" not in m and "superseded_by" not in m
     assert m["corroboration"] == 1 and m["revision"] == 2 and m["tags"] == ["t1", "t2"]
     assert counts(api)["memories"] == before["memories"] + 1
     ops = [r["op"] for r in api.get(f"{M}/{mid}/history")[1]["revisions"]]
-    assert ops == ["create", retire, "resurrect"]
+    assert ops == ["create", retire, "revive"]
 
 
 def test_update_keeps_id_and_moves_fingerprint(api):
@@ -292,14 +299,15 @@ def test_counts_through_everything(api):
     assert counts(api) == {"memories": 2, "pinned": 1, "rules": 1}
     api.delete(f"{M}/{c['memory']['id']}")
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 1}
-    save(api, "count three")  # resurrect, pinned flag kept
+    save(api, "count three", revive=True)  # revived, pinned flag kept
     assert counts(api) == {"memories": 2, "pinned": 1, "rules": 1}
     api.post(f"{M}/{c['memory']['id']}/purge")
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 1}
     api.put(B + "/rules/style", {"content": "  \n"})
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 0}
     _s, listing = api.get("/v1/banks")
-    assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0}]
+    assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0,
+                                 "settings": {"on_conflict": "flag", "match_threshold": None}}]
 
 
 def test_purge_and_import_after_pointer_takeover(api):

@@ -106,8 +106,8 @@ def test_two_containers_interleaved_writes_agree(pair):
     check(a, b, gone)
     ok(b.call("POST", "/v1/banks/main/memories", {"text": "I like strong coffee"}))  # corroborate via b
     check(a, b, gone)
-    # a forgotten memory's text saved again comes back (resurrect), in both
-    ok(a.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday"}))
+    # a forgotten memory's text saved with revive comes back, in both
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "Deploys happen on Friday", "revive": True}))
     gone.discard(m2["id"])
     check(a, b, gone)
     assert m2["id"] in {m["memory"]["id"] for m in b.recall("deploy friday")["memories"]}

@@ -319,6 +319,20 @@ def test_conflict_and_unauthorized_map_to_their_classes(cairn, stack):
     assert caught.value.status == 401 and caught.value.code
 
 
+def test_a_correction_is_one_call_and_a_retired_text_needs_revive(cairn):
+    bank = uid("cl-fix")
+    old = data(cairn.memories.save(bank, "The launch is planned for June 15"))["memory"]["id"]
+    new = data(cairn.memories.save(bank, "The launch moved to July 20", supersedes=[old]))["memory"]["id"]
+    assert data(cairn.memories.get(bank, old))["memory"]["superseded_by"] == new
+    with pytest.raises(Conflict) as caught:
+        cairn.memories.save(bank, "The launch is planned for June 15")
+    assert caught.value.code == "memory_retired"
+    assert caught.value.details == {"memory_id": old, "superseded_by": new,
+                                    "invalid_at": data(cairn.memories.get(bank, old))["memory"]["invalid_at"]}
+    back = data(cairn.memories.save(bank, "The launch is planned for June 15", revive=True))
+    assert back["created"] is True and back["memory"]["id"] == old
+
+
 # --- retries --------------------------------------------------------------------------------------
 
 def test_a_save_retried_after_a_dropped_connection_reinforces_once(stack):

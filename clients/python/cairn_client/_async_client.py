@@ -175,12 +175,16 @@ class AsyncMemories(Surface):
 
     @operation("save_memory")
     async def save(self, bank: str, text: str, *, entities: Strs | None = None, tags: Strs | None = None,
-                   pinned: bool | None = None, session_id: str | None = None, idempotency_key: str | None = None,
+                   pinned: bool | None = None, session_id: str | None = None, supersedes: Strs | None = None,
+                   revive: bool | None = None, idempotency_key: str | None = None,
                    **fields: Any) -> r.SaveMemory:
-        """Save ``text`` (a new memory, or a reinforcement of the same fact). An ``Idempotency-Key``
-        (``idempotency_key`` or a new uuid4) goes with every attempt, so a retry never reinforces twice."""
+        """Save ``text`` (a new memory, or a reinforcement of the same fact). ``supersedes``: ids
+        this memory replaces, retired with the save or nothing is written. The text of a forgotten
+        or superseded memory raises ``memory_retired`` (409) unless ``revive=True``. An
+        ``Idempotency-Key`` (``idempotency_key`` or a new uuid4) goes with every attempt, so a
+        retry never reinforces twice."""
         body = clean_body({"text": text, "entities": entities, "tags": tags, "pinned": pinned,
-                           "session_id": session_id, **fields})
+                           "session_id": session_id, "supersedes": supersedes, "revive": revive, **fields})
         return await self._t.call("save_memory", path={"bank": bank}, json=body, idempotency_key=idempotency_key)
 
     @operation("list_memories")
@@ -285,9 +289,12 @@ class AsyncBanks(Surface):
         return await self._t.call("get_bank", path={"bank": bank})
 
     @operation("update_bank")
-    async def update(self, bank: str, description: str) -> r.UpdateBank:
-        """Change the description: ``{bank}``."""
-        return await self._t.call("update_bank", path={"bank": bank}, json={"description": description})
+    async def update(self, bank: str, description: str | None = None, *,
+                     settings: dict[str, Any] | None = None) -> r.UpdateBank:
+        """Change the description and/or settings (``on_conflict``: ``flag`` or ``supersede``,
+        ``match_threshold``; the fields given replace theirs): ``{bank}``."""
+        return await self._t.call("update_bank", path={"bank": bank},
+                                  json=clean_body({"description": description, "settings": settings}))
 
     @operation("trash_bank")
     async def trash(self, bank: str) -> r.TrashBank:

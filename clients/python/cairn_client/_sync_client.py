@@ -176,12 +176,16 @@ class Memories(Surface):
 
     @operation("save_memory")
     def save(self, bank: str, text: str, *, entities: Strs | None = None, tags: Strs | None = None,
-                   pinned: bool | None = None, session_id: str | None = None, idempotency_key: str | None = None,
+                   pinned: bool | None = None, session_id: str | None = None, supersedes: Strs | None = None,
+                   revive: bool | None = None, idempotency_key: str | None = None,
                    **fields: Any) -> r.SaveMemory:
-        """Save ``text`` (a new memory, or a reinforcement of the same fact). An ``Idempotency-Key``
-        (``idempotency_key`` or a new uuid4) goes with every attempt, so a retry never reinforces twice."""
+        """Save ``text`` (a new memory, or a reinforcement of the same fact). ``supersedes``: ids
+        this memory replaces, retired with the save or nothing is written. The text of a forgotten
+        or superseded memory raises ``memory_retired`` (409) unless ``revive=True``. An
+        ``Idempotency-Key`` (``idempotency_key`` or a new uuid4) goes with every attempt, so a
+        retry never reinforces twice."""
         body = clean_body({"text": text, "entities": entities, "tags": tags, "pinned": pinned,
-                           "session_id": session_id, **fields})
+                           "session_id": session_id, "supersedes": supersedes, "revive": revive, **fields})
         return self._t.call("save_memory", path={"bank": bank}, json=body, idempotency_key=idempotency_key)
 
     @operation("list_memories")
@@ -286,9 +290,12 @@ class Banks(Surface):
         return self._t.call("get_bank", path={"bank": bank})
 
     @operation("update_bank")
-    def update(self, bank: str, description: str) -> r.UpdateBank:
-        """Change the description: ``{bank}``."""
-        return self._t.call("update_bank", path={"bank": bank}, json={"description": description})
+    def update(self, bank: str, description: str | None = None, *,
+                     settings: dict[str, Any] | None = None) -> r.UpdateBank:
+        """Change the description and/or settings (``on_conflict``: ``flag`` or ``supersede``,
+        ``match_threshold``; the fields given replace theirs): ``{bank}``."""
+        return self._t.call("update_bank", path={"bank": bank},
+                                  json=clean_body({"description": description, "settings": settings}))
 
     @operation("trash_bank")
     def trash(self, bank: str) -> r.TrashBank:

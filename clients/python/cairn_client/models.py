@@ -142,11 +142,8 @@ class BankMemorySource(BaseModel):
     agent: Annotated[str | None, Field(title="Agent")] = None
 
 
-class BankPatch(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    description: Annotated[str, Field(max_length=1000, title="Description")]
+class Description(RootModel[str]):
+    root: Annotated[str, Field(max_length=1000, title="Description")] = None
 
 
 class BankRequest(BaseModel):
@@ -178,6 +175,30 @@ class BankRuleState(BaseModel):
         extra="allow",
     )
     exists: Annotated[bool, Field(title="Exists")]
+
+
+class MatchThreshold(RootModel[float]):
+    root: Annotated[float, Field(ge=0.0, le=1.0, title="Match Threshold")] = None
+
+
+class BankSettings(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    on_conflict: Annotated[
+        Literal["flag", "supersede"] | None, Field(title="On Conflict")
+    ] = "flag"
+    match_threshold: Annotated[
+        MatchThreshold | None, Field(title="Match Threshold")
+    ] = None
+
+
+class BankSettingsOut(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
+    match_threshold: Annotated[float | None, Field(title="Match Threshold")]
 
 
 class BankTag(BaseModel):
@@ -869,6 +890,7 @@ class MemoryBank(BaseModel):
     memories: Annotated[int, Field(title="Memories")]
     pinned: Annotated[int, Field(title="Pinned")]
     rules: Annotated[int, Field(title="Rules")]
+    settings: BankSettingsOut
 
 
 class MemoryImportProblem(BaseModel):
@@ -951,6 +973,7 @@ class MemoryRevision(BaseModel):
     op: Annotated[str, Field(title="Op")]
     seq: Annotated[int, Field(title="Seq")]
     actor: Annotated[str | None, Field(title="Actor")]
+    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemoryTargetQuery(BaseModel):
@@ -1337,6 +1360,21 @@ class SessionId1(RootModel[str]):
     root: Annotated[str, Field(max_length=256, min_length=1, title="Session Id")] = None
 
 
+class Supersede(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class Supersedes(RootModel[list[Supersede]]):
+    root: Annotated[
+        list[Supersede],
+        Field(
+            description="Ids of memories this one replaces: each is retired (superseded_by this memory) in the same transaction as the save, or nothing is written.",
+            max_length=10,
+            title="Supersedes",
+        ),
+    ] = None
+
+
 class SaveRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1346,6 +1384,20 @@ class SaveRequest(BaseModel):
     tags: Annotated[Tags | None, Field(title="Tags")] = None
     pinned: Annotated[bool | None, Field(title="Pinned")] = None
     session_id: Annotated[SessionId1 | None, Field(title="Session Id")] = None
+    supersedes: Annotated[
+        Supersedes | None,
+        Field(
+            description="Ids of memories this one replaces: each is retired (superseded_by this memory) in the same transaction as the save, or nothing is written.",
+            title="Supersedes",
+        ),
+    ] = None
+    revive: Annotated[
+        bool | None,
+        Field(
+            description="Bring back the retired (forgotten or superseded) memory with this text; without it such a save is 409 memory_retired and writes nothing.",
+            title="Revive",
+        ),
+    ] = None
 
 
 class ServiceHealth(BaseModel):
@@ -2485,6 +2537,14 @@ class BankMemoryReply(BaseModel):
         extra="allow",
     )
     memory: BankMemory
+
+
+class BankPatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    description: Annotated[Description | None, Field(title="Description")] = None
+    settings: BankSettings | None = None
 
 
 class BankReply(BaseModel):
