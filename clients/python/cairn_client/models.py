@@ -1206,6 +1206,15 @@ class ProjectRequest(BaseModel):
     active: Annotated[bool | None, Field(title="Active")] = True
 
 
+class RecallMatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    level: Annotated[Literal["strong", "partial", "weak", "none"], Field(title="Level")]
+    score: Annotated[float | None, Field(title="Score")]
+    threshold: Annotated[float, Field(title="Threshold")]
+
+
 class Tag(RootModel[str]):
     root: Annotated[str, Field(max_length=64, min_length=1, title="Tag")] = None
 
@@ -2451,6 +2460,8 @@ class InjectedMemory(BaseModel):
     )
     memory: BankMemory
     score: Annotated[float, Field(title="Score")]
+    match: Annotated[float, Field(title="Match")]
+    ambient: Annotated[bool, Field(title="Ambient")]
 
 
 class InjectionBudget(BaseModel):
@@ -2469,6 +2480,7 @@ class InjectionPreview(BaseModel):
     rules: Annotated[int, Field(title="Rules")]
     rules_truncated: Annotated[bool, Field(title="Rules Truncated")]
     memories: Annotated[list[InjectedMemory], Field(title="Memories")]
+    match: RecallMatch
     message: Annotated[str | None, Field(title="Message")] = None
     retrieval: Annotated[str, Field(title="Retrieval")]
     budget: InjectionBudget
@@ -2520,6 +2532,7 @@ class RecallHit(BaseModel):
     score: Annotated[float, Field(title="Score")]
     signals: RecallSignals
     contributions: RecallSignals
+    match: Annotated[float, Field(title="Match")]
 
 
 class RevokedToken(BaseModel):
@@ -2757,6 +2770,7 @@ class BankRecall(BaseModel):
         extra="allow",
     )
     memories: Annotated[list[RecallHit], Field(title="Memories")]
+    match: RecallMatch
     retrieval: Annotated[str, Field(title="Retrieval")]
 
 
