@@ -86,6 +86,13 @@ class MemoryTuning(BaseModel):
     semantic_rerank: float = Field(0.35, ge=0, le=1)
     semantic_floor: float = Field(1.262, ge=0, le=10)
     semantic_lift: float = Field(4.0, ge=0, le=100)
+    # Knowing when nothing matches (chalicelib/search/match.py): a bank recall, preview and hook
+    # return no memory whose match is under match_threshold (0: off), chosen on the
+    # knowledge-update set's tuning part (bench/match.py); the hook pads fewer than 3 matches
+    # with the bank's top memories, marked ambient, unless ambient_floor is off. A bank's own
+    # settings override both (chalicelib/banks/settings_read.py).
+    match_threshold: float = Field(0.35, ge=0, le=1)
+    ambient_floor: bool = True
     extraction_enabled: bool = True
     extraction_window: int = Field(12, ge=1, le=1000)
     max_memories_per_turn: int = Field(8, ge=0, le=100)

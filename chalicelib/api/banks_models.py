@@ -306,12 +306,30 @@ class RecallHit(BaseModel):
     """Each signal's share of ``score``, summing to it: a weighted part of the base; ``recency``
     what its factor takes away (0 or less); ``time`` what its factor adds; ``neighbour`` and
     ``semantic`` their weighted values."""
+    match: float
+    """How well the memory matches the query, 0 to 1: the greater of the share of the query's
+    distinctive words (idf-weighted) it holds and its closeness in meaning (sentence vectors)."""
+
+
+class RecallMatch(BaseModel):
+    """How well the best hit matched, and the bar hits were held to."""
+
+    level: Literal["strong", "partial", "weak", "none"]
+    """``strong`` (match >= 0.8): the memory holds the question's distinctive words or says the
+    same in other words; ``partial`` (>= 0.35, the default threshold): it shares part of them
+    or of the meaning; ``weak`` (below 0.35, returned only when the bank's threshold is lower):
+    a look-alike, likely not the answer; ``none``: no memory matched, the bank does not know."""
+    score: float | None
+    """The best hit's ``match`` (0 to 1), ``null`` without a hit."""
+    threshold: float
+    """The bank's match threshold: no hit under it is returned (0: off)."""
 
 
 class BankRecall(BaseModel):
-    """The best-ranked memories, and the retrieval mode that ran."""
+    """The best-ranked memories, how well the best one matched, and the retrieval mode that ran."""
 
     memories: list[RecallHit]
+    match: RecallMatch
     retrieval: str
     """``bm25-entity``, ``bm25-entity+semantic`` when the semantic signal ran,
     ``bm25-entity+semantic-unavailable`` when its model is not available (``+as_of``,
@@ -319,10 +337,13 @@ class BankRecall(BaseModel):
 
 
 class InjectedMemory(BaseModel):
-    """A memory picked for injection and its score."""
+    """A memory picked for injection, its score and match (0 for an ambient one), and whether the
+    ambient floor added it (the injection marks those as not matched to the message)."""
 
     memory: BankMemory
     score: float
+    match: float
+    ambient: bool
 
 
 class InjectionPreview(BaseModel):
@@ -334,6 +355,7 @@ class InjectionPreview(BaseModel):
     """Rules in the section."""
     rules_truncated: bool
     memories: list[InjectedMemory]
+    match: RecallMatch
     message: str | None = None
     """The memory message appended to the conversation (only when memories are injected)."""
     retrieval: str

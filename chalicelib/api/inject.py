@@ -13,6 +13,7 @@ from ..usage import meter
 from . import banks_models as m
 from .banks import ADMIN, READ, _bank, rules_budget
 from .http import Ctx, endpoint
+from .recall import render_match
 
 bp = Blueprint(__name__)
 
@@ -21,8 +22,8 @@ bp = Blueprint(__name__)
           responses={200: m.InjectionPreview}, errors=("bank_not_found", "damaged"), meter="read")
 def preview(ctx: Ctx, bank: str):
     """Preview exactly what a turn asking ``query`` would get injected: ``{system_prompt_section,
-    rules, rules_truncated, memories: [{memory, score}], message?, retrieval}``; 404
-    ``bank_not_found``."""
+    rules, rules_truncated, memories: [{memory, score, match, ambient}], match: {level, score,
+    threshold}, message?, retrieval}``; 404 ``bank_not_found``."""
     turn = service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query)
     injected = turn.injection
     _note_injected("preview", injected.section.text, *([injected.message] if injected.message else []))
@@ -74,7 +75,9 @@ def render_preview(turn: service.Injected) -> dict[str, Any]:
         "system_prompt_section": injection.section.text,
         "rules": injection.section.rules,
         "rules_truncated": injection.section.truncated,
-        "memories": [{"memory": p.memory.public(), "score": p.score} for p in injection.memories],
+        "memories": [{"memory": p.memory.public(), "score": p.score, "match": p.match, "ambient": p.ambient}
+                     for p in injection.memories],
+        "match": render_match(turn.match, turn.threshold),
         "retrieval": turn.retrieval,
         "budget": {"rules": rules_budget(injection.section),
                    "memories": {"used_bytes": injection.memory_bytes, "limit_bytes": injection.memory_limit}},

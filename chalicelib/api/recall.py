@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from ..search import match
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..usage import limits, meter
 from ..validation import Line, Millis
@@ -45,9 +46,11 @@ def recall_cost(ctx: Ctx) -> int:
           responses={200: m.BankRecall}, errors=("bank_not_found", "damaged"), meter="read", cost=recall_cost)
 def recall(ctx: Ctx, bank: str):
     """Recall a bank's memories best ranked for a query: ``{memories: [{memory, score, signals:
-    {bm25, entity, corroboration, pinned, recency, ...}, contributions}], retrieval}``
-    (``contributions``: each signal's share of ``score``, summing to it); 404 ``bank_not_found``; 403
-    ``forbidden`` for ``as_of`` without ``admin.memories``."""
+    {bm25, entity, corroboration, pinned, recency, ...}, contributions, match}], match: {level,
+    score, threshold}, retrieval}`` (``contributions``: each signal's share of ``score``, summing
+    to it; ``match``: how well a hit matches the query, 0 to 1; no hit under the bank's
+    threshold is returned, and ``match.level`` ``none`` says the bank holds no answer); 404
+    ``bank_not_found``; 403 ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
     meter.note(recall=1)
     return render_recall(recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
@@ -55,8 +58,14 @@ def recall(ctx: Ctx, bank: str):
 
 
 def render_recall(result: RecallResult) -> dict[str, Any]:
-    """``{memories: [{memory, score, signals, contributions}], retrieval}``: a recall as the route
-    answers it."""
+    """``{memories: [{memory, score, signals, contributions, match}], match, retrieval}``: a recall
+    as the route answers it."""
     return {"memories": [{"memory": h.memory.public(), "score": h.score, "signals": dict(h.signals),
-                          "contributions": dict(h.contributions)} for h in result.hits],
-            "retrieval": result.retrieval}
+                          "contributions": dict(h.contributions), "match": h.match} for h in result.hits],
+            "match": render_match(result.match, result.min_match), "retrieval": result.retrieval}
+
+
+def render_match(best: float | None, threshold: float | None) -> dict[str, Any]:
+    """``{level, score, threshold}`` (``m.RecallMatch``) of a best hit's ``match`` (``None``: no
+    hit) under ``threshold`` (``None``: off, shown as 0)."""
+    return {"level": match.level(best), "score": best, "threshold": threshold or 0.0}

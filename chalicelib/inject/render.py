@@ -13,15 +13,18 @@ Two outputs:
   headings are demoted by two levels (a rule's ``# X`` renders as ``### X``, under its own ``## name``) and
   setext underlines are escaped; a fence left open is closed at the rule's end, so no rule can
   swallow or forge the sections after it.
-- the **memory message** (role user): ``<memory bank="{bank}">`` + the intro line, one
-  ``- {text}`` line per memory, ``</memory>``. Memory text is escaped as XML character entities
+- the **memory message** (role user): ``<memory bank="{bank}">``, then the intro line and one
+  ``- {text}`` line per matched memory, then (when the ambient floor padded any) the ambient
+  line and one ``- {text}`` line per ambient memory, ``</memory>``: a model can tell what
+  matched the message from what the bank holds regardless. Memory text is escaped as XML character entities
   (``&amp; &lt; &gt; &quot;``) and every line break becomes a space, so no memory can close or
   forge a tag or a list line.
 
 Memories are chosen by ``select_memories``: the top ``recall_limit`` hits; when fewer than
 ``min(3, recall_limit)`` matched, padded up to that floor with the bank's top memories (score 0.0,
-the ambient floor); then taken in order while the cumulative UTF-8 bytes of their text fit
-``recall_budget_tokens * 4`` (inclusive), stopping at the first that does not fit.
+``ambient``: the ambient floor; none when the bank turns it off); then taken in order while the
+cumulative UTF-8 bytes of their text fit ``recall_budget_tokens * 4`` (inclusive), stopping at
+the first that does not fit.
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget â
              "rules view]")
 OMITTED = "\n## {name} [omitted: over the injection budget]\n"
 TRUNCATE_MIN_BYTES = 200  # a cut rule needs more than this many bytes left, else it is omitted
-MESSAGE_OPEN = ('<memory bank="{bank}">\n'
-                "Relevant remembered memories (auto-recalled; verify anything surprising):\n")
+MESSAGE_OPEN = '<memory bank="{bank}">\n'
+MATCHED_INTRO = "Relevant remembered memories (auto-recalled; verify anything surprising):\n"
+AMBIENT_INTRO = ("Ambient memories (the bank's pinned and most corroborated; not matched to this message, "
+                 "use them only if they apply):\n")
 MESSAGE_LINE = "- {text}\n"
 MESSAGE_CLOSE = "</memory>"
 AMBIENT_FLOOR = 3
@@ -78,10 +83,13 @@ class Section:
 
 @dataclass
 class Picked:
-    """One memory chosen for injection and its recall score (0.0 for the ambient floor)."""
+    """One memory chosen for injection, its recall score and ``match`` (``search.match``; 0.0
+    for the ambient floor) and whether the ambient floor added it (``ambient``)."""
 
     memory: Memory
     score: float
+    match: float = 0.0
+    ambient: bool = False
 
 
 @dataclass
@@ -208,7 +216,7 @@ def select_memories(hits: list[Picked], ambient: list[Memory], *, recall_limit: 
             if mem.id in seen or not mem.live:
                 continue
             seen.add(mem.id)
-            chosen.append(Picked(memory=mem, score=0.0))
+            chosen.append(Picked(memory=mem, score=0.0, ambient=True))
     budget = max(0, recall_budget_tokens) * BYTES_PER_TOKEN
     out: list[Picked] = []
     used = 0
@@ -221,12 +229,17 @@ def select_memories(hits: list[Picked], ambient: list[Memory], *, recall_limit: 
     return out
 
 
-def render_message(bank: str, memories: list[Memory]) -> str | None:
-    """The ``<memory bank=...>`` message for ``memories`` in order, or ``None`` when empty."""
-    if not memories:
+def render_message(bank: str, memories: list[Memory], ambient: list[Memory] | None = None) -> str | None:
+    """The ``<memory bank=...>`` message for the matched ``memories`` then the ``ambient`` ones,
+    each group in order under its intro line, or ``None`` when both are empty."""
+    ambient = ambient or []
+    if not memories and not ambient:
         return None
     lines = [MESSAGE_OPEN.format(bank=escape_text(bank))]
-    lines.extend(MESSAGE_LINE.format(text=escape_text(m.text)) for m in memories)
+    for intro, group in ((MATCHED_INTRO, memories), (AMBIENT_INTRO, ambient)):
+        if group:
+            lines.append(intro)
+            lines.extend(MESSAGE_LINE.format(text=escape_text(m.text)) for m in group)
     lines.append(MESSAGE_CLOSE)
     return "".join(lines)
 
@@ -240,5 +253,6 @@ def render(bank: str, rules: Iterable[Rule], hits: list[Picked], ambient: list[M
     if not with_memories:
         return Injection(section=section, memory_limit=limit)
     picked = select_memories(hits, ambient, recall_limit=recall_limit, recall_budget_tokens=recall_budget_tokens)
-    return Injection(section=section, memories=picked, message=render_message(bank, [p.memory for p in picked]),
-                     memory_limit=limit)
+    message = render_message(bank, [p.memory for p in picked if not p.ambient],
+                             [p.memory for p in picked if p.ambient])
+    return Injection(section=section, memories=picked, message=message, memory_limit=limit)

@@ -5,8 +5,10 @@
 consistent BatchGetItem), takes the rules from the per-container cache keyed by ``rules_version``
 and config version (S3 only when they changed), ranks with the recall core
 (``chalicelib.search.recall``), pads with the ambient floor when few memories matched, and
-renders with ``chalicelib.inject.render``. The recall and the ambient floor rank the bank as that
-one read found it, so a warm turn costs one DynamoDB read (plus the token lookup) and no S3 call.
+renders with ``chalicelib.inject.render``. Recall holds its hits to the bank's match threshold,
+and the ambient floor pads only while the bank's setting allows it (``banks.settings_read``);
+ambient memories are marked as such in the injection. The recall and the ambient floor rank the
+bank as that one read found it, so a warm turn costs one DynamoDB read (plus the token lookup) and no S3 call.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import audit, timing
 from ..auth.principal import Principal
+from ..banks.settings_read import recall_settings
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
@@ -83,12 +86,16 @@ def newest_user_text(messages: list[dict[str, Any]]) -> str:
 
 @dataclass(frozen=True)
 class Injected:
-    """What one turn injects (``injection``) and the retrieval mode that ran (``retrieval``):
+    """What one turn injects (``injection``), the retrieval mode that ran (``retrieval``:
     ``bm25-entity`` (with ``+last-good-tuning`` while the configured tuning is invalid) or
-    ``rules-only`` when no recall ran."""
+    ``rules-only`` when no recall ran) and the best recalled hit's ``match`` (``search.match``;
+    ``None`` when no memory matched or no recall ran) under the bank's ``threshold`` (``None``:
+    off or no recall)."""
 
     injection: Injection
     retrieval: str
+    match: float | None = None
+    threshold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,20 +128,26 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     hits: list[Picked] = []
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
+    match: float | None = None
+    threshold: float | None = None
     if with_memories and row is not None and query.strip():
+        wanted = recall_settings(row, tuning)
+        threshold = wanted.match_threshold or None
         with timing.phase("rank"):
-            result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows)
+            result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows,
+                            min_match=threshold)
         retrieval = result.retrieval
-        hits = [Picked(memory=h.memory, score=h.score) for h in result.hits]
+        match = result.match
+        hits = [Picked(memory=h.memory, score=h.score, match=h.match) for h in result.hits]
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
-        if len(hits) < floor:
+        if len(hits) < floor and wanted.ambient_floor:
             with timing.phase("floor"):
                 ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
     with timing.phase("render"):
         injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                            recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
                            with_memories=with_memories)
-    return Injected(injection, retrieval)
+    return Injected(injection, retrieval, match, threshold)
 
 
 def preview(org_id: str, bank: str, query: str) -> Injected:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import metrics, semantic
+from ..banks.settings_read import recall_settings
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
@@ -52,6 +53,7 @@ from ..tuning import (
 from ..usage import meter
 from . import fusion
 from . import index as index_mod
+from . import match as match_mod
 from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .schema import read_record
@@ -73,22 +75,31 @@ class Hit:
     ``prf``, ``time`` and ``neighbour`` when their weights are on (``signals``) and ``semantic``
     while ``w_semantic`` > 0 (``fusion``; 0 when it did not run);
     ``bank`` names the bank or namespace it came from; ``contributions`` each signal's share of
-    ``score`` (``signals.contributions``: they sum to it)."""
+    ``score`` (``signals.contributions``: they sum to it); ``match`` how well it matches the query
+    (``search.match``, in [0, 1])."""
 
     memory: Memory
     score: float
     signals: dict[str, float]
     bank: str
     contributions: dict[str, float] = field(default_factory=dict)
+    match: float = 0.0
 
 
 @dataclass
 class RecallResult:
-    """The ranked hits, the retrieval mode that ran and how many candidates were scored."""
+    """The ranked hits, the retrieval mode that ran, how many candidates were scored and the
+    ``min_match`` the hits were held to (``None``: none)."""
 
     hits: list[Hit]
     retrieval: str
     candidates: int
+    min_match: float | None = None
+
+    @property
+    def match(self) -> float | None:
+        """The best ``match`` among the hits (``search.match``), ``None`` without a hit."""
+        return max((h.match for h in self.hits), default=None)
 
 
 # --- the one consistent read ---------------------------------------------------------------
@@ -133,7 +144,8 @@ Key = tuple[int, int]  # (leaf, document number)
 
 def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
-          now: int, query_vector: np.ndarray | None = None) -> tuple[list[Hit], int]:
+          now: int, query_vector: np.ndarray | None = None,
+          min_match: float | None = None) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
 
     Vectorised over each segment's documents (numpy): BM25F summed per document over the query's
@@ -142,7 +154,9 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     candidates picked by ``_pick``; the full score (``scorer.full_scores``) over the candidates'
     arrays. Only the returned hits' records are decoded (every examined candidate's, when a
     ``filter`` must see it). ``query_vector``: the query's unit sentence vector, for the semantic
-    signal (``fusion``: only while ``w_semantic`` > 0)."""
+    signal (``fusion``: only while ``w_semantic`` > 0). Each hit carries its ``match``
+    (``search.match``); with ``min_match``, candidates under it are passed over (the ranking of
+    the others is unchanged)."""
     leaves = [leaf for leaf in leaves if leaf[0].doc_count_all() > 0]  # an empty index has no segment
     if not leaves:
         return [], 0
@@ -194,18 +208,38 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         return [], 0
     ids = [data[i].ids[d] for i, d in keys]
     order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], ids[j]))
-    hits: list[Hit] = []
     names = list(signals)
+
+    def hit(j: int, m: float) -> Hit | None:
+        """Candidate ``j`` as a hit of match ``m`` (``None`` when its record does not decode)."""
+        key = keys[j]
+        rec = record(key)
+        if rec is None:
+            return None
+        sig = {s: float(signals[s][j]) for s in names}
+        return Hit(rec, float(totals[j]), sig, leaves[key[0]][2],
+                   signals_mod.contributions(sig, tuning, semantic_weight=float(weights[j])), m)
+
+    matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
+                                query if isinstance(query, str) else None)
+    return _take(order, lambda j: matcher(keys[j]), hit, limit, min_match), len(keys)
+
+
+def _take(order: list[int], match_of: Callable[[int], float], hit: Callable[[int, float], Hit | None],
+          limit: int, min_match: float | None) -> list[Hit]:
+    """The first ``limit`` hits of the candidates in ``order``, passing over those whose match is
+    under ``min_match`` and those whose record does not decode."""
+    hits: list[Hit] = []
     for j in order:
         if len(hits) == limit:
             break
-        key = keys[j]
-        rec = record(key)
-        if rec is not None:
-            sig = {s: float(signals[s][j]) for s in names}
-            hits.append(Hit(rec, float(totals[j]), sig, leaves[key[0]][2],
-                            signals_mod.contributions(sig, tuning, semantic_weight=float(weights[j]))))
-    return hits, len(keys)
+        m = match_of(j)
+        if min_match is not None and m < min_match:
+            continue
+        h = hit(j, m)
+        if h is not None:
+            hits.append(h)
+    return hits
 
 
 def _semantic(x: fusion.Inputs, keys: list[Key], upd: np.ndarray, totals: np.ndarray,
@@ -474,7 +508,8 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
            tuning: MemoryTuning | None = None,
            filter: Callable[[Memory], bool] | None = None,
            now: int | None = None, require: bool = False,
-           analysed: QueryTerms | None = None, rows: dict[str, BankHead] | None = None) -> RecallResult:
+           analysed: QueryTerms | None = None, rows: dict[str, BankHead] | None = None,
+           min_match: float | None = None) -> RecallResult:
     """Rank the memories of ``banks`` (bank names or internal namespace keys) as ONE corpus.
 
     ``limit``: 1..100 hits; ``tag``: only memories carrying that handle (applied before the cut);
@@ -484,7 +519,7 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     ``bank_not_found`` for a missing bank instead of treating it as empty; ``analysed``: the
     query already analysed (``analyse``), e.g. by a benchmark timing ranking alone; ``rows``: the
     banks as this turn already read them (``read_rows``: one consistent read per turn), else
-    read here.
+    read here; ``min_match``: in [0, 1], no hit whose ``match`` (``search.match``) is under it.
     Raises 400 ``validation_error`` for an empty query or a limit out of range. Emits
     ``metrics.recall_latency`` (the whole call, the consistent read included).
     """
@@ -500,12 +535,13 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     if as_of is not None:
         result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
                                include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
-                               filter=filter)
+                               filter=filter, min_match=min_match)
     else:
         vector, mode = query_vector(query, tuning)
         result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
                               include_superseded=include_superseded, tuning=tuning, filter=filter,
-                              now=now_ms() if now is None else now, query_vector=vector, mode=mode)
+                              now=now_ms() if now is None else now, query_vector=vector, mode=mode,
+                              min_match=min_match)
     metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
                            candidates=result.candidates, retrieval=result.retrieval)
     return result
@@ -539,7 +575,7 @@ def query_vector(query: str, tuning: MemoryTuning) -> tuple[np.ndarray | None, s
 def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str | QueryTerms, *,
                  limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
                  filter: Callable[[Memory], bool] | None, now: int, query_vector: np.ndarray | None = None,
-                 mode: str = RETRIEVAL) -> RecallResult:
+                 mode: str = RETRIEVAL, min_match: float | None = None) -> RecallResult:
     """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
     cache = index_mod.active_cache()
     with cache.locked((org_id, b) for b in banks):
@@ -549,8 +585,8 @@ def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
         hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
-                        tuning=tuning, filter=filter, now=now, query_vector=query_vector)
-    return RecallResult(hits, _mode(mode), n)
+                        tuning=tuning, filter=filter, now=now, query_vector=query_vector, min_match=min_match)
+    return RecallResult(hits, _mode(mode), n, min_match)
 
 
 def _mode(base: str) -> str:
@@ -582,7 +618,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
 
 def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
-                  filter: Callable[[Memory], bool] | None) -> RecallResult:
+                  filter: Callable[[Memory], bool] | None, min_match: float | None = None) -> RecallResult:
     leaves: list[tuple[Any, dict, str]] = []
     for b in banks:
         ix = index_mod.transient_index(state_as_of(rows[b].incarnation, as_of))
@@ -590,16 +626,21 @@ def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankHead], quer
         for leaf, _off in reader.leaf_readers():
             leaves.append((leaf, {}, b))
     hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
-                    tuning=tuning, filter=filter, now=as_of)
-    return RecallResult(hits, _mode(RETRIEVAL_AS_OF), n)
+                    tuning=tuning, filter=filter, now=as_of, min_match=min_match)
+    return RecallResult(hits, _mode(RETRIEVAL_AS_OF), n, min_match)
 
 
 def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
                 include_superseded: bool = False, as_of: int | None = None) -> RecallResult:
     """``POST /v1/banks/{bank}/recall``: ``recall`` of one bank that must exist, ``limit`` defaulting
-    to ``LIMIT_DEFAULT``. Raises 400 ``validation_error`` and 404 ``bank_not_found``."""
+    to ``LIMIT_DEFAULT``, hits held to the bank's match threshold (``banks.settings_read``). Raises
+    400 ``validation_error`` and 404 ``bank_not_found``."""
+    rows = read_rows(org_id, [bank])
+    tuning = get_tuning()
+    threshold = recall_settings(rows.get(bank), tuning).match_threshold
     return recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
-                  include_superseded=include_superseded, as_of=as_of, require=True)
+                  include_superseded=include_superseded, as_of=as_of, require=True, tuning=tuning, rows=rows,
+                  min_match=threshold or None)
 
 
 # --- the ambient floor, freshness and maintenance ------------------------------------------

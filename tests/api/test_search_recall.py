@@ -100,9 +100,10 @@ def test_no_match_returns_nothing(api, cache):
 
 
 def _signals_off(monkeypatch) -> None:
-    """Feedback, time and neighbourhood off (``chalicelib.search.signals``), and the semantic
-    signal (``chalicelib.search.fusion``): the base formula alone."""
-    for key in ("W_PRF", "W_TIME", "W_NEIGHBOUR", "W_SEMANTIC"):
+    """Feedback, time and neighbourhood off (``chalicelib.search.signals``), the semantic
+    signal (``chalicelib.search.fusion``) and the match threshold (``chalicelib.search.match``):
+    the base formula alone, every hit returned."""
+    for key in ("W_PRF", "W_TIME", "W_NEIGHBOUR", "W_SEMANTIC", "MATCH_THRESHOLD"):
         monkeypatch.setenv(f"CAIRN_MEMORY_{key}", "0")
 
 

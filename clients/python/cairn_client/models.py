@@ -1229,6 +1229,15 @@ class ProjectRequest(BaseModel):
     active: Annotated[bool | None, Field(title="Active")] = True
 
 
+class RecallMatch(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    level: Annotated[Literal["strong", "partial", "weak", "none"], Field(title="Level")]
+    score: Annotated[float | None, Field(title="Score")]
+    threshold: Annotated[float, Field(title="Threshold")]
+
+
 class Tag(RootModel[str]):
     root: Annotated[str, Field(max_length=64, min_length=1, title="Tag")] = None
 
@@ -2586,6 +2595,8 @@ class InjectedMemory(BaseModel):
     )
     memory: BankMemory
     score: Annotated[float, Field(title="Score")]
+    match: Annotated[float, Field(title="Match")]
+    ambient: Annotated[bool, Field(title="Ambient")]
 
 
 class InjectionBudget(BaseModel):
@@ -2604,6 +2615,7 @@ class InjectionPreview(BaseModel):
     rules: Annotated[int, Field(title="Rules")]
     rules_truncated: Annotated[bool, Field(title="Rules Truncated")]
     memories: Annotated[list[InjectedMemory], Field(title="Memories")]
+    match: RecallMatch
     message: Annotated[str | None, Field(title="Message")] = None
     retrieval: Annotated[str, Field(title="Retrieval")]
     budget: InjectionBudget
@@ -2655,6 +2667,7 @@ class RecallHit(BaseModel):
     score: Annotated[float, Field(title="Score")]
     signals: RecallSignals
     contributions: RecallSignals
+    match: Annotated[float, Field(title="Match")]
 
 
 class RevokedToken(BaseModel):
@@ -2906,6 +2919,7 @@ class BankRecall(BaseModel):
         extra="allow",
     )
     memories: Annotated[list[RecallHit], Field(title="Memories")]
+    match: RecallMatch
     retrieval: Annotated[str, Field(title="Retrieval")]
 
 
