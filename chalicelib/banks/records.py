@@ -126,11 +126,15 @@ class BankSettings(BaseModel):
     ``on_conflict``: what a save does when it detects that a live memory states the same thing
     about the same subject with another value: ``flag`` keeps both and links them
     (``conflicts_with``), ``supersede`` retires the older one (never a pinned one).
-    ``match_threshold``: the lowest match a recall hit may have (0..1); ``null``: no threshold."""
+    ``match_threshold``: the lowest ``match`` a recall, preview or hook hit may have (0..1; 0:
+    every hit); ``null``: the service's default (the ``[memory]`` tuning's ``match_threshold``).
+    ``ambient_floor``: whether the hook pads fewer than 3 matches with the bank's top pinned and
+    corroborated memories (marked ambient); ``null``: the tuning's default."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     on_conflict: Literal["flag", "supersede"] = "flag"
     match_threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    ambient_floor: bool | None = None
 
 
 class BankPatch(BaseModel):

@@ -50,6 +50,7 @@ from .records import (
     check_text,
     normalize_handles,
 )
+from .settings_read import settings_of
 
 # --- domain values --------------------------------------------------------------------------
 
@@ -105,19 +106,6 @@ def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
     return [Bank(name=h.row.bank_name, description=h.row.description or "", memories=h.memories,
                  pinned=h.pinned, rules=int(h.row.rules), settings=settings_of(h.row))
             for h in store.heads_of(org_id, rows, strict=False)]
-
-
-def settings_of(row: BankRow | None) -> BankSettings:
-    """The bank ``row``'s settings (``BankSettings``); the defaults for a bank that never set
-    any, for no bank (``None``: created on first use) and for a stored value that does not
-    validate (hand-edited: a save never fails on it)."""
-    raw = row.settings if row is not None else None
-    if not raw:
-        return BankSettings()
-    try:
-        return BankSettings.model_validate_json(raw)
-    except ValueError:
-        return BankSettings()
 
 
 def require_bank(org_id: str, name: str) -> BankRow:

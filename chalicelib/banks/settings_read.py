@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.store import BankHead
+from ..core.store import BankHead, BankRow
 from ..tuning import MemoryTuning
+from .records import BankSettings
 
 
 @dataclass(frozen=True)
@@ -23,5 +24,20 @@ class RecallSettings:
 
 def recall_settings(head: BankHead | None, tuning: MemoryTuning) -> RecallSettings:
     """The settings of the bank ``head`` (as the turn's one consistent read found it; ``None``
-    for a missing bank): today every bank has the tuning's defaults."""
-    return RecallSettings(tuning.match_threshold, tuning.ambient_floor)
+    for a missing bank): each field the bank sets (``BankSettings``), else the tuning's default."""
+    s = settings_of(head.row if head is not None else None)
+    return RecallSettings(tuning.match_threshold if s.match_threshold is None else s.match_threshold,
+                          tuning.ambient_floor if s.ambient_floor is None else s.ambient_floor)
+
+
+def settings_of(row: BankRow | None) -> BankSettings:
+    """The bank ``row``'s settings (``BankSettings``); the defaults for a bank that never set
+    any, for no bank (``None``: created on first use) and for a stored value that does not
+    validate (hand-edited: a save never fails on it)."""
+    raw = row.settings if row is not None else None
+    if not raw:
+        return BankSettings()
+    try:
+        return BankSettings.model_validate_json(raw)
+    except ValueError:
+        return BankSettings()

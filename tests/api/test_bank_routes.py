@@ -133,7 +133,7 @@ def test_patch_bank_description(api):
     s, b = api.patch("/v1/banks/main", {"description": "My agent's\nmain bank."})
     assert s == 200, b
     assert b == {"bank": {"name": "main", "description": "My agent's\nmain bank.", "memories": 3, "pinned": 0,
-                          "rules": 1, "settings": {"on_conflict": "flag", "match_threshold": None}}}
+                          "rules": 1, "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}}
     assert api.get("/v1/banks/main")[1] == b
     assert _bank_row().incarnation == inc
     [event] = _audit("bank.update")
@@ -171,16 +171,16 @@ def test_patch_bank_bad_input_writes_nothing(api, body, field):
 def test_patch_bank_settings(api):
     api.post("/v1/banks", {"name": "main", "description": "first"})
     s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "supersede"}})
-    assert s == 200 and b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": None}, b
+    assert s == 200 and b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": None, "ambient_floor": None}, b
     s, b = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0.25}})  # the other field stays
-    assert b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": 0.25}
+    assert b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": 0.25, "ambient_floor": None}
     assert b["bank"]["description"] == "first" and api.get("/v1/banks/main")[1] == b
     assert api.get("/v1/banks")[1]["banks"][0]["settings"] == b["bank"]["settings"]
     events = _audit("bank.update")
     assert sorted(tuple(e.details.as_dict()["fields"]) for e in events) == [
         ("settings.match_threshold",), ("settings.on_conflict",)]
-    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "flag", "match_threshold": None}})
-    assert b["bank"]["settings"] == {"on_conflict": "flag", "match_threshold": None}
+    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}})
+    assert b["bank"]["settings"] == {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
 
 
 def test_patch_bank_refusals_write_nothing(api):
@@ -230,7 +230,7 @@ def test_list_banks_pages_by_name(api):
     _s, b = api.get("/v1/banks?limit=4")
     last = api.get(f"/v1/banks?limit=4&cursor={b['next_cursor']}")[1]
     assert last == {"banks": [{"name": "echo", "description": "", "memories": 1, "pinned": 0, "rules": 0,
-                                  "settings": {"on_conflict": "flag", "match_threshold": None}}]}
+                                  "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}]}
     confined = mint(user_id="dana", permissions=["memory:read"], banks=["echo", "bravo", "zulu"])
     assert _names(api, token=confined, limit=1) == (["bravo", "echo"], 2)
 
@@ -289,7 +289,7 @@ def test_list_banks_pages_past_a_thousand_banks(api):
         assert names == ours  # each exactly once, in order; no trash, namespace or other org's bank
     _s, b = api.get("/v1/banks?limit=1&cursor=" + store.encode_cursor("banks", "default", {"after": "bank-00499"}))
     assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0,
-                          "rules": 0, "settings": {"on_conflict": "flag", "match_threshold": None}}]
+                          "rules": 0, "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}]
 
 
 def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(api):
@@ -334,7 +334,7 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     bank = api.get("/v1/banks/race")[1]["bank"]
     assert bank["description"] in {f"description {i}" for i in range(4)}
     assert (bank["memories"], bank["rules"]) == (12, 1)
-    assert bank["settings"] == {"on_conflict": "supersede", "match_threshold": 0.5}
+    assert bank["settings"] == {"on_conflict": "supersede", "match_threshold": 0.5, "ambient_floor": None}
     assert len(_audit("bank.update")) == 6 and len(_audit("rule.delete")) == 3
 
 

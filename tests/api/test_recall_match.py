@@ -106,3 +106,20 @@ def test_hook_marks_the_ambient_floor(api):
     (message,) = body["mutations"]["append_messages"]
     assert AMBIENT_INTRO in message["content"] and MATCHED_INTRO not in message["content"]
     assert "- Always answer in English.\n" in message["content"]
+
+
+def test_the_banks_settings_set_its_threshold_and_ambient_floor(api):
+    """A bank's ``settings`` override the service's defaults for that bank only."""
+    _seed(api)
+    save(api, "other", "Bittern is led by Ana Lopez.", entities=["bittern"])
+    status, body = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0, "ambient_floor": False}})
+    assert status == 200, body
+    assert body["bank"]["settings"]["match_threshold"] == 0 and body["bank"]["settings"]["ambient_floor"] is False
+    status, body = api.post("/v1/banks/main/recall", {"query": "Where is Skylark deployed?"})
+    assert status == 200 and body["memories"] and body["match"]["threshold"] == 0.0, body
+    status, body = api.post("/v1/banks/other/recall", {"query": "Where is Skylark deployed?"})
+    assert status == 200 and body["memories"] == [] and body["match"]["threshold"] == 0.35, body
+    status, body = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0.35}})
+    assert status == 200, body
+    status, body = api.post("/v1/hooks/pre-generate", HOOK)
+    assert status == 200 and body["mutations"]["append_messages"] == [], body

@@ -191,6 +191,7 @@ class BankSettings(BaseModel):
     match_threshold: Annotated[
         MatchThreshold | None, Field(title="Match Threshold")
     ] = None
+    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
 
 
 class BankSettingsOut(BaseModel):
