@@ -133,7 +133,8 @@ def test_patch_bank_description(api):
     s, b = api.patch("/v1/banks/main", {"description": "My agent's\nmain bank."})
     assert s == 200, b
     assert b == {"bank": {"name": "main", "description": "My agent's\nmain bank.", "memories": 3, "pinned": 0,
-                          "rules": 1, "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}}
+                          "rules": 1,
+                          "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}}
     assert api.get("/v1/banks/main")[1] == b
     assert _bank_row().incarnation == inc
     [event] = _audit("bank.update")
