@@ -4,6 +4,8 @@ of retrieval until a second person accepts the hash the tool reported."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.api.conftest import mint
@@ -215,3 +217,62 @@ def test_seq_and_space_belong_to_their_own_forms(client, team):
     assert team.entry("alice", draft["id"])["spaceId"] == team.space
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
     assert [e["id"] for e in listed["entries"]] == [draft["id"]]
+
+
+# --- what a model reads: summaries, bank creation, sessions it may open -------------------------
+
+def test_memory_save_says_when_it_created_the_bank(mcp, api):
+    """A misspelt bank is created on first use: the result says so, in its body and its text."""
+    ok(mcp.call("bank_create", name="ops"))
+    first = mcp.call("memory_save", bank="opps", text="Backups run nightly at two.")
+    assert ok(first)["bank_created"] is True and ok(first)["created"] is True
+    assert "this save created it" in first["content"][0]["text"]
+    second = mcp.call("memory_save", bank="opps", text="Backups are kept for thirty days.")
+    assert ok(second)["bank_created"] is False and "created it" not in second["content"][0]["text"]
+    assert ok(mcp.call("memory_save", bank="ops", text="Restores are tested monthly."))["bank_created"] is False
+    status, rest = api.post("/v1/banks/newbank/memories", {"text": "The REST route says it too."})
+    assert status == 201 and rest["bank_created"] is True  # structuredContent keeps the REST shape
+
+
+def test_the_text_content_is_a_summary_memory_text_first(mcp):
+    saved = mcp.call("memory_save", bank="ops", text="Backups run nightly at two.", entities=["backup"],
+                     tags=["infra"])
+    mid = ok(saved)["memory"]["id"]
+    text = saved["content"][0]["text"]
+    assert text.startswith('Saved a new memory: "Backups run nightly at two."') and mid in text
+    hits = mcp.call("memory_recall", bank="ops", query="when do backups run")
+    line = hits["content"][0]["text"]
+    assert line.startswith('1. "Backups run nightly at two."') and f"id {mid}" in line
+    assert re.search(r"updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line)  # ISO 8601, not ms
+    assert [h["memory"]["id"] for h in ok(hits)["memories"]] == [mid]  # the REST body stays whole
+    empty = mcp.call("memory_recall", bank="ops", query="zebra crossings")
+    assert empty["content"][0]["text"] == "No memory matched the query."
+
+
+def test_session_open_offers_and_allows_only_the_kinds_the_token_may_open(client, mcp):
+    assert mcp.tools()["session_open"]["inputSchema"]["properties"]["kind"]["enum"] == ["interactive", "coordinator"]
+    key = Mcp(client, mint(kind="api_key", permissions=RW))
+    assert key.tools()["session_open"]["inputSchema"]["properties"]["kind"]["enum"] == ["interactive"]
+    assert err(key.call("session_open", kind="coordinator")) == "coordinator_requires_user"
+    opened = ok(key.call("session_open"))
+    assert opened["kind"] == "interactive"
+    assert ok(key.call("structured_memory", session_id=opened["session_id"], action="list"))["memories"] == []
+    coordinator = ok(mcp.call("session_open", kind="coordinator"))
+    child = ok(mcp.call("session_open", parent_session_id=coordinator["session_id"]))
+    assert (coordinator["kind"], child["kind"], child["parent_session_id"]) == \
+        ("coordinator", "interactive", coordinator["session_id"])
+    saved = ok(mcp.call("structured_memory", session_id=coordinator["session_id"], action="save", name="plan",
+                        content="Ship on Friday.", scope="coordinator", description="The release plan"))
+    assert saved["scope"] == "coordinator"
+    assert err(key.call("structured_memory", session_id=coordinator["session_id"], action="list")) == \
+        "session_not_found"
+
+
+def test_space_list_gives_the_ids_team_search_takes(client, team):
+    alice = _agent(client, "alice")
+    spaces = ok(alice.call("space_list"))["spaces"]
+    assert team.space in [s["id"] for s in spaces]
+    assert ok(alice.call("team_search", space_ids=[s["id"] for s in spaces], query="anything"))["results"] == []
+    # the deprecated camelCase name is still read
+    assert ok(alice.call("team_search", spaceIds=[team.space], query="anything"))["results"] == []
+    assert err(alice.call("team_search", space_ids=["Team one"], query="anything")) == "not_found"  # a name is no id
