@@ -40,7 +40,6 @@ from ..errors import BadRequest, CairnError, Forbidden
 from ..inject.service import PreviewRequest
 from ..structured import sessions
 from ..structured import tool as structured_tool
-from ..structured.memories import REST_MAX_CONTENT
 from ..structured.names import MAX_DESCRIPTION, MAX_NAME
 from ..structured.scopes import SCOPES, TYPES
 from ..team import entries
@@ -131,11 +130,11 @@ class StructuredArgs(_Args):
     session_id: StrictStr = Field(min_length=1, max_length=128)
     action: Literal["save", "get", "search", "delete", "list"]
     name: StrictStr | None = Field(None, min_length=1, max_length=MAX_NAME)
-    content: StrictStr | None = Field(None, max_length=REST_MAX_CONTENT)
+    content: StrictStr | None = None  # its cap is the deployment's ``max_content`` tuning, checked by the route
     description: StrictStr | None = Field(None, max_length=MAX_DESCRIPTION)
     type: Literal[TYPES] | None = None  # type: ignore[valid-type]  # the scope rules' tuple
     scope: Literal[SCOPES] | None = None  # type: ignore[valid-type]  # the scope rules' tuple
-    query: StrictStr | None = Field(None, min_length=1, max_length=4000)
+    query: StrictStr | None = Field(None, min_length=1)
     limit: Annotated[int, IntRange(1, structured_tool.MAX_LIMIT, strict=True)] | None = None
 
 
@@ -418,7 +417,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          params={"session_id": Param("The session: `session_id` of session_open.", SESSION_ID),
                  "action": Param("save, get, search, list or delete.", "save"),
                  "name": Param("The memory's snake_case name (save, get, delete).", "db_choice"),
-                 "content": Param("The memory's text (save).", "We use Postgres for billing."),
+                 "content": Param("The memory's text (save; at most the deployment's max_content characters, "
+                                  "32,768 by default).", "We use Postgres for billing."),
                  "description": Param("A one-line summary used to judge relevance (save).",
                                       "Which database billing uses"),
                  "type": Param("The memory's type (save; default general; a filter for search and list).",
