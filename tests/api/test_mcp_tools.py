@@ -276,3 +276,10 @@ def test_space_list_gives_the_ids_team_search_takes(client, team):
     # the deprecated camelCase name is still read
     assert ok(alice.call("team_search", spaceIds=[team.space], query="anything"))["results"] == []
     assert err(alice.call("team_search", space_ids=["Team one"], query="anything")) == "not_found"  # a name is no id
+
+
+def test_team_draft_still_reads_the_deprecated_camel_case_names(client, team):
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Old names", text="First."))
+    edited = ok(alice.call("team_draft", entryId=draft["id"], text="Second."))
+    assert (edited["id"], edited["text"]) == (draft["id"], "Second.")
