@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STAGE ?= dev
 
-.PHONY: venv model run test test-unit test-fast bench package lint clean openapi client
+.PHONY: venv model run test test-unit test-fast bench package lint clean openapi client mcp-docs
 
 # Create the virtualenv if missing; re-install whenever a requirements file or the Python client's
 # pyproject.toml changes (stamp file). The client (clients/python) is installed editable for its tests.
@@ -89,3 +89,8 @@ openapi: venv
 # openapi.json: run after `make openapi`; tests/unit/test_client.py fails while they are stale.
 client: venv
 	$(BIN)/python clients/python/scripts/generate.py
+
+# docs/mcp.md's tool reference from the MCP registry: run after changing a tool; tests/api/test_mcp_docs.py
+# fails while it is stale.
+mcp-docs: venv
+	$(BIN)/python -m chalicelib.api.mcp_docs docs/mcp.md

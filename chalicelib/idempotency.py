@@ -89,6 +89,7 @@ class _StoredSave(BaseModel):
     created: bool
     memory: _RevisionRef | None = None
     tags_dropped: list[str] = Field(default_factory=list)
+    bank_created: bool = False
 
 
 def lookup(idem: IdemKey | None) -> SaveResult | None:
@@ -128,6 +129,7 @@ def replay(idem: IdemKey | None) -> Replay | None:
             stored = _StoredSave.model_validate(row.body.get(RESULT))
             bank_key = stored.memory.bank_key if stored.memory is not None else None
             result = SaveResult(created=stored.created, tags_dropped=stored.tags_dropped,
+                                bank_created=stored.bank_created,
                                 memory=_revision_memory(stored.memory.bank_key, stored.memory.seq)
                                 if stored.memory is not None else None)
         else:
@@ -174,7 +176,7 @@ def add_to(tx: TransactWrite, idem: IdemKey | None, result: SaveResult, *, revis
         return
     bind()
     ttl = get_settings().idempotency_ttl_s
-    stored = _StoredSave(created=result.created, tags_dropped=result.tags_dropped,
+    stored = _StoredSave(created=result.created, tags_dropped=result.tags_dropped, bank_created=result.bank_created,
                          memory=_RevisionRef(bank_key=revision[0], seq=int(revision[1])))
     row = IdempotencyModel(key=idem.key, request_digest=idem.digest(), status=DOMAIN,
                            body={RESULT: stored.model_dump(mode="json")}, expires_at=int(time.time()) + ttl)

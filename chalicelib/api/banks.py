@@ -59,9 +59,9 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
 
 
 def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
-    """201 ``{created: true, memory}`` / 200 ``{created: false, memory}``, plus
-    ``details.tags_dropped`` when a reinforcement dropped tags."""
-    body: dict[str, Any] = {"created": result.created}
+    """201 ``{created: true, bank_created, memory}`` / 200 ``{created: false, bank_created, memory}``,
+    plus ``details.tags_dropped`` when a reinforcement dropped tags."""
+    body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created}
     if result.memory is not None:
         body["memory"] = result.memory.public()
     if result.tags_dropped:

@@ -180,6 +180,9 @@ class MemorySaved(BaseModel):
     """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
     created: bool
+    bank_created: bool = False
+    """True when this save created the bank (a bank is created on first use: a misspelt name makes a
+    new bank)."""
     memory: BankMemory | None = None
     """Absent only when an idempotent replay finds its bank's records gone."""
     details: SaveDetails | None = None

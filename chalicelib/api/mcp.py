@@ -29,8 +29,8 @@ INSTRUCTIONS = ("Cairn is this agent's long-term memory. Before answering anythi
                 "learned earlier, call memory_recall (or context_preview to see the exact injection). When the user "
                 "states a lasting fact, preference or decision, save it with memory_save as one self-contained "
                 "sentence; correct a wrong memory with memory_update, retire an outdated one with memory_supersede "
-                "or memory_forget. Team knowledge: team_search reads accepted entries; team_draft proposes one for "
-                "a person to review.")
+                "or memory_forget. Team knowledge: team_search reads accepted entries of the spaces space_list "
+                "names; team_draft proposes one for a person to review. Pass only ids an earlier result gave.")
 BANK_HEADER = "x-cairn-bank"
 
 
@@ -126,8 +126,8 @@ def mcp_endpoint(ctx: Ctx):
 
     Tools: bank_list, bank_create, memory_save, memory_recall, memory_get, memory_list,
     memory_update, memory_forget, memory_pin, memory_supersede, memory_history, rules_list,
-    rule_set, context_preview, structured_memory, team_search, team_draft; a token lists those its
-    permissions allow. ``X-Cairn-Bank`` names the connection's default bank."""
+    rule_set, context_preview, session_open, structured_memory, space_list, team_search, team_draft;
+    a token lists those its permissions allow. ``X-Cairn-Bank`` names the connection's default bank."""
     _check_origin(ctx)
     _check_accept(ctx)
     # imported on the first MCP request: the SDK's types take most of a second to import

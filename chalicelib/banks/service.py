@@ -444,7 +444,7 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
         else:  # found through the pointer: it must still name this memory when the save commits
             btx.check_pointer(fresh.incarnation, save.fp, rec.id)
-        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped)
+        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped, bank_created=row is None)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         if audited:
             audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})

@@ -181,8 +181,10 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
 class SaveResult(BaseModel):
     """What a save did: ``created`` (a new, resurrected or repaired memory, else a
     reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
-    records gone) and the tags beyond the cap that a reinforcement could not merge."""
+    records gone), the tags beyond the cap that a reinforcement could not merge and whether the save
+    created its bank (``bank_created``: a bank is created on first use)."""
 
     created: bool
     memory: Memory | None
     tags_dropped: list[str] = Field(default_factory=list)
+    bank_created: bool = False

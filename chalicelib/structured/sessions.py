@@ -79,6 +79,17 @@ def _may_use(p: Principal, s: Session) -> bool:
     return p.token_id == s.token_id
 
 
+def may_coordinate(p: Principal, user_id: str | None) -> bool:
+    """True when ``p`` may open a coordinator session for ``user_id``: an authenticated user, never
+    an anonymous session or an API key."""
+    return bool(user_id) and p.kind != "api_key"
+
+
+def kinds(p: Principal) -> tuple[str, ...]:
+    """The session kinds ``p`` may open for itself (``create``'s rule, for tools that offer a choice)."""
+    return ("interactive", "coordinator") if may_coordinate(p, p.user_id) else ("interactive",)
+
+
 def _user(p: Principal, req: SessionRequest) -> str | None:
     """The session's user: the parent's for a child session, else the acting user."""
     if req.parent_session_id is None:
@@ -113,7 +124,7 @@ def create(p: Principal, req: SessionRequest) -> Session:
     workstream) / ``project_access_denied``, 404 ``workstream_not_found`` / ``project_not_found``
     / ``session_not_found`` (parent). Nothing is written on error."""
     user_id = _user(p, req)
-    if req.kind == "coordinator" and (not user_id or p.kind == "api_key"):
+    if req.kind == "coordinator" and not may_coordinate(p, user_id):
         raise BadRequest("A coordinator session needs an authenticated user (no anonymous or api_key "
                          "coordinator).", code="coordinator_requires_user")
     resumed = _resumes(p, req, user_id)

@@ -22,12 +22,14 @@ from . import permissions, store
 from .accept import namespace
 from .store import Attribution, Tx
 
+MAX_SPACES = 20  # spaces one retrieval searches
+
 
 class RetrieveBody(BaseModel):
     """Body of ``POST /api/v1/context/memory/retrieve``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    space_ids: list[Line] = Field(alias="spaceIds", min_length=1, max_length=20)
+    space_ids: list[Line] = Field(alias="spaceIds", min_length=1, max_length=MAX_SPACES)
     query: StrictStr = Field(min_length=1, max_length=4000)
     limit: int = Field(10, ge=1, le=50)
 

@@ -732,19 +732,24 @@ MCP_TOOLS: dict[tuple[str, str], dict[str, Builder]] = {
     (MCP_ROW, "rule_set"): {"set": _mcp_tool("rule_set", {"bank": "main", "name": "style",
                                                           "content": "# Answer briefly.\n\nAlways."}, touches=(B,))},
     (MCP_ROW, "context_preview"): {"preview": _mcp_tool("context_preview", {"bank": "main", "query": "what names?"})},
+    (MCP_ROW, "session_open"): {
+        "interactive": _mcp_tool("session_open", {"kind": "interactive", "memory_enabled": True},
+                                 touches=(("owner", "*"),)),  # the caller's own user
+        "child": _mcp_tool("session_open", lambda w: {"parent_session_id": w.session}, touches=_owner)},
     (MCP_ROW, "structured_memory"): {
         "save": _mcp_tool("structured_memory", lambda w: {
             "session_id": w.session, "action": "save", "name": "tea", "content": "User likes tea",
             "description": "drinks", "type": "user", "scope": "user"}, touches=lambda w: _scope(w, "user", w.user)),
         "get": _mcp_tool("structured_memory", lambda w: {
             "session_id": w.session, "action": "get", "name": "workstream note", "scope": "workstream"})},
+    (MCP_ROW, "space_list"): {"list": _mcp_tool("space_list", {"limit": 50})},
     (MCP_ROW, "team_search"): {"search": _mcp_tool("team_search", lambda w: {
-        "spaceIds": [w.sid], "query": "postgres", "limit": 5})},
+        "space_ids": [w.sid], "query": "postgres", "limit": 5})},
     (MCP_ROW, "team_draft"): {
         "create": _mcp_tool("team_draft", lambda w: {
-            "spaceId": w.sid, "kind": "decision", "title": "Use SQLite", "text": "SQLite for the edge caches."},
+            "space_id": w.sid, "kind": "decision", "title": "Use SQLite", "text": "SQLite for the edge caches."},
             touches=_space),
-        "edit": _mcp_tool("team_draft", lambda w: {"entryId": w.edited, "text": "Use Kafka for the event bus."},
+        "edit": _mcp_tool("team_draft", lambda w: {"entry_id": w.edited, "text": "Use Kafka for the event bus."},
                           touches=_space)},
 }
 

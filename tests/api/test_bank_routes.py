@@ -14,6 +14,8 @@ from tests.api.state import assert_unchanged, dump
 
 R = "/v1/banks/main/rules"
 
+DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+
 
 def _audit(action: str) -> list:
     from chalicelib.storage.tables import AuditModel
@@ -134,7 +136,7 @@ def test_patch_bank_description(api):
     assert s == 200, b
     assert b == {"bank": {"name": "main", "description": "My agent's\nmain bank.", "memories": 3, "pinned": 0,
                           "rules": 1,
-                          "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}}
+                          "settings": DEFAULT_SETTINGS}}
     assert api.get("/v1/banks/main")[1] == b
     assert _bank_row().incarnation == inc
     [event] = _audit("bank.update")
@@ -172,16 +174,16 @@ def test_patch_bank_bad_input_writes_nothing(api, body, field):
 def test_patch_bank_settings(api):
     api.post("/v1/banks", {"name": "main", "description": "first"})
     s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "supersede"}})
-    assert s == 200 and b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": None, "ambient_floor": None}, b
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "on_conflict": "supersede"}, b
     s, b = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0.25}})  # the other field stays
-    assert b["bank"]["settings"] == {"on_conflict": "supersede", "match_threshold": 0.25, "ambient_floor": None}
+    assert b["bank"]["settings"] == {**DEFAULT_SETTINGS, "on_conflict": "supersede", "match_threshold": 0.25}
     assert b["bank"]["description"] == "first" and api.get("/v1/banks/main")[1] == b
     assert api.get("/v1/banks")[1]["banks"][0]["settings"] == b["bank"]["settings"]
     events = _audit("bank.update")
     assert sorted(tuple(e.details.as_dict()["fields"]) for e in events) == [
         ("settings.match_threshold",), ("settings.on_conflict",)]
-    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}})
-    assert b["bank"]["settings"] == {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+    s, b = api.patch("/v1/banks/main", {"settings": DEFAULT_SETTINGS})
+    assert b["bank"]["settings"] == DEFAULT_SETTINGS
 
 
 def test_patch_bank_refusals_write_nothing(api):
@@ -231,7 +233,7 @@ def test_list_banks_pages_by_name(api):
     _s, b = api.get("/v1/banks?limit=4")
     last = api.get(f"/v1/banks?limit=4&cursor={b['next_cursor']}")[1]
     assert last == {"banks": [{"name": "echo", "description": "", "memories": 1, "pinned": 0, "rules": 0,
-                                  "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}]}
+                                  "settings": DEFAULT_SETTINGS}]}
     confined = mint(user_id="dana", permissions=["memory:read"], banks=["echo", "bravo", "zulu"])
     assert _names(api, token=confined, limit=1) == (["bravo", "echo"], 2)
 
@@ -290,7 +292,7 @@ def test_list_banks_pages_past_a_thousand_banks(api):
         assert names == ours  # each exactly once, in order; no trash, namespace or other org's bank
     _s, b = api.get("/v1/banks?limit=1&cursor=" + store.encode_cursor("banks", "default", {"after": "bank-00499"}))
     assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0,
-                          "rules": 0, "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}]
+                          "rules": 0, "settings": DEFAULT_SETTINGS}]
 
 
 def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(api):
@@ -335,7 +337,7 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     bank = api.get("/v1/banks/race")[1]["bank"]
     assert bank["description"] in {f"description {i}" for i in range(4)}
     assert (bank["memories"], bank["rules"]) == (12, 1)
-    assert bank["settings"] == {"on_conflict": "supersede", "match_threshold": 0.5, "ambient_floor": None}
+    assert bank["settings"] == {**DEFAULT_SETTINGS, "on_conflict": "supersede", "match_threshold": 0.5}
     assert len(_audit("bank.update")) == 6 and len(_audit("rule.delete")) == 3
 
 

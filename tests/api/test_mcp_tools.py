@@ -4,6 +4,8 @@ of retrieval until a second person accepts the hash the tool reported."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.api.conftest import mint
@@ -85,45 +87,45 @@ def _agent(client, user: str, permissions=RW) -> Mcp:
 
 def test_a_draft_is_retrieved_only_after_a_second_person_accepts_the_reported_hash(client, team):
     alice = _agent(client, "alice")
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="decision", title="Queue choice",
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="decision", title="Queue choice",
                           text="We chose SQS FIFO for the extraction queue."))
     assert draft["status"] == "draft" and draft["text"] == "We chose SQS FIFO for the extraction queue."
-    assert ok(alice.call("team_search", spaceIds=[team.space], query="extraction queue"))["results"] == []
+    assert ok(alice.call("team_search", space_ids=[team.space], query="extraction queue"))["results"] == []
     st, body = team.accept("alice", draft["id"], draft["documentSha256"])
     assert st == 403 and body["code"] == "context.memory.self_accept"  # its author may not accept it
     st, body = team.accept("bob", draft["id"], draft["documentSha256"])
     assert st == 200, body
-    found = ok(alice.call("team_search", spaceIds=[team.space], query="extraction queue"))
+    found = ok(alice.call("team_search", space_ids=[team.space], query="extraction queue"))
     assert [r["entryId"] for r in found["results"]] == [draft["id"]] and found["attributionId"]
 
 
 def test_editing_a_draft_replaces_its_text_and_merges_with_a_concurrent_editor(client, team):
     alice = _agent(client, "alice")
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Runbook",
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="note", title="Runbook",
                           text="Step one: page the on-call."))
     editor = Editor()  # carol edits the same text in her browser meanwhile
     editor.load(team.entry("carol", draft["id"])["snapshot"])
     st, body = team.post_update("carol", draft["id"], editor.insert(0, "Carol: "))
     assert st == 200, body
-    edited = ok(alice.call("team_draft", entryId=draft["id"], seq=draft["seq"],
+    edited = ok(alice.call("team_draft", entry_id=draft["id"], seq=draft["seq"],
                            text="Step one: page the on-call. Step two: log it."))
     assert edited["text"] == "Carol: Step one: page the on-call. Step two: log it."  # both edits merged
-    unchanged = ok(alice.call("team_draft", entryId=draft["id"], text=edited["text"]))
+    unchanged = ok(alice.call("team_draft", entry_id=draft["id"], text=edited["text"]))
     assert unchanged["seq"] == edited["seq"]  # the same text again writes nothing
-    renamed = ok(alice.call("team_draft", entryId=draft["id"], title="Runbook v2", text="Only this."))
+    renamed = ok(alice.call("team_draft", entry_id=draft["id"], title="Runbook v2", text="Only this."))
     assert (renamed["title"], renamed["text"]) == ("Runbook v2", "Only this.")  # no seq: it replaces
-    assert err(alice.call("team_draft", entryId=draft["id"], seq=renamed["seq"] + 5, text="Ahead.")) == "conflict"
+    assert err(alice.call("team_draft", entry_id=draft["id"], seq=renamed["seq"] + 5, text="Ahead.")) == "conflict"
 
 
 def test_a_refused_draft_text_creates_and_changes_nothing(client, team):
     alice = _agent(client, "alice")
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="note", title="Keep", text="Original text."))
     before = team.entry("alice", draft["id"])
-    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Big", text="x" * 70000)) == \
+    assert err(alice.call("team_draft", space_id=team.space, kind="note", title="Big", text="x" * 70000)) == \
         "text_too_large"
-    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", kind="decision",
+    assert err(alice.call("team_draft", entry_id=draft["id"], title="Renamed", kind="decision",
                           text="x" * 70000)) == "text_too_large"
-    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", seq=before["seq"] + 3,
+    assert err(alice.call("team_draft", entry_id=draft["id"], title="Renamed", seq=before["seq"] + 3,
                           text="Ahead of the entry.")) == "conflict"
     assert team.entry("alice", draft["id"]) == before
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
@@ -133,9 +135,9 @@ def test_a_refused_draft_text_creates_and_changes_nothing(client, team):
 def test_a_member_token_without_memory_permissions_searches_but_does_not_draft(client, team):
     member = _agent(client, "alice", [])  # a team member's token as minted for the REST team routes
     listed = member.tools()
-    assert set(listed) == {"team_search"}
-    assert ok(member.call("team_search", spaceIds=[team.space], query="anything"))["results"] == []
-    assert err(member.call("team_draft", spaceId=team.space, kind="note", title="No", text="Not allowed.")) == \
+    assert set(listed) == {"space_list", "team_search"}
+    assert ok(member.call("team_search", space_ids=[team.space], query="anything"))["results"] == []
+    assert err(member.call("team_draft", space_id=team.space, kind="note", title="No", text="Not allowed.")) == \
         "forbidden"
 
 
@@ -143,18 +145,18 @@ def test_team_draft_refusals_write_nothing(client, team, api):
     alice = _agent(client, "alice")
     reader = _agent(client, "reader")
     stranger = _agent(client, "stranger")
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="note", title="Keep", text="Original text."))
     before = team.entry("alice", draft["id"])
-    assert err(reader.call("team_draft", entryId=draft["id"], text="Reader rewrote it.")) == "forbidden"
-    assert err(stranger.call("team_draft", entryId=draft["id"], text="Stranger rewrote it.")) == "not_found"
+    assert err(reader.call("team_draft", entry_id=draft["id"], text="Reader rewrote it.")) == "forbidden"
+    assert err(stranger.call("team_draft", entry_id=draft["id"], text="Stranger rewrote it.")) == "not_found"
     assert err(alice.call("team_draft", kind="note", title="No space", text="Where?")) == "validation_error"
-    status, body = alice.rpc("tools/call", {"name": "team_draft", "arguments": {"entryId": draft["id"],
+    status, body = alice.rpc("tools/call", {"name": "team_draft", "arguments": {"entry_id": draft["id"],
                                                                              "text": "bad\x00text"}})
     assert status == 400 and body["error"]["data"]["code"] == "validation_error"  # refused at the edge
-    assert err(alice.call("team_draft", entryId=draft["id"], text="bad\x07text")) == "validation_error"
-    assert err(alice.call("team_draft", entryId=draft["id"], text="x" * 70000)) == "text_too_large"
+    assert err(alice.call("team_draft", entry_id=draft["id"], text="bad\x07text")) == "validation_error"
+    assert err(alice.call("team_draft", entry_id=draft["id"], text="x" * 70000)) == "text_too_large"
     read_only = _agent(client, "alice", ["memory:read"])
-    assert err(read_only.call("team_draft", entryId=draft["id"], text="Read-only rewrote it.")) == "forbidden"
+    assert err(read_only.call("team_draft", entry_id=draft["id"], text="Read-only rewrote it.")) == "forbidden"
     assert team.entry("alice", draft["id"]) == before
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
     assert [e["id"] for e in listed["entries"]] == [draft["id"]]
@@ -171,7 +173,7 @@ def test_a_new_draft_whose_text_write_fails_names_the_draft_for_the_retry(client
 
     alice = _agent(client, "alice")
     monkeypatch.setattr(entries, "write_text", unavailable)
-    refused = alice.call("team_draft", spaceId=team.space, kind="note", title="Second", text="Never written.")
+    refused = alice.call("team_draft", space_id=team.space, kind="note", title="Second", text="Never written.")
     assert err(refused) == "backend_unavailable"
     entry_id = refused["structuredContent"]["details"]["entryId"]
     assert team.entry("alice", entry_id)["text"] == ""  # created, empty: the retry edits this one
@@ -180,12 +182,12 @@ def test_a_new_draft_whose_text_write_fails_names_the_draft_for_the_retry(client
 def test_a_text_whose_update_would_be_too_large_creates_and_changes_nothing(client, team):
     """65,536 bytes pass the text cap, but the update that writes them carries a few more bytes."""
     alice = _agent(client, "alice")
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Keep", text="Original text."))
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="note", title="Keep", text="Original text."))
     before = team.entry("alice", draft["id"])
     full = "a" * 65536
-    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Full", text=full)) == \
+    assert err(alice.call("team_draft", space_id=team.space, kind="note", title="Full", text=full)) == \
         "update_too_large"
-    assert err(alice.call("team_draft", entryId=draft["id"], title="Renamed", kind="decision", text=full)) == \
+    assert err(alice.call("team_draft", entry_id=draft["id"], title="Renamed", kind="decision", text=full)) == \
         "update_too_large"
     assert team.entry("alice", draft["id"]) == before  # neither the text nor the title and kind changed
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
@@ -198,8 +200,8 @@ def test_a_spent_minute_refuses_a_new_draft_before_it_is_created(client, team, m
     monkeypatch.setenv("KEYSTONE_CONTEXT_MEMORY_UPDATES_PER_MINUTE", "1")  # five a minute across entries
     monkeypatch.setattr(clock, "now_ms", lambda: 1_800_000_000_000 + 5_000)  # 5 s into a minute
     for i in range(5):
-        ok(alice.call("team_draft", spaceId=team.space, kind="note", title=f"Draft {i}", text="Spends the minute."))
-    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="Sixth", text="Over.")) == \
+        ok(alice.call("team_draft", space_id=team.space, kind="note", title=f"Draft {i}", text="Spends the minute."))
+    assert err(alice.call("team_draft", space_id=team.space, kind="note", title="Sixth", text="Over.")) == \
         "rate_limited"
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
     assert len(listed["entries"]) == 5  # no empty sixth draft
@@ -208,10 +210,76 @@ def test_a_spent_minute_refuses_a_new_draft_before_it_is_created(client, team, m
 def test_seq_and_space_belong_to_their_own_forms(client, team):
     alice = _agent(client, "alice")
     other = team.new_space(name="Other team")
-    assert err(alice.call("team_draft", spaceId=team.space, kind="note", title="New", text="Text.", seq=3)) == \
+    assert err(alice.call("team_draft", space_id=team.space, kind="note", title="New", text="Text.", seq=3)) == \
         "validation_error"
-    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Here", text="Stays here."))
-    assert err(alice.call("team_draft", entryId=draft["id"], spaceId=other, text="Moved?")) == "validation_error"
+    draft = ok(alice.call("team_draft", space_id=team.space, kind="note", title="Here", text="Stays here."))
+    assert err(alice.call("team_draft", entry_id=draft["id"], space_id=other, text="Moved?")) == "validation_error"
     assert team.entry("alice", draft["id"])["spaceId"] == team.space
     _, listed = team.call("alice", "GET", f"{MEM}/entries?spaceId={team.space}")
     assert [e["id"] for e in listed["entries"]] == [draft["id"]]
+
+
+# --- what a model reads: summaries, bank creation, sessions it may open -------------------------
+
+def test_memory_save_says_when_it_created_the_bank(mcp, api):
+    """A misspelt bank is created on first use: the result says so, in its body and its text."""
+    ok(mcp.call("bank_create", name="ops"))
+    first = mcp.call("memory_save", bank="opps", text="Backups run nightly at two.")
+    assert ok(first)["bank_created"] is True and ok(first)["created"] is True
+    assert "this save created it" in first["content"][0]["text"]
+    second = mcp.call("memory_save", bank="opps", text="Backups are kept for thirty days.")
+    assert ok(second)["bank_created"] is False and "created it" not in second["content"][0]["text"]
+    assert ok(mcp.call("memory_save", bank="ops", text="Restores are tested monthly."))["bank_created"] is False
+    status, rest = api.post("/v1/banks/newbank/memories", {"text": "The REST route says it too."})
+    assert status == 201 and rest["bank_created"] is True  # structuredContent keeps the REST shape
+
+
+def test_the_text_content_is_a_summary_memory_text_first(mcp):
+    saved = mcp.call("memory_save", bank="ops", text="Backups run nightly at two.", entities=["backup"],
+                     tags=["infra"])
+    mid = ok(saved)["memory"]["id"]
+    text = saved["content"][0]["text"]
+    assert text.startswith('Saved a new memory: "Backups run nightly at two."') and mid in text
+    hits = mcp.call("memory_recall", bank="ops", query="when do backups run")
+    line = hits["content"][0]["text"]
+    assert line.startswith('1. "Backups run nightly at two."') and f"id {mid}" in line
+    assert re.search(r"updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line)  # ISO 8601, not ms
+    assert [h["memory"]["id"] for h in ok(hits)["memories"]] == [mid]  # the REST body stays whole
+    empty = mcp.call("memory_recall", bank="ops", query="zebra crossings")
+    assert empty["content"][0]["text"] == "No memory matched the query."
+
+
+def test_session_open_offers_and_allows_only_the_kinds_the_token_may_open(client, mcp):
+    assert mcp.tools()["session_open"]["inputSchema"]["properties"]["kind"]["enum"] == ["interactive", "coordinator"]
+    key = Mcp(client, mint(kind="api_key", permissions=RW))
+    assert key.tools()["session_open"]["inputSchema"]["properties"]["kind"]["enum"] == ["interactive"]
+    assert err(key.call("session_open", kind="coordinator")) == "coordinator_requires_user"
+    opened = ok(key.call("session_open"))
+    assert opened["kind"] == "interactive"
+    assert ok(key.call("structured_memory", session_id=opened["session_id"], action="list"))["memories"] == []
+    coordinator = ok(mcp.call("session_open", kind="coordinator"))
+    child = ok(mcp.call("session_open", parent_session_id=coordinator["session_id"]))
+    assert (coordinator["kind"], child["kind"], child["parent_session_id"]) == \
+        ("coordinator", "interactive", coordinator["session_id"])
+    saved = ok(mcp.call("structured_memory", session_id=coordinator["session_id"], action="save", name="plan",
+                        content="Ship on Friday.", scope="coordinator", description="The release plan"))
+    assert saved["scope"] == "coordinator"
+    assert err(key.call("structured_memory", session_id=coordinator["session_id"], action="list")) == \
+        "session_not_found"
+
+
+def test_space_list_gives_the_ids_team_search_takes(client, team):
+    alice = _agent(client, "alice")
+    spaces = ok(alice.call("space_list"))["spaces"]
+    assert team.space in [s["id"] for s in spaces]
+    assert ok(alice.call("team_search", space_ids=[s["id"] for s in spaces], query="anything"))["results"] == []
+    # the deprecated camelCase name is still read
+    assert ok(alice.call("team_search", spaceIds=[team.space], query="anything"))["results"] == []
+    assert err(alice.call("team_search", space_ids=["Team one"], query="anything")) == "not_found"  # a name is no id
+
+
+def test_team_draft_still_reads_the_deprecated_camel_case_names(client, team):
+    alice = _agent(client, "alice")
+    draft = ok(alice.call("team_draft", spaceId=team.space, kind="note", title="Old names", text="First."))
+    edited = ok(alice.call("team_draft", entryId=draft["id"], text="Second."))
+    assert (edited["id"], edited["text"]) == (draft["id"], "Second.")

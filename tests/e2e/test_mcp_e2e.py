@@ -30,9 +30,10 @@ from infra.local.launch import free_port
 from .harness import ROOT
 
 READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
-              "context_preview", "team_search"}
+              "context_preview", "space_list", "team_search"}
 ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_update", "memory_forget", "memory_pin",
-                          "memory_supersede", "rule_set", "structured_memory", "team_draft"}
+                          "memory_supersede", "rule_set", "session_open", "structured_memory",
+                          "team_draft"}
 MODERN = "2026-07-28"
 CLIENT_DIR = ROOT / "clients" / "python"
 
@@ -114,7 +115,7 @@ async def tool_names(client) -> dict[str, Any]:
 
 def structured(result) -> dict[str, Any]:
     assert result.is_error is False, result
-    assert json.loads(result.content[0].text) == result.structured_content
+    assert result.content[0].text.strip()  # the summary a model reads first
     return result.structured_content
 
 
@@ -343,3 +344,116 @@ def test_readme_mcp_servers_block_runs_through_stdio_client(stack, http, cairn_m
 
     run(go())
     assert memories(http, bank) == 1
+
+
+# --- an agent session: every id it passes comes from an earlier result -------------------------
+
+class Agent:
+    """An SDK client that remembers every string the tools' results held, and refuses to pass an
+    ``*_id``/``*_ids`` argument it has not seen in an earlier result of the same session: the ids a
+    model can only get by following the tools' descriptions."""
+
+    def __init__(self, client):
+        self.client, self.seen = client, set()
+
+    def _remember(self, value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                self._remember(v)
+        elif isinstance(value, list):
+            for v in value:
+                self._remember(v)
+        elif isinstance(value, str):
+            self.seen.add(value)
+
+    async def call(self, tool: str, **arguments: Any):
+        for name, value in arguments.items():
+            if name.endswith(("_id", "_ids")):
+                values = value if isinstance(value, list) else [value]
+                assert set(values) <= self.seen, f"{tool}.{name}: {values} came from no earlier result"
+        result = await self.client.call_tool(tool, arguments)
+        self._remember(result.structured_content)
+        return result
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        return structured(await self.call(tool, **arguments))
+
+
+def person_token(http, user: str, permissions: list[str]) -> str:
+    r = http.post("/v1/api/admin/tokens", json={"kind": "person", "user_id": user, "permissions": permissions,
+                                                "label": "mcp-e2e"})
+    assert r.status_code == 201, r.text
+    return r.json()["token"]
+
+
+def test_an_agent_session_drives_the_tools_with_ids_from_earlier_results(stack, http):
+    user = uid("agent")
+    space_name = uid("Platform")
+    r = http.post("/api/v1/context/spaces", json={"name": space_name, "kind": "team"})
+    assert r.status_code == 201, r.text
+    r = http.put(f"/api/v1/context/spaces/{r.json()['id']}/members/{user}",
+                 json={"permissions": ["context:space:read", "context:space:write"]})
+    assert r.status_code == 200, r.text
+    token = person_token(http, user, ["memory:read", "memory:write"])
+    bank = uid("notes")
+
+    async def go():
+        async with over_http(stack, token, "auto") as client:
+            agent = Agent(client)
+            tools = await tool_names(client)
+            assert tools["session_open"].input_schema["properties"]["kind"]["enum"] == ["interactive", "coordinator"]
+            saved = await agent.call("memory_save", bank=bank, text="The staging database is called heron.",
+                                     entities=["heron"], tags=["infra"])
+            assert structured(saved)["bank_created"] is True and "created it" in saved.content[0].text
+            await agent.ok("memory_save", bank=bank, text="Deploys are frozen on Fridays.", tags=["process"])
+            hits = await agent.call("memory_recall", bank=bank, query="what is the staging database called")
+            assert hits.content[0].text.startswith('1. "The staging database is called heron."')
+            heron = structured(hits)["memories"][0]["memory"]["id"]
+            pinned = await agent.ok("memory_pin", bank=bank, memory_id=heron, pinned=True)
+            assert pinned["memory"]["pinned"] is True
+            tagged = await agent.ok("memory_list", bank=bank, tag="process")
+            assert [m["text"] for m in tagged["memories"]] == ["Deploys are frozen on Fridays."]
+
+            spaces = await agent.ok("space_list")
+            space = next(s["id"] for s in spaces["spaces"] if s["name"] == space_name)
+            draft = await agent.ok("team_draft", space_id=space, kind="decision", title="Queue choice",
+                                   text="We chose SQS FIFO for the extraction queue.")
+            edited = await agent.ok("team_draft", entry_id=draft["id"], seq=draft["seq"],
+                                    text="We chose SQS FIFO for the extraction queue, for ordering.")
+            assert edited["id"] == draft["id"] and edited["status"] == "draft"
+            found = await agent.ok("team_search", space_ids=[space], query="extraction queue")
+            assert found["results"] == []  # a draft is never served before a review
+
+            session = await agent.ok("session_open", kind="coordinator")
+            child = await agent.ok("session_open", parent_session_id=session["session_id"])
+            assert child["parent_session_id"] == session["session_id"]
+            await agent.ok("structured_memory", session_id=session["session_id"], action="save", name="db_choice",
+                           content="Billing uses Postgres.", type="reference", scope="coordinator",
+                           description="Which database billing uses")
+            got = await agent.ok("structured_memory", session_id=session["session_id"], action="search",
+                                 query="billing database")
+            assert [m["name"] for m in got["memories"]] == ["db_choice"]
+            noted = await agent.ok("memory_save", bank=bank, text="Billing moved to Postgres in May.",
+                                   session_id=session["session_id"])
+            assert noted["bank_created"] is False and noted["memory"]["source"]["session_id"] == session["session_id"]
+
+    run(go())
+
+
+def test_a_token_without_the_grant_cannot_open_a_coordinator_session(stack, http):
+    key = mint(http, ["memory:read", "memory:write"])
+
+    async def go():
+        async with over_http(stack, key, "auto") as client:
+            tools = await tool_names(client)
+            assert tools["session_open"].input_schema["properties"]["kind"]["enum"] == ["interactive"]
+            refused = await client.call_tool("session_open", {"kind": "coordinator"})
+            assert refused.is_error is True
+            assert refused.structured_content["code"] == "coordinator_requires_user"
+            opened = structured(await client.call_tool("session_open", {}))
+            assert opened["kind"] == "interactive"
+        return opened["session_id"]
+
+    sid = run(go())
+    r = http.get("/v1/api/sessions", token=key)
+    assert r.status_code == 200 and [s["session_id"] for s in r.json()["sessions"]] == [sid]  # the refusal wrote none

@@ -2644,6 +2644,7 @@ class MemorySaved(BaseModel):
         extra="allow",
     )
     created: Annotated[bool, Field(title="Created")]
+    bank_created: Annotated[bool | None, Field(title="Bank Created")] = False
     memory: BankMemory | None = None
     details: SaveDetails | None = None
 
