@@ -332,7 +332,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          f"self-contained sentence ({MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 bytes). Saving a text the bank "
          "already holds reinforces it (corroboration) instead of duplicating it. entities make it rank for "
          "queries naming them; tags let recall filter on them. The bank is created on first use: the result "
-         "says so (bank_created: true), so check a new bank's name.", MemorySaveArgs, banks.save_memory, WRITE,
+         "says so (bank_created: true), so check a new bank's name. To correct a fact, save the new sentence "
+         "with supersedes: [the old memory's id] (one call retires the old one). A text that was forgotten "
+         "or superseded answers memory_retired unless revive: true.", MemorySaveArgs, banks.save_memory, WRITE,
          read_only=False, path=("bank",), summary=text.memory_saved,
          id_sources={"session_id": IdSource("session_open", "session_id")},
          params={"text": Param(f"The memory: one self-contained sentence of {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 "
@@ -340,9 +342,15 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                                "Alice prefers Postgres for new services."),
                  "pinned": Param("true: the memory ranks first and is injected into every turn.", False),
                  "session_id": Param("The conversation session the memory comes from (provenance; memories of "
-                                     "one session recall together): `session_id` of session_open.", SESSION_ID)}),
+                                     "one session recall together): `session_id` of session_open.", SESSION_ID),
+                 "supersedes": Param("Ids of memories this one corrects (at most 10, from memory_recall or "
+                                     "memory_list): each is retired in the same write, or nothing is written.",
+                                     ["3f2a9c0d5e7b1a64"]),
+                 "revive": Param("true: bring back the forgotten or superseded memory with exactly this text.",
+                                 False)}),
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query: BM25F over "
-         "the memories' text, plus a boost for entities the query names, corroboration, pinning and recency; "
+         "the memories' text and closeness in meaning (a question worded differently still finds its memory), plus a "
+         "boost for entities the query names, corroboration, pinning and recency; "
          "each hit has its score and signals. `tag` FILTERS (only memories carrying it); tags are never "
          "searched as text. Call it before answering anything that may depend on what was remembered.",
          RecallArgs, recall.recall, READ, read_only=True, idempotent=True, path=("bank",), summary=text.recalled,
@@ -368,8 +376,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                                            ["alice"]),
                          "tags": Param("The new tags (replace the old ones; they FILTER recall).", ["preference"])}),
     _memory_tool("memory_forget", "Forget a memory", "Forget a memory that is wrong or no longer wanted: it "
-                 "leaves recall and injection at once (its history is kept for audit; saving the same text "
-                 "again brings it back).", MemoryArgs, banks.delete_memory, WRITE, False, destructive=True,
+                 "leaves recall and injection at once (its history is kept for audit). Saving the same text "
+                 "again is refused (memory_retired) unless memory_save is called with revive: true.", MemoryArgs,
+                 banks.delete_memory, WRITE, False, destructive=True,
                  idempotent=True),
     _memory_tool("memory_pin", "Pin or unpin a memory", "Pin a memory so it ranks first and is always injected "
                  "(pinned: true), or unpin it.", MemoryPinArgs, banks.pin_memory, WRITE, False, idempotent=True),
