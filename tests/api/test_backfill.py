@@ -7,13 +7,19 @@ The coverage counter counts only the current model's vectors, across a model cha
 from __future__ import annotations
 
 import contextlib
+import copy
+import os
+import shutil
 
 import pytest
+from whoosh import index as whoosh_index
 
 from bench import paraphrase
 from chalicelib import semantic
 from chalicelib.banks import backfill
 from chalicelib.core import store, vectors
+from chalicelib.search import index
+from chalicelib.search.schema import VECTOR_FIELD, schema, to_document
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="the model artifact is not built")
 
@@ -74,6 +80,76 @@ def _run_to_the_end(org, bank, limit=None):
         assert runs[-1].status == "ran", runs[-1]
         assert len(runs) < 100
     return runs
+
+
+def test_a_bank_written_without_the_model_recalls_semantically_after_backfill(api, monkeypatch, tmp_path):
+    with model_missing(monkeypatch, tmp_path):
+        _import_paraphrase_set(api)
+        texts, body = _recall(api, QUESTION)
+        assert body["retrieval"] == "bm25-entity+semantic-unavailable"
+        assert _text(GOLD) not in texts  # the paraphrase misses lexically
+        # a container that warmed its index while the bank had no vectors
+        other = index.IndexCache(str(tmp_path / "other"))
+        with index.using(other):
+            assert _text(GOLD) not in _recall(api, QUESTION)[0]
+        warm = dict(other.counters)
+    n = len(paraphrase.memories())
+    assert store.vector_coverage("default", "sem") == (0, n)
+    as_of = int(api.get("/v1/banks/sem/memories?limit=1")[1]["memories"][0]["updated_at"]) + 1
+    before = _public_views(api, as_of)
+
+    runs = _run_to_the_end("default", "sem")
+    assert len(runs) == -(-n // 200) + (n % 200 == 0)  # bounded runs of Settings.backfill_batch
+    assert sum(r.embedded for r in runs) == n and runs[-1].with_vector == runs[-1].live == n
+    assert store.vector_coverage("default", "sem") == (n, n)
+    assert _public_views(api, as_of) == before  # records, revisions, updated_at, history, exports, as_of
+
+    texts, body = _recall(api, QUESTION)
+    assert body["retrieval"] == "bm25-entity+semantic" and _text(GOLD) in texts
+    with index.using(other):  # the warm container learns the vectors through its catch-up
+        assert _text(GOLD) in _recall(api, QUESTION)[0]
+        assert other.counters["rebuilds"] == warm["rebuilds"] and other.counters["catchups"] > warm["catchups"]
+    # one audit event per run, by the system actor; nothing is left to do
+    s, page = api.get("/v1/audit?action=bank.backfill&limit=50")
+    assert s == 200 and len(page["events"]) == len(runs), page
+    assert {e["actor"] for e in page["events"]} == {backfill.ACTOR}
+    assert sum(e["details"]["embedded"] for e in page["events"]) == n
+    again = backfill.backfill_bank("default", "sem")
+    assert again.status == "covered" and again.examined == 0
+
+
+def _write_old_snapshot(org, bank, tmp_path) -> str:
+    """An S3 snapshot of ``bank`` as the code before the vector field wrote it: no ``vector``
+    field in the index's schema, no vector in any document."""
+    head = store.get_bank_head(org, bank)
+    old = copy.deepcopy(schema())
+    old.remove(VECTOR_FIELD)
+    path = str(tmp_path / "old-index")
+    os.makedirs(path)
+    ix = whoosh_index.create_in(path, old, indexname=index.INDEX_NAME)
+    w = ix.writer()
+    for rec in store.iter_records_any_order(head.incarnation):
+        doc = dict(to_document(rec))
+        doc.pop(VECTOR_FIELD, None)
+        w.add_document(**doc)
+    w.commit()
+    entry = index.BankIndex(org, bank, head.incarnation, path, ix, clock=head.clock)
+    entry.write_meta()
+    key = index.IndexCache(str(tmp_path / "writer")).write_snapshot(entry)
+    shutil.rmtree(path)
+    return key
+
+
+def test_a_snapshot_written_before_vectors_loads_and_recalls_after_backfill(api, monkeypatch, tmp_path):
+    with model_missing(monkeypatch, tmp_path):
+        _import_paraphrase_set(api)
+    key = _write_old_snapshot("default", "sem", tmp_path)
+    _run_to_the_end("default", "sem", limit=500)
+    cold = index.IndexCache(str(tmp_path / "cold"))
+    with index.using(cold):
+        texts, body = _recall(api, QUESTION)
+    assert body["retrieval"] == "bm25-entity+semantic" and _text(GOLD) in texts
+    assert cold.counters["snapshot_loads"] == 1 and cold.counters["rebuilds"] == 0, (key, cold.counters)
 
 
 def _stored_vec(memory_id: str):
