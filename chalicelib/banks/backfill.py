@@ -15,7 +15,7 @@ available, or under another model (``MODEL_ID`` changed): ``core.vectors.current
   ``as_of`` recall do not change (they leave ``embed`` revisions out);
 - the last transaction of a run also advances the cursor (conditioned on the version read) and
   writes the run's one audit event (``bank.backfill`` by ``system:backfill``: ``{model, examined,
-  embedded, left, done}``). A crash before it loses nothing: the next run examines the same
+  embedded, left, done, on_behalf_of?}``). A crash before it loses nothing: the next run examines the same
   memories again and finds the ones already embedded current;
 - a pass ends at the bank's last id; the cursor then notes the model and how many live memories
   the model cannot embed (text it does not cover, damaged records), so a bank starts no new pass
@@ -92,9 +92,10 @@ def _covered(cursor: BackfillCursor, with_vector: int, live: int) -> bool:
     return missing <= 0 or (cursor.model == semantic.MODEL_ID and missing <= cursor.left)
 
 
-def backfill_bank(org_id: str, bank: str, *, limit: int | None = None) -> BackfillRun:
+def backfill_bank(org_id: str, bank: str, *, limit: int | None = None, on_behalf_of: str | None = None) -> BackfillRun:
     """One bounded run of the backfill of bank ``bank`` (a named bank or an internal namespace):
-    examines at most ``limit`` (default ``Settings.backfill_batch``) memories. Raises 404
+    examines at most ``limit`` (default ``Settings.backfill_batch``) memories; ``on_behalf_of``
+    (who started it, e.g. ``cli:<user>``) goes into its audit event. Raises 404
     ``bank_not_found`` when the bank does not exist."""
     head = store.get_bank_head(org_id, bank)
     if head is None:
@@ -118,7 +119,7 @@ def backfill_bank(org_id: str, bank: str, *, limit: int | None = None) -> Backfi
     embedded = 0
     with meter.metering(principal, "backfill", "exempt", bank):
         for i, batch in enumerate(batches):
-            finish = _Finish(cursor, new, len(items), embedded) if i == len(batches) - 1 else None
+            finish = _Finish(cursor, new, len(items), embedded, on_behalf_of) if i == len(batches) - 1 else None
             embedded += store.write(org_id, functools.partial(_attempt, bank=bank, inc=inc, ids=batch, finish=finish))
     after = store.vector_coverage(org_id, bank) or (0, 0)
     return BackfillRun(org_id, bank, "ran", semantic.MODEL_ID, len(items), embedded, left, done, *after)
@@ -127,12 +128,14 @@ def backfill_bank(org_id: str, bank: str, *, limit: int | None = None) -> Backfi
 @dataclass(frozen=True)
 class _Finish:
     """What a run's last transaction also writes: the cursor (``read`` -> ``new``) and the audit
-    event of ``examined`` memories, ``embedded`` by the run's earlier transactions."""
+    event of ``examined`` memories, ``embedded`` by the run's earlier transactions, started by
+    ``on_behalf_of`` (``None``: the schedule)."""
 
     read: BackfillCursor
     new: BackfillCursor
     examined: int
     embedded: int
+    on_behalf_of: str | None
 
 
 def _attempt(btx: BankTx, bank: str, inc: str, ids: list[str], finish: _Finish | None) -> int:
@@ -151,9 +154,12 @@ def _attempt(btx: BankTx, bank: str, inc: str, ids: list[str], finish: _Finish |
     if finish is not None:
         if store.get_backfill_cursor(inc) == finish.read:  # else a concurrent run moved it: its cursor stands
             store.stage_backfill_cursor(btx.tx, inc, finish.read, finish.new)
-        audit.add_to(btx.tx, btx.org_id, ACTION, ACTOR, bank, {
+        details: dict[str, object] = {
             "model": semantic.MODEL_ID, "examined": finish.examined, "embedded": finish.embedded + len(writes),
-            "left": finish.new.left, "done": finish.new.after is None})
+            "left": finish.new.left, "done": finish.new.after is None}
+        if finish.on_behalf_of is not None:
+            details["on_behalf_of"] = finish.on_behalf_of
+        audit.add_to(btx.tx, btx.org_id, ACTION, ACTOR, bank, details)
     return len(writes)
 
 
@@ -165,22 +171,22 @@ def _current(inc: str, ids: list[str]) -> Iterator[tuple[MemoryRow, Memory]]:
             yield it, rec
 
 
-def backfill_all(org_id: str | None = None, bank: str | None = None, *,
-                 limit: int | None = None) -> list[BackfillRun]:
+def backfill_all(org_id: str | None = None, bank: str | None = None, *, limit: int | None = None,
+                 on_behalf_of: str | None = None) -> list[BackfillRun]:
     """One run in each selected bank: ``bank`` of ``org_id``, every bank and namespace of
     ``org_id``, or with neither every bank of every org (a table scan: the schedule and the CLI
     only). Banks fully covered cost a read of their counters and are reported ``covered``."""
     if bank is not None:
         if org_id is None:
             raise ValueError("a bank needs its org")
-        return [backfill_bank(org_id, bank, limit=limit)]
+        return [backfill_bank(org_id, bank, limit=limit, on_behalf_of=on_behalf_of)]
     out = []
     for row in store.list_bank_rows(org_id):
         if row.org_id == store.CONFIG_ORG or row.name == store.CONFIG_NAME \
                 or row.name.startswith(store.TRASH_PREFIX):
             continue
         try:
-            out.append(backfill_bank(row.org_id, row.name, limit=limit))
+            out.append(backfill_bank(row.org_id, row.name, limit=limit, on_behalf_of=on_behalf_of))
         except (Damaged, NotFound):
             continue  # a damaged bank is reported where it is read; a bank gone meanwhile has nothing to do
     return out

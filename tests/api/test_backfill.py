@@ -215,3 +215,38 @@ def test_coverage_counts_only_the_current_model_across_a_model_change(api, monke
     _run_to_the_end("default", "bf")
     assert store.vector_coverage("default", "bf") == (4, 4)
     assert all(_stored_vec(i).model == "minilm-next" for i in ids)
+
+
+def test_the_schedule_and_the_cli_run_every_bank_a_bounded_amount(api, monkeypatch, tmp_path):
+    import io
+    import json
+
+    from chalicelib import cli
+    from chalicelib.events import schedules
+    with model_missing(monkeypatch, tmp_path):
+        for i in range(3):
+            assert api.post("/v1/banks/one/memories", {"text": f"Rotation {i} of the on-call schedule"})[0] == 201
+        s, _b = api.post("/v1/api/memories", {"name": "deploy_window", "description": "when we ship",
+                                              "content": "Releases go out on Tuesdays"})
+        assert s in (200, 201)
+        assert schedules.backfill_vectors()["status"] == "skipped"  # no model: nothing is written
+    assert api.post("/v1/banks/two/memories", {"text": "The VPN needs the new certificate"})[0] == 201
+    monkeypatch.setenv("CAIRN_BACKFILL_BATCH", "2")
+    report = schedules.backfill_vectors()
+    assert report["status"] == "ran" and report["embedded"] == 3, report  # two of bank one, the structured one
+    assert "default/one" in report["banks"] and "default/two" not in report["banks"]  # two is covered
+    assert any(b.startswith("default/!") for b in report["banks"])  # a structured scope's namespace too
+    assert store.vector_coverage("default", "one") == (2, 3)
+
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["--stage", "dev", "backfill-vectors", "--org", "default", "--bank", "one", "--limit", "5"],
+                    out=out, err=err) == 0, err.getvalue()
+    [line] = out.getvalue().splitlines()
+    got = json.loads(line)
+    assert got["status"] == "ran" and got["embedded"] == 1 and got["done"] and got["with_vector"] == got["live"] == 3
+    s, page = api.get("/v1/audit?action=bank.backfill&target=one")
+    assert s == 200 and sorted(e["details"].get("on_behalf_of", "")[:4] for e in page["events"]) == ["", "cli:"]
+    assert cli.main(["--stage", "dev", "backfill-vectors", "--bank", "one"], out=out, err=err) == 2
+    with pytest.raises(SystemExit) as bad:
+        cli.main(["--stage", "dev", "backfill-vectors", "--org", "default", "--limit", "0"], out=out, err=err)
+    assert bad.value.code == 2
