@@ -29,6 +29,7 @@ Nothing runs while the model is not available (``status`` ``unavailable``).
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -172,16 +173,21 @@ def _current(inc: str, ids: list[str]) -> Iterator[tuple[MemoryRow, Memory]]:
 
 
 def backfill_all(org_id: str | None = None, bank: str | None = None, *, limit: int | None = None,
-                 on_behalf_of: str | None = None) -> list[BackfillRun]:
+                 on_behalf_of: str | None = None, budget_s: float | None = None) -> list[BackfillRun]:
     """One run in each selected bank: ``bank`` of ``org_id``, every bank and namespace of
     ``org_id``, or with neither every bank of every org (a table scan: the schedule and the CLI
-    only). Banks fully covered cost a read of their counters and are reported ``covered``."""
+    only). Banks fully covered cost a read of their counters and are reported ``covered``. With
+    ``budget_s`` (seconds), no bank's run starts once that much time has passed (a Lambda's
+    timeout): the banks not reached wait for the next call."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     if bank is not None:
         if org_id is None:
             raise ValueError("a bank needs its org")
         return [backfill_bank(org_id, bank, limit=limit, on_behalf_of=on_behalf_of)]
     out = []
     for row in store.list_bank_rows(org_id):
+        if deadline is not None and time.monotonic() >= deadline:
+            break
         if row.org_id == store.CONFIG_ORG or row.name == store.CONFIG_NAME \
                 or row.name.startswith(store.TRASH_PREFIX):
             continue

@@ -11,7 +11,8 @@
   (``chalicelib.extraction.job.resume_deferred``).
 - ``backfill_vectors``: one bounded run of the vector backfill in every bank that lacks the
   current model's vectors (``chalicelib.banks.backfill``: a covered bank costs a read of its
-  counters; runs resume from each bank's cursor, so two at once redo at most one batch).
+  counters; runs resume from each bank's cursor, so two at once redo at most one batch; no run
+  starts after ``BACKFILL_BUDGET_S``: the other banks wait for the next tick).
 - ``purge_expired``: delete expired idempotency, rate-limit and extraction-job records. DynamoDB's
   TTL removes them too, eventually (up to days late; moto never does); each delete is
   conditioned on the item still being expired, so a concurrent run or a refreshed item is safe.
@@ -35,6 +36,7 @@ log = logging.getLogger("cairn.events")
 # an ``expires_at``, but an expired token stays listed (audit), so it is not here.
 PURGEABLE = ("idempotency", "team_rates", "extraction", "usage")
 SNAPSHOT_MIN_SEQ_DELTA = 200
+BACKFILL_BUDGET_S = 20.0  # a tick starts no bank's backfill after this: within the function's 30 s timeout
 
 
 class JobReport(TypedDict, total=False):
@@ -104,13 +106,13 @@ def resume_deferred_extraction() -> JobReport:
 
 
 def backfill_vectors() -> JobReport:
-    """One backfill run per bank lacking vectors: ``{job, status, banks: [<org>/<bank>], embedded}``;
-    skipped while the model is not available."""
+    """One backfill run per bank lacking vectors, as many banks as ``BACKFILL_BUDGET_S`` allows:
+    ``{job, status, banks: [<org>/<bank>], embedded}``; skipped while the model is not available."""
     from .. import semantic
     from ..banks.backfill import backfill_all
     if not semantic.available():
         return _report({"job": "backfill_vectors", "status": "skipped", "reason": "the model is not available"})
-    runs = [r for r in backfill_all() if r.status == "ran"]
+    runs = [r for r in backfill_all(budget_s=BACKFILL_BUDGET_S) if r.status == "ran"]
     return _report({"job": "backfill_vectors", "status": "ran", "banks": [f"{r.org}/{r.bank}" for r in runs],
                     "embedded": sum(r.embedded for r in runs)})
 

@@ -232,6 +232,9 @@ def test_the_schedule_and_the_cli_run_every_bank_a_bounded_amount(api, monkeypat
         assert schedules.backfill_vectors()["status"] == "skipped"  # no model: nothing is written
     assert api.post("/v1/banks/two/memories", {"text": "The VPN needs the new certificate"})[0] == 201
     monkeypatch.setenv("CAIRN_BACKFILL_BATCH", "2")
+    with monkeypatch.context() as mp:  # a tick whose time is up starts no bank's run
+        mp.setattr(schedules, "BACKFILL_BUDGET_S", 0.0)
+        assert schedules.backfill_vectors() == {"job": "backfill_vectors", "status": "ran", "banks": [], "embedded": 0}
     report = schedules.backfill_vectors()
     assert report["status"] == "ran" and report["embedded"] == 3, report  # two of bank one, the structured one
     assert "default/one" in report["banks"] and "default/two" not in report["banks"]  # two is covered
