@@ -113,8 +113,10 @@ def backfill_bank(org_id: str, bank: str, *, limit: int | None = None, on_behalf
     done = len(items) < (limit or get_settings().backfill_batch)
     recs = [(it, store.decoded(it)) for it in items]
     left = (0 if cursor.after is None else cursor.left) + sum(_lacking(r) for _it, r in recs)
-    new = BackfillCursor(None if done else items[-1].sk, left, semantic.MODEL_ID if done else cursor.model)
     todo = [it.sk for it, r in recs if _needs(r)]
+    if done:  # what the counters will still show missing: no new pass until more lack one
+        left = max(left, run.live - run.with_vector - len(todo))
+    new = BackfillCursor(None if done else items[-1].sk, left, semantic.MODEL_ID if done else cursor.model)
     batches = store.lane_batches(org_id, bank, todo, lambda sk: sk, size=TX_RECORDS, max_lanes=TX_LANES) or [[]]
     principal = Principal(token_id=ACTOR, org_id=org_id, kind="service", user_id=None)
     embedded = 0
