@@ -40,7 +40,8 @@ MEMORY_ACTIONS = ("memory.save", "memory.update", "memory.delete")
 # Every action the service writes; ``_event`` refuses any other, so this list stays complete.
 ACTIONS: tuple[str, ...] = (
     *MEMORY_ACTIONS, "memory.pin", "memory.supersede", "memory.purge",
-    "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete",
+    "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "bank.backfill",
+    "rule.set", "rule.delete",
     "rule.reload", "config.reload",
     "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits",
     "extraction.run", "extraction.reset",

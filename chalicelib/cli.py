@@ -12,6 +12,11 @@ Commands (each goes through the same service functions as the API; no Chalice):
 - ``rebuild-indexes [--org O] [--bank B]``: rebuild recall indexes from the records and write
   snapshots (``chalicelib.search.recall.rebuild``); without ``--org`` every org (a table scan:
   operator tool only).
+- ``backfill-vectors [--org O] [--bank B] [--limit N]``: one bounded run of the vector backfill
+  (``chalicelib.banks.backfill``) in each selected bank (without ``--org`` every org: a table
+  scan), at most N memories examined per bank (default ``CAIRN_BACKFILL_BATCH``); prints one
+  JSON line per bank (``status`` ran, covered or unavailable, ``examined``, ``embedded``,
+  ``left``, ``done``, ``with_vector``, ``live``); exit status 1 when the model is not available.
 - ``limits show|set --org O [--memories-per-bank N] [--banks-per-org N] [--requests-per-minute N]
   [--burst N] [--as-of-cost N] [--extraction-tokens-per-day N] [--org-requests-per-minute N]
   [--org-burst N]``: an org's limits; ``set`` stores the operator's values (N up to 10^15, or
@@ -218,6 +223,30 @@ def cmd_rebuild_indexes(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
+
+
+def cmd_backfill_vectors(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One backfill run in each selected bank; prints one JSON line each; 1 without the model."""
+    from .banks.backfill import backfill_all
+    if args.bank and not args.org:
+        raise UsageError("--bank needs --org")
+    runs = backfill_all(args.org, args.bank, limit=args.limit, on_behalf_of=_actor())
+    for run in runs:
+        out.write(json.dumps(dataclasses.asdict(run)) + "\n")
+    if any(r.status == "unavailable" for r in runs):
+        print("backfill-vectors: the sentence model is not available (CAIRN_MODEL_DIR, make model)", file=err)
+        return 1
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the doctor as the operator; one line per check (or ``--json``), exit 1 unless ok."""
     from . import doctor
@@ -320,9 +349,16 @@ def cmd_usage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 # --- entry point ----------------------------------------------------------------------------
 
+def _add_backfill(sub: Any) -> None:
+    bf = sub.add_parser("backfill-vectors", help="give memories lacking the current model's vector one")
+    bf.add_argument("--org")
+    bf.add_argument("--bank")
+    bf.add_argument("--limit", type=_positive, help="memories examined per bank (default CAIRN_BACKFILL_BATCH)")
+    bf.set_defaults(func=cmd_backfill_vectors)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands export, import, mint-token, rebuild-indexes, limits, doctor,
-    usage)."""
+    """The argument parser: one subcommand per command of the module's docstring."""
     p = argparse.ArgumentParser(prog="python -m chalicelib.cli", description="Cairn operator tool.")
     p.add_argument("--stage", choices=STAGES, default="local",
                    help="local: the local stack's moto (default); "
@@ -358,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--bank")
     r.set_defaults(func=cmd_rebuild_indexes)
 
+    _add_backfill(sub)
     lim = sub.add_parser("limits", help="show or set an org's limits (set: the operator's values; raises too)")
     lim.add_argument("action", choices=("show", "set"))
     lim.add_argument("--org", required=True)

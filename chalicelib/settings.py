@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
     index_dir: str = Field("", description="Directory of the recall indexes; empty: a private one per process.")
     index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
+    backfill_batch: int = Field(200, ge=1, le=100_000, description="Memories one backfill run examines at most "
+                                "(the scheduled job runs one per bank per tick).")
     import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,
                                      description="Largest inline import body, bytes (larger: import-uploads).")
     import_upload_max_bytes: int = Field(32 * 1024 * 1024, ge=1, description="Largest import-uploads file, bytes "

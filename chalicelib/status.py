@@ -1,5 +1,6 @@
 """What the service holds right now, for an operator's status view: the config versions and,
-per live bank, its change count (``seq``) and newest index snapshot, a page of banks at a time.
+per live bank, its change count (``seq``), its sentence-vector coverage and newest index snapshot,
+a page of banks at a time.
 
 Everything comes from the bank rows: the snapshot is what the snapshot writer noted on the row
 (``core.store.record_snapshot``), never an S3 listing (one per bank took seconds at 600 banks). A
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import semantic
 from .banks.service import live_rows_page
 from .core import store
 from .inject.reload import read_version
@@ -29,14 +31,26 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class VectorCoverage:
+    """A bank's semantic coverage from its counters (never a scan): ``with_vector`` of its ``live``
+    memories carry the current ``model``'s sentence vector (the rest: written before vectors
+    or without the model, not yet backfilled, or text the model does not cover)."""
+
+    model: str
+    with_vector: int
+    live: int
+
+
+@dataclass(frozen=True)
 class BankStatus:
-    """One live bank: ``seq`` (every change committed, lanes included), live ``memories`` and its
-    newest ``snapshot`` (``None`` when it has none)."""
+    """One live bank: ``seq`` (every change committed, lanes included), live ``memories``, its
+    newest ``snapshot`` (``None`` when it has none) and its ``vectors`` coverage."""
 
     name: str
     seq: int
     memories: int
     snapshot: Snapshot | None
+    vectors: VectorCoverage
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,8 @@ def org_status(org_id: str, *, limit: int = PAGE_DEFAULT, cursor: str | None = N
     cursor of another listing or org."""
     rows, next_cursor = live_rows_page(org_id, "status", limit=limit, cursor=cursor, page_max=PAGE_MAX)
     heads = store.heads_of(org_id, rows, strict=False)
-    banks = [BankStatus(name=str(h.row.name), seq=h.clock.total, memories=h.memories, snapshot=_snapshot(h.row))
+    banks = [BankStatus(name=str(h.row.name), seq=h.clock.total, memories=h.memories, snapshot=_snapshot(h.row),
+                        vectors=VectorCoverage(semantic.MODEL_ID, max(0, h.vectors), h.memories))
              for h in heads]
     return OrgStatus(config_version=read_version(), org_config_version=read_version(org_id), banks=banks,
                      next_cursor=next_cursor)

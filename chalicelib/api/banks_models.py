@@ -466,6 +466,17 @@ class IndexSnapshot(BaseModel):
     """Its upload, ms since epoch."""
 
 
+class VectorCoverage(BaseModel):
+    """How many of a bank's live memories the semantic recall signal can reach (from counters)."""
+
+    model: str
+    """The sentence model counted (the service's current one)."""
+    with_vector: int
+    """Live memories carrying that model's vector of their current text."""
+    live: int
+    """Live memories."""
+
+
 class BankStatus(BaseModel):
     """One live bank's position."""
 
@@ -474,6 +485,7 @@ class BankStatus(BaseModel):
     """Every change the bank committed (its lanes included)."""
     memories: int
     snapshot: IndexSnapshot | None
+    vectors: VectorCoverage
 
 
 class ServiceStatus(BaseModel):

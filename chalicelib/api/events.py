@@ -54,6 +54,12 @@ def resume_deferred_extraction(event):
     return schedules.resume_deferred_extraction()
 
 
+@bp.schedule(Rate(10, unit=Rate.MINUTES))
+def backfill_vectors(event):
+    """Give memories lacking the current model's sentence vector one, a bounded amount per bank."""
+    return schedules.backfill_vectors()
+
+
 @bp.schedule(Rate(1, unit=Rate.HOURS))
 def purge_expired(event):
     """Purge expired idempotency, rate-limit and extraction-job records."""

@@ -72,7 +72,8 @@ class StatusQuery(BaseModel):
 @endpoint(bp, "/v1/status", ["GET"], permission=ADMIN, query=StatusQuery, responses={200: m.ServiceStatus})
 def service_status(ctx: Ctx):
     """What the org holds right now, a page of banks at a time: ``{config_version,
-    org_config_version, banks: [{name, seq, memories, snapshot: {key, seq, at} | null}], next_cursor?}``
+    org_config_version, banks: [{name, seq, memories, snapshot: {key, seq, at} | null, vectors: {model,
+    with_vector, live}}], next_cursor?}``
     (``status.org_status``; ``next_cursor`` only when more banks follow)."""
     q = parse_query(ctx.query, StatusQuery)
     page = status.org_status(ctx.principal.org_id, limit=q.limit or status.PAGE_DEFAULT, cursor=q.cursor)

@@ -172,8 +172,9 @@ async function health(host) {
   if (st instanceof Error) host.append(notice("error", "Status: " + errorText(st)));
   else {
     host.append(h("p", {class: "versions"}, `Config version ${st.config_version} · this org's config version ${st.org_config_version}`));
-    host.append(table("Banks", ["Bank", "seq", "Memories", "Newest snapshot"],
+    host.append(table("Banks", ["Bank", "seq", "Memories", "Vectors", "Newest snapshot"],
       st.banks.map((b) => [b.name, String(b.seq), String(b.memories),
+        `${b.vectors.with_vector} of ${b.vectors.live} (${b.vectors.model})`,
         b.snapshot ? `seq ${b.snapshot.seq} at ${when(b.snapshot.at)} (${b.snapshot.key})` : "none"])));
   }
 }

@@ -37,6 +37,7 @@ from pynamodb.exceptions import DoesNotExist, UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
+from .. import semantic
 from ..clock import now_ms
 from ..errors import BadRequest, CairnError
 from ..settings import get_settings
@@ -57,6 +58,12 @@ NAMESPACE_PREFIX = "!"  # internal namespaces: a key no bank name ([a-z0-9]...) 
 LANE_PREFIX = "!lane/"  # a bank's write lanes 1..: ``!lane/<incarnation>/<lane>``
 LANE_SPAN = 10**12  # the revision seq of lane l's k-th change is l * LANE_SPAN + k
 MAX_LANES = 64  # a trash seals every lane in one transaction: within DynamoDB's 100 items
+# A backfill's change (``banks.backfill``): the record as it was, given its current vector. Only
+# the item's ``vec`` is updated; its revision (op ``embed``) exists so that readers catch up, and
+# no history, export or ``as_of`` recall shows it (``INTERNAL_OPS``): the memory did not change.
+EMBED_OP = "embed"
+INTERNAL_OPS = frozenset({EMBED_OP})
+BACKFILL_KEY = "~backfill"  # a bank's backfill cursor, in its records partition (no record: no range reads it)
 
 T = TypeVar("T")
 
@@ -211,7 +218,7 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -
     else its position reads as 0: counters for a listing, never a freshness decision)."""
     positions = [int(row.seq)]
     memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
-    vecs = _count(row.vectors)
+    vecs = _vector_count(row)
     for lane in range(1, lane_count(row)):
         lr = lanes.get(lane_key(row.incarnation, lane))
         if lr is None:
@@ -223,13 +230,28 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -
         positions.append(int(lr.seq or 0) if reason is None else 0)
         memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
             records + int(lr.records or 0)
-        vecs += _count(lr.vectors) if reason is None else 0
+        vecs += _vector_count(lr) if reason is None else 0
     return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs)
 
 
 def _count(value: Any) -> int:
     """A counter attribute as an int (absent or not a number: 0)."""
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _vector_count(row: BankModel) -> int:
+    """The lane row's ``vectors`` counter: 0 while it counts another model than the current one."""
+    return _count(row.vectors) if vectors.counts_current(row.vectors_model) else 0
+
+
+def _vector_actions(row: BankModel | None, writes: list[Write]) -> list[Any]:
+    """The update actions of a lane's ``vectors`` counter for ``writes``: added to while the row
+    (``None``: not written yet) counts the current model, else set afresh to what these writes
+    count (the old model's vectors are no longer current) and named the current model's."""
+    delta = vector_delta(writes)
+    if row is not None and not vectors.counts_current(row.vectors_model):
+        return [BankModel.vectors.set(max(0, delta)), BankModel.vectors_model.set(semantic.MODEL_ID)]
+    return [BankModel.vectors.add(delta), BankModel.vectors_model.set(semantic.MODEL_ID)]
 
 
 def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
@@ -441,6 +463,65 @@ def vector_coverage(org_id: str, bank: str) -> tuple[int, int] | None:
     return None if head is None else (max(0, head.vectors), head.memories)
 
 
+# --- the backfill's keys (banks.backfill) -------------------------------------------------------
+
+@dataclass(frozen=True)
+class BackfillCursor:
+    """A bank incarnation's backfill progress: ``after`` the last memory id the running pass
+    examined (``None``: the next run starts a pass at the first id), ``left`` the live memories
+    that pass found without a vector the model can give (not covered, or damaged), ``model`` the
+    model the last finished pass embedded for, and ``version`` (0: none stored), which the next
+    advance is conditioned on."""
+
+    after: str | None = None
+    left: int = 0
+    model: str | None = None
+    version: int = 0
+
+
+def get_backfill_cursor(inc: str) -> BackfillCursor:
+    """The backfill cursor of incarnation ``inc`` (consistent), or a fresh one."""
+    it = get_item(inc, BACKFILL_KEY)
+    if it is None:
+        return BackfillCursor()
+    return BackfillCursor(it.memory_id if isinstance(it.memory_id, str) else None, _count(it.bf_left),
+                          it.bf_model if isinstance(it.bf_model, str) else None, _count(it.revision))
+
+
+def stage_backfill_cursor(tx: TransactWrite, inc: str, read: BackfillCursor, new: BackfillCursor) -> None:
+    """Stage ``new`` as the cursor of ``inc``, committing only while the stored one is ``read``."""
+    cond = MemoryModel.sk.does_not_exist() if read.version == 0 else MemoryModel.revision == read.version
+    tx.save(MemoryModel(bank_key=inc, sk=BACKFILL_KEY, memory_id=new.after, revision=read.version + 1,
+                        bf_left=new.left, bf_model=new.model), condition=cond)
+
+
+def memory_items_after(inc: str, after: str | None, limit: int) -> list[MemoryModel]:
+    """Up to ``limit`` memory items of incarnation ``inc`` in id order, from the first or strictly
+    after the id ``after`` (one consistent key query; pointer, counter and cursor items, keyed from
+    ``~``, are outside it)."""
+    bind()
+    cond = MemoryModel.sk < "~" if after is None else MemoryModel.sk.between(after, "~")
+    out: list[MemoryModel] = []
+    for it in MemoryModel.query(inc, cond, consistent_read=True, page_size=min(limit + 1, 500)):
+        if it.sk == after or it.sk >= "~" or it.record is None:
+            continue
+        out.append(it)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def embed_write(item: MemoryModel, rec: Memory) -> Write:
+    """The backfill's change of the memory ``item`` holds (``rec``, read from it): the same record,
+    without a vector so that staging embeds its current one, committed only while the item is as
+    read (its revision and its vector)."""
+    fresh = rec.model_copy()
+    fresh.set_vector_blob(None)
+    old = _blob(item.vec)
+    same_vec = MemoryModel.vec.does_not_exist() if old is None else MemoryModel.vec == old
+    return Write(record=fresh, prev=rec, op=EMBED_OP, fp=item.fp, guard=guard_of(item) & same_vec)
+
+
 def deltas(writes: Iterable[Write]) -> tuple[int, int, int]:
     live = pinned = records = 0
     for w in writes:
@@ -516,15 +597,14 @@ def _stage_lane(tx: TransactWrite, bank: str, row: BankModel, lane: int, lane_ro
     """Stage the advance of lane ``lane`` (>= 1) by ``len(writes)`` changes, conditioned on the
     position read in ``lane_row`` (``None``: the lane row does not exist yet); returns that position."""
     live, pinned, records = deltas(writes)
-    vecs = vector_delta(writes)
     pos = int(lane_row.seq or 0) if lane_row is not None else 0
     same = (BankModel.seq == pos) & (BankModel.incarnation == row.incarnation)
     unsealed = BankModel.sealed.does_not_exist() | (BankModel.sealed == False)  # noqa: E712 - a pynamodb condition
     cond = BankModel.name.does_not_exist() if lane_row is None else same & unsealed
     tx.update(BankModel(row.org_id, lane_key(row.incarnation, lane)),
               actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
-                       BankModel.pinned.add(pinned), BankModel.records.add(records), BankModel.vectors.add(vecs),
-                       BankModel.updated_at.set(now), BankModel.bank_name.set(bank),
+                       BankModel.pinned.add(pinned), BankModel.records.add(records),
+                       *_vector_actions(lane_row, writes), BankModel.updated_at.set(now), BankModel.bank_name.set(bank),
                        BankModel.incarnation.set(row.incarnation),
                        BankModel.created_at.set(BankModel.created_at | now)],
               condition=cond)
@@ -535,15 +615,15 @@ def _stage_lane0(tx: TransactWrite, row: BankModel, pos: int, writes: list[Write
     """Stage the advance of lane 0 (the bank row) from position ``pos``, conditioned on it and on
     the incarnation; returns the row as it will be after the commit."""
     live, pinned, records = deltas(writes)
-    vecs = vector_delta(writes)
     tx.update(row, actions=[BankModel.seq.set(pos + len(writes)), BankModel.memories.add(live),
                             BankModel.pinned.add(pinned), BankModel.records.add(records),
-                            BankModel.vectors.add(vecs), BankModel.updated_at.set(now)],
+                            *_vector_actions(row, writes), BankModel.updated_at.set(now)],
               condition=(BankModel.seq == pos) & (BankModel.incarnation == row.incarnation))
     after = _copy_row(row)
     after.seq, after.updated_at = pos + len(writes), now
     after.memories, after.pinned, after.records = row.memories + live, row.pinned + pinned, row.records + records
-    after.vectors = _count(row.vectors) + vecs
+    after.vectors = _vector_count(row) + vector_delta(writes)
+    after.vectors_model = semantic.MODEL_ID
     return after
 
 
@@ -601,7 +681,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
         live, pinned, records = deltas(groups.get(0, []))
         base.seq, base.memories, base.pinned, base.records, base.updated_at = len(groups.get(0, [])), live, pinned, \
             records, now
-        base.vectors = vector_delta(groups.get(0, []))
+        base.vectors, base.vectors_model = vector_delta(groups.get(0, [])), semantic.MODEL_ID
         tx.save(base, condition=BankModel.name.does_not_exist())
         starts[0] = 0
     return after, _stage_records(tx, base.incarnation, n, starts, writes, actor, now)
@@ -626,7 +706,11 @@ def _stage_records(tx: TransactWrite, inc: str, lanes: int, starts: dict[int, in
         if w.moved_from is not None:  # the stored item leaves its key: deleted on the write's condition
             tx.delete(MemoryModel(bank_key=inc, sk=w.moved_from), condition=cond)
             cond = MemoryModel.sk.does_not_exist()
-        tx.save(item, condition=cond)
+        blob = rec.vector_blob()
+        if w.op == EMBED_OP and blob is not None:  # the stored record stays as it is, byte for byte
+            tx.update(MemoryModel(bank_key=inc, sk=rec.id), actions=[MemoryModel.vec.set(blob)], condition=cond)
+        else:
+            tx.save(item, condition=cond)
         tx.save(RevisionModel(bank_key=inc, seq=seq, rev_key=f"{rec.id}#{rec.revision:012d}#{seq:012d}",
                               memory_id=rec.id, op=w.op, record=rec.model_dump(mode="json"), at=now, actor=actor,
                               vec=rec.vector_blob(), why=w.why),
@@ -925,8 +1009,11 @@ def iter_memory_history(inc: str, memory_id: str) -> Iterable[tuple[int, str, Me
                                                                     str | None]]:
     """``(seq, op, record, actor, why)`` of every revision of one memory, oldest first: ``actor``
     is who wrote it (``None`` for a revision written before revisions named their actor), ``why``
-    the reason a change kept (``Write.why``), else ``None``."""
+    the reason a change kept (``Write.why``), else ``None``; the revisions of ``INTERNAL_OPS`` (no
+    change of the memory) left out."""
     for rev in _memory_revision_rows(inc, memory_id):
+        if rev.op in INTERNAL_OPS:
+            continue
         actor = rev.actor if isinstance(rev.actor, str) and "actor" not in rev.damaged else None
         why = rev.why if isinstance(rev.why, str) and "why" not in rev.damaged else None
         yield int(rev.seq), rev.op, revision_record(rev), actor, why
@@ -1220,20 +1307,25 @@ def get_revision_record(inc: str, seq: int) -> Memory | Damaged | None:
         return None
 
 
-def iter_revisions(inc: str, after_seq: int = 0) -> Iterable[tuple[int, str, Memory | Damaged]]:
+def iter_revisions(inc: str, after_seq: int = 0, *, changes_only: bool = False
+                   ) -> Iterable[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision with ``seq > after_seq``, lane by lane, each lane
-    in commit order; a damaged revision's record is its ``Damaged`` (``key`` = the memory id)."""
+    in commit order; a damaged revision's record is its ``Damaged`` (``key`` = the memory id).
+    ``changes_only``: leave out the revisions of ``INTERNAL_OPS`` (no change of the memory)."""
     bind()
     for rev in RevisionModel.query(inc, RevisionModel.seq > after_seq, consistent_read=True):
-        yield int(rev.seq), str(rev.op), revision_record(rev)
+        if not (changes_only and rev.op in INTERNAL_OPS):
+            yield int(rev.seq), str(rev.op), revision_record(rev)
 
 
 def history_in_time_order(inc: str) -> list[tuple[int, str, Memory | Damaged]]:
     """``(seq, op, record)`` of every revision of an incarnation in commit-time order (the
-    revision's ``at``, ms; ties by ``seq``): lanes interleaved as their changes happened."""
+    revision's ``at``, ms; ties by ``seq``): lanes interleaved as their changes happened; the
+    revisions of ``INTERNAL_OPS`` (no change of the memory) left out."""
     bind()
     revs = [(int(rev.at or 0) if isinstance(rev.at, (int, float)) else 0, int(rev.seq), str(rev.op),
-             revision_record(rev)) for rev in RevisionModel.query(inc, consistent_read=True)]
+             revision_record(rev)) for rev in RevisionModel.query(inc, consistent_read=True)
+            if rev.op not in INTERNAL_OPS]
     revs.sort(key=lambda r: (r[0], r[1]))
     return [(seq, op, rec) for _at, seq, op, rec in revs]
 

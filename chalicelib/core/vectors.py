@@ -14,6 +14,11 @@ match the record's current text under the current model is stale: the next write
 embeds it again. The recall index keeps the scale and the codes only (``index_value``): a
 document gets a vector only when it is current.
 
+A bank's ``vectors`` counter (per lane row, ``core.store``) names the model it counts
+(``vectors_model``; a row written before it did counts ``COUNTED_BEFORE``'s): a row counting
+another model reads as 0 and its next write sets the count afresh, so a model change never leaves
+old-model vectors counted as current (``banks.backfill`` then embeds them again).
+
 A record carries its vector privately (``Memory.vector_blob``): never in ``public()``, exports,
 history, logs or audit details.
 """
@@ -34,6 +39,13 @@ VERSION = 1
 DIGEST_BYTES = 8
 _SCALE = struct.Struct("<f")
 INDEX_BYTES = _SCALE.size + semantic.DIM  # what a document's vector column holds
+COUNTED_BEFORE = "minilm-l6-v2"  # the model a counter counts when its row names none
+
+
+def counts_current(counter_model: object) -> bool:
+    """Whether a ``vectors`` counter naming ``counter_model`` (``None``: a row written before
+    counters named theirs) counts the current model's vectors."""
+    return (counter_model if isinstance(counter_model, str) else COUNTED_BEFORE) == semantic.MODEL_ID
 
 
 def embedded_text(rec: Memory) -> str:

@@ -9,6 +9,10 @@
 - ``resume_deferred_extraction``: run again the extraction jobs parked past an org's daily token
   quota once the UTC day rolled over, in each session's turn order
   (``chalicelib.extraction.job.resume_deferred``).
+- ``backfill_vectors``: one bounded run of the vector backfill in every bank that lacks the
+  current model's vectors (``chalicelib.banks.backfill``: a covered bank costs a read of its
+  counters; runs resume from each bank's cursor, so two at once redo at most one batch; no run
+  starts after ``BACKFILL_BUDGET_S``: the other banks wait for the next tick).
 - ``purge_expired``: delete expired idempotency, rate-limit and extraction-job records. DynamoDB's
   TTL removes them too, eventually (up to days late; moto never does); each delete is
   conditioned on the item still being expired, so a concurrent run or a refreshed item is safe.
@@ -32,12 +36,14 @@ log = logging.getLogger("cairn.events")
 # an ``expires_at``, but an expired token stays listed (audit), so it is not here.
 PURGEABLE = ("idempotency", "team_rates", "extraction", "usage")
 SNAPSHOT_MIN_SEQ_DELTA = 200
+BACKFILL_BUDGET_S = 20.0  # a tick starts no bank's backfill after this: within the function's 30 s timeout
 
 
 class JobReport(TypedDict, total=False):
     """What a scheduled job reports (its Lambda's JSON result): ``job``, ``status`` (``ran`` or
     ``skipped``), and ``reason`` (skipped), ``entries`` (compacted), ``banks`` (snapshot keys),
-    ``deleted`` (``{table: n}``) or ``sessions``/``jobs``/``still_deferred`` (deferred extraction)."""
+    ``deleted`` (``{table: n}``), ``sessions``/``jobs``/``still_deferred`` (deferred extraction) or
+    ``banks`` (``<org>/<bank>`` that ran) and ``embedded`` (the vector backfill)."""
 
     job: str
     status: str
@@ -48,6 +54,7 @@ class JobReport(TypedDict, total=False):
     sessions: int
     jobs: int
     still_deferred: int
+    embedded: int
 
 
 def _optional(module: str, name: str) -> Callable[..., Any] | None:
@@ -96,6 +103,18 @@ def resume_deferred_extraction() -> JobReport:
     r = resume_deferred()
     return _report({"job": "resume_deferred_extraction", "status": "ran", "sessions": r.sessions, "jobs": r.jobs,
                     "still_deferred": r.still_deferred})
+
+
+def backfill_vectors() -> JobReport:
+    """One backfill run per bank lacking vectors, as many banks as ``BACKFILL_BUDGET_S`` allows:
+    ``{job, status, banks: [<org>/<bank>], embedded}``; skipped while the model is not available."""
+    from .. import semantic
+    from ..banks.backfill import backfill_all
+    if not semantic.available():
+        return _report({"job": "backfill_vectors", "status": "skipped", "reason": "the model is not available"})
+    runs = [r for r in backfill_all(budget_s=BACKFILL_BUDGET_S) if r.status == "ran"]
+    return _report({"job": "backfill_vectors", "status": "ran", "banks": [f"{r.org}/{r.bank}" for r in runs],
+                    "embedded": sum(r.embedded for r in runs)})
 
 
 def purge_expired(now_s: float | None = None) -> JobReport:

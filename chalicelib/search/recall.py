@@ -600,7 +600,7 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
     the greatest ``updated_at`` <= ``as_of`` (the later ``seq`` on a tie), live when its
     ``invalid_at`` is unset or later. Purged content never reappears (revisions are scrubbed)."""
     best: dict[str, tuple[int, int, Memory]] = {}
-    for seq, _op, rec in store.iter_revisions(inc, 0):
+    for seq, _op, rec in store.iter_revisions(inc, 0, changes_only=True):
         if isinstance(rec, Damaged) or rec.updated_at > as_of:  # a damaged revision is left out
             continue
         cur = best.get(rec.id)

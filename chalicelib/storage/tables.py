@@ -191,6 +191,7 @@ version row ``!config`` and the service secret ``!secret`` (``storage.secret``).
     # live memories with a current-model sentence vector, in the lane this row counts (core.vectors)
     vectors = NumberAttribute(null=True)
     settings = UnicodeAttribute(null=True)  # bank rows only: the bank's settings, JSON (banks.records.BankSettings)
+    vectors_model = UnicodeAttribute(null=True)  # the model whose vectors ``vectors`` counts (core.store)
 
 
 # --- memories -------------------------------------------------------------------------------
@@ -228,6 +229,11 @@ class MemoryModel(_Base):
     t_live = NumberAttribute(null=True)  # tag counter items only: live records carrying the tag
     t_all = NumberAttribute(null=True)  # tag counter items only: records carrying the tag
     vec = BinaryAttribute(null=True, legacy_encoding=False)  # the record's sentence vector (core.vectors)
+    # a bank's backfill cursor only (core.store.BackfillCursor; ``memory_id``: the last id examined,
+    # ``revision``: the cursor's version): live memories the pass left without a vector, and the
+    # model a finished pass embedded for
+    bf_left = NumberAttribute(null=True)
+    bf_model = UnicodeAttribute(null=True)
     by_order = MemoriesByOrder()
 
 

@@ -26,6 +26,19 @@ def _all(api, query: str = "", token=None) -> list[dict]:
         cursor = page["next_cursor"]
 
 
+def _backfill_event(api) -> None:
+    """A memory saved while the model is missing, then a vector backfill run (``bank.backfill``)."""
+    from chalicelib import semantic
+    from chalicelib.banks import backfill
+    saved = semantic._model, semantic._failed
+    semantic._model, semantic._failed = None, "FileNotFoundError: no model in this test"
+    try:
+        assert api.post("/v1/banks/main/memories", {"text": f"saved without the model {SECRET}"})[0] == 201
+    finally:
+        semantic._model, semantic._failed = saved
+    assert backfill.backfill_bank("default", "main").status == "ran"
+
+
 def _bank_events(api) -> None:
     assert api.post("/v1/banks", {"name": "main"})[0] in (200, 201)
     s, b = api.post("/v1/banks/main/memories", {"text": f"the user drinks tea {SECRET}"})
@@ -39,6 +52,7 @@ def _bank_events(api) -> None:
     assert api.delete(f"/v1/banks/main/memories/{oid}")[0] == 200
     assert api.post("/v1/banks/main/import", raw=f'{{"text": "imported {SECRET}"}}\n',
                     headers={"Content-Type": "application/x-ndjson"})[0] == 200
+    _backfill_event(api)
     assert api.post(f"/v1/banks/main/memories/{mid}/purge")[0] == 200
     s, b = api.post("/v1/hooks/turn-completed", {
         "session_id": "s1", "turn_id": "t1", "metadata": {"memory_bank": "main"},

@@ -198,10 +198,34 @@ CLI_CALLS = {
     "import": lambda: ["import", "--org", "acme", "--bank", "main", _ndjson("Imported by the operator")],
     "mint-token": lambda: ["mint-token", "--org", "acme", "--kind", "api_key", "--permissions", "memory:read"],
     "rebuild-indexes": lambda: ["rebuild-indexes", "--org", "acme", "--bank", "main"],
+    "backfill-vectors": lambda: _backfill_argv(),
     "limits": lambda: ["limits", "set", "--org", "acme", "--burst", "500"],
     "usage": lambda: ["usage", "--org", "acme", "--format", "json"],
     "doctor": lambda: ["doctor"],
 }
+
+
+# the job actor of a command that runs a job for its operator (``on_behalf_of`` names the operator)
+CLI_SYSTEM = {"backfill-vectors": "system:backfill"}
+
+
+def _without_model_saved(text: str) -> None:
+    """Save ``text`` to acme's bank ``main`` as a deployment without the model does (no vector),
+    so a backfill has work to do."""
+    from chalicelib import semantic
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    saved = semantic._model, semantic._failed
+    semantic._model, semantic._failed = None, "FileNotFoundError: no model in this test"
+    try:
+        service.save_memory("acme", "main", SaveRequest(text=text), actor=ACTOR)
+    finally:
+        semantic._model, semantic._failed = saved
+
+
+def _backfill_argv() -> list[str]:
+    _without_model_saved("Saved while the model was missing, for the CLI")
+    return ["backfill-vectors", "--org", "acme", "--bank", "main"]
 
 
 def _cli_commands() -> list[str]:
@@ -218,7 +242,8 @@ def test_a_cli_command_leaves_an_event_naming_its_operator(trail, command):
     status: list[int] = []
     user = getpass.getuser()
     problems = trail.check(f"cli {command}", lambda: status.append(
-        cli.main(["--stage", "dev", *argv], out=io.StringIO(), err=io.StringIO())), (f"cli:{user}", f"operator:{user}"))
+        cli.main(["--stage", "dev", *argv], out=io.StringIO(), err=io.StringIO())), (f"cli:{user}", f"operator:{user}"),
+        CLI_SYSTEM.get(command))
     assert status == [0]
     assert problems == []
 
@@ -264,7 +289,12 @@ def _handler_calls(trail: Trail):
                  "resources": [f"arn:aws:events:us-east-1:123456789012:rule/{name}"], "detail": {}}
         return lambda: loops._invoke(name, event)
 
+    def backfilled() -> None:  # a memory saved without the model, then the schedule's run
+        _without_model_saved("Saved while the model was missing, for the schedule")
+        schedule("backfill_vectors")()
+
     calls = {"run_extraction": (queued, ACTOR, "system:extraction"),
+             "backfill_vectors": (backfilled, "system:backfill", None),
              "s3_object_changed": (hand_edit, "system:reload", None),
              "resume_deferred_extraction": (resumed, ACTOR, "system:extraction")}
     for name in loops.schedule_handlers:

@@ -17,7 +17,8 @@ def loops(app, aws, monkeypatch):
     return LocalEvents(app, log=lambda msg: None)
 
 
-SCHEDULES = ["compact_team_logs", "purge_expired", "resume_deferred_extraction", "snapshot_indexes"]
+SCHEDULES = ["backfill_vectors", "compact_team_logs", "purge_expired", "resume_deferred_extraction",
+             "snapshot_indexes"]
 
 
 def test_handlers_are_discovered(loops):

@@ -10,7 +10,8 @@ from infra.local.resources import load_template
 
 EVENT_FUNCTIONS = {"run_extraction": "RunExtraction", "s3_object_changed": "S3ObjectChanged",
                    "compact_team_logs": "CompactTeamLogs", "snapshot_indexes": "SnapshotIndexes",
-                   "resume_deferred_extraction": "ResumeDeferredExtraction", "purge_expired": "PurgeExpired"}
+                   "resume_deferred_extraction": "ResumeDeferredExtraction", "purge_expired": "PurgeExpired",
+                   "backfill_vectors": "BackfillVectors"}
 
 
 def test_every_event_function_is_wired_with_the_api_environment():

@@ -85,3 +85,32 @@ def test_a_snapshot_of_an_older_clock_or_another_incarnation_is_not_noted(api):
     assert not store.record_snapshot("default", "alpha", "another-incarnation", 9, "k9", 3)
     assert {b["name"]: b for b in api.get("/v1/status")[1]["banks"]}["alpha"]["snapshot"] == \
         {"key": "k5", "seq": 5, "at": 1}
+
+
+def test_status_shows_each_banks_vector_coverage_from_its_counters(api, listings, monkeypatch, tmp_path):
+    from chalicelib import semantic
+    from chalicelib.banks import backfill
+    if not semantic.available():
+        pytest.skip("the model artifact is not built")
+    for i in range(3):
+        assert api.post("/v1/banks/covered/memories", {"text": f"Covered memory number {i}."})[0] == 201
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    with monkeypatch.context() as mp:  # a deployment without the model artifact
+        mp.setattr(semantic, "_model", None)
+        mp.setattr(semantic, "_failed", None)
+        mp.setenv("CAIRN_MODEL_DIR", str(empty))
+        for i in range(2):
+            assert api.post("/v1/banks/lexical/memories", {"text": f"Written without the model, {i}."})[0] == 201
+
+    def coverage() -> dict[str, dict]:
+        status, body = api.get("/v1/status")
+        assert status == 200, body
+        return {b["name"]: b["vectors"] for b in body["banks"]}
+
+    model = semantic.MODEL_ID
+    assert coverage() == {"covered": {"model": model, "with_vector": 3, "live": 3},
+                          "lexical": {"model": model, "with_vector": 0, "live": 2}}
+    assert backfill.backfill_bank("default", "lexical").embedded == 2
+    assert coverage()["lexical"] == {"model": model, "with_vector": 2, "live": 2}
+    assert listings == []

@@ -626,6 +626,8 @@ def test_every_fragment_is_a_shareable_link_with_a_screenshot(open_page, seeded,
     row = page.get_by_role("row").filter(has=page.get_by_role("cell", name=seeded["bank"], exact=True))
     expect(row.get_by_role("cell").nth(1)).to_have_text(str(mine["seq"]))
     expect(row.get_by_role("cell").nth(2)).to_have_text(str(mine["memories"]))
+    cover = mine["vectors"]
+    expect(row.get_by_role("cell").nth(3)).to_have_text(f"{cover['with_vector']} of {cover['live']} ({cover['model']})")
     expect(page.locator(".versions")).to_contain_text(f"Config version {status['config_version']}")
     # usage per bank as a chart: one bar per bank, its value the bank's requests of the last 24 hours
     usage = ok(Http(stack.base_url, stack.token).get("/v1/usage?group_by=bank&granularity=hour"))

@@ -454,7 +454,7 @@ class EventsQuery(BaseModel):
         extra="allow",
     )
     action: Annotated[
-        Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
+        Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "bank.backfill", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | Literal["memory.save", "memory.update", "memory.delete", "memory.pin", "memory.supersede", "memory.purge", "bank.create", "bank.update", "bank.trash", "bank.restore", "bank.import", "bank.backfill", "rule.set", "rule.delete", "rule.reload", "config.reload", "token.mint", "token.revoke", "session.forget", "hook.refused", "usage.limits", "extraction.run", "extraction.reset", "session.create", "session.delete", "workstream.create", "project.create", "project.update", "project.member", "project.member_remove", "context.space.create", "context.space.patch", "context.space.member", "context.space.member_remove", "context.deny_rules", "context.memory.create", "context.memory.patch", "context.memory.update", "context.memory.accept", "context.memory.supersede", "context.memory.archive", ""] | None,
         Field(title="Action"),
     ] = None
     actor: Annotated[Actor | None, Field(title="Actor")] = None
@@ -2457,6 +2457,15 @@ class UsageTotals(BaseModel):
     operations: Annotated[dict[str, int], Field(title="Operations")]
 
 
+class VectorCoverage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    model: Annotated[str, Field(title="Model")]
+    with_vector: Annotated[int, Field(title="With Vector")]
+    live: Annotated[int, Field(title="Live")]
+
+
 class Workstream(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2580,6 +2589,7 @@ class BankStatus(BaseModel):
     seq: Annotated[int, Field(title="Seq")]
     memories: Annotated[int, Field(title="Memories")]
     snapshot: IndexSnapshot | None
+    vectors: VectorCoverage
 
 
 class HookInjection(BaseModel):
