@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     when it produced figures (not skipped, no size failed), ``latest-<part>.*``. Exit status 1
     when a speed size failed, else 0 (a quality part skipped for want of data is not a failure)."""
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--quality", action="store_true", help="run the LoCoMo quality part only")
+    ap.add_argument("--quality", action="store_true",
+                    help="run the quality part only (the paraphrase set through recall; LoCoMo)")
     ap.add_argument("--speed", action="store_true", help="run the speed part only")
     ap.add_argument("--local", action="store_true", help="run the local-stack part only")
     ap.add_argument("--contention", action="store_true",

@@ -13,8 +13,10 @@ no import path), against in-process moto: quick to rerun against another checkou
   share), Cairn's share (``IndexCache.rebuild_into`` over the records already read), and the
   whole rebuild; the DynamoDB calls of the rebuild (Query only, never a Scan).
 
-``python -m bench.coldstart --size 100000 [--index-dir DIR] [--repeat 3] [--no-rebuild]`` prints
-one JSON object.
+``python -m bench.coldstart --size 100000 [--index-dir DIR] [--repeat 3] [--no-rebuild] [--vectors]``
+prints one JSON object. ``--vectors``: every memory with a stored vector (``bench.ranking``'s random
+unit vectors) and the first query ranked with its real vector (computed beforehand), so the cold
+start includes reading the vector column.
 """
 
 from __future__ import annotations
@@ -55,9 +57,9 @@ class _Timer:
         return timed
 
 
-def cold_start(entry: Any, head: Any, query: str, now: int, repeat: int) -> dict[str, Any]:
-    """Write the entry's snapshot, then load it into ``repeat`` fresh caches and rank one query:
-    the median of each step (ms)."""
+def cold_start(entry: Any, head: Any, query: str, now: int, repeat: int, vector: Any = None) -> dict[str, Any]:
+    """Write the entry's snapshot, then load it into ``repeat`` fresh caches and rank one query
+    (with the query's unit ``vector`` when given): the median of each step (ms)."""
     from chalicelib.search import index
     from chalicelib.search import recall as recall_mod
     from chalicelib.storage import blobs
@@ -84,7 +86,8 @@ def cold_start(entry: Any, head: Any, query: str, now: int, repeat: int) -> dict
                 leaves = [(leaf, loaded.stats_cache, BANK) for leaf, _off in loaded.reader().leaf_readers()]
                 q = time.perf_counter()
                 hits, _n = recall_mod._rank(leaves, analysed, limit=tuning.recall_limit, tag=None,
-                                            include_superseded=False, tuning=tuning, filter=None, now=now)
+                                            include_superseded=False, tuning=tuning, filter=None, now=now,
+                                            query_vector=vector)
                 first_query = _ms(q)
             total = _ms(started)
         if cold.counters["snapshot_loads"] != 1:
@@ -162,6 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-rebuild", action="store_true")
+    ap.add_argument("--vectors", action="store_true", help="memories with vectors; the first query with its own")
     args = ap.parse_args(argv)
     fake_aws_env()
     counter = CallCounter()
@@ -170,15 +174,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = 1_800_000_000_000 - args.size
     path = args.index_dir or f"/tmp/cairn-bench-ranking-{args.size}"
     started = time.perf_counter()
-    entry = build(path, texts, ents, t0)
+    entry = build(path, texts, ents, t0, args.vectors)
     out: dict[str, Any] = {"size": args.size, "build_s": round(time.perf_counter() - started, 1)}
     size = entry.measure()
     out["index_bytes"] = size
     out["index_bytes_per_memory"] = round(size / args.size, 1)
     head = SimpleNamespace(incarnation=INC, clock=entry.clock)
     query = queries(vocab, 5)["selective"][3]
+    vector = None
+    if args.vectors:
+        from chalicelib import semantic
+        vector = semantic.embed_query(query)
     with backend():
-        out["cold_start"] = cold_start(entry, head, query, t0 + args.size, args.repeat)
+        out["cold_start"] = cold_start(entry, head, query, t0 + args.size, args.repeat, vector)
         if not args.no_rebuild:
             out["rebuild"] = rebuild(entry, texts, ents, t0, counter)
     print(json.dumps(out))

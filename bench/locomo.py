@@ -215,10 +215,11 @@ def import_conversation(org: str, bank: str, conv: Conversation) -> dict[str, in
 def cairn_ranker(org: str, bank: str, ids: dict[str, int], now: int, tuning) -> Ranker:
     """Cairn's ranking of ``bank`` (the top ``DEPTH``) with ``tuning``, as of ``now``, as doc
     indexes (``ids``: memory id -> doc index, from ``import_conversation``): recall's own ranking
-    over the bank's cached index, without the per-call consistent read (checked against a full
-    ``recall`` on the first question asked). Runs inside the benchmark's backend."""
+    over the bank's cached index with the query's sentence vector as recall computes it, without
+    the per-call consistent read (checked against a full ``recall`` on the first question asked).
+    Runs inside the benchmark's backend."""
     from chalicelib.search import index as index_mod
-    from chalicelib.search.recall import _rank, read_rows, recall
+    from chalicelib.search.recall import _rank, query_vector, read_rows, recall
 
     cache = index_mod.active_cache()
     entry = cache.fresh(org, bank, read_rows(org, [bank])[bank])
@@ -228,7 +229,7 @@ def cairn_ranker(org: str, bank: str, ids: dict[str, int], now: int, tuning) -> 
     def rank(q: str) -> list[int]:
         nonlocal checked
         hits, _n = _rank(leaves, q, limit=DEPTH, tag=None, include_superseded=False, tuning=tuning, filter=None,
-                         now=now)
+                         now=now, query_vector=query_vector(q, tuning)[0])
         if not checked:
             full = recall(org, [bank], q, limit=DEPTH, now=now, tuning=tuning).hits
             assert [h.memory.id for h in full] == [h.memory.id for h in hits], "ranking != recall"

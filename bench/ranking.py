@@ -5,9 +5,14 @@ bm25s on the same corpus. Quick to rerun against another checkout's ``chalicelib
 index (``--index-dir`` of a directory an earlier run built), so before and after share the
 machine's conditions.
 
-``python -m bench.ranking --size 100000 [--queries 200] [--index-dir DIR] [--no-bm25s]``
+``python -m bench.ranking --size 100000 [--queries 200] [--index-dir DIR] [--no-bm25s] [--vectors]``
 prints one JSON object: ``{size, build_s, ranking: {kind: {p50_ms, p95_ms}}, ranking_with_feedback: ...,
-bm25s: ..., index_bytes}`` (``ranking``: the shipped defaults; ``ranking_with_feedback``: ``w_prf`` 0.5).
+bm25s: ..., index_bytes}`` (``ranking``: the shipped defaults without a query vector, i.e. lexical;
+``ranking_with_feedback``: ``w_prf`` 0.5). ``--vectors`` stores a seeded random unit vector
+with every memory (as ``core.vectors.encode`` stores a real one: the corpus's made-up words would
+embed as noise, and 100k forward passes take about an hour on one thread) and adds
+``ranking_with_semantic``: the defaults with each query's real vector (``semantic.embed_query``,
+computed beforehand: its forward pass is timed by ``bench.query_embedding``).
 """
 
 from __future__ import annotations
@@ -24,8 +29,22 @@ from .speed import corpus, queries
 BATCH = 3000
 
 
-def build(path: str, texts: list[str], ents: list[str], t0: int) -> Any:
-    """The bank index of ``texts`` in ``path`` (reused when a complete one is there)."""
+def _with_vector(m: Any, rng: Any) -> Any:
+    """``m`` carrying a random unit vector in the stored form (``core.vectors.encode``)."""
+    import numpy as np
+
+    from chalicelib import semantic
+    from chalicelib.core import vectors
+
+    v = rng.standard_normal(semantic.DIM).astype(np.float32)
+    m.set_vector_blob(vectors.encode(v / np.linalg.norm(v), m.text))
+    return m
+
+
+def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: bool = False) -> Any:
+    """The bank index of ``texts`` in ``path`` (reused when a complete one is there); each memory
+    with a random unit vector when ``with_vectors``."""
+    import numpy as np
     from whoosh import index as whoosh_index
 
     from chalicelib.core.records import Memory
@@ -41,9 +60,11 @@ def build(path: str, texts: list[str], ents: list[str], t0: int) -> Any:
     os.makedirs(path, exist_ok=True)
     entry = BankIndex("bench", "rank", "inc", path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
                       clock=Clock((0,)))
+    rng = np.random.default_rng(7)
     for i in range(0, len(texts), BATCH):
-        entry.apply([(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
-                     for k, (t, e) in enumerate(zip(texts[i:i + BATCH], ents[i:i + BATCH], strict=True), start=i)])
+        batch = [(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
+                 for k, (t, e) in enumerate(zip(texts[i:i + BATCH], ents[i:i + BATCH], strict=True), start=i)]
+        entry.apply([(k, _with_vector(m, rng)) for k, m in batch] if with_vectors else batch)
     open(done, "w").close()
     return entry
 
@@ -54,8 +75,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--no-bm25s", action="store_true")
+    ap.add_argument("--vectors", action="store_true", help="store random unit vectors; time the semantic signal")
     args = ap.parse_args(argv)
-    from chalicelib.search import recall as recall_mod
     from chalicelib.tuning import MemoryTuning
 
     texts, ents, vocab = corpus(args.size)
@@ -63,31 +84,52 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = 1_800_000_000_000 - args.size
     path = args.index_dir or f"/tmp/cairn-bench-ranking-{args.size}"
     started = time.perf_counter()
-    entry = build(path, texts, ents, t0)
+    entry = build(path, texts, ents, t0, args.vectors)
     out: dict[str, Any] = {"size": args.size, "build_s": round(time.perf_counter() - started, 1),
                            "index_bytes": entry.measure()}
     leaves = [(leaf, entry.stats_cache, "rank") for leaf, _off in entry.reader().leaf_readers()]
     defaults = MemoryTuning()
     # the shipped defaults; feedback (off by default) on at the tuned weight, its cost apart
-    for label, tuning in (("ranking", defaults), ("ranking_with_feedback", defaults.model_copy(update={"w_prf": 0.5}))):
+    labels = [("ranking", defaults, False),
+              ("ranking_with_feedback", defaults.model_copy(update={"w_prf": 0.5}), False)]
+    if args.vectors:
+        labels.append(("ranking_with_semantic", defaults, True))
+    for label, tuning, semantic_on in labels:
         out[label] = {}
         for kind, items in qs.items():
-            analysed = [recall_mod.analyse(q) for q in items]
-            for a in analysed[:5]:  # warm-up: first decodes
-                recall_mod._rank(leaves, a, limit=tuning.recall_limit, tag=None, include_superseded=False,
-                                 tuning=tuning, filter=None, now=t0 + args.size)
-            ms = []
-            for a in analysed:
-                s = time.perf_counter()
-                recall_mod._rank(leaves, a, limit=tuning.recall_limit, tag=None, include_superseded=False,
-                                 tuning=tuning, filter=None, now=t0 + args.size)
-                ms.append((time.perf_counter() - s) * 1000)
-            out[label][kind] = {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+            out[label][kind] = _time_ranking(leaves, items, tuning, t0 + args.size, semantic_on)
+    out["threads"] = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    out["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_bm25s:
         from .speed import bm25s_timings
         out["bm25s"] = bm25s_timings(texts, qs, tuning.recall_limit)
     print(json.dumps(out))
     return out
+
+
+def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool) -> dict[str, float]:
+    """p50/p95 ms of ``_rank`` over ``items`` (analysed beforehand; with each query's vector,
+    also computed beforehand, when ``semantic_on``), after 5 warm-up queries."""
+    from chalicelib import semantic
+    from chalicelib.search import recall as recall_mod
+
+    analysed = [recall_mod.analyse(q) for q in items]
+    vecs = [semantic.embed_query(q) if semantic_on else None for q in items]
+    if semantic_on and any(v is None for v in vecs):
+        raise SystemExit("--vectors: the model is not available or a query is not covered")
+
+    def one(j: int) -> None:
+        recall_mod._rank(leaves, analysed[j], limit=tuning.recall_limit, tag=None, include_superseded=False,
+                         tuning=tuning, filter=None, now=now, query_vector=vecs[j])
+
+    for j in range(min(5, len(items))):  # warm-up: first decodes
+        one(j)
+    ms = []
+    for j in range(len(items)):
+        s = time.perf_counter()
+        one(j)
+        ms.append((time.perf_counter() - s) * 1000)
+    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
 
 
 if __name__ == "__main__":
