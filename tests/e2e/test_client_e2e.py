@@ -200,6 +200,8 @@ def _structured(c: Cairn) -> None:
     assert data(c.structured.search("deploys"))["total"] >= 1
     assert data(c.admin.get_memory(row["memory_id"]))["name"] == name
     assert data(c.admin.update_memory(row["memory_id"], "New description"))["description"] == "New description"
+    ops = [rev["op"] for rev in data(c.admin.memory_history(row["memory_id"]))["revisions"]]
+    assert ops[0] == "save" and len(ops) >= 2, ops
     assert data(c.admin.list_memories())["total"] >= 1
     assert data(c.admin.search_memories("deploys"))["total"] >= 1
     imported = uid("cl_imported").replace("-", "_")
