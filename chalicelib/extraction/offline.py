@@ -30,28 +30,31 @@ from .parse import Candidate
 from .transcript import Window
 
 MAX_TEXT = 200  # characters of one extracted memory
+MAX_SENTENCE = 600  # characters: a longer "sentence" holds no one fact (and is not split, so work stays linear)
 USER = "user"  # the entity a first-person query maps to (search.analyzers.USER_HANDLE)
 
 # RE2 (``patterns``): Python's Unicode classes for words and spaces; \b is ASCII there
 _S, _W = f"[{patterns.SPACE}]", patterns.WORD
-_NAME = r"\p{Lu}[\p{Ll}'’-]+(?:[ ]\p{Lu}[\p{Ll}'’-]+)?"
+_NAME = r"\p{Lu}[\p{Ll}'\x{2019}-]+(?:[ ]\p{Lu}[\p{Ll}'\x{2019}-]+)?"
 _SENTENCE_END = patterns.compile(rf"[.!?]+(?:{_S}+|\z)|\n+")
 _GREETING = patterns.compile(rf"(?i)^(?:hi|hey|hello|ok|okay|so|also|and|but|oh|well|anyway|actually|btw)"
                              rf"(?:{_S}+there)?(?:,|!|{_S}+-)?{_S}+")
-_SELF_NAME = patterns.compile(rf"(?i:my{_S}+name{_S}+is|call{_S}+me|i'm|i’m|i{_S}+am|this{_S}+is){_S}+"
-                              rf"(?P<name>{_NAME})(?:$|[^{_W}])")
-_HERE_NAME = patterns.compile(rf"^(?P<name>{_NAME}){_S}+here(?:$|[^{_W}])(?:,?{_S}*(?P<rest>[^,.!?(]+))?")
+_SELF_NAME = patterns.compile(rf"(?i:my{_S}+name{_S}+is|my{_S}+name's|call{_S}+me|i{_S}+go{_S}+by|i'm|i\x{{2019}}m"
+                              rf"|i{_S}+am|this{_S}+is){_S}+(?P<name>{_NAME})(?:$|[^{_W}])")
+_HERE_NAME = patterns.compile(rf"^(?P<name>{_NAME}){_S}+here(?:$|[^{_W}])")
 _PRONOUNS = patterns.compile(r"(?i)\((?P<p>(?:she|he|they|xe|ze)/(?:her|him|them|hers|his|theirs|xem|zir))\)")
 _REMEMBER = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:remember|note|keep in mind)(?:{_S}+that|{_S}*:)?{_S}+"
                              r"(?P<fact>.+)$")
 _RULE = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:from now on,?{_S}+|going forward,?{_S}+)?"
                          rf"(?P<rule>(?:always|never|don't ever|do not ever){_S}+.+)$")
 _FROM_NOW = patterns.compile(rf"(?i)^(?:from now on|going forward),?{_S}+(?P<rule>.+)$")
-_STYLE = patterns.compile(rf"(?i)^(?:please{_S}+)?(?P<rule>(?:keep|make|write|give|format){_S}+(?:your{_S}+|the{_S}+)?"
-                          rf"(?:answers|replies|responses|summaries|explanations|messages|commit messages)"
-                          rf"(?:$|[^{_W}]).*)$")
-_CORRECTION = patterns.compile(rf"^(?P<x>[{_W}][{_W}.@/+-]*),?{_S}+not{_S}+(?P<y>[{_W}][{_W}.@/+-]*)"
-                               rf"(?:,?{_S}+please)?[.!]?$")
+_STYLE = patterns.compile(rf"(?i)^(?:please{_S}+)?(?P<rule>(?:(?:keep|make|write|give|format){_S}+"
+                          rf"(?:your{_S}+|the{_S}+)?(?:answers|replies|responses|summaries|explanations|messages"
+                          rf"|commit messages)"
+                          rf"|(?:don't|do not){_S}+use){_S}.*)$")
+_LETS = patterns.compile(rf"(?i)^let's{_S}+(?:go{_S}+with|use|stick{_S}+with|standardi[sz]e{_S}+on){_S}")
+_CORRECTION = patterns.compile(rf"(?i:^(?:use{_S}+|we{_S}+use{_S}+|it's{_S}+)?)(?P<x>[{_W}][{_W}.@/+-]*),?{_S}+"
+                               rf"not{_S}+(?P<y>[{_W}][{_W}.@/+-]*)(?:,?{_S}+please)?[.!]?$")
 _CONFIRM = patterns.compile(rf"(?i)^(?:yes|yep|yeah|sure)[,:]?{_S}+(?P<v>[^{patterns.SPACE}.,!?]+)[.!]?$")
 _PROPOSAL = patterns.compile(rf"(?i)(?:should i|shall i|do you want me to|want me to|would you like me to){_S}+"
                              r"(?P<act>[^?.!]+)\?\s*$")
@@ -64,36 +67,48 @@ _SUPERSEDED = patterns.compile(rf"(?i){patterns.BEFORE_WORD}(?:was|were|used to|
 _CHANGED = patterns.compile(rf"(?i){patterns.BEFORE_WORD}(?:was|were){_S}+(?:moved|pushed|changed|switched|"
                             r"rescheduled|postponed|renamed|bumped|delayed|set|decided|chosen|picked)"
                             rf"{patterns.AFTER_WORD}")
-# "moved X from <old> to <new>": the old value goes, the change stays
+# "moved X from <old> to <new>" (or "to <new> from <old>"): the old value goes, the change stays
+_BUT = patterns.compile(rf"(?i),?{_S}+(?:but|whereas){_S}+")
 _FROM_TO = patterns.compile(rf"(?i)(?P<keep>(?:mov|push|chang|switch|migrat|bump|slipp|slid|postpon|reschedul|"
                             rf"shift|upgrad|downgrad|renam|delay)[a-z]*(?:{_S}+[^{patterns.SPACE}]+){{0,4}}?){_S}+from{_S}+"
                             rf"[^,;]{{1,60}}?{_S}+to{_S}")
+_TO_FROM = patterns.compile(rf"(?i)(?P<keep>(?:mov|push|chang|switch|migrat|bump|slipp|slid|postpon|reschedul|"
+                            rf"shift|upgrad|downgrad|renam|delay)[a-z]*{_S}+(?:[^{patterns.SPACE}]+{_S}+){{0,4}}?to{_S}+"
+                            rf"[^,;]{{1,60}}?){_S}+from{_S}+[^,;]{{1,60}}?(?:,|;|$)")
 _OLD_VALUE = patterns.compile(rf"(?i){_S}*\((?:was|previously|formerly|originally)[^)]*\)"
                               rf"|,{_S}*(?:previously|formerly|originally){_S}[^,;]*")
 # a clause ends where a reason, a contrast or an instruction to the assistant begins
-_TAIL = patterns.compile(rf"(?i)(?:,{_S}*|{_S}+)(?:so|because|since|but|whereas|although|though|which){_S}"
-                         rf"|,{_S}*(?:don't|do not|please|that's|that is|thanks|thank you)(?:$|[^{_W}])")
-_SPECIFIC = patterns.compile(rf"[{patterns.DIGIT}]|[{_W}][./@:_+-][{_W}]|(?:^|{_S})/[{_W}]|\p{{Lu}}")
+_TAIL = patterns.compile(rf"(?i)(?:,{_S}*|{_S}+)(?:so|because|since|although|though|which|as that){_S}"
+                         rf"|,{_S}*(?:don't|do not|please|that's|that is|thanks|thank you|not)(?:$|[^{_W}])")
+_SPECIFIC = patterns.compile(rf"[{patterns.DIGIT}]|[{_W}][./@:_+-][{_W}]|(?:^|{_S})/[{_W}]|\p{{Lu}}|`[^`]+`")
 
-_REPLIES = frozenset("yes yeah yep no nope ok okay sure right great perfect cool nice awesome thanks thank whatever "
-                     "noted good fine lol haha".split())
-_IMPERATIVE = frozenset(
+
+
+def _words_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NOT_VALUES = _words_set("no now yet really sure that this it me you")
+_REPLIES = _words_set("yes yeah yep no nope ok okay sure right great perfect cool nice awesome thanks thank whatever "
+                     "noted good fine lol haha")
+_IMPERATIVE = _words_set(
     "point split leave book keep summarise summarize review add use make write send check run show explain tell "
     "give put set create update fix delete remove don't do let let's help find open try go start stop draft copy "
     "ping call ask remind schedule move merge deploy build test install upgrade change rename look please can "
-    "could would will should pick choose plan read see consider sort list grab bump drop wait note".split())
-_POINTERS = frozenset("it its it's they them these those this that there's he she everything everyone "
-                      "that's this's".split())
-_FIRST_VERBS = frozenset(
-    "prefer like love hate dislike enjoy want need use manage lead own run handle do work live send write "
-    "maintain speak report teach mentor cover avoid".split())
-_ADVERBS = frozenset("really usually always never mostly also only generally strongly".split())
-_AM_NEXT = frozenset(
+    "could would will should pick choose plan read see consider sort list grab bump drop wait note")
+_POINTERS = _words_set("it its it's they them these those this that there's he she everything everyone "
+                      "that's this's")
+_FIRST_VERBS = _words_set(
+    "prefer like love hate dislike enjoy want use manage lead own run handle do work live send write "
+    "maintain speak report teach mentor cover avoid joined moved relocated")
+_ADVERBS = _words_set("really usually always never mostly also only generally strongly")
+_AM_NEXT = _words_set(
     "a an the based from in on responsible part picking taking leading working running managing joining "
-    "handling owning building maintaining covering now allergic vegetarian vegan".split())
-_CAPITALIZE = frozenset("the a an our we we're everything all each every half most some there their".split())
+    "handling owning building maintaining covering now allergic vegetarian vegan")
+_FIRST_PERSON = _words_set("i i'm i've i'd i'll my me")
+_CAPITALIZE = _words_set("the a an our we we're everything all each every half most some there their")
 _PRONOUN_MAP = {"my": "their", "me": "them", "mine": "theirs", "myself": "themselves", "I": "they",
-                "I'm": "they're", "I’m": "they're", "I've": "they've", "I'll": "they'll"}
+                "I'm": "they're", "I\u2019m": "they're", "I've": "they've", "I'll": "they'll"}
 
 
 @dataclass(frozen=True)
@@ -120,7 +135,7 @@ def _words(text: str) -> list[str]:
 
 
 def _bare(word: str) -> str:
-    return word.strip(".,;:!?()\"'“”").lower().replace("’", "'")
+    return word.strip(".,;:!?()\"'“”").lower().replace("\u2019", "'")
 
 
 def _finish(text: str, capitalize: bool = False) -> str:
@@ -149,7 +164,7 @@ def speaker(window: Window) -> Speaker:
 def sentences(text: str) -> list[tuple[str, str]]:
     """``(sentence, terminator)`` pairs of ``text``: a sentence ends at ``.``, ``!`` or ``?``
     followed by a space or the end, or at a line break, so "db-staging.internal" and
-    "v2.3.1" stay whole."""
+    "v2.3.1" stay whole. Sentences over ``MAX_SENTENCE`` characters are left out."""
     out, pos = [], 0
     for m in _SENTENCE_END.finditer(text):
         body = text[pos:m.start()].strip()
@@ -158,7 +173,7 @@ def sentences(text: str) -> list[tuple[str, str]]:
         pos = m.end()
     if text[pos:].strip():
         out.append((text[pos:].strip(), ""))
-    return out
+    return [(body, end) for body, end in out if len(body) <= MAX_SENTENCE]
 
 
 def _strip_greeting(sentence: str) -> str:
@@ -220,6 +235,8 @@ def _first_person(words: list[str], who: Speaker, *, strict: bool) -> str | None
         if not rest or (strict and _bare(rest[0]) not in _AM_NEXT):
             return None
         return " ".join([who.subject, "is", *_pronouns_out(rest)])
+    if w0 == "i'd" and len(words) > 2 and _bare(words[1]) in ("rather", "prefer"):
+        return " ".join([who.subject, "would", *_pronouns_out(words[1:])])
     if w0 != "i":
         return None
     i, adverbs = 1, []
@@ -231,9 +248,11 @@ def _first_person(words: list[str], who: Speaker, *, strict: bool) -> str | None
         verb, adverbs, i = _bare(words[i + 1]), [*adverbs, "doesn't"], i + 1
         conj = verb
     else:
-        conj = _third_person_verb(verb)
+        conj = verb if verb.endswith("ed") else _third_person_verb(verb)
     obj = _bare(words[i + 1]) if i + 1 < len(words) else ""
-    if strict and (verb not in _FIRST_VERBS or obj in _POINTERS or obj in ("you", "your")):
+    moving = verb in ("moved", "relocated")
+    if strict and (verb not in _FIRST_VERBS or obj in _POINTERS or obj in ("you", "your")
+                   or (obj == "to") != moving):
         return None
     return " ".join([who.subject, *adverbs, conj, *_pronouns_out(words[i + 1:])])
 
@@ -244,6 +263,9 @@ def _rewrite_change(clause: str) -> str:
     m = _FROM_TO.search(clause)
     if m:
         clause = clause[:m.start()] + m.group("keep") + " to " + clause[m.end():]
+    m = _TO_FROM.search(clause)
+    if m:
+        clause = clause[:m.start()] + m.group("keep") + clause[m.end():]
     return clause
 
 
@@ -282,8 +304,12 @@ def clauses(sentence: str) -> list[str]:
     "and" and at a comma before a new subject."""
     m = _TAIL.search(sentence)
     head = sentence[:m.start()] if m else sentence
+    parts, pos = [], 0
+    for b in _BUT.finditer(head):
+        parts.append(head[pos:b.start()])
+        pos = b.end()
     out = []
-    for part in head.split(";"):
+    for part in [p for chunk in [*parts, head[pos:]] for p in chunk.split(";")]:
         for piece in _split_and(part.strip()):
             out += [c.strip() for c in _split_comma(piece) if c.strip()]
     return out
@@ -298,11 +324,22 @@ class Item:
     join: bool = False
 
 
+def _named_subject(words: list[str]) -> bool:
+    """The clause starts with a name followed by a verb ("Maria owns the billing service")."""
+    if len(words) < 3 or not words[0][:1].isupper() or not words[0].isalpha():
+        return False
+    if _bare(words[0]) in _CAPITALIZE | _IMPERATIVE | _REPLIES | _POINTERS:
+        return False
+    verb = _bare(words[1])
+    return verb in ("is", "are", "has", "will", "can", "should", "must") or (
+        verb.isalpha() and verb.endswith("s") and not verb.endswith("ss") and len(verb) > 3)
+
+
 def _statement(clause: str, who: Speaker) -> Item | None:
     """A clause that is not about the speaker, kept when it states something specific."""
     words = _words(clause)
     first = _bare(words[0])
-    if first in _IMPERATIVE or not _specific(clause):
+    if (first in _IMPERATIVE and not _LETS.match(clause)) or not (_specific(clause) or _named_subject(words)):
         return None
     if _SUPERSEDED.search(clause) and not _CHANGED.search(clause):
         return None  # history ("DynamoDB was too awkward"), or the old value of a change
@@ -322,7 +359,7 @@ def _clause(clause: str, who: Speaker) -> Item | None:
         return None
     if _EPHEMERAL.search(clause) or _SECRET.search(clause):
         return None
-    if _bare(words[0]) in ("i", "i'm", "my"):
+    if _bare(words[0]) in _FIRST_PERSON:
         text = _first_person(words, who, strict=True)
         if text is None or _SUPERSEDED.search(text):
             return None
@@ -331,19 +368,24 @@ def _clause(clause: str, who: Speaker) -> Item | None:
     return _statement(clause, who)
 
 
-def _identity(sentence: str, who: Speaker) -> list[Item] | None:
+def _identity(sentence: str, who: Speaker) -> list[Item | None] | None:
     """What a sentence naming the speaker adds besides the name (remembered once, first): a role
     given after "<name> here," and pronouns in parentheses; None when the sentence does not name
     the speaker."""
     m = _HERE_NAME.match(sentence) or _SELF_NAME.match(sentence)
     if m is None or m.group("name") != who.name:
         return None
-    out = []
-    rest = (m.groupdict().get("rest") or "").strip()
-    if rest and len(_words(rest)) <= 4 and not _EPHEMERAL.search(rest):
-        out.append(Item(Candidate(text=_finish(f"{who.possessive} role is {rest}"), entities=who.entities,
-                                  tags=["identity"])))
-    return out
+    rest = _strip_greeting(sentence[m.end() - (0 if sentence[m.end() - 1:m.end()].isalnum() else 1):].strip(" ,;:-"))
+    words = _words(rest)
+    if not words or _EPHEMERAL.search(rest):
+        return []
+    if _bare(words[0]) in ("a", "an", "the", "from", "at", "on", "in") and len(words) <= 8:
+        text = f"{who.subject} is {rest}"  # "I'm Sam, a data engineer at Acme"
+    elif len(words) <= 3 and rest[0].isupper() and _bare(words[0]) not in ("i", "i'm"):
+        text = f"{who.possessive} role is {rest}"  # "Kenji here, SRE"
+    else:
+        return [_clause(c, who) for c in clauses(rest)]  # "I'm Sam, I lead the data team"
+    return [Item(Candidate(text=_finish(text), entities=who.entities, tags=["identity"]))]
 
 
 def _explicit(sentence: str, who: Speaker) -> Item | None:
@@ -359,16 +401,16 @@ def _explicit(sentence: str, who: Speaker) -> Item | None:
     if m:
         return Item(Candidate(text=_finish(m.group("rule"), capitalize=True), kind="rule"))
     m = _CORRECTION.match(sentence)
-    if m:
+    if m and not {_bare(m.group("x")), _bare(m.group("y"))} & (_REPLIES | _NOT_VALUES):
         return Item(Candidate(text=f"{who.subject} prefers {m.group('x')} over {m.group('y')}.",
                               entities=who.entities, tags=["preference"]))
     return None
 
 
-def sentence_items(sentence: str, who: Speaker) -> list[Item]:
+def sentence_items(sentence: str, who: Speaker) -> list[Item | None]:
     """The items of one sentence of the user (not a question)."""
     body = _strip_greeting(sentence.strip())
-    out = []
+    out: list[Item | None] = []
     p = _PRONOUNS.search(body)
     if p and who.name:
         out.append(Item(Candidate(text=f"{who.possessive} pronouns are {p.group('p')}.", entities=who.entities,
@@ -376,13 +418,12 @@ def sentence_items(sentence: str, who: Speaker) -> list[Item]:
     named = _identity(body, who) if who.name else None
     if named is not None:
         return out + named
-    body = _strip_label(body)
-    explicit = _explicit(body, who)
+    explicit = _explicit(body, who) or _explicit(body := _strip_label(body), who)
     if explicit is not None:
         return [*out, explicit]
     if _EPHEMERAL.search(body) and not clauses(body):
         return out
-    return out + [item for c in clauses(body) if (item := _clause(c, who)) is not None]
+    return out + [_clause(c, who) for c in clauses(body)]
 
 
 def _confirmation(text: str, who: Speaker, proposal: str) -> Item | None:
@@ -397,15 +438,19 @@ def _confirmation(text: str, who: Speaker, proposal: str) -> Item | None:
     return Item(Candidate(text=_finish(f"{who.subject} confirmed: {p.group('act')}"), tags=["decision"]))
 
 
-def _joined(items: list[Item]) -> list[Candidate]:
-    """Items with each ``join`` item appended to the memory before it (dropped when there is none)."""
+def _joined(items: list[Item | None]) -> list[Candidate]:
+    """The candidates of ``items`` (one per clause, None for a clause that gave nothing), each
+    ``join`` item appended to the memory of the clause right before it, else dropped."""
     out: list[Candidate] = []
+    prev: Item | None = None
     for item in items:
-        if not item.join:
+        if item is not None and not item.join:
             out.append(item.candidate)
-        elif out and out[-1].kind == "memory":
-            prev, more = out[-1], item.candidate.text
-            out[-1] = prev.model_copy(update={"text": f"{prev.text.rstrip('.')}; {more[0].lower()}{more[1:]}"})
+        elif item is not None and prev is not None and out and out[-1].kind == "memory":
+            more = item.candidate.text
+            out[-1] = out[-1].model_copy(update={"text": f"{out[-1].text.rstrip('.')}; {more[0].lower()}{more[1:]}"})
+            item = None  # one continuation per clause
+        prev = item
     return out
 
 
@@ -427,7 +472,7 @@ class OfflineExtractor:
                 proposal = text
                 continue
             confirmed = _confirmation(text, who, proposal)
-            items = [confirmed] if confirmed else [
+            items: list[Item | None] = [confirmed] if confirmed else [
                 item for s, end in sentences(text) if end != "?" for item in sentence_items(s, who)]
             out += _joined(items)
         seen: set[str] = set()
