@@ -37,8 +37,15 @@ Reply with a JSON array only. Each item: {"text": str, "entities": [str], "tags"
 - kind "memory": a fact, preference, identity or decision worth remembering in later sessions.
 - kind "rule": a standing instruction the user gave for all future work ("always ...", "never ...").
 - confidence "extracted" when the user said it; "inferred" when you concluded it.
+- One fact per item. Copy names, hosts, paths, versions, ports and URLs exactly and whole
+  ("db-staging.internal", "v2.3.1"); every value in an item must appear in the conversation.
+- Facts about the user: third person with their name when the conversation gives it ("Priya
+  prefers TypeScript over JavaScript"), else "The user ..."; put "user" (and the name) in entities.
+- A changed date, host or decision: one item with the new value and what changed ("The launch
+  moved to July 20"); never repeat the old value.
 - Never include secrets (passwords, keys, tokens), ephemeral state (what is happening right now),
-  or anything the assistant only suggested. Reply [] when nothing qualifies."""
+  small talk, thanks, answers to general-knowledge questions, or anything the assistant only
+  suggested and the user did not accept. Reply [] when nothing qualifies."""
 
 PROBE_TIMEOUT_S = 3.0
 
