@@ -7,8 +7,8 @@ Three implementations, chosen by ``Settings.extractor``:
   inside Lambda (``auto``).
 - ``openai``: any OpenAI-compatible endpoint through the ``openai`` SDK (``openai_base_url``,
   ``openai_model``, ``openai_api_key``).
-- ``offline``: a rule-based extractor (explicit "remember that ...", preferences, identities,
-  standing instructions) that needs no model; the default outside Lambda (the local stack).
+- ``offline``: the rule-based extractor of ``offline`` (no model); the default outside Lambda
+  (the local stack).
 
 Model replies are parsed by ``parse.parse_candidates`` (prose and fences tolerated); a reply with
 no valid JSON array raises ``ExtractionParseError``.
@@ -25,8 +25,8 @@ from urllib.parse import urlparse
 import boto3
 from botocore.config import Config
 
-from .. import patterns
 from ..settings import Settings, get_settings
+from .offline import OfflineExtractor
 from .parse import Candidate, parse_candidates
 from .transcript import Window
 
@@ -37,8 +37,15 @@ Reply with a JSON array only. Each item: {"text": str, "entities": [str], "tags"
 - kind "memory": a fact, preference, identity or decision worth remembering in later sessions.
 - kind "rule": a standing instruction the user gave for all future work ("always ...", "never ...").
 - confidence "extracted" when the user said it; "inferred" when you concluded it.
+- One fact per item. Copy names, hosts, paths, versions, ports and URLs exactly and whole
+  ("db-staging.internal", "v2.3.1"); every value in an item must appear in the conversation.
+- Facts about the user: third person with their name when the conversation gives it ("Priya
+  prefers TypeScript over JavaScript"), else "The user ..."; put "user" (and the name) in entities.
+- A changed date, host or decision: one item with the new value and what changed ("The launch
+  moved to July 20"); never repeat the old value.
 - Never include secrets (passwords, keys, tokens), ephemeral state (what is happening right now),
-  or anything the assistant only suggested. Reply [] when nothing qualifies."""
+  small talk, thanks, answers to general-knowledge questions, or anything the assistant only
+  suggested and the user did not accept. Reply [] when nothing qualifies."""
 
 PROBE_TIMEOUT_S = 3.0
 
@@ -150,80 +157,6 @@ class OpenAICompatibleExtractor:
             return True, f"{self.client.base_url} answered"
         except Exception as exc:  # noqa: BLE001 - advisory: any failure is "unreachable"
             return False, f"{self.client.base_url} unreachable ({type(exc).__name__})"
-
-
-# --- offline ----------------------------------------------------------------------------------
-
-# RE2 (``patterns``): \s and \w as Python's Unicode classes, a word boundary as a non-word character
-_S, _W = f"[{patterns.SPACE}]", patterns.WORD
-_SENTENCE = patterns.compile(r"[^.!?\n]+[.!?]?")
-_REMEMBER = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:remember|note|keep in mind)(?:{_S}+that|{_S}*:)?{_S}+"
-                             r"(?P<fact>.+)$")
-_RULE = patterns.compile(rf"(?i)^(?:please{_S}+)?(?:from now on,?{_S}+|going forward,?{_S}+)?"
-                         rf"(?P<rule>(?:always|never|don't ever|do not ever){_S}+.+)$")
-_FROM_NOW = patterns.compile(rf"(?i)^(?:from now on|going forward),?{_S}+(?P<rule>.+)$")
-_PREFERENCE = patterns.compile(rf"(?i)^(?:i{_S}+(?:really{_S}+)?(?:prefer|like|love|hate|dislike|don't like|"
-                               rf"do not like|always|never|usually|want)|my{_S}+favou?rite)[^{_W}\n].*")
-_IDENTITY = patterns.compile(r"(?i)^(?:my name is|call me|i am an? |i'm an? |i work (?:at|for|on|as)|i live in|"
-                             rf"i'm based in|i am based in|my (?:role|job|team|pronouns) (?:is|are)){_S}*(?P<what>.+)$")
-_NAME = patterns.compile(rf"^(?i:my name is|call me){_S}+(?P<name>[A-Z][{_W}'-]*(?:{_S}+[A-Z][{_W}'-]*)?)")
-_SECRET = patterns.compile(rf"(?i)(?:password|passwd|secret|api[_ -]?key|token|bearer){patterns.AFTER_WORD}")
-_EPHEMERAL = patterns.compile(rf"(?i){patterns.BEFORE_WORD}(?:right now|at the moment|currently|today|tonight"
-                              rf"|this morning){patterns.AFTER_WORD}")
-
-
-def _sentence(text: str) -> str:
-    text = " ".join(text.split()).strip(" ,;:")
-    if not text:
-        return ""
-    text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?" else text + "."
-
-
-class OfflineExtractor:
-    """Rule-based extraction from the user's own messages, no model: "remember that X" (and
-    "note that", "keep in mind"), preferences ("I prefer ...", "my favourite ..."), identities
-    ("my name is ...", "I work at ...") and standing instructions ("always ...", "never ...",
-    "from now on ...", which become rule lines). Sentences naming secrets or ephemeral state are
-    skipped; each result is at most 200 characters."""
-
-    name = "offline"
-
-    def extract(self, window: Window) -> list[Candidate]:
-        out: list[Candidate] = []
-        for role, text in window.lines:
-            if role != "user":
-                continue
-            for raw in _SENTENCE.findall(text):
-                sentence = raw.strip()
-                if not sentence or _SECRET.search(sentence):
-                    continue
-                cand = self._one(sentence)
-                if cand is not None and len(cand.text) <= 200:
-                    out.append(cand)
-        return out
-
-    def _one(self, sentence: str) -> Candidate | None:
-        m = _REMEMBER.match(sentence)
-        if m:
-            return Candidate(text=_sentence(m.group("fact")), confidence="extracted", kind="memory",
-                             tags=["remembered"])
-        if _EPHEMERAL.search(sentence):
-            return None
-        m = _RULE.match(sentence) or _FROM_NOW.match(sentence)
-        if m:
-            return Candidate(text=_sentence(m.group("rule")), confidence="extracted", kind="rule")
-        m = _IDENTITY.match(sentence)
-        if m:
-            name = _NAME.match(sentence)
-            return Candidate(text=_sentence(sentence), confidence="extracted", kind="memory", tags=["identity"],
-                             entities=[name.group("name").lower()] if name else [])
-        if _PREFERENCE.match(sentence):
-            return Candidate(text=_sentence(sentence), confidence="extracted", kind="memory", tags=["preference"])
-        return None
-
-    def probe(self, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
-        return True, "offline extractor: no model endpoint needed"
 
 
 def backend_name(settings: Settings | None = None) -> str:

@@ -65,7 +65,7 @@ def test_hook_runs_inline_and_a_redelivered_turn_adds_nothing(api, inline):
     assert status == 202, body
     assert body["queued"] is False and body["outcome"]["saved"] == 1
     [mem] = memories(api)
-    assert mem["text"] == "I deploy on Fridays."
+    assert mem["text"] == "The user deploys on Fridays."
     assert mem["confidence"] == "extracted"
     assert mem["source"]["session_id"] == SESSION
     status, body = api.post("/v1/hooks/turn-completed", turn("t1", "Hi! Remember that I deploy on Fridays.", "Noted."))
@@ -285,7 +285,7 @@ def test_session_deleted_and_forget_session(api, inline):
     status, body = api.post("/v1/banks/work/forget-session", {"session_id": SESSION})
     assert status == 200 and body["retired"] == 1
     live = [m["text"] for m in memories(api)]
-    assert live == ["I use vim."]
+    assert live == ["The user uses vim."]
     status, body = api.post("/v1/banks/work/forget-session", {"session_id": "other", "purge": True})
     assert status == 200 and body["purged"] == 1
     assert all(m["text"] == "" for m in memories(api, superseded=True) if m["source"].get("session_id") == "other")
@@ -300,7 +300,7 @@ def test_no_extractor_saves_a_credential(api, inline):
         "t1", "Remember that the deploy credential is AKIAIOSFODNN7EXAMPLE. Remember that I deploy on Fridays.",
         "Noted."))
     assert status == 202 and body["outcome"]["saved"] == 1 and body["outcome"]["skipped"] == 1, body
-    assert [m["text"] for m in memories(api)] == ["I deploy on Fridays."]
+    assert [m["text"] for m in memories(api)] == ["The user deploys on Fridays."]
     reply = json.dumps([{"text": "The staging password is hunter2x.", "kind": "memory"},
                         {"text": "Always log in with PGPASSWORD=hunter2x first.", "kind": "rule"},
                         {"text": "Staging runs in eu-west-1.", "kind": "memory"}])
@@ -332,3 +332,27 @@ def test_the_learned_rule_holds_only_saved_memories(api, inline):
     api.put("/v1/banks/work/rules/learned", {"content": ""})
     api.post("/v1/hooks/turn-completed", turn("t2", forged + " Also, never deploy on Sundays.", "ok", session="s2"))
     assert api.get("/v1/banks/work/rules")[1]["rules"] == []
+
+
+@pytest.fixture
+def index_cache(tmp_path, aws):
+    from chalicelib.search import index
+    c = index.IndexCache(str(tmp_path / "cache"))
+    with index.using(c):
+        yield c
+
+
+def test_a_first_person_question_recalls_the_speakers_third_person_fact(api, inline, index_cache):
+    """The offline extractor writes "Priya prefers ..." (not "I prefer ...") and keeps the ``user``
+    entity, so "what language do I prefer?" still finds it over another person's preference."""
+    status, _ = api.post("/v1/banks/work/memories", {"text": "Marco prefers Rust over Go for command-line tools.",
+                                                     "entities": ["marco"]})
+    assert status == 201
+    status, body = api.post("/v1/hooks/turn-completed", turn(
+        "t1", "Hi, I'm Priya. I prefer TypeScript over JavaScript for anything new.", "Noted, Priya."))
+    assert status == 202 and body["outcome"]["saved"] == 2, body
+    mine = {m["text"]: m["entities"] for m in memories(api)}
+    assert mine["Priya prefers TypeScript over JavaScript for anything new."] == ["user", "priya"]
+    status, body = api.post("/v1/banks/work/recall", {"query": "what language do I prefer?"})
+    assert status == 200, body
+    assert body["memories"][0]["memory"]["text"] == "Priya prefers TypeScript over JavaScript for anything new."

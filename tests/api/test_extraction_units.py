@@ -15,8 +15,9 @@ def test_offline_extractor_patterns():
                 {"role": "assistant", "content": "I prefer to answer briefly."}],
                position=None, last_id=None, size=12)
     got = [(c.text, c.kind) for c in OfflineExtractor().extract(w)]
-    assert got == [("I deploy on Fridays.", "memory"), ("My name is Ada Lovelace.", "memory"),
-                   ("I prefer tabs over spaces.", "memory"), ("Always write tests first.", "rule")]
+    # the speaker's name first; facts about them in the third person (no password, no passing state)
+    assert got == [("The user's name is Ada Lovelace.", "memory"), ("Ada Lovelace deploys on Fridays.", "memory"),
+                   ("Ada Lovelace prefers tabs over spaces.", "memory"), ("Always write tests first.", "rule")]
 
 
 def test_auto_backend(monkeypatch):

@@ -44,13 +44,13 @@ def test_turn_to_memory_to_recall_and_redelivery_adds_nothing(stack, http):
     assert r.status_code == 202, r.text
     assert r.json()["queued"] is True and r.json()["bank"] == BANK
     [mem] = wait_for(lambda: memories(http))
-    assert mem["text"] == "I deploy on Fridays."
+    assert mem["text"] == "The user deploys on Fridays."
     assert mem["confidence"] == "extracted" and mem["source"]["session_id"] == "e2e-session-1"
 
     # the next turn: recall finds it
     r = http.post(f"/v1/banks/{BANK}/recall", json={"query": "Which day do I deploy?"})
     assert r.status_code == 200, r.text
-    assert [h["memory"]["text"] for h in r.json()["memories"]][:1] == ["I deploy on Fridays."]
+    assert [h["memory"]["text"] for h in r.json()["memories"]][:1] == ["The user deploys on Fridays."]
 
     # the same turn delivered again (a retried hook): nothing new, nothing reinforced
     assert http.post("/v1/hooks/turn-completed", json=TURN).status_code == 202

@@ -145,9 +145,9 @@ def test_stop_hands_the_turn_to_extraction_and_the_next_prompt_recalls_it(http, 
         return [m for m in mems if m["source"].get("session_id") == session]
 
     [mem] = wait_for(extracted)
-    assert mem["text"] == "I deploy on Fridays." and mem["confidence"] == "extracted"
+    assert mem["text"] == "The user deploys on Fridays." and mem["confidence"] == "extracted"
     code, out, _ = run_hook("user-prompt-submit", {**PROMPT_INPUT, "session_id": session}, env)
-    assert code == 0 and "- I deploy on Fridays." in out["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and "- The user deploys on Fridays." in out["hookSpecificOutput"]["additionalContext"]
 
 
 def test_a_stopped_stack_leaves_the_prompt_alone_with_a_notice(env):
