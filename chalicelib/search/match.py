@@ -117,7 +117,22 @@ class Matcher:
                   self._share(key, self.cjk, ("cjk",)))
         if not self.terms and not self.cjk:
             lex = self._named(key)
+        elif self.terms and self._implied():
+            lex = self._with_implied(key, lex)
         return lex, self._cosine(key)
+
+    def _implied(self) -> tuple[str, ...]:
+        """The handles the query names without one of its terms (``user`` for "I", "my")."""
+        terms = set(self.terms)
+        return tuple(e for e in self.entity_keys if not terms & set(query_terms(memory_analyzer(), e)))
+
+    def _with_implied(self, key: Key, lex: float) -> float:
+        """``lex`` with the implied handles as one more query word of the terms' mean idf when
+        document ``key`` carries one of them (a first-person question about the user's own fact
+        matches the fact written in the third person); never lower than ``lex``."""
+        if not any(self._has(key, "entities", e) for e in self._implied()):
+            return lex
+        return (lex * len(self.terms) + 1.0) / (len(self.terms) + 1)
 
     def unknown_name(self) -> bool:
         """Whether the query names something no memory of the corpus mentions (``names``)."""
