@@ -56,6 +56,20 @@ def memory_saved(body: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def observed(body: dict[str, Any]) -> str:
+    """``memory_observe``: whether the exchange was queued, ran at once, or was refused, and its ids."""
+    ids = f"bank {body.get('bank')}, session_id {body.get('session_id')}, turn_id {body.get('turn_id')}"
+    if not body.get("accepted"):
+        return (f"Not extracted ({body.get('reason')}): extraction is off on this deployment; use memory_save "
+                f"to keep a fact ({ids}).")
+    if body.get("queued"):
+        return (f"Queued for extraction; memories appear in recall within seconds ({ids}). Observing the same "
+                "session_id and turn_id again is a no-op.")
+    out = body.get("outcome") or {}
+    return (f"Extracted now ({out.get('status')}): {out.get('saved', 0)} saved, {out.get('reinforced', 0)} "
+            f"reinforced, {out.get('skipped', 0)} skipped ({ids}).")
+
+
 def memory(body: dict[str, Any]) -> str:
     """A ``{memory}`` body (get, update, pin, supersede, forget)."""
     return _memory(body["memory"]) if body.get("memory") else compact(body)

@@ -27,6 +27,7 @@ from pydantic.json_schema import models_json_schema
 from ..auth.principal import Permission, Principal
 from ..banks import service as bank_service
 from ..banks.records import (
+    MAX_SESSION_ID,
     MAX_TEXT_BYTES,
     MIN_TEXT_BYTES,
     BankRequest,
@@ -37,6 +38,7 @@ from ..banks.records import (
     UpdateRequest,
 )
 from ..errors import BadRequest, CairnError, Forbidden
+from ..extraction import service as extraction
 from ..inject.service import PreviewRequest
 from ..structured import sessions
 from ..structured import tool as structured_tool
@@ -47,7 +49,7 @@ from ..team.permissions import SPACES_PAGE_MAX
 from ..team.retrieval import MAX_SPACES, RetrieveBody
 from ..usage import meter as usage_meter
 from ..validation import Line, Text
-from . import banks, inject, recall, structured, team
+from . import banks, hooks, inject, recall, structured, team
 from . import mcp_text as text
 from . import structured_models as sm
 from . import team_models as tm
@@ -93,6 +95,19 @@ class MemorySaveArgs(BankArgs, SaveRequest):
 
 class RecallArgs(BankArgs, recall.RecallRequest):
     pass
+
+
+class ObservedMessage(_Args):
+    role: Literal["user", "assistant"]
+    content: StrictStr = Field(min_length=1)
+
+
+class ObserveArgs(BankArgs):
+    """A finished exchange for extraction (the turn-completed hook's bounds)."""
+
+    messages: list[ObservedMessage] = Field(min_length=1, max_length=extraction.MAX_HOOK_MESSAGES)
+    session_id: Line | None = Field(None, min_length=1, max_length=MAX_SESSION_ID)
+    turn_id: Line | None = Field(None, min_length=1, max_length=MAX_SESSION_ID)
 
 
 class MemoryListArgs(BankArgs):
@@ -283,6 +298,15 @@ def _create_draft(principal: Principal, args: TeamDraftArgs, meta: dict[str, Any
     return entry_id
 
 
+def _observe(principal: Principal, args: ObserveArgs) -> tuple[int, Any]:
+    """Hand the exchange to the turn-completed hook (its checks, its job): ``(202, TurnAccepted body)``."""
+    messages = [m.model_dump() for m in args.messages]
+    session_id, turn_id = extraction.observed_ids(messages, args.session_id, args.turn_id)
+    body = {"session_id": session_id, "turn_id": turn_id, "messages": messages,
+            "metadata": {"memory_bank": args.bank}, "exchange": True}
+    return invoke(_route(hooks.turn_completed), principal, {}, body=body)
+
+
 MEMORY_ID = "fp3f9a0c1d2e4b5a67"
 SPACE_ID = "spc_8c1f0e2d3b4a59687a6b"
 ENTRY_ID = "ent_5d4c3b2a190817263544"
@@ -360,6 +384,22 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                  "tag": Param("Only memories with this tag (a filter, not a search term).", "preference"),
                  "as_of": Param("Recall the bank as it was at this time (ms since epoch); needs the "
                                 "admin.memories permission.", 1767225600000)}),
+    Tool("memory_observe", "Observe an exchange", "Hand a finished exchange (the user's message and your "
+         "answer) to Cairn: the facts, preferences and decisions in it are extracted and saved as memories in "
+         "the background, as a host's turn-completed hook does. Call it after each exchange worth remembering; "
+         "use memory_save for one fact to keep now. Sending the same session_id and turn_id again extracts "
+         "nothing twice.", ObserveArgs, hooks.turn_completed, WRITE, read_only=False, idempotent=True,
+         run=_observe, summary=text.observed,
+         id_sources={"session_id": IdSource("memory_observe", "session_id"),
+                     "turn_id": IdSource("memory_observe", "turn_id")},
+         params={"messages": Param(f"The exchange, oldest first (1 to {extraction.MAX_HOOK_MESSAGES} messages): "
+                                   "role user or assistant, content its text.",
+                                   [{"role": "user", "content": "We moved billing to Postgres 16."},
+                                    {"role": "assistant", "content": "Noted: billing now runs on Postgres 16."}]),
+                 "session_id": Param("The conversation the exchange belongs to (memories keep it as their "
+                                     f"source; default '{extraction.OBSERVED_SESSION}').", "conv-2026-12-07"),
+                 "turn_id": Param("The exchange's id within the session: the same id again is extracted once "
+                                  "(default: a digest of the messages).", "turn-7")}),
     _memory_tool("memory_get", "Read a memory", "Read one memory by id, with its entities, tags, corroboration "
                  "and state (live, forgotten or superseded).", MemoryArgs, banks.get_memory, READ, True,
                  idempotent=True),

@@ -88,10 +88,11 @@ class TurnJob(BaseModel):
     total: int = Field(0, ge=0)
     enqueued_at: int = 0
     token_id: str = ""  # the token that sent the turn (usage counts); "" before it was recorded
+    exchange: bool = False  # messages are one exchange, not the session so far: read them whole
 
 
 def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: list[Any], *, actor: str,
-             status: str | None = None, window_size: int, token_id: str = "") -> TurnJob:
+             status: str | None = None, window_size: int, token_id: str = "", exchange: bool = False) -> TurnJob:
     """A ``TurnJob`` keeping only what a window can reach: the last ``window_size`` messages,
     each reduced to ``{role, content, id?}`` with its text clipped to 2000 UTF-8 bytes."""
     from .transcript import message_text
@@ -107,7 +108,8 @@ def make_job(org_id: str, bank: str, session_id: str, turn_id: str, messages: li
             slim["id"] = m["id"]
         kept.append(slim)
     return TurnJob(org_id=org_id, bank=bank, session_id=session_id, turn_id=turn_id, status=status, actor=actor,
-                   messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms(), token_id=token_id)
+                   messages=kept, offset=offset, total=len(messages), enqueued_at=now_ms(), token_id=token_id,
+                   exchange=exchange)
 
 
 def queue_ids(job: TurnJob, again: str = "") -> tuple[str, str]:
@@ -292,7 +294,9 @@ def run_job(job: TurnJob, extractor: Extractor | None = None) -> Outcome:
 
 def _window(job: TurnJob, cursor: Cursor | None, size: int) -> Window:
     """The window of ``job`` past the cursor (cursor positions are absolute, in the hook's list;
-    the job holds ``messages[offset:]``)."""
+    the job holds ``messages[offset:]``); an exchange job's messages are all unread."""
+    if job.exchange:
+        return window(job.messages, position=None, last_id=None, size=size)
     position = max(0, cursor.position - job.offset) if cursor is not None and cursor.position is not None else None
     last_id = cursor.last_message_id if cursor is not None else None
     return window(job.messages, position=position, last_id=last_id, size=size)

@@ -3,6 +3,8 @@ each route makes. Domain code: no Chalice."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,8 @@ from ..validation import Line
 from . import job as jobs
 
 MAX_HOOK_MESSAGES = 10000
+OBSERVED_SESSION = "observe"
+"""The session of an observed exchange sent without a ``session_id``."""
 
 
 class TurnCompletedRequest(BaseModel):
@@ -27,6 +31,9 @@ class TurnCompletedRequest(BaseModel):
     status: Line | None = Field(None, max_length=64)
     messages: list[Any] = Field(max_length=MAX_HOOK_MESSAGES)
     metadata: dict[str, Any] | None = None
+    exchange: StrictBool = False
+    """True: ``messages`` hold only the finished exchange, not the session so far, so the session's
+    cursor does not skip them (``memory_observe`` and the client's ``memories.observe`` send it)."""
 
 
 class SessionDeletedRequest(BaseModel):
@@ -42,6 +49,16 @@ class ForgetSessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     session_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
     purge: StrictBool = False
+
+
+def observed_ids(messages: list[Any], session_id: str | None, turn_id: str | None) -> tuple[str, str]:
+    """``(session_id, turn_id)`` of an observed exchange: the ones given, else ``OBSERVED_SESSION``
+    and ``obs-`` + the first 32 hex digits of the SHA-256 of the messages' canonical JSON (sorted
+    keys, no spaces, UTF-8), so the same exchange sent twice is extracted once."""
+    if turn_id is None:
+        canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        turn_id = "obs-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+    return session_id or OBSERVED_SESSION, turn_id
 
 
 def hook_bank(metadata: dict[str, Any] | None) -> str:
@@ -75,7 +92,8 @@ def submit_turn(principal: Principal, req: TurnCompletedRequest) -> Submitted:
     if not tune.extraction_enabled:
         return Submitted(False, bank, req.session_id, req.turn_id, reason="extraction_disabled")
     job = jobs.make_job(principal.org_id, bank, req.session_id, req.turn_id, req.messages, actor=principal.actor,
-                        status=req.status, window_size=tune.extraction_window, token_id=principal.token_id)
+                        status=req.status, window_size=tune.extraction_window, token_id=principal.token_id,
+                        exchange=req.exchange)
     return Submitted(True, bank, req.session_id, req.turn_id, run=jobs.enqueue(job))
 
 

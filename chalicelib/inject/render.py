@@ -37,10 +37,9 @@ from .. import patterns
 from ..core.records import Memory
 
 HEADER = "\n\n# Memory — bank: {bank}\n"
-PARAGRAPH = ("Memory is automatic here: durable memories and preferences from this conversation are "
-             "extracted and saved after each turn, and relevant memories are provided to you when they "
-             "exist. When the user asks you to remember something, acknowledge it — no save call is "
-             "needed.\n")
+PARAGRAPH = ("Relevant memories are provided to you when they exist. Memories from this conversation are "
+             "saved automatically when the host hands its turns to Cairn; to keep something now, use "
+             "memory_save if you have that tool.\n")
 RULE = "\n## {name}\n{content}\n"
 TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget — trim it in the console's "
              "rules view]")

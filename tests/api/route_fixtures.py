@@ -709,6 +709,10 @@ MCP_TOOLS: dict[tuple[str, str], dict[str, Builder]] = {
     (MCP_ROW, "memory_save"): {"save": _mcp_tool("memory_save", {
         "bank": "main", "text": "User likes green tea", "entities": ["user", "tea"], "tags": ["drinks"],
         "pinned": False, "session_id": "s1"}, touches=(B,))},
+    (MCP_ROW, "memory_observe"): {"observe": _mcp_tool("memory_observe", {
+        "bank": "main", "session_id": "s1", "turn_id": "t-observe", "messages": [
+            {"role": "user", "content": "I drink green tea every morning."},
+            {"role": "assistant", "content": "Noted: green tea in the mornings."}]}, touches=(B,))},
     (MCP_ROW, "memory_recall"): {
         "plain": _mcp_tool("memory_recall", {"bank": "main", "query": "short names", "limit": 5, "tag": "style",
                                              "include_superseded": False}),

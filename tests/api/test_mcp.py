@@ -14,8 +14,8 @@ HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
               "context_preview", "space_list", "team_search"}
-ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_update", "memory_forget", "memory_pin",
-                          "memory_supersede", "rule_set", "session_open", "structured_memory",
+ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_observe", "memory_update", "memory_forget",
+                          "memory_pin", "memory_supersede", "rule_set", "session_open", "structured_memory",
                           "team_draft"}
 _ids = iter(range(1, 1_000_000))
 

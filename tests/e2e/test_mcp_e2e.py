@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,8 +32,8 @@ from .harness import ROOT
 
 READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
               "context_preview", "space_list", "team_search"}
-ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_update", "memory_forget", "memory_pin",
-                          "memory_supersede", "rule_set", "session_open", "structured_memory",
+ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_observe", "memory_update", "memory_forget",
+                          "memory_pin", "memory_supersede", "rule_set", "session_open", "structured_memory",
                           "team_draft"}
 MODERN = "2026-07-28"
 CLIENT_DIR = ROOT / "clients" / "python"
@@ -160,6 +161,33 @@ def test_save_recall_preview_forget_and_the_forgotten_never_returns(stack, http,
     mid = run(go())
     rest = http.post(f"/v1/banks/{bank}/recall", json={"query": "staging database heron"}).json()
     assert mid not in json.dumps(rest)
+
+
+def test_an_observed_exchange_is_extracted_by_the_worker_and_recalled(stack, http):
+    """memory_observe queues the exchange; the stack's poller runs the job; recall over MCP finds it."""
+    bank = uid()
+    exchange = [{"role": "user", "content": "Hi! Remember that I deploy on Fridays."},
+                {"role": "assistant", "content": "Got it."}]
+
+    async def observe():
+        async with over_http(stack, stack.token, "auto") as c:
+            result = await c.call_tool("memory_observe", {"bank": bank, "session_id": "obs-e2e", "messages": exchange})
+            assert result.content[0].text.startswith("Queued for extraction"), result
+            return structured(result)
+
+    body = run(observe())
+    assert body["accepted"] is True and body["queued"] is True and body["session_id"] == "obs-e2e"
+    for _ in range(240):  # the poller runs the job within seconds
+        r = http.get(f"/v1/banks/{bank}/memories")
+        if r.status_code == 200 and r.json()["memories"]:
+            break
+        time.sleep(0.25)
+
+    async def recall():
+        async with over_http(stack, stack.token, "legacy") as c:
+            return structured(await c.call_tool("memory_recall", {"bank": bank, "query": "which day do I deploy"}))
+
+    assert [h["memory"]["text"] for h in run(recall())["memories"]] == ["The user deploys on Fridays."]
 
 
 def test_refused_calls_are_error_results_that_write_nothing(stack, http):

@@ -14,9 +14,9 @@ from chalicelib.inject.render import (
 )
 
 HEAD = ("\n\n# Memory — bank: main\n"
-        "Memory is automatic here: durable memories and preferences from this conversation are extracted "
-        "and saved after each turn, and relevant memories are provided to you when they exist. When the "
-        "user asks you to remember something, acknowledge it — no save call is needed.\n")
+        "Relevant memories are provided to you when they exist. Memories from this conversation are saved "
+        "automatically when the host hands its turns to Cairn; to keep something now, use memory_save if you "
+        "have that tool.\n")
 MARK = "[rule truncated: over the {n} char injection budget — trim it in the console's rules view]"
 
 

@@ -4,6 +4,8 @@ building and response parsing. No I/O here."""
 from __future__ import annotations
 
 import email.utils
+import hashlib
+import json
 import random
 import time
 import uuid
@@ -169,6 +171,16 @@ def clean_query(query: Mapping[str, Any] | None) -> dict[str, str]:
             continue
         out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
     return out
+
+
+def observed_ids(messages: list[dict[str, Any]], session_id: str | None, turn_id: str | None) -> tuple[str, str]:
+    """``(session_id, turn_id)`` of an observed exchange, as the server's ``memory_observe`` picks
+    them: the ones given, else ``"observe"`` and ``obs-`` + 32 hex digits of the SHA-256 of the
+    messages' canonical JSON, so the same exchange sent twice is extracted once."""
+    if turn_id is None:
+        canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        turn_id = "obs-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+    return session_id or "observe", turn_id
 
 
 def clean_body(body: Mapping[str, Any]) -> dict[str, Any]:

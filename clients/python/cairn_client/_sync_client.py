@@ -31,6 +31,7 @@ from ._core import (
     may_retry_connect,
     ndjson_bytes,
     new_idempotency_key,
+    observed_ids,
     operation,
     operation_methods,
     parse,
@@ -187,6 +188,17 @@ class Memories(Surface):
         body = clean_body({"text": text, "entities": entities, "tags": tags, "pinned": pinned,
                            "session_id": session_id, "supersedes": supersedes, "revive": revive, **fields})
         return self._t.call("save_memory", path={"bank": bank}, json=body, idempotency_key=idempotency_key)
+
+    def observe(self, bank: str, messages: Dicts, session_id: str | None = None,
+                      turn_id: str | None = None) -> r.TurnCompleted:
+        """Queue extraction of a finished exchange (``[{role: user|assistant, content}]``) into
+        ``bank`` through the turn-completed hook: ``{accepted, bank, session_id, turn_id, queued,
+        outcome?}``. The same ``session_id`` and ``turn_id`` again extract once; without them the
+        session is ``"observe"`` and the turn id a digest of the messages."""
+        session_id, turn_id = observed_ids(messages, session_id, turn_id)
+        body = {"session_id": session_id, "turn_id": turn_id, "messages": messages,
+                "metadata": {"memory_bank": bank}, "exchange": True}
+        return self._t.call("turn_completed", json=body)
 
     @operation("list_memories")
     def list(self, bank: str, *, limit: int | None = None, cursor: str | None = None, tag: str | None = None,

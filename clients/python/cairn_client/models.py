@@ -2346,6 +2346,7 @@ class TurnCompletedRequest(BaseModel):
     status: Annotated[Status | None, Field(title="Status")] = None
     messages: Annotated[list[Any], Field(max_length=10000, title="Messages")]
     metadata: Annotated[dict[str, Any] | None, Field(title="Metadata")] = None
+    exchange: Annotated[bool | None, Field(title="Exchange")] = False
 
 
 class UpdatePost(BaseModel):
