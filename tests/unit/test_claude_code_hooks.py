@@ -93,7 +93,7 @@ def test_turn_request_needs_a_session_and_some_messages():
     body = hook.turn_request({"session_id": "s", "last_assistant_message": "Ok."}, lines, "main")
     assert body == {"session_id": "s", "turn_id": "u1", "status": "completed", "metadata": {"memory_bank": "main"},
                     "messages": [{"role": "user", "content": "Remember that I like tea."},
-                                 {"role": "assistant", "content": "Ok."}]}
+                                 {"role": "assistant", "content": "Ok."}], "exchange": True}
     # without a prompt's uuid the turn id is a digest of the messages: a retried Stop sends the same
     a = hook.turn_request({"session_id": "s", "last_assistant_message": "Ok."}, [], None)
     b = hook.turn_request({"session_id": "s", "last_assistant_message": "Ok."}, [], None)

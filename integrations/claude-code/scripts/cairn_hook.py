@@ -148,7 +148,9 @@ def last_turn(lines: list[str], last_assistant: str | None) -> tuple[str | None,
 
 
 def turn_request(event: dict[str, Any], lines: list[str], bank: str | None) -> dict[str, Any]:
-    """The turn-completed hook's body for a Stop input and its transcript's lines."""
+    """The turn-completed hook's body for a Stop input and its transcript's lines: the last turn
+    only, marked ``exchange`` so each turn of a session is read whole (not past a cursor that
+    counts the session's messages)."""
     session = event.get("session_id")
     if not isinstance(session, str) or not session:
         raise HookFailure("no session_id in the hook input, the turn was not handed over.")
@@ -158,7 +160,7 @@ def turn_request(event: dict[str, Any], lines: list[str], bank: str | None) -> d
         raise HookFailure("the turn's messages could not be read, nothing was handed over.")
     turn = key or hashlib.sha256(json.dumps(messages).encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return {"session_id": session[:256], "turn_id": turn[:256], "status": "completed",
-            "metadata": metadata(bank), "messages": messages}
+            "metadata": metadata(bank), "messages": messages, "exchange": True}
 
 
 # --- effects ----------------------------------------------------------------------------------
