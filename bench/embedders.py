@@ -35,6 +35,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from chalicelib.semantic.model import MiniLM as ServiceMiniLM
+
 WINDOW = 256  # word pieces; all-MiniLM-L6-v2's max_seq_length
 SIF = 1e-4  # model2vec's default SIF coefficient
 BATCH_TOKENS = 8192  # word pieces per forward batch (padding included)
@@ -202,125 +204,49 @@ def layer_norm_(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12)
     x += b
 
 
+class _Net(ServiceMiniLM):
+    """The service's forward pass (``chalicelib.semantic.model.MiniLM``) over weights already
+    loaded, with the GELU form ``gelu`` (one of ``GELUS``) in place of the service's tanh."""
+
+    def __init__(self, cfg: dict[str, Any], raw: dict[str, np.ndarray], gelu: str) -> None:
+        self.gelu = gelu
+        self._build(cfg, raw)
+
+    def _gelu(self, x: np.ndarray, tmp: np.ndarray) -> None:
+        gelu_(x, self.gelu, tmp)
+
+
 class FastMiniLM:
     """all-MiniLM-L6-v2 as ``MiniLM`` computes it (the same weights, tokenizer, window and mean
-    pooling), written for speed in plain numpy on one thread: float16 weights kept as float16
-    only for the word-piece table (rows gathered, then float32), every other weight float32 in
-    the checkpoint's ``(out, in)`` layout (``_layer``); query, key and value one matrix with the
-    attention scale folded into the query part; position and token-type embeddings added once;
-    one sequence without padding or mask; buffers reused between calls (so an instance is not
-    thread-safe); ``gelu`` one of ``GELUS``. Batches (``encode`` of several texts) are bucketed
-    by length: ``batch_tokens`` word pieces per forward, padding included."""
+    pooling), through the service's own forward pass (``chalicelib.semantic.model``: float16
+    word-piece table gathered then float32, fused QKV with the attention scale folded in, one
+    unpadded sequence, reused buffers, so an instance is not thread-safe) over a safetensors
+    folder, with ``gelu`` one of ``GELUS``. Batches (``encode`` of several texts) are bucketed by
+    length: ``batch_tokens`` word pieces per forward, padding included."""
 
     def __init__(self, model_dir: Path, window: int = WINDOW, gelu: str = "tanh", batch_tokens: int = 512) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         cfg = json.loads((model_dir / "config.json").read_text())
-        self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
-        self.hd = self.dim // self.heads
-        self.name, self.gelu, self.batch_tokens, self.window = f"minilm-fast-{gelu}", gelu, batch_tokens, window
-        raw = load_file(str(model_dir / "model.safetensors"))
-        w = {k: v.astype(np.float32) for k, v in raw.items() if k != "embeddings.word_embeddings.weight"}
-        self.word = raw["embeddings.word_embeddings.weight"]  # float16 in the shipped artifact
-        self.pos_type = np.ascontiguousarray(w["embeddings.position_embeddings.weight"]
-                                             + w["embeddings.token_type_embeddings.weight"][0])
-        self.ln0 = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        self.layers = [self._layer(w, f"encoder.layer.{i}.", 1.0 / math.sqrt(self.hd))
-                       for i in range(int(cfg["num_hidden_layers"]))]
+        self.net = _Net(cfg, dict(load_file(str(model_dir / "model.safetensors"))), gelu)
+        self.net.batch_tokens = batch_tokens
+        self.dim, self.name, self.gelu, self.window = self.net.dim, f"minilm-fast-{gelu}", gelu, window
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=window)
-        self._buf: dict[str, np.ndarray] = {}
 
-    @staticmethod
-    def _layer(w: dict[str, np.ndarray], p: str, scale: float) -> _Layer:
-        """One layer's weights in the checkpoint's ``(out, in)`` layout, used as ``x @ w.T``
-        (OpenBLAS multiplies a few rows by a transposed operand faster here than by the
-        transposed copy); query, key and value stacked, the query part times ``scale``."""
-        a = p + "attention."
-        s = np.concatenate([np.full(len(w[f"{a}self.query.bias"]), scale, dtype=np.float32),
-                            np.ones(2 * len(w[f"{a}self.key.bias"]), dtype=np.float32)])
-        qkv = np.concatenate([w[f"{a}self.{n}.weight"] for n in ("query", "key", "value")]) * s[:, None]
-        return _Layer(
-            np.ascontiguousarray(qkv, dtype=np.float32),
-            np.concatenate([w[f"{a}self.{n}.bias"] for n in ("query", "key", "value")]) * s,
-            w[f"{a}output.dense.weight"], w[f"{a}output.dense.bias"],
-            (w[f"{a}output.LayerNorm.weight"], w[f"{a}output.LayerNorm.bias"]),
-            w[f"{p}intermediate.dense.weight"], w[f"{p}intermediate.dense.bias"],
-            w[f"{p}output.dense.weight"], w[f"{p}output.dense.bias"],
-            (w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"]))
+    @property
+    def batch_tokens(self) -> int:
+        return self.net.batch_tokens
 
-    def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        """A reused float32 buffer of at least ``shape``'s size, viewed as ``shape``."""
-        size = math.prod(shape)
-        b = self._buf.get(name)
-        if b is None or b.size < size:
-            b = self._buf[name] = np.empty(max(size, 64 * 1536), dtype=np.float32)
-        return b[:size].reshape(shape)
-
-    def hidden(self, ids: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-        """Last hidden states ``(batch * length, 384)`` of ``ids`` ``(batch, length)``; ``mask``
-        (1 = token) when the rows are padded, else ``None``."""
-        b, n = ids.shape
-        m, d, nh, hd = b * n, self.dim, self.heads, self.hd
-        h = self._scratch("h", (m, d))
-        h[...] = self.word[ids.reshape(-1)]
-        h.reshape(b, n, d)[...] += self.pos_type[:n]
-        layer_norm_(h, *self.ln0)
-        qkv, att = self._scratch("qkv", (m, 3 * d)), self._scratch("att", (b, nh, n, n))
-        ctx, proj = self._scratch("ctx", (b, n, nh, hd)), self._scratch("proj", (m, d))
-        up, tmp = self._scratch("up", (m, 4 * d)), self._scratch("tmp", (m, 4 * d))
-        neg = None if mask is None else ((1.0 - mask) * -1e9).astype(np.float32)[:, None, None, :]
-        for ly in self.layers:
-            np.matmul(h, ly.qkv_w.T, out=qkv)
-            qkv += ly.qkv_b
-            parts = qkv.reshape(b, n, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, b, heads, n, hd) views
-            np.matmul(parts[0], parts[1].transpose(0, 1, 3, 2), out=att)
-            if neg is not None:
-                att += neg
-            att -= att.max(-1, keepdims=True)
-            np.exp(att, out=att)
-            att /= att.sum(-1, keepdims=True)
-            np.matmul(att, parts[2], out=ctx.transpose(0, 2, 1, 3))
-            np.matmul(ctx.reshape(m, d), ly.out_w.T, out=proj)
-            proj += ly.out_b
-            h += proj
-            layer_norm_(h, *ly.ln1)
-            np.matmul(h, ly.up_w.T, out=up)
-            up += ly.up_b
-            gelu_(up, self.gelu, tmp)
-            np.matmul(up, ly.down_w.T, out=proj)
-            proj += ly.down_b
-            h += proj
-            layer_norm_(h, *ly.ln2)
-        return h
+    @batch_tokens.setter
+    def batch_tokens(self, value: int) -> None:
+        self.net.batch_tokens = value
 
     def pooled(self, seqs: list[list[int]]) -> np.ndarray:
-        """Mean-pooled last hidden states (not normalised): one sequence alone unpadded, several
-        bucketed by length (``batch_tokens`` per forward)."""
-        out = np.zeros((len(seqs), self.dim), dtype=np.float32)
-        if len(seqs) == 1:
-            ids = np.asarray(seqs, dtype=np.int64)
-            out[0] = self.hidden(ids, None).mean(0)
-            return out
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(seqs[order[end]]) <= self.batch_tokens:
-                end += 1
-            batch = order[start:end]
-            n = len(seqs[batch[-1]])
-            ids = np.zeros((len(batch), n), dtype=np.int64)
-            mask = np.zeros((len(batch), n), dtype=np.float32)
-            for r, i in enumerate(batch):
-                ids[r, :len(seqs[i])] = seqs[i]
-                mask[r, :len(seqs[i])] = 1.0
-            h = self.hidden(ids, mask).reshape(len(batch), n, self.dim)
-            out[batch] = np.einsum("bnd,bn->bd", h, mask) / mask.sum(1, keepdims=True)
-            start = end
-        return out
+        """Mean-pooled last hidden states (not normalised)."""
+        return self.net.encode(seqs)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if len(texts) == 1:

@@ -19,6 +19,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,11 +71,16 @@ class MiniLM:
     normalised. Raises ``FileNotFoundError`` when a file of the artifact is missing."""
 
     def __init__(self, folder: Path) -> None:
-        cfg = json.loads((folder / "config.json").read_text())
-        self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
-        self.hd = self.dim // self.heads
         with np.load(folder / "weights.npz") as z:
             raw = {k: z[k] for k in z.files}
+        self._build(json.loads((folder / "config.json").read_text()), raw)
+
+    def _build(self, cfg: dict[str, Any], raw: dict[str, np.ndarray]) -> None:
+        """The model from its ``config.json`` and its weights by checkpoint name (``raw`` is
+        consumed: the word-piece table is taken out of it as it is)."""
+        self.dim, self.heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
+        self.hd = self.dim // self.heads
+        self.batch_tokens = BATCH_TOKENS
         self.word = raw.pop(WORD_TABLE)
         w = {k: v.astype(np.float32) for k, v in raw.items()}
         self.pos_type = np.ascontiguousarray(w["embeddings.position_embeddings.weight"]
@@ -99,6 +105,10 @@ class MiniLM:
             w[f"{p}intermediate.dense.weight"], w[f"{p}intermediate.dense.bias"],
             w[f"{p}output.dense.weight"], w[f"{p}output.dense.bias"],
             (w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"]))
+
+    def _gelu(self, x: np.ndarray, tmp: np.ndarray) -> None:
+        """The activation of the feed-forward layers, in place (a subclass may measure another)."""
+        _gelu_(x, tmp)
 
     def _scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         size = math.prod(shape)
@@ -137,7 +147,7 @@ class MiniLM:
             _layer_norm_(h, *ly.ln1)
             np.matmul(h, ly.up_w.T, out=up)
             up += ly.up_b
-            _gelu_(up, tmp)
+            self._gelu(up, tmp)
             np.matmul(up, ly.down_w.T, out=proj)
             proj += ly.down_b
             h += proj
@@ -154,7 +164,7 @@ class MiniLM:
         start = 0
         while start < len(order):
             end = start + 1
-            while end < len(order) and (end - start + 1) * len(seqs[order[end]]) <= BATCH_TOKENS:
+            while end < len(order) and (end - start + 1) * len(seqs[order[end]]) <= self.batch_tokens:
                 end += 1
             batch = order[start:end]
             n = len(seqs[batch[-1]])
