@@ -106,6 +106,7 @@ class Matcher:
     query: str | None = None
     _idf: dict[tuple[str, str], float] = field(default_factory=dict)
     _unknown: bool | None = None
+    _implied_keys: tuple[str, ...] | None = None
 
     def __call__(self, key: Key) -> float:
         lex, cos = self.parts(key)
@@ -122,9 +123,13 @@ class Matcher:
         return lex, self._cosine(key)
 
     def _implied(self) -> tuple[str, ...]:
-        """The handles the query names without one of its terms (``user`` for "I", "my")."""
-        terms = set(self.terms)
-        return tuple(e for e in self.entity_keys if not terms & set(query_terms(memory_analyzer(), e)))
+        """The handles the query names without one of its terms (``user`` for "I", "my"),
+        worked out once per recall."""
+        if self._implied_keys is None:
+            terms = set(self.terms)
+            self._implied_keys = tuple(e for e in self.entity_keys
+                                       if not terms & set(query_terms(memory_analyzer(), e)))
+        return self._implied_keys
 
     def _with_implied(self, key: Key, lex: float) -> float:
         """``lex`` with the implied handles as one more query word of the terms' mean idf when
