@@ -238,13 +238,15 @@ export async function memory(host, bankName, id) {
   if (hist.damaged && hist.damaged.length) host.append(notice("error", `${hist.damaged.length} revisions could not be read.`));
 }
 
-// The live memories of the bank that could replace `m`: the best recalled for the words, or the
-// one a pasted id names.
+// The live memories of the bank that could replace `m`: the one a pasted id names, or the best
+// recalled for the words.
 async function successors(bankName, m, words) {
-  const found = (await post(B(bankName) + "/recall", {query: words, limit: 10})).memories.map((x) => x.memory);
-  if (ID.test(words) && !found.some((x) => x.id === words)) {
+  let found;
+  if (ID.test(words)) {
     const one = await get(B(bankName) + "/memories/" + seg(words)).then((r) => r.memory, () => null);
-    if (one && !one.invalid_at && !one.superseded_by) found.unshift(one);
+    found = one && !one.invalid_at && !one.superseded_by ? [one] : [];
+  } else {
+    found = (await post(B(bankName) + "/recall", {query: words, limit: 10})).memories.map((x) => x.memory);
   }
   return found.filter((x) => x.id !== m.id);
 }

@@ -75,8 +75,9 @@ _EDGE = "\"'()[]{}<>.,;:!?`*"
 
 def names(query: str) -> list[str]:
     """The words of ``query`` written as names: capitalised past its first word ("Skylark",
-    "Maya", "SMS") or an identifier joined by an underscore ("fraud_scoring"); a possessive
-    ``'s`` dropped. A hyphen does not make a name ("cross-platform", "to-do")."""
+    "Maya", "SMS"), an identifier joined by an underscore ("fraud_scoring") or one mixing
+    letters and digits ("fp3910022638d5023e", "eu-west-1", "v2"); a possessive ``'s`` dropped.
+    A hyphen alone does not make a name ("cross-platform", "to-do")."""
     out = []
     for i, raw in enumerate(query.split()):
         w = raw.strip(_EDGE)
@@ -84,7 +85,7 @@ def names(query: str) -> list[str]:
             w = w.removesuffix(tail)
         if not w or not any(c.isalpha() for c in w):
             continue
-        if (i > 0 and w[0].isupper()) or "_" in w.strip("_"):
+        if (i > 0 and w[0].isupper()) or "_" in w.strip("_") or any(c.isdigit() for c in w):
             out.append(w)
     return out
 

@@ -123,3 +123,14 @@ def test_the_banks_settings_set_its_threshold_and_ambient_floor(api):
     assert status == 200, body
     status, body = api.post("/v1/hooks/pre-generate", HOOK)
     assert status == 200 and body["mutations"]["append_messages"] == [], body
+
+
+@pytest.mark.parametrize("query", ["fp3910022638d5023e", "fp8fe7c6a626347f16"])
+def test_an_identifier_no_memory_holds_matches_nothing(api, query):
+    # these two ids sit close in meaning to numbered sentences; a pasted id answers no question
+    for i in range(30):
+        save(api, "main", f"Memory number {i:02d} about {'tea' if i % 3 == 0 else 'coffee'} brewing.")
+    status, body = api.post("/v1/banks/main/recall", {"query": query, "limit": 10})
+    assert status == 200, body
+    assert body["memories"] == []
+    assert body["match"]["level"] == "none"

@@ -16,6 +16,9 @@ from chalicelib.search import match
     ("when do we go live?", []),
     ("Which URL shows the metrics?", ["URL"]),  # an acronym too
     ("Kestrel launch date", []),  # a first word is capitalised anyway
+    ("fp3910022638d5023e", ["fp3910022638d5023e"]),  # an identifier: letters and digits
+    ("which region, eu-west-1?", ["eu-west-1"]),
+    ("launch in 2026?", []),  # a number is not a name
 ])
 def test_names_are_capitalised_or_joined_words(query, want):
     assert match.names(query) == want
