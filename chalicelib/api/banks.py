@@ -175,8 +175,8 @@ def get_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True,
           responses={200: m.BankReply}, errors=("bank_not_found", "damaged"))
 def update_bank(ctx: Ctx, bank: str):
-    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``; the
-    fields given replace theirs): ``{bank}``; 404 ``bank_not_found``."""
+    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``,
+    ``ambient_floor``, ``feed``; the fields given replace theirs): ``{bank}``; 404 ``bank_not_found``."""
     return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body,
                                                     actor=ctx.principal.actor))}
 

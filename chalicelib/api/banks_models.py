@@ -67,7 +67,15 @@ class BankSettingsOut(BaseModel):
     """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
     ``supersede`` retires the older one (never a pinned one)."""
     match_threshold: float | None
-    """The lowest match a recall hit may have (0..1); ``null``: no threshold."""
+    """The lowest match a recall hit may have (0..1); ``null``: the service's default."""
+    ambient_floor: bool | None
+    """Whether the hook pads fewer than 3 matches with the bank's top memories; ``null``: the
+    service's default."""
+    feed: Literal["hooks", "tools", "both"] | None
+    """How the bank gets its memories, which the injected system-prompt section tells the model:
+    ``hooks`` (the host's turn-completed hook, automatic), ``tools`` (only the model's own
+    memory_save / memory_observe calls) or ``both``; ``null``: not stated (the section says what
+    is true either way)."""
 
 
 class MemoryBank(BaseModel):

@@ -5,7 +5,8 @@
 consistent BatchGetItem), takes the rules from the per-container cache keyed by ``rules_version``
 and config version (S3 only when they changed), ranks with the recall core
 (``chalicelib.search.recall``), pads with the ambient floor when few memories matched, and
-renders with ``chalicelib.inject.render``. Recall holds its hits to the bank's match threshold,
+renders with ``chalicelib.inject.render`` (the section's wording follows the bank's ``feed``
+setting). Recall holds its hits to the bank's match threshold,
 and the ambient floor pads only while the bank's setting allows it (``banks.settings_read``);
 ambient memories are marked as such in the injection. The recall and the ambient floor rank the
 bank as that one read found it, so a warm turn costs one DynamoDB read (plus the token lookup) and no S3 call.
@@ -125,13 +126,13 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     if row is None:  # a name no bank has: counted under one key, however many a caller makes up
         meter.set_scope(keys.UNKNOWN)
     rules = rules_cache.get_rules(org_id, bank, row.row) if row is not None else []
+    wanted = recall_settings(row, tuning)
     hits: list[Picked] = []
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
     match: float | None = None
     threshold: float | None = None
     if with_memories and row is not None and query.strip():
-        wanted = recall_settings(row, tuning)
         threshold = wanted.match_threshold or None
         with timing.phase("rank"):
             result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows,
@@ -146,7 +147,7 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     with timing.phase("render"):
         injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                            recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
-                           with_memories=with_memories)
+                           with_memories=with_memories, feed=wanted.feed)
     return Injected(injection, retrieval, match, threshold)
 
 

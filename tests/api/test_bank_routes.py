@@ -14,7 +14,7 @@ from tests.api.state import assert_unchanged, dump
 
 R = "/v1/banks/main/rules"
 
-DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None, "feed": None}
 
 
 def _audit(action: str) -> list:
@@ -161,6 +161,9 @@ def test_patch_bank_description(api):
     ({"settings": {"on_conflict": None}}, "settings.on_conflict"),
     ({"settings": {"match_threshold": 1.5}}, "settings.match_threshold"),
     ({"settings": {"match_threshold": "0.5"}}, "settings.match_threshold"),
+    ({"settings": {"feed": "sometimes"}}, "settings.feed"),
+    ({"settings": {"feed": "Hooks"}}, "settings.feed"),
+    ({"settings": {"feed": ["hooks", "tools"]}}, "settings.feed"),
     ({"description": "ok", "settings": {"on_conflict": "supersede", "auto": True}}, "settings.auto"),
 ])
 def test_patch_bank_bad_input_writes_nothing(api, body, field):
@@ -184,6 +187,19 @@ def test_patch_bank_settings(api):
         ("settings.match_threshold",), ("settings.on_conflict",)]
     s, b = api.patch("/v1/banks/main", {"settings": DEFAULT_SETTINGS})
     assert b["bank"]["settings"] == DEFAULT_SETTINGS
+
+
+def test_patch_bank_feed_is_kept_cleared_and_audited(api):
+    api.post("/v1/banks", {"name": "main"})
+    s, b = api.patch("/v1/banks/main", {"settings": {"feed": "tools"}})
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "feed": "tools"}, b
+    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "supersede"}})  # feed stays
+    assert b["bank"]["settings"] == {**DEFAULT_SETTINGS, "feed": "tools", "on_conflict": "supersede"}
+    s, b = api.patch("/v1/banks/main", {"settings": {"feed": None}})  # null: not stated again
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "on_conflict": "supersede"}
+    assert api.get("/v1/banks/main")[1] == b
+    assert [e.details.as_dict()["fields"] for e in _audit("bank.update") if "settings.feed" in
+            e.details.as_dict()["fields"]] == [["settings.feed"], ["settings.feed"]]
 
 
 def test_patch_bank_refusals_write_nothing(api):

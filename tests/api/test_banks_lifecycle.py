@@ -27,7 +27,7 @@ def _snapshot(api, bank="proj"):
             "memories": mems, "history": hist}
 
 
-DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None, "feed": None}
 
 
 def test_create_ensure_list(api):
@@ -50,7 +50,8 @@ def test_trash_and_restore_whole(api):
     _seed(api)
     before = _snapshot(api)
     assert before["bank"] == {"name": "proj", "description": "", "memories": 1, "pinned": 1, "rules": 2,
-                              "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}
+                              "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None,
+                                           "feed": None}}
     s, t = api.delete("/v1/banks/proj")
     assert s == 200 and t["trashed_to"]
     assert (api.get("/v1/banks/proj")[1]["code"]) == "bank_not_found"

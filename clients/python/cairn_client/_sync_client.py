@@ -305,7 +305,8 @@ class Banks(Surface):
     def update(self, bank: str, description: str | None = None, *,
                      settings: dict[str, Any] | None = None) -> r.UpdateBank:
         """Change the description and/or settings (``on_conflict``: ``flag`` or ``supersede``,
-        ``match_threshold``; the fields given replace theirs): ``{bank}``."""
+        ``match_threshold``, ``ambient_floor``, ``feed``: ``hooks``, ``tools`` or ``both``; the
+        fields given replace theirs): ``{bank}``."""
         return self._t.call("update_bank", path={"bank": bank},
                                   json=clean_body({"description": description, "settings": settings}))
 

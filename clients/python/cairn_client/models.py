@@ -192,6 +192,9 @@ class BankSettings(BaseModel):
         MatchThreshold | None, Field(title="Match Threshold")
     ] = None
     ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
+    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")] = (
+        None
+    )
 
 
 class BankSettingsOut(BaseModel):
@@ -200,6 +203,8 @@ class BankSettingsOut(BaseModel):
     )
     on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
     match_threshold: Annotated[float | None, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")]
+    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")]
 
 
 class BankTag(BaseModel):
