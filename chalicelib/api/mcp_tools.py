@@ -40,7 +40,7 @@ from ..banks.records import (
 from ..errors import BadRequest, CairnError, Forbidden
 from ..extraction import service as extraction
 from ..inject.service import PreviewRequest
-from ..structured import sessions
+from ..structured import listing, sessions
 from ..structured import tool as structured_tool
 from ..structured.names import MAX_DESCRIPTION, MAX_NAME
 from ..structured.scopes import SCOPES, TYPES
@@ -172,6 +172,13 @@ class SessionOpenArgs(_Args):
     kind: Literal["interactive", "coordinator"] = "interactive"
     memory_enabled: StrictBool = True
     parent_session_id: Line | None = Field(None, min_length=1, max_length=128)
+
+
+class SessionListArgs(_Args):
+    """``GET /v1/api/sessions``'s query, typed."""
+
+    limit: Annotated[int, IntRange(1, listing.PAGE_MAX, strict=True)] | None = None
+    cursor: Line | None = Field(None, max_length=2000)
 
 
 class TeamDraftArgs(_Args):
@@ -456,14 +463,22 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                  "memory_enabled": Param("false: the session's turns get no memory injection.", True),
                  "parent_session_id": Param("Open a child (interactive) session of this coordinator session: "
                                             "`session_id` of session_open.", SESSION_ID)}),
+    Tool("session_list", "List structured-memory sessions", "List the Turnstone sessions this token may use "
+         "(its user's; an API key's own), by id: pick an existing session (one the host opened, or an earlier "
+         "conversation's) for structured_memory instead of opening a new one with session_open.",
+         SessionListArgs, structured.list_sessions, READ, read_only=True, idempotent=True, query=True,
+         summary=text.sessions,
+         params={"limit": Param(f"Sessions per page (1 to {listing.PAGE_MAX}).", 50)}),
     Tool("structured_memory", "Session memory (Turnstone)", "The Turnstone memory tool of a session opened "
-         "with session_open: action save (name, content, type, scope, description), get (name, scope), search "
-         "(query), list, or delete (name, scope). The session's kind decides which scopes it may use.",
+         "with session_open or picked from session_list: action save (name, content, type, scope, description), "
+         "get (name, scope), search (query), list, or delete (name, scope). The session's kind decides which "
+         "scopes it may use.",
          StructuredArgs, structured.session_memory, WRITE, read_only=False, destructive=True, path=("session_id",),
          outputs=(sm.StructuredMemory, sm.StructuredMemoryList, sm.StructuredMemoryDeleted),
          summary=text.structured,
-         id_sources={"session_id": IdSource("session_open", "session_id")},
-         params={"session_id": Param("The session: `session_id` of session_open.", SESSION_ID),
+         id_sources={"session_id": IdSource("session_list", "sessions.session_id")},
+         params={"session_id": Param("The session: `sessions[].session_id` of session_list (an existing one) or "
+                                     "`session_id` of session_open (a new one).", SESSION_ID),
                  "action": Param("save, get, search, list or delete.", "save"),
                  "name": Param("The memory's snake_case name (save, get, delete).", "db_choice"),
                  "content": Param("The memory's text (save; at most the deployment's max_content characters, "
