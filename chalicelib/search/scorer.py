@@ -224,11 +224,13 @@ class _SegmentStats:
                 dead_ids = dead_ids[keep[dead_ids]]  # a deleted document is not counted twice
                 excluded = frozenset(dead_ids.tolist())
                 keep[dead_ids] = False
-        self._count(keep, excluded, data)
+        self.excluded = excluded
+        self.recount(keep, data)
 
-    def _count(self, keep: np.ndarray, excluded: frozenset[int], data: SegmentData) -> None:
+    def recount(self, keep: np.ndarray, data: SegmentData) -> None:
+        """Count the documents of ``keep`` (a bool mask over the segment's documents, then read-only)."""
         keep.setflags(write=False)
-        self.keep, self.excluded = keep, excluded
+        self.keep = keep
         self.n = int(keep.sum())
         table = _byte_lengths()
         self.lengths = {f: (int(table[lens[keep]].sum()) if (lens := data.lengths.get(f)) is not None else 0)
@@ -236,8 +238,8 @@ class _SegmentStats:
 
     def narrowed(self, within: np.ndarray, data: SegmentData) -> _SegmentStats:
         """These statistics over only the kept documents that ``within`` (a bool mask) holds."""
-        out = _SegmentStats.__new__(_SegmentStats)
-        out._count(self.keep & within, self.excluded, data)
+        out = copy.copy(self)
+        out.recount(self.keep & within, data)
         return out
 
 
@@ -293,18 +295,23 @@ class CorpusStats:
         bank held only those documents. Document frequencies are then counted per query, never
         cached (the filter varies)."""
         out = copy.copy(self)
-        out.leaves = []
-        out.n = 0
-        out.lengths = {f: 0 for f in TEXT_FIELDS}
+        out.restrict(within)
+        return out
+
+    def restrict(self, within: list[np.ndarray]) -> None:
+        """Narrow these statistics in place to the documents of ``within`` (see ``narrowed``)."""
+        leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
+        self.n = 0
+        self.lengths = {f: 0 for f in TEXT_FIELDS}
         for (reader, cache, _key, seg), m, d in zip(self.leaves, within, self._data, strict=True):
             part = seg.narrowed(m, d)
-            out.leaves.append((reader, cache, None, part))
-            out.n += part.n
+            leaves.append((reader, cache, None, part))
+            self.n += part.n
             for f in TEXT_FIELDS:
-                out.lengths[f] += part.lengths[f]
-        out._segments = [seg for _r, _c, _k, seg in out.leaves]
-        out._idf = {}
-        return out
+                self.lengths[f] += part.lengths[f]
+        self.leaves = leaves
+        self._segments = [seg for _r, _c, _k, seg in leaves]
+        self._idf = {}
 
     def data(self, i: int) -> SegmentData:
         """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
