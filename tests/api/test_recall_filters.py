@@ -1,6 +1,6 @@
 """Recall, preview and the MCP recall tool with ``filter``: each field over the REST route, top-k
 taken over the passing memories only (never fewer hits than asked while more pass), the single
-``tag`` as ``tags_all``, the typed client's argument, and bad filters refused with 400
+``tag`` as ``tags_all``, and bad filters refused with 400
 ``validation_error`` naming the field while nothing is written."""
 
 from __future__ import annotations
@@ -163,12 +163,3 @@ def test_a_bad_filter_is_refused_and_nothing_is_written(api, bank, where, field)
         assert body["details"]["field"] == field, (path, body)
     assert_unchanged(before, dump(using))
 
-
-def test_the_typed_client_sends_the_filter(api, bank):
-    """``Cairn.banks.recall(..., filter=...)`` and ``preview(..., filter=...)`` put it in the body
-    (a mapping or the generated model)."""
-    from cairn_client import _core, models
-    assert _core.filter_body({"tags_all": ["ops"], "session_id": None}) == {"tags_all": ["ops"]}
-    model = models.RecallFilter.model_validate({"tags_all": ["ops"], "created_after": NOW})
-    assert _core.filter_body(model) == {"tags_all": ["ops"], "created_after": NOW}
-    assert _core.filter_body(None) is None
