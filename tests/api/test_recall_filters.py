@@ -163,3 +163,25 @@ def test_a_bad_filter_is_refused_and_nothing_is_written(api, bank, where, field)
         assert body["details"]["field"] == field, (path, body)
     assert_unchanged(before, dump(using))
 
+
+
+def test_session_id_is_the_session_that_first_taught_the_memory(api, cache, monkeypatch):
+    """Memories extracted from a session's turns carry it (``source.session_id``) and recall under
+    its filter; the same fact taught again by another session stays the first session's."""
+    monkeypatch.setenv("CAIRN_QUEUE_URL", "")  # jobs run inline
+    monkeypatch.setenv("CAIRN_EXTRACTOR", "offline")
+
+    def observe(session: str, turn: str, *texts: str) -> None:
+        """One finished turn of ``session``: its transcript so far, each text a user message."""
+        messages = [m for t in texts for m in ({"role": "user", "content": t}, {"role": "assistant", "content": "Noted."})]
+        status, body = api.post("/v1/hooks/turn-completed", {
+            "session_id": session, "turn_id": turn, "metadata": {"memory_bank": "main"}, "messages": messages})
+        assert status == 202 and body["outcome"]["saved"] + body["outcome"]["reinforced"] == 1, body
+
+    observe("conv-a", "t1", "Remember that I deploy on Fridays.")
+    observe("conv-b", "t1", "Remember that I drink green tea.")
+    # a reinforcement from another session: the memory's source stays conv-a
+    observe("conv-b", "t2", "Remember that I drink green tea.", "Remember that I deploy on Fridays.")
+    a = recall(api, "deploy fridays tea", limit=10, filter={"session_id": "conv-a"})
+    b = recall(api, "deploy fridays tea", limit=10, filter={"session_id": "conv-b"})
+    assert len(a) == 1 and "deploy" in a[0] and len(b) == 1 and "tea" in b[0]
