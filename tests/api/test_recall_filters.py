@@ -173,7 +173,8 @@ def test_session_id_is_the_session_that_first_taught_the_memory(api, cache, monk
 
     def observe(session: str, turn: str, *texts: str) -> None:
         """One finished turn of ``session``: its transcript so far, each text a user message."""
-        messages = [m for t in texts for m in ({"role": "user", "content": t}, {"role": "assistant", "content": "Noted."})]
+        messages = [m for t in texts
+                    for m in ({"role": "user", "content": t}, {"role": "assistant", "content": "Noted."})]
         status, body = api.post("/v1/hooks/turn-completed", {
             "session_id": session, "turn_id": turn, "metadata": {"memory_bank": "main"}, "messages": messages})
         assert status == 202 and body["outcome"]["saved"] + body["outcome"]["reinforced"] == 1, body
