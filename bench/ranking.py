@@ -9,7 +9,8 @@ machine's conditions.
 prints one JSON object: ``{size, build_s, ranking: {kind: {p50_ms, p95_ms}}, ranking_with_feedback: ...,
 ranking_filtered_entities: ..., ranking_filtered_window: ..., bm25s: ..., index_bytes}`` (``ranking``:
 the shipped defaults without a query vector, i.e. lexical; ``ranking_with_feedback``: ``w_prf`` 0.5;
-``ranking_filtered_*``: the defaults with ``bench.speed.filters``). ``--vectors`` stores a seeded random unit vector
+``ranking_filtered_*``: the defaults with ``bench.speed.filters``, with ``--vectors`` also
+``ranking_with_semantic_filtered_*``). ``--vectors`` stores a seeded random unit vector
 with every memory (as ``core.vectors.encode`` stores a real one: the corpus's made-up words would
 embed as noise, and 100k forward passes take about an hour on one thread) and adds
 ``ranking_with_semantic``: the defaults with each query's real vector (``semantic.embed_query``,
@@ -100,9 +101,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for kind, items in qs.items():
             out[label][kind] = _time_ranking(leaves, items, tuning, t0 + args.size, semantic_on)
     from .speed import filters
-    for name, where in filters(args.size, t0).items():  # the shipped defaults, lexical, with a filter
+    for name, where in filters(args.size, t0).items():  # the shipped defaults with a filter
         out[f"ranking_filtered_{name}"] = {kind: _time_ranking(leaves, items, defaults, t0 + args.size, False, where)
                                            for kind, items in qs.items()}
+        if args.vectors:
+            out[f"ranking_with_semantic_filtered_{name}"] = {
+                kind: _time_ranking(leaves, items, defaults, t0 + args.size, True, where) for kind, items in qs.items()}
     out["threads"] = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     out["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_bm25s:

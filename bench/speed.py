@@ -207,21 +207,23 @@ def filters(n: int, t0: int) -> dict[str, Any]:
 def _filtered(b: _Bank) -> dict[str, Any]:
     """``{unfiltered | filter name: {kind: {p50_ms, p95_ms}}}``: warm recall ranking (the bank row
     read once, the query analysed beforehand, as ``warm_recall_ranking``) without a filter and
-    with each of ``filters``, the calls of one query run one after another, so a machine whose
-    load moves during the run weighs on each alike."""
+    with each of ``filters``. Every call is warm (each query ranked once, untimed, with every
+    filter first: its postings decoded) and the calls of one query run one after another, their
+    order rotating, so a load that moves during the run weighs on each alike."""
     from chalicelib.search.recall import analyse
 
     wheres = {"unfiltered": None, **filters(b.n, b.t0)}
+    names = list(wheres)
     out: dict[str, Any] = {name: {} for name in wheres}
     for kind, items in b.qs.items():
         analysed = [analyse(q) for q in items]
-        for a in analysed[:5]:  # warm-up
+        for a in analysed:  # warm-up
             for where in wheres.values():
                 b.recall("x", analysed=a, where=where)
         ms: dict[str, list[float]] = {name: [] for name in wheres}
-        for a in analysed:
-            for name, where in wheres.items():
-                ms[name].append(timed(b.recall, "x", analysed=a, where=where)[0])
+        for j, a in enumerate(analysed):
+            for name in names[j % len(names):] + names[:j % len(names)]:
+                ms[name].append(timed(b.recall, "x", analysed=a, where=wheres[name])[0])
         for name, xs in ms.items():
             out[name][kind] = {"p50_ms": round(median(xs), 3), "p95_ms": round(pct(xs, 0.95), 3)}
     return out
