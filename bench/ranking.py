@@ -7,8 +7,10 @@ machine's conditions.
 
 ``python -m bench.ranking --size 100000 [--queries 200] [--index-dir DIR] [--no-bm25s] [--vectors]``
 prints one JSON object: ``{size, build_s, ranking: {kind: {p50_ms, p95_ms}}, ranking_with_feedback: ...,
-bm25s: ..., index_bytes}`` (``ranking``: the shipped defaults without a query vector, i.e. lexical;
-``ranking_with_feedback``: ``w_prf`` 0.5). ``--vectors`` stores a seeded random unit vector
+ranking_filtered_entities: ..., ranking_filtered_window: ..., bm25s: ..., index_bytes}`` (``ranking``:
+the shipped defaults without a query vector, i.e. lexical; ``ranking_with_feedback``: ``w_prf`` 0.5;
+``ranking_filtered_*``: the defaults with ``bench.speed.filters``, with ``--vectors`` also
+``ranking_with_semantic_filtered_*``). ``--vectors`` stores a seeded random unit vector
 with every memory (as ``core.vectors.encode`` stores a real one: the corpus's made-up words would
 embed as noise, and 100k forward passes take about an hour on one thread) and adds
 ``ranking_with_semantic``: the defaults with each query's real vector (``semantic.embed_query``,
@@ -98,6 +100,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out[label] = {}
         for kind, items in qs.items():
             out[label][kind] = _time_ranking(leaves, items, tuning, t0 + args.size, semantic_on)
+    from .speed import filters
+    for name, where in filters(args.size, t0).items():  # the shipped defaults with a filter
+        out[f"ranking_filtered_{name}"] = {kind: _time_ranking(leaves, items, defaults, t0 + args.size, False, where)
+                                           for kind, items in qs.items()}
+        if args.vectors:
+            out[f"ranking_with_semantic_filtered_{name}"] = {
+                kind: _time_ranking(leaves, items, defaults, t0 + args.size, True, where) for kind, items in qs.items()}
     out["threads"] = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     out["loadavg"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_bm25s:
@@ -107,9 +116,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return out
 
 
-def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool) -> dict[str, float]:
+def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool,
+                  where: Any = None) -> dict[str, float]:
     """p50/p95 ms of ``_rank`` over ``items`` (analysed beforehand; with each query's vector,
-    also computed beforehand, when ``semantic_on``), after 5 warm-up queries."""
+    also computed beforehand, when ``semantic_on``; only memories passing ``where``), after 5
+    warm-up queries."""
     from chalicelib import semantic
     from chalicelib.search import recall as recall_mod
 
@@ -120,7 +131,7 @@ def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, se
 
     def one(j: int) -> None:
         recall_mod._rank(leaves, analysed[j], limit=tuning.recall_limit, tag=None, include_superseded=False,
-                         tuning=tuning, filter=None, now=now, query_vector=vecs[j])
+                         tuning=tuning, filter=None, now=now, query_vector=vecs[j], where=where)
 
     for j in range(min(5, len(items))):  # warm-up: first decodes
         one(j)

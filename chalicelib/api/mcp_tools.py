@@ -336,6 +336,15 @@ COMMON_PARAMS = {
 }
 
 
+FILTER_PARAM = Param(
+    "Only memories passing every field given compete, as if the bank held only them: entities_any / "
+    "entities_all and tags_any / tags_all (1 to 8 lower-cased handles: at least one / every one carried), "
+    "created_after / created_before (ms since epoch, exclusive, on the memory's first save) and session_id "
+    "(the conversation that first taught the memory: `session_id` of memory_observe, or a memory's "
+    "`source.session_id`).",
+    {"entities_any": ["alice"], "tags_all": ["preference"], "created_after": 1764547200000})
+
+
 def _memory_tool(name: str, title: str, description: str, args: type[BaseModel], view: Callable[..., Any],
                  permission: str, read_only: bool, **kw: Any) -> Tool:
     """A tool on one memory (``bank`` and ``memory_id`` in the path) whose result is ``{memory}``."""
@@ -382,13 +391,16 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query: BM25F over "
          "the memories' text and closeness in meaning (a question worded differently still finds its memory), plus a "
          "boost for entities the query names, corroboration, pinning and recency; "
-         "each hit has its score and signals. `tag` FILTERS (only memories carrying it); tags are never "
-         "searched as text. Call it before answering anything that may depend on what was remembered.",
+         "each hit has its score and signals. `filter` narrows which memories compete (entities, tags, creation "
+         "time, source session) before ranking, so `limit` hits come back whenever that many pass; `tag` is a "
+         "one-tag filter. Tags are never searched as text. Call it before answering anything that may depend "
+         "on what was remembered.",
          RecallArgs, recall.recall, READ, read_only=True, idempotent=True, path=("bank",), summary=text.recalled,
          params={"query": Param("What to look for, in words the memories would use (up to 4000 characters).",
                                 "which database does Alice prefer"),
                  "limit": Param(f"How many memories at most (1 to {recall.LIMIT_MAX}).", 5),
                  "tag": Param("Only memories with this tag (a filter, not a search term).", "preference"),
+                 "filter": FILTER_PARAM,
                  "as_of": Param("Recall the bank as it was at this time (ms since epoch); needs the "
                                 "admin.memories permission.", 1767225600000)}),
     Tool("memory_observe", "Observe an exchange", "Hand a finished exchange (the user's message and your "
@@ -452,7 +464,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "was cut.", PreviewArgs, inject.preview, READ, read_only=True, idempotent=True, path=("bank",),
          summary=text.preview,
          params={"query": Param("The user message of the hypothetical turn (up to 4000 characters).",
-                                "Which database should the new service use?")}),
+                                "Which database should the new service use?"),
+                 "filter": FILTER_PARAM}),
     Tool("session_open", "Open a structured-memory session", "Open a Turnstone session for structured_memory: "
          "its kind decides which scopes it may use. `kind` lists only the kinds this token may open "
          "(a coordinator needs a signed-in user, never an API key).", SessionOpenArgs,

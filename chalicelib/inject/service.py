@@ -25,6 +25,7 @@ from ..banks.settings_read import recall_settings
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
+from ..search.filters import RecallFilter
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
 from ..usage import keys, meter
@@ -39,10 +40,12 @@ REFUSED_NOT_ALLOWED = "none+bank-not-allowed"  # the hook injected nothing: outs
 
 
 class PreviewRequest(BaseModel):
-    """``POST /v1/banks/{bank}/preview`` body: ``{query}`` (the hypothetical user message)."""
+    """``POST /v1/banks/{bank}/preview`` body: ``{query, filter?}`` (the hypothetical user message;
+    ``filter``: only memories passing it are recalled or pad the floor, ``search.filters``)."""
 
     model_config = ConfigDict(extra="forbid")
     query: str = Field(max_length=MAX_QUERY_CHARS)
+    filter: RecallFilter | None = None
 
 
 class HookMetadata(BaseModel):
@@ -111,8 +114,9 @@ class HookResult:
 
 
 def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, require: bool = False,
-           tuning: MemoryTuning | None = None) -> Injected:
-    """Render the injection of ``bank`` for ``query``.
+           tuning: MemoryTuning | None = None, where: RecallFilter | None = None) -> Injected:
+    """Render the injection of ``bank`` for ``query``, its memories (recalled and ambient) only
+    those passing ``where`` (``search.filters``).
     ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
     cannot be used (preview); otherwise either renders the bare section (the hook never denies
     a turn)."""
@@ -136,14 +140,14 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
         threshold = wanted.match_threshold or None
         with timing.phase("rank"):
             result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows,
-                            min_match=threshold)
+                            min_match=threshold, where=where)
         retrieval = result.retrieval
         match = result.match
         hits = [Picked(memory=h.memory, score=h.score, match=h.match) for h in result.hits]
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
         if len(hits) < floor and wanted.ambient_floor:
             with timing.phase("floor"):
-                ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
+                ambient = top_memories(org_id, bank, floor + len(hits), rows=rows, where=where)
     with timing.phase("render"):
         injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                            recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
@@ -151,11 +155,12 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     return Injected(injection, retrieval, match, threshold)
 
 
-def preview(org_id: str, bank: str, query: str) -> Injected:
-    """Exactly what the hook would inject for ``query`` as the newest user message. 404
-    ``bank_not_found`` when the bank does not exist, 409 ``damaged`` when its row is unusable."""
+def preview(org_id: str, bank: str, query: str, where: RecallFilter | None = None) -> Injected:
+    """Exactly what the hook would inject for ``query`` as the newest user message (with
+    ``where``, of the memories passing it only). 404 ``bank_not_found`` when the bank does not
+    exist, 409 ``damaged`` when its row is unusable."""
     check_name(bank)
-    return inject(org_id, bank, query, require=True)
+    return inject(org_id, bank, query, require=True, where=where)
 
 
 def hook_bank(metadata: HookMetadata) -> str:

@@ -17,6 +17,7 @@ taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 from functools import lru_cache
@@ -223,12 +224,23 @@ class _SegmentStats:
                 dead_ids = dead_ids[keep[dead_ids]]  # a deleted document is not counted twice
                 excluded = frozenset(dead_ids.tolist())
                 keep[dead_ids] = False
+        self.excluded = excluded
+        self.recount(keep, data)
+
+    def recount(self, keep: np.ndarray, data: SegmentData) -> None:
+        """Count the documents of ``keep`` (a bool mask over the segment's documents, then read-only)."""
         keep.setflags(write=False)
-        self.keep, self.excluded = keep, excluded
+        self.keep = keep
         self.n = int(keep.sum())
         table = _byte_lengths()
         self.lengths = {f: (int(table[lens[keep]].sum()) if (lens := data.lengths.get(f)) is not None else 0)
                         for f in TEXT_FIELDS}
+
+    def narrowed(self, within: np.ndarray, data: SegmentData) -> _SegmentStats:
+        """These statistics over only the kept documents that ``within`` (a bool mask) holds."""
+        out = copy.copy(self)
+        out.recount(self.keep & within, data)
+        return out
 
 
 class CorpusStats:
@@ -241,7 +253,8 @@ class CorpusStats:
     records computes the same figures whatever path built its segments."""
 
     def __init__(self, leaves: list[tuple[Any, dict]], include_dead: bool) -> None:
-        self.leaves = []
+        # (reader, its bank's cache dict, the key its figures are cached under (None: never), figures)
+        self.leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
         self.n = 0
         self.lengths = {f: 0 for f in TEXT_FIELDS}
         self._data: list[SegmentData] = []
@@ -276,6 +289,30 @@ class CorpusStats:
         self._segments = [seg for _r, _c, _k, seg in self.leaves]
         self._idf: dict[tuple[str, str], float] = {}
 
+    def narrowed(self, within: list[np.ndarray]) -> CorpusStats:
+        """These statistics over only the documents that ``within`` holds (per leaf, in order, a
+        bool mask over its documents): the corpus of a filtered recall (``filters``), as if the
+        bank held only those documents. Document frequencies are then counted per query, never
+        cached (the filter varies)."""
+        out = copy.copy(self)
+        out.restrict(within)
+        return out
+
+    def restrict(self, within: list[np.ndarray]) -> None:
+        """Narrow these statistics in place to the documents of ``within`` (see ``narrowed``)."""
+        leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
+        self.n = 0
+        self.lengths = {f: 0 for f in TEXT_FIELDS}
+        for (reader, cache, _key, seg), m, d in zip(self.leaves, within, self._data, strict=True):
+            part = seg.narrowed(m, d)
+            leaves.append((reader, cache, None, part))
+            self.n += part.n
+            for f in TEXT_FIELDS:
+                self.lengths[f] += part.lengths[f]
+        self.leaves = leaves
+        self._segments = [seg for _r, _c, _k, seg in leaves]
+        self._idf = {}
+
     def data(self, i: int) -> SegmentData:
         """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
         return self._data[i]
@@ -291,11 +328,12 @@ class CorpusStats:
         total = 0
         for i, (reader, cache, key, seg) in enumerate(self.leaves):
             ck = (key, fieldname, text)
-            n = cache.get(ck)
+            n = cache.get(ck) if key is not None else None  # a narrowed corpus has no key
             if n is None:
                 ids, _w = self._data[i].postings(reader, fieldname, text)
                 n = len(ids) if seg.n == self._data[i].n else int(np.count_nonzero(seg.keep[ids]))
-                cache[ck] = n
+                if key is not None:
+                    cache[ck] = n
             total += n
         return total
 

@@ -92,8 +92,10 @@ class Reference:
 
 def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int,  # noqa: C901 - written plain, in the documentation's order
           tag: str | None) -> list[Ranked]:
+    if tag is not None:  # a filter narrows the corpus, its statistics included
+        c = _corpus([d for d in c.docs if tag in d.rec.tags])
     corpus, n, avgfl = c.docs, c.n, c.avgfl
-    pool = [d for d in corpus if tag is None or tag in d.rec.tags]
+    pool = corpus
     terms = query_terms(memory_analyzer(), query)
     pairs = [(f, t) for t in terms for f in ("text", "name", "description")]
     pairs += [("cjk", t) for t in query_terms(cjk_analyzer(), query)]

@@ -1162,13 +1162,6 @@ class PinRequest(BaseModel):
     pinned: Annotated[bool, Field(title="Pinned")]
 
 
-class PreviewRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    query: Annotated[str, Field(max_length=4000, title="Query")]
-
-
 class Project(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1235,6 +1228,175 @@ class ProjectRequest(BaseModel):
     active: Annotated[bool | None, Field(title="Active")] = True
 
 
+class EntitiesAnyItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class EntitiesAny(RootModel[list[EntitiesAnyItem]]):
+    root: Annotated[
+        list[EntitiesAnyItem],
+        Field(
+            description="Only memories carrying at least one of these entities.",
+            examples=[["alice", "billing-service"]],
+            max_length=8,
+            min_length=1,
+            title="Entities Any",
+        ),
+    ] = None
+
+
+class EntitiesAllItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class EntitiesAll(RootModel[list[EntitiesAllItem]]):
+    root: Annotated[
+        list[EntitiesAllItem],
+        Field(
+            description="Only memories carrying every one of these entities.",
+            examples=[["alice"]],
+            max_length=8,
+            min_length=1,
+            title="Entities All",
+        ),
+    ] = None
+
+
+class TagsAnyItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class TagsAny(RootModel[list[TagsAnyItem]]):
+    root: Annotated[
+        list[TagsAnyItem],
+        Field(
+            description="Only memories carrying at least one of these tags.",
+            examples=[["preference", "decision"]],
+            max_length=8,
+            min_length=1,
+            title="Tags Any",
+        ),
+    ] = None
+
+
+class TagsAllItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class TagsAll(RootModel[list[TagsAllItem]]):
+    root: Annotated[
+        list[TagsAllItem],
+        Field(
+            description="Only memories carrying every one of these tags.",
+            examples=[["preference"]],
+            max_length=8,
+            min_length=1,
+            title="Tags All",
+        ),
+    ] = None
+
+
+class CreatedAfter(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="Only memories first saved after this time (ms since epoch, exclusive).",
+            examples=[1764547200000],
+            ge=0,
+            le=253402300799999,
+            title="Created After",
+        ),
+    ] = None
+
+
+class CreatedBefore(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="Only memories first saved before this time (ms since epoch, exclusive).",
+            examples=[1767225600000],
+            ge=0,
+            le=253402300799999,
+            title="Created Before",
+        ),
+    ] = None
+
+
+class SessionId1(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="Only memories first taught by this conversation session (their source.session_id: saved with it, or extracted from its turns).",
+            examples=["conv-2026-12-07"],
+            max_length=256,
+            min_length=1,
+            title="Session Id",
+        ),
+    ] = None
+
+
+class RecallFilter(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entities_any: Annotated[
+        EntitiesAny | None,
+        Field(
+            description="Only memories carrying at least one of these entities.",
+            examples=[["alice", "billing-service"]],
+            title="Entities Any",
+        ),
+    ] = None
+    entities_all: Annotated[
+        EntitiesAll | None,
+        Field(
+            description="Only memories carrying every one of these entities.",
+            examples=[["alice"]],
+            title="Entities All",
+        ),
+    ] = None
+    tags_any: Annotated[
+        TagsAny | None,
+        Field(
+            description="Only memories carrying at least one of these tags.",
+            examples=[["preference", "decision"]],
+            title="Tags Any",
+        ),
+    ] = None
+    tags_all: Annotated[
+        TagsAll | None,
+        Field(
+            description="Only memories carrying every one of these tags.",
+            examples=[["preference"]],
+            title="Tags All",
+        ),
+    ] = None
+    created_after: Annotated[
+        CreatedAfter | None,
+        Field(
+            description="Only memories first saved after this time (ms since epoch, exclusive).",
+            examples=[1764547200000],
+            title="Created After",
+        ),
+    ] = None
+    created_before: Annotated[
+        CreatedBefore | None,
+        Field(
+            description="Only memories first saved before this time (ms since epoch, exclusive).",
+            examples=[1767225600000],
+            title="Created Before",
+        ),
+    ] = None
+    session_id: Annotated[
+        SessionId1 | None,
+        Field(
+            description="Only memories first taught by this conversation session (their source.session_id: saved with it, or extracted from its turns).",
+            examples=["conv-2026-12-07"],
+            title="Session Id",
+        ),
+    ] = None
+
+
 class RecallMatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1259,6 +1421,7 @@ class RecallRequest(BaseModel):
     query: Annotated[str, Field(max_length=4000, min_length=1, title="Query")]
     limit: Annotated[int | None, Field(ge=1, le=100, title="Limit")] = 6
     tag: Annotated[Tag | None, Field(title="Tag")] = None
+    filter: RecallFilter | None = None
     include_superseded: Annotated[bool | None, Field(title="Include Superseded")] = (
         False
     )
@@ -1371,7 +1534,7 @@ class Tags(RootModel[list[str]]):
     root: Annotated[list[str], Field(max_length=64, title="Tags")] = None
 
 
-class SessionId1(RootModel[str]):
+class SessionId2(RootModel[str]):
     root: Annotated[str, Field(max_length=256, min_length=1, title="Session Id")] = None
 
 
@@ -1398,7 +1561,7 @@ class SaveRequest(BaseModel):
     entities: Annotated[Entities | None, Field(title="Entities")] = None
     tags: Annotated[Tags | None, Field(title="Tags")] = None
     pinned: Annotated[bool | None, Field(title="Pinned")] = None
-    session_id: Annotated[SessionId1 | None, Field(title="Session Id")] = None
+    session_id: Annotated[SessionId2 | None, Field(title="Session Id")] = None
     supersedes: Annotated[
         Supersedes | None,
         Field(
@@ -2675,6 +2838,14 @@ class MemoryToolResult(
             title="MemoryToolResult",
         ),
     ]
+
+
+class PreviewRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    query: Annotated[str, Field(max_length=4000, title="Query")]
+    filter: RecallFilter | None = None
 
 
 class RecallHit(BaseModel):
