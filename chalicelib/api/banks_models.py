@@ -19,6 +19,17 @@ class BankMemorySource(BaseModel):
     agent: str | None = None
 
 
+class StatedDate(BaseModel):
+    """A date a memory's text states, resolved against when the memory was said."""
+
+    text: str
+    """The expression as written (``July 20, 2026``, ``next Friday``, ``Q3``)."""
+    start: int
+    """Start of the range it names (ms since epoch, UTC)."""
+    end: int
+    """End of that range, exclusive (ms)."""
+
+
 class BankMemory(BaseModel):
     """A bank memory: one sentence, its entities and tags, and how well established it is."""
 
@@ -43,6 +54,9 @@ class BankMemory(BaseModel):
     """0 when created, +1 per change."""
     purged_at: int | None = None
     """When its content was erased (ms)."""
+    dates: list[StatedDate] | None = None
+    """The dates its text states (at most 8), which recall's time signal matches; absent when it
+    states none or was saved before dates were read (recall then reads its text)."""
 
 
 class DamagedRecord(BaseModel):

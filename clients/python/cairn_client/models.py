@@ -951,32 +951,6 @@ class MemoryListQuery(BaseModel):
     ] = 100
 
 
-class MemoryRevision(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    id: Annotated[str, Field(title="Id")]
-    text: Annotated[str, Field(title="Text")]
-    entities: Annotated[list[str], Field(title="Entities")]
-    tags: Annotated[list[str], Field(title="Tags")]
-    confidence: Annotated[
-        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
-    ]
-    corroboration: Annotated[int, Field(title="Corroboration")]
-    pinned: Annotated[bool, Field(title="Pinned")]
-    source: BankMemorySource
-    created_at: Annotated[int, Field(title="Created At")]
-    updated_at: Annotated[int, Field(title="Updated At")]
-    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
-    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
-    revision: Annotated[int, Field(title="Revision")]
-    purged_at: Annotated[int | None, Field(title="Purged At")] = None
-    op: Annotated[str, Field(title="Op")]
-    seq: Annotated[int, Field(title="Seq")]
-    actor: Annotated[str | None, Field(title="Actor")]
-    why: Annotated[str | None, Field(title="Why")] = None
-
-
 class MemoryTargetQuery(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1560,6 +1534,15 @@ class SpacesQuery(BaseModel):
         Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
+class StatedDate(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    text: Annotated[str, Field(title="Text")]
+    start: Annotated[int, Field(title="Start")]
+    end: Annotated[int, Field(title="End")]
 
 
 class Limit15(RootModel[int]):
@@ -2540,6 +2523,7 @@ class BankMemory(BaseModel):
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
 
 
 class BankMemoryPage(BaseModel):
@@ -2642,12 +2626,31 @@ class McpError(BaseModel):
     error: McpErrorObject
 
 
-class MemoryHistory(BaseModel):
+class MemoryRevision(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
-    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
+    id: Annotated[str, Field(title="Id")]
+    text: Annotated[str, Field(title="Text")]
+    entities: Annotated[list[str], Field(title="Entities")]
+    tags: Annotated[list[str], Field(title="Tags")]
+    confidence: Annotated[
+        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
+    ]
+    corroboration: Annotated[int, Field(title="Corroboration")]
+    pinned: Annotated[bool, Field(title="Pinned")]
+    source: BankMemorySource
+    created_at: Annotated[int, Field(title="Created At")]
+    updated_at: Annotated[int, Field(title="Updated At")]
+    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
+    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    revision: Annotated[int, Field(title="Revision")]
+    purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
+    op: Annotated[str, Field(title="Op")]
+    seq: Annotated[int, Field(title="Seq")]
+    actor: Annotated[str | None, Field(title="Actor")]
+    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemorySaved(BaseModel):
@@ -2944,6 +2947,14 @@ class McpAnswer(RootModel[McpResult | McpError]):
             title="McpAnswer",
         ),
     ]
+
+
+class MemoryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
+    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
 
 
 class TeamRetrieval(BaseModel):
