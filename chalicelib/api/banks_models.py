@@ -81,7 +81,18 @@ class BankSettingsOut(BaseModel):
     """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
     ``supersede`` retires the older one (never a pinned one)."""
     match_threshold: float | None
-    """The lowest match a recall hit may have (0..1); ``null``: no threshold."""
+    """The lowest match a recall, preview or hook hit may have (0..1; 0: every hit); ``null``:
+    the service's default (``defaults``)."""
+    ambient_floor: bool | None = None
+    """Whether the hook pads fewer than 3 matches with the bank's top pinned and corroborated
+    memories (marked ambient); ``null``: the service's default (``defaults``)."""
+
+
+class BankSettingsDefaults(BaseModel):
+    """What a bank's settings left ``null`` stand for now (the service's tuning)."""
+
+    match_threshold: float
+    ambient_floor: bool
 
 
 class MemoryBank(BaseModel):
@@ -95,6 +106,7 @@ class MemoryBank(BaseModel):
     """Live pinned memories."""
     rules: int
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
 class TrashedBank(BaseModel):

@@ -194,12 +194,21 @@ class BankSettings(BaseModel):
     ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
 
 
+class BankSettingsDefaults(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    match_threshold: Annotated[float, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool, Field(title="Ambient Floor")]
+
+
 class BankSettingsOut(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
     match_threshold: Annotated[float | None, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
 
 
 class BankTag(BaseModel):
@@ -892,6 +901,7 @@ class MemoryBank(BaseModel):
     pinned: Annotated[int, Field(title="Pinned")]
     rules: Annotated[int, Field(title="Rules")]
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
 class MemoryImportProblem(BaseModel):
