@@ -12,8 +12,9 @@ Each has a weight in ``MemoryTuning`` (0 turns it off: not computed, not in the 
   the candidates (a second pass over the postings, in the same recall).
 - **time** (0 to 1): a query with a date expression (``in May 2023``, ``last week``, ``3 days
   ago``, ``yesterday``, ``2026-07-20``, ``Q3``, ``next Friday``; ranges in UTC, relative to the
-  recall's ``now``) favours memories whose ``created_at`` falls in one of its ranges or that state
-  a date (``core.dates``: the record's ``dates``) overlapping one (1); a question about when
+  recall's ``now``) favours memories whose ``created_at`` falls in one of its ranges (1) or that
+  state a date (``core.dates``: the record's ``dates``) inside a date the query states (the share
+  of the memory's date inside it: the very day 1, its month 1/31); a question about when
   (``when``, ``what date``, ``how long ago``) without one favours memories that state a date (1)
   over those that only mention a time (a weekday, ``ago``, an ordinal...: ``VAGUE_TIME``).
 - **neighbour**: the best ``neighbour_hits`` candidates after the above (score > 0) are strong
@@ -301,13 +302,17 @@ def states_time(text: str) -> bool:
     return bool(_STATES_TIME.search(text))
 
 
-def time_value(query_ranges: list[tuple[int, int]], when: bool, rec: Memory) -> float:
+def time_value(query_ranges: list[tuple[int, int]], spans: list[tuple[int, int]], when: bool, rec: Memory) -> float:
     """The ``time`` signal of record ``rec`` (module docstring) for a query with the date ranges
-    ``query_ranges`` (``date_ranges``) or, with none, asking when (``when``)."""
+    ``query_ranges`` (``date_ranges``, for ``created_at``) and the dates it states ``spans``
+    (``core.dates.stated``, exact) or, with neither, asking when (``when``): 1 when ``created_at``
+    falls in a range, else the greatest share of a date ``rec`` states that lies in a span (a
+    memory stating that very day 1, one stating its month 1/31)."""
     if query_ranges:
-        c = rec.created_at
-        return 1.0 if any(a <= c < b or any(s < b and a < e for s, e in dates.ranges(rec))
-                          for a, b in query_ranges) else 0.0
+        if any(a <= rec.created_at < b for a, b in query_ranges):
+            return 1.0
+        return max((max(0, min(b, e) - max(a, s)) / (e - s) for a, b in spans for s, e in dates.ranges(rec) if e > s),
+                   default=0.0)
     if not when:
         return 0.0
     return 1.0 if dates.ranges(rec) else VAGUE_TIME if states_time(rec.text or "") else 0.0
@@ -321,6 +326,7 @@ def _time_test(r: Ranking) -> Callable[[list[Key]], np.ndarray] | None:
     if not r.query:
         return None
     ranges = date_ranges(r.query, r.now)
+    spans = [(d.start, d.end) for d in dates.stated(r.query, r.now)]
     when = not ranges and is_when(r.query)
     if not ranges and not when:
         return None
@@ -330,7 +336,7 @@ def _time_test(r: Ranking) -> Callable[[list[Key]], np.ndarray] | None:
         if any(a <= c < b for a, b in ranges):
             return 1.0
         rec = r.record(k)
-        return 0.0 if rec is None else time_value(ranges, when, rec)
+        return 0.0 if rec is None else time_value(ranges, spans, when, rec)
 
     def test(ks: list[Key]) -> np.ndarray:
         return np.array([one(k) for k in ks], dtype=np.float64)

@@ -120,3 +120,18 @@ def test_a_memory_saved_before_dates_were_stored_still_matches_a_date_question(a
         _audits(api)
     assert all("dates" not in x for x in export_lines(api, "main"))
     assert recall_texts(api, "which audit is due in Q3?", monkeypatch)[0] == "The Heron audit is due on August 14"
+
+
+def test_a_question_naming_a_day_gives_a_memory_stating_its_month_a_share_of_the_time_signal(api, cache, monkeypatch):
+    """The very day counts whole; the month that holds it counts as one of its 31 days."""
+    import_lines(api, "main", [
+        {"text": "The Redstart design review happens on 2026-10-07.", "created_at": SAID},
+        {"text": "The Avocet offsite happens in October 2026.", "created_at": SAID + 1},
+    ])
+    from chalicelib.search import recall as recall_mod
+    monkeypatch.setattr(recall_mod, "now_ms", lambda: SAID)
+    s, body = api.post("/v1/banks/main/recall", {"query": "What is happening on October 7, 2026?"})
+    assert s == 200, body
+    time = {h["memory"]["text"]: h["signals"]["time"] for h in body["memories"]}
+    assert time == {"The Redstart design review happens on 2026-10-07.": 1.0,
+                    "The Avocet offsite happens in October 2026.": pytest.approx(1 / 31)}
