@@ -43,8 +43,11 @@ def export_lines(api, bank):
 
 
 def recall_texts(api, query, monkeypatch, now=SAID):
+    """The texts recall ranks for ``query`` as of ``now``, the semantic signal off: these tests
+    weigh the time signal, and two sentence vectors alone would decide a two-memory bank."""
     from chalicelib.search import recall as recall_mod
     monkeypatch.setattr(recall_mod, "now_ms", lambda: now)
+    monkeypatch.setenv("CAIRN_MEMORY_W_SEMANTIC", "0")
     s, body = api.post("/v1/banks/main/recall", {"query": query})
     assert s == 200, body
     return [h["memory"]["text"] for h in body["memories"]]
