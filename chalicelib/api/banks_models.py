@@ -26,6 +26,17 @@ class BankMemorySource(_Body):
     agent: str | None = None
 
 
+class StatedDate(_Body):
+    """A date a memory's text states, resolved against when the memory was said."""
+
+    text: str
+    """The expression as written (``July 20, 2026``, ``next Friday``, ``Q3``)."""
+    start: int
+    """Start of the range it names (ms since epoch, UTC)."""
+    end: int
+    """End of that range, exclusive (ms)."""
+
+
 class BankMemory(_Body):
     """A bank memory: one sentence, its entities and tags, and how well established it is."""
 
@@ -50,6 +61,9 @@ class BankMemory(_Body):
     """0 when created, +1 per change."""
     purged_at: int | None = None
     """When its content was erased (ms)."""
+    dates: list[StatedDate] | None = None
+    """The dates its text states (at most 8), which recall's time signal matches; absent when it
+    states none or was saved before dates were read (recall then reads its text)."""
 
 
 class DamagedRecord(_Body):
@@ -74,15 +88,23 @@ class BankSettingsOut(_Body):
     """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
     ``supersede`` retires the older one (never a pinned one)."""
     match_threshold: float | None
-    """The lowest match a recall hit may have (0..1); ``null``: the service's default."""
-    ambient_floor: bool | None
-    """Whether the hook pads fewer than 3 matches with the bank's top memories; ``null``: the
-    service's default."""
-    feed: Literal["hooks", "tools", "both"] | None
+    """The lowest match a recall, preview or hook hit may have (0..1; 0: every hit); ``null``:
+    the service's default (``defaults``)."""
+    ambient_floor: bool | None = None
+    """Whether the hook pads fewer than 3 matches with the bank's top pinned and corroborated
+    memories (marked ambient); ``null``: the service's default (``defaults``)."""
+    feed: Literal["hooks", "tools", "both"] | None = None
     """How the bank gets its memories, which the injected system-prompt section tells the model:
     ``hooks`` (the host's turn-completed hook, automatic), ``tools`` (only the model's own
     memory_save / memory_observe calls) or ``both``; ``null``: not stated (the section says what
     is true either way)."""
+
+
+class BankSettingsDefaults(_Body):
+    """What a bank's settings left ``null`` stand for now (the service's tuning)."""
+
+    match_threshold: float
+    ambient_floor: bool
 
 
 class MemoryBank(_Body):
@@ -96,6 +118,7 @@ class MemoryBank(_Body):
     """Live pinned memories."""
     rules: int
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
 class TrashedBank(_Body):

@@ -27,9 +27,15 @@ class RecallSettings:
 def recall_settings(head: BankHead | None, tuning: MemoryTuning) -> RecallSettings:
     """The settings of the bank ``head`` (as the turn's one consistent read found it; ``None``
     for a missing bank): each field the bank sets (``BankSettings``), else the tuning's default."""
-    s = settings_of(head.row if head is not None else None)
-    return RecallSettings(tuning.match_threshold if s.match_threshold is None else s.match_threshold,
-                          tuning.ambient_floor if s.ambient_floor is None else s.ambient_floor, s.feed)
+    s, d = settings_of(head.row if head is not None else None), defaults(tuning)
+    return RecallSettings(d.match_threshold if s.match_threshold is None else s.match_threshold,
+                          d.ambient_floor if s.ambient_floor is None else s.ambient_floor, s.feed)
+
+
+def defaults(tuning: MemoryTuning) -> RecallSettings:
+    """What a bank's settings left ``null`` stand for: the tuning's ``match_threshold`` and
+    ``ambient_floor`` (``feed``: not stated)."""
+    return RecallSettings(tuning.match_threshold, tuning.ambient_floor)
 
 
 def settings_of(row: BankRow | None) -> BankSettings:

@@ -47,7 +47,7 @@ from ..storage.tables import BankModel, MemoryModel, RevisionModel, bind
 from ..storage.txn import TX_ITEMS, Retry, run_transaction
 from ..usage import meter, quotas
 from ..validation import loads
-from . import vectors
+from . import dates, vectors
 from .records import Memory, decode_memory, salvage_memory
 
 POINTER_PREFIX = "~fp/"
@@ -657,6 +657,7 @@ def _stage(tx: TransactWrite, org_id: str, bank: str, row: BankModel | None, wri
     now = now_ms()
     # embedded before the counters, which count vectors; a retried attempt finds them cached
     meter.add({"emb_t": vectors.attach([(w.record, w.prev) for w in writes])}, bank)
+    dates.attach(w.record for w in writes if w.op != EMBED_OP)  # an embed write leaves the record as it is
     base = row if row is not None else (fresh or new_bank(org_id, bank))
     n = lane_count(base)
     groups: dict[int, list[Write]] = {}

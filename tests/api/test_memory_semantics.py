@@ -308,7 +308,8 @@ def test_counts_through_everything(api):
     _s, listing = api.get("/v1/banks")
     assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0,
                                  "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None,
-                                              "feed": None}}]
+                                              "feed": None},
+                                 "defaults": {"match_threshold": 0.35, "ambient_floor": True}}]
 
 
 def test_purge_and_import_after_pointer_takeover(api):

@@ -197,14 +197,24 @@ class BankSettings(BaseModel):
     )
 
 
+class BankSettingsDefaults(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    match_threshold: Annotated[float, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool, Field(title="Ambient Floor")]
+
+
 class BankSettingsOut(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
     on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
     match_threshold: Annotated[float | None, Field(title="Match Threshold")]
-    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")]
-    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")]
+    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
+    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")] = (
+        None
+    )
 
 
 class BankTag(BaseModel):
@@ -897,6 +907,7 @@ class MemoryBank(BaseModel):
     pinned: Annotated[int, Field(title="Pinned")]
     rules: Annotated[int, Field(title="Rules")]
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
 class MemoryImportProblem(BaseModel):
@@ -954,32 +965,6 @@ class MemoryListQuery(BaseModel):
         Limit11 | Limit12 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 100
-
-
-class MemoryRevision(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    id: Annotated[str, Field(title="Id")]
-    text: Annotated[str, Field(title="Text")]
-    entities: Annotated[list[str], Field(title="Entities")]
-    tags: Annotated[list[str], Field(title="Tags")]
-    confidence: Annotated[
-        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
-    ]
-    corroboration: Annotated[int, Field(title="Corroboration")]
-    pinned: Annotated[bool, Field(title="Pinned")]
-    source: BankMemorySource
-    created_at: Annotated[int, Field(title="Created At")]
-    updated_at: Annotated[int, Field(title="Updated At")]
-    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
-    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
-    revision: Annotated[int, Field(title="Revision")]
-    purged_at: Annotated[int | None, Field(title="Purged At")] = None
-    op: Annotated[str, Field(title="Op")]
-    seq: Annotated[int, Field(title="Seq")]
-    actor: Annotated[str | None, Field(title="Actor")]
-    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemoryTargetQuery(BaseModel):
@@ -1728,6 +1713,15 @@ class SpacesQuery(BaseModel):
         Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
+class StatedDate(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    text: Annotated[str, Field(title="Text")]
+    start: Annotated[int, Field(title="Start")]
+    end: Annotated[int, Field(title="End")]
 
 
 class Limit15(RootModel[int]):
@@ -2708,6 +2702,7 @@ class BankMemory(BaseModel):
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
 
 
 class BankMemoryPage(BaseModel):
@@ -2810,12 +2805,31 @@ class McpError(BaseModel):
     error: McpErrorObject
 
 
-class MemoryHistory(BaseModel):
+class MemoryRevision(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
-    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
+    id: Annotated[str, Field(title="Id")]
+    text: Annotated[str, Field(title="Text")]
+    entities: Annotated[list[str], Field(title="Entities")]
+    tags: Annotated[list[str], Field(title="Tags")]
+    confidence: Annotated[
+        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
+    ]
+    corroboration: Annotated[int, Field(title="Corroboration")]
+    pinned: Annotated[bool, Field(title="Pinned")]
+    source: BankMemorySource
+    created_at: Annotated[int, Field(title="Created At")]
+    updated_at: Annotated[int, Field(title="Updated At")]
+    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
+    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    revision: Annotated[int, Field(title="Revision")]
+    purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
+    op: Annotated[str, Field(title="Op")]
+    seq: Annotated[int, Field(title="Seq")]
+    actor: Annotated[str | None, Field(title="Actor")]
+    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemorySaved(BaseModel):
@@ -3120,6 +3134,14 @@ class McpAnswer(RootModel[McpResult | McpError]):
             title="McpAnswer",
         ),
     ]
+
+
+class MemoryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
+    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
 
 
 class TeamRetrieval(BaseModel):
