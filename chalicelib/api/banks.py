@@ -49,6 +49,12 @@ bp = Blueprint(__name__)
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
+def _defaults(d: settings_read.RecallSettings) -> dict[str, Any]:
+    """What a bank's null settings stand for: ``{match_threshold, ambient_floor}`` (``feed`` has no
+    service default: null is "not stated")."""
+    return {"match_threshold": d.match_threshold, "ambient_floor": d.ambient_floor}
+
+
 def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
     """``{name, description, memories, pinned, rules, settings, defaults}`` (``defaults``: what a
     setting left ``null`` stands for), or a trash entry's ``{name, trashed_to, trashed_at}``."""
@@ -56,7 +62,7 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
         return asdict(bank)
     return {"name": bank.name, "description": bank.description, "memories": bank.memories, "pinned": bank.pinned,
             "rules": bank.rules, "settings": bank.settings.model_dump(),
-            "defaults": asdict(settings_read.defaults(get_tuning()))}
+            "defaults": _defaults(settings_read.defaults(get_tuning()))}
 
 
 def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:

@@ -414,7 +414,8 @@ def test_bank_settings_show_the_effective_defaults_and_save_with_errors_shown(op
     form.get_by_label("Ambient floor").select_option("false")
     form.get_by_label("Fed by").select_option("tools")
     save(200)
-    expect(summary).to_have_text("Settings: on conflict supersede · match threshold 0.5 · ambient floor off · fed by tools")
+    expect(summary).to_have_text("Settings: on conflict supersede · match threshold 0.5 · ambient floor off · "
+                                 "fed by tools")
     assert ok(http.get(f"/v1/banks/{bank}"))["bank"]["settings"] == {
         "on_conflict": "supersede", "match_threshold": 0.5, "ambient_floor": False, "feed": "tools"}
     shot(page, site, "bank-settings")
