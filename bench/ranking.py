@@ -7,8 +7,12 @@ machine's conditions.
 
 ``python -m bench.ranking --size 100000 [--queries 200] [--index-dir DIR] [--no-bm25s] [--vectors]``
 prints one JSON object: ``{size, build_s, ranking: {kind: {p50_ms, p95_ms}}, ranking_with_feedback: ...,
-bm25s: ..., index_bytes}`` (``ranking``: the shipped defaults without a query vector, i.e. lexical;
-``ranking_with_feedback``: ``w_prf`` 0.5). ``--vectors`` stores a seeded random unit vector
+bm25s: ..., tantivy: ..., index_bytes, index: {bytes, lexical, vectors, terms, postings, segments}}``
+(``bm25s``: its fair path, ``get_scores`` on the same tokens then a top-k over the non-zero scores
+only, in this process; its own ``retrieve`` apart, see ``speed.bm25s_timings``; ``tantivy`` where
+installed) (``ranking``: the shipped defaults without a query vector, i.e. lexical;
+``ranking_with_feedback``: ``w_prf`` 0.5; ``scoring``: BM25F and the top-k alone, the work bm25s's
+fair path does, see ``_time_scoring``). ``--vectors`` stores a seeded random unit vector
 with every memory (as ``core.vectors.encode`` stores a real one: the corpus's made-up words would
 embed as noise, and 100k forward passes take about an hour on one thread) and adds
 ``ranking_with_semantic``: the defaults with each query's real vector (``semantic.embed_query``,
@@ -98,13 +102,66 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out[label] = {}
         for kind, items in qs.items():
             out[label][kind] = _time_ranking(leaves, items, tuning, t0 + args.size, semantic_on)
+    out["scoring"] = {kind: _time_scoring(leaves, items, defaults.recall_limit) for kind, items in qs.items()}
     out["threads"] = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     out["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    out["index"] = index_parts(entry)
     if not args.no_bm25s:
-        from .speed import bm25s_timings
-        out["bm25s"] = bm25s_timings(texts, qs, tuning.recall_limit)
+        from .speed import bm25s_timings, tantivy_timings
+        out["bm25s"] = bm25s_timings(texts, qs, defaults.recall_limit)
+        out["tantivy"] = tantivy_timings(texts, qs, defaults.recall_limit)
     print(json.dumps(out))
     return out
+
+
+def index_parts(entry: Any) -> dict[str, Any]:
+    """The index's bytes on disk by part, summed over its segments: ``vectors`` (the sentence
+    vectors' column), ``lexical`` (everything else: term index, postings, the other columns, the
+    table of contents), ``terms`` and ``postings`` apart, and ``segments``."""
+    from chalicelib.search.schema import VECTOR_FIELD
+
+    total = entry.measure()
+    parts = {"vectors": 0, "terms": 0, "postings": 0}
+    leaves = entry.reader().leaf_readers()
+    for leaf, _off in leaves:
+        seg = leaf.segment()
+        files = seg.open_compound_file(entry.ix.storage) if seg.is_compound() else entry.ix.storage
+        for name in files.list():
+            if not name.startswith(seg.segment_id()):
+                continue
+            if name.endswith(f".{VECTOR_FIELD}.col"):
+                parts["vectors"] += files.file_length(name)
+            elif name.endswith(".trm"):
+                parts["terms"] += files.file_length(name)
+            elif name.endswith(".pst"):
+                parts["postings"] += files.file_length(name)
+    return {"bytes": total, "lexical": total - parts["vectors"], **parts, "segments": len(leaves)}
+
+
+def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, float]:
+    """p50/p95 ms of BM25F alone over ``items`` (analysed beforehand): the corpus statistics, the
+    scores of the query's terms and the ``k`` best documents (``recall._bm25f`` and ``_pick``), no
+    record decoded, no other signal: the work of bm25s's fair path, after 5 warm-up queries."""
+    from chalicelib.search import recall as recall_mod
+    from chalicelib.search.scorer import CorpusStats
+
+    readers = [r for r, _c, _b in leaves]
+    pairs = [[(f, t) for t in recall_mod.analyse(q).terms for f in recall_mod._TEXT_FIELDS] for q in items]
+
+    def one(j: int) -> None:
+        stats = CorpusStats([(r, c) for r, c, _b in leaves], False)
+        allowed = [stats.segments[i].keep for i in range(len(readers))]
+        bm = recall_mod._bm25f(stats, readers, pairs[j], allowed)
+        recall_mod._pick([stats.data(i) for i in range(len(readers))], [d for d, _v in bm], [v for _d, v in bm], k, None)
+
+    for j in range(min(5, len(items))):
+        one(j)
+    ms = []
+    for j in range(len(items)):
+        s = time.perf_counter()
+        one(j)
+        ms.append((time.perf_counter() - s) * 1000)
+    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
 
 
 def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool) -> dict[str, float]:

@@ -358,3 +358,54 @@ def test_a_term_looked_up_through_the_segments_term_keys_finds_the_same_postings
     assert sum(len(posting_arrays(seg, f, t, keys)[0]) for f, t in looked) > len(looked)
     from whoosh.reading import EmptyReader
     assert term_keys(EmptyReader(schema())) is None
+
+
+def test_inlined_postings_keep_their_frequencies_through_matchers_and_merges_in_a_few_bytes(tmp_path):
+    """A short posting list inlined in its term info leaves its values out when they are the
+    weights' frequencies, and its term info stays small (a frequency value pickles to about 50
+    bytes); Whoosh's matcher still reads each posting's frequency, and a merge of such segments
+    keeps every frequency."""
+    from whoosh import index as whoosh_index
+    from whoosh.codec.whoosh3 import W3TermInfo
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    texts = ["zebra zebra zebra quokka", "quokka lemur", "lemur lemur", "okapi"]
+    for k, t in enumerate(texts, start=1):  # one segment per record: each term's list inlined
+        entry.apply([(k, Memory(id=f"fp{k:016x}", text=t, entities=["ana"], created_at=k, updated_at=k))])
+
+    def freqs(reader) -> dict:
+        """``{(term, memory id): (frequency, weight)}`` through Whoosh's own matchers."""
+        out: dict = {}
+        for leaf, _off in reader.leaf_readers():
+            ids = leaf.column_reader("id")
+            for term in ("zebra", "quokka", "lemur", "okapi"):
+                if ("text", term.encode()) not in leaf:
+                    continue
+                m = leaf.postings("text", term)
+                while m.is_active():
+                    out[(term, ids[m.id()])] = (m.value_as("frequency"), m.weight())
+                    m.next()
+        return out
+
+    before = freqs(entry.reader())
+    assert len(before) == 6
+    assert before[("zebra", "fp0000000000000001")] == (3, 3.0)
+    assert before[("lemur", "fp0000000000000003")] == (2, 2.0)
+    for leaf, _off in entry.reader().leaf_readers():
+        info = W3TermInfo.from_bytes(leaf._terms._tindex[leaf._terms._keycoder("text", b"quokka")]) \
+            if ("text", b"quokka") in leaf else None
+        if info is not None:
+            assert info.is_inlined() and info.inlined_postings()[2] is None
+            assert len(info.to_bytes()) < 40
+    writer = entry.ix.writer()
+    writer.commit(optimize=True)  # one segment from all of them
+    entry.close_reader()
+    assert len(entry.reader().leaf_readers()) == 1
+    assert freqs(entry.reader()) == before
