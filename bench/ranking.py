@@ -152,7 +152,8 @@ def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, floa
         stats = CorpusStats([(r, c) for r, c, _b in leaves], False)
         allowed = [stats.segments[i].keep for i in range(len(readers))]
         bm = recall_mod._bm25f(stats, readers, pairs[j], allowed)
-        recall_mod._pick([stats.data(i) for i in range(len(readers))], [d for d, _v in bm], [v for _d, v in bm], k, None)
+        data = [stats.data(i) for i in range(len(readers))]
+        recall_mod._pick(data, [d for d, _v in bm], [v for _d, v in bm], k, None)
 
     for j in range(min(5, len(items))):
         one(j)

@@ -162,8 +162,8 @@ def tantivy_timings(texts: list[str], qs: dict[str, list[str]], k: int) -> dict[
         writer.wait_merging_threads()
         ix.reload()
         searcher = ix.searcher()
-        out: dict[str, Any] = {kind: _latency(lambda q: searcher.search(q, k), [ix.parse_query(q, ["text"]) for q in items])
-                               for kind, items in qs.items()}
+        parsed = {kind: [ix.parse_query(q, ["text"]) for q in items] for kind, items in qs.items()}
+        out: dict[str, Any] = {kind: _latency(lambda q: searcher.search(q, k), items) for kind, items in parsed.items()}
         out["bytes"] = sum(os.path.getsize(os.path.join(root, f)) for root, _d, fs in os.walk(d) for f in fs)
     out["version"] = getattr(tantivy, "__version__", None)
     return out
