@@ -409,3 +409,74 @@ def test_inlined_postings_keep_their_frequencies_through_matchers_and_merges_in_
     entry.close_reader()
     assert len(entry.reader().leaf_readers()) == 1
     assert freqs(entry.reader()) == before
+
+
+def test_merge_plan_merges_the_smallest_segments_geometrically_and_only_when_there_are_too_many():
+    """Background merges: nothing below ``MERGE_MIN_DOCS`` or up to ``MERGE_MAX_SEGMENTS``
+    segments; else the smallest segments, each at most ``MERGE_RATIO`` times those merged with
+    it, at most ``MERGE_MAX_DOCS`` documents."""
+    from chalicelib.search import index
+
+    class Seg:
+        def __init__(self, n):
+            self.n = n
+
+        def doc_count_all(self):
+            return self.n
+
+    def plan(sizes):
+        return sorted(s.n for s in index.merge_plan([Seg(n) for n in sizes]))
+
+    assert plan([10, 10, 10, 10, 10, 10]) == []  # a small bank: the write path's tiers only
+    assert plan([23000, 23000, 2300, 2300]) == []  # few segments
+    assert plan([23000, 23000, 23000, 23000, 2300, 2300, 230, 23, 23]) == [23, 23, 230, 2300, 2300]
+    assert plan([23000, 23000, 23000, 23000, 5000, 1]) == []  # 5000 > 10 x 1: not rewritten for one
+    assert plan([24000, 24000, 24000, 24000, 20000, 6000, 5000]) == [5000, 6000]  # at most MERGE_MAX_DOCS
+
+
+def test_a_background_merge_leaves_fewer_segments_and_the_same_ranking(tmp_path):
+    """A bank indexed in many small commits (as the import path commits) is merged by the
+    cache's merge thread into fewer segments: every document stays, recall ranks the same."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.recall import _rank
+    from chalicelib.tuning import MemoryTuning
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    words = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "yuzu"]
+    recs = [Memory(id=f"fp{i:016x}", text=f"{words[i % 8]} {words[(i * 3) % 8]} note {i}", entities=[f"p{i % 5}"],
+                   created_at=i, updated_at=i) for i in range(5400)]
+    for start in range(0, len(recs), 600):  # nine segments: one short of the write path's tier merge
+        entry.apply([(k, r) for k, r in enumerate(recs[start:start + 600], start=start + 1)])
+    for start in range(5400, 5400 + 23 * 4, 23):  # a few import-sized commits on top
+        more = [Memory(id=f"fq{i:016x}", text=f"plum kiwi later {i}", created_at=i, updated_at=i)
+                for i in range(start, start + 23)]
+        entry.apply([(k, r) for k, r in enumerate(more, start=start + 1)])
+    cache = index.IndexCache(str(tmp_path / "root"))
+    cache.entries[("o", "b")] = entry
+    tuning = MemoryTuning()
+
+    def ranked():
+        leaves = [(leaf, entry.stats_cache, "b") for leaf, _off in entry.reader().leaf_readers()]
+        hits, _n = _rank(leaves, "plum kiwi", limit=20, tag=None, include_superseded=False, tuning=tuning,
+                         filter=None, now=10_000)
+        return [(h.memory.id, round(h.score, 9)) for h in hits]
+
+    before, segments = ranked(), len(entry.segments())
+    assert segments > index.MERGE_MAX_SEGMENTS
+    assert cache.schedule_merge(("o", "b"))
+    cache.wait_merges()
+    assert cache.counters["merges"] >= 1
+    assert len(entry.segments()) < segments
+    assert entry.reader().doc_count() == 5400 + 92
+    assert ranked() == before
+
+
+def schema_():
+    from chalicelib.search.schema import schema
+    return schema()
