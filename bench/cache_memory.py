@@ -2,9 +2,9 @@
 ``--size`` memories (the speed part's corpus, each bank its own seed) built into one directory
 each, then opened one after the other in one process as a warm container holds them (the index
 opened, its reader kept, a few selective and common queries ranked so the postings and columns
-recall keeps are decoded); after each, the process's resident memory (``VmRSS``, after a garbage
-collection) beside what the cache counts for the bank (``BankIndex.size_bytes`` on disk +
-``memory_bytes()``, the sum ``IndexCache`` evicts on).
+recall keeps are decoded); after each, the growth of the process's resident memory (``VmRSS``,
+after a garbage collection) beside what the cache counts for the bank
+(``BankIndex.resident_bytes()``, the sum ``IndexCache`` evicts on).
 
 ``python -m bench.cache_memory [--banks 20] [--size 1000] [--dir DIR]`` prints one JSON object:
 per bank opened the RSS growth and the accounted bytes, their medians and ratio.
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         held.append(entry)
         gc.collect()
         after = rss_bytes()
-        rows.append({"rss_growth": after - before, "accounted": entry.size_bytes + entry.memory_bytes(),
+        rows.append({"rss_growth": after - before, "accounted": entry.resident_bytes(),
                      "disk": entry.size_bytes, "arrays": entry.memory_bytes()})
         before = after
     grow = median([r["rss_growth"] for r in rows[1:]])  # the first pays one-off imports and caches

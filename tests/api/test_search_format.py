@@ -480,3 +480,29 @@ def test_a_background_merge_leaves_fewer_segments_and_the_same_ranking(tmp_path)
 def schema_():
     from chalicelib.search.schema import schema
     return schema()
+
+
+def test_the_cache_budget_holds_what_an_open_bank_keeps_resident(tmp_path):
+    """An open bank's segment files are resident twice (mapped, and Whoosh's copy of each part),
+    so the budget counts ``resident_bytes``: two banks whose files and arrays fit the budget once
+    but not twice do not both stay."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    cache = index.IndexCache(str(tmp_path / "root"), budget_mb=1000)
+    for b in ("b1", "b2"):
+        path = str(tmp_path / b)
+        os.makedirs(path)
+        entry = index.BankIndex("o", b, "inc", path, whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME),
+                                clock=Clock((0,)))
+        entry.apply([(k, Memory(id=f"fp{k:016x}", text=f"memory {k} of {b}", created_at=k, updated_at=k))
+                     for k in range(1, 301)])
+        cache.entries[("o", b)] = entry
+    one = cache.entries[("o", "b1")]
+    assert one.resident_bytes() == index.OPEN_FILE_COPIES * one.size_bytes + one.memory_bytes() > one.size_bytes
+    files_and_arrays = sum(e.size_bytes + e.memory_bytes() for e in cache.entries.values())
+    cache.budget_bytes = files_and_arrays + 1024
+    cache._evict(keep=("o", "b2"))
+    assert list(cache.entries) == [("o", "b2")]
