@@ -495,8 +495,8 @@ def test_the_cache_budget_holds_what_an_open_bank_keeps_resident(tmp_path):
     for b in ("b1", "b2"):
         path = str(tmp_path / b)
         os.makedirs(path)
-        entry = index.BankIndex("o", b, "inc", path, whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME),
-                                clock=Clock((0,)))
+        ix = whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME)
+        entry = index.BankIndex("o", b, "inc", path, ix, clock=Clock((0,)))
         entry.apply([(k, Memory(id=f"fp{k:016x}", text=f"memory {k} of {b}", created_at=k, updated_at=k))
                      for k in range(1, 301)])
         cache.entries[("o", b)] = entry
