@@ -45,9 +45,11 @@ def _with_vector(m: Any, rng: Any) -> Any:
     return m
 
 
-def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: bool = False) -> Any:
-    """The bank index of ``texts`` in ``path`` (reused when a complete one is there); each memory
-    with a random unit vector when ``with_vectors``."""
+def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: bool = False,
+          batch: int = BATCH) -> Any:
+    """The bank index of ``texts`` in ``path`` (reused when a complete one is there), one commit
+    per ``batch`` records (the import path commits every ``banks.transfer.BATCH``, 23); each
+    memory with a random unit vector when ``with_vectors``."""
     import numpy as np
     from whoosh import index as whoosh_index
 
@@ -65,10 +67,10 @@ def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: b
     entry = BankIndex("bench", "rank", "inc", path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
                       clock=Clock((0,)))
     rng = np.random.default_rng(7)
-    for i in range(0, len(texts), BATCH):
-        batch = [(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
-                 for k, (t, e) in enumerate(zip(texts[i:i + BATCH], ents[i:i + BATCH], strict=True), start=i)]
-        entry.apply([(k, _with_vector(m, rng)) for k, m in batch] if with_vectors else batch)
+    for i in range(0, len(texts), batch):
+        recs = [(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
+                for k, (t, e) in enumerate(zip(texts[i:i + batch], ents[i:i + batch], strict=True), start=i)]
+        entry.apply([(k, _with_vector(m, rng)) for k, m in recs] if with_vectors else recs)
     open(done, "w").close()
     return entry
 
@@ -80,6 +82,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--no-bm25s", action="store_true")
     ap.add_argument("--vectors", action="store_true", help="store random unit vectors; time the semantic signal")
+    ap.add_argument("--batch", type=int, default=BATCH,
+                    help="records per commit (23: as the import path commits)")
+    ap.add_argument("--merge", action="store_true",
+                    help="after the build, run the index cache's background merges to the end and time them")
     args = ap.parse_args(argv)
     from chalicelib.tuning import MemoryTuning
 
@@ -88,9 +94,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = 1_800_000_000_000 - args.size
     path = args.index_dir or f"/tmp/cairn-bench-ranking-{args.size}"
     started = time.perf_counter()
-    entry = build(path, texts, ents, t0, args.vectors)
-    out: dict[str, Any] = {"size": args.size, "build_s": round(time.perf_counter() - started, 1),
+    entry = build(path, texts, ents, t0, args.vectors, args.batch)
+    out: dict[str, Any] = {"size": args.size, "batch": args.batch, "build_s": round(time.perf_counter() - started, 1),
                            "index_bytes": entry.measure()}
+    if args.merge:
+        out["before_merge"] = index_parts(entry)
+        out["merge_s"] = merge_all(entry)
     leaves = [(leaf, entry.stats_cache, "rank") for leaf, _off in entry.reader().leaf_readers()]
     defaults = MemoryTuning()
     # the shipped defaults; feedback (off by default) on at the tuned weight, its cost apart
@@ -112,6 +121,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out["tantivy"] = tantivy_timings(texts, qs, defaults.recall_limit)
     print(json.dumps(out))
     return out
+
+
+def merge_all(entry: Any) -> float:
+    """Seconds the index cache's merge thread takes to finish every merge ``index.merge_plan``
+    asks of ``entry`` (each step queues the next)."""
+    import tempfile
+
+    from chalicelib.search.index import IndexCache
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-merge-") as root:
+        cache = IndexCache(root)
+        cache.entries[(entry.org_id, entry.bank)] = entry
+        cache.schedule_merge((entry.org_id, entry.bank))
+        cache.wait_merges()
+    return round(time.perf_counter() - started, 1)
 
 
 def index_parts(entry: Any) -> dict[str, Any]:

@@ -737,12 +737,11 @@ class IndexCache:
                     entry = self.entries.get(key)
                     if entry is not None and entry.merge():
                         self.counters["merges"] += 1
+                        self.schedule_merge(key)  # more to merge: another bounded step, queued before this one ends
             except Exception as exc:  # noqa: BLE001 - a failed merge leaves the segments as they were
                 metrics.emit("index", {"MergeFailures": 1}, {"reason": type(exc).__name__})
             finally:
                 self._merges.task_done()
-            if (entry := self.entries.get(key)) is not None and merge_plan(entry.segments()):
-                self.schedule_merge(key)  # more to merge: another bounded step
 
     # --- snapshots ------------------------------------------------------------------------
 
