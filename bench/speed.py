@@ -234,6 +234,7 @@ def _warm_recall(b: _Bank, texts: list[str]) -> dict[str, Any]:
             kind: _latency(lambda a: b.recall("x", analysed=a), [analyse(q) for q in items])
             for kind, items in b.qs.items()}
     res["bm25s"] = bm25s_timings(texts, b.qs, b.limit)
+    res["tantivy"] = tantivy_timings(texts, b.qs, b.limit)
     with b.counter.counting() as calls:
         b.recall(b.qs["selective"][1])
     res["calls_per_warm_recall"] = {k: v for k, v in calls.items() if not k.endswith(":items")}
@@ -470,6 +471,20 @@ def markdown(out: dict[str, Any]) -> list[str]:
         md.append(f"| {n} | {r['load_s']} | {lat(w['selective'])} | {lat(k['selective'])} | {lat(b['selective'])} | "
                   f"{lat(w['common'])} | {lat(k['common'])} | {lat(b['common'])} | {r['write_index_ms_median']} | "
                   f"{r['calls_per_warm_recall']} |")
+    md += ["", "The same queries elsewhere, p50 / p95 ms: bm25s's own `retrieve` (its argpartition runs over "
+               "every document, zeros included; the bm25s columns above are its fair path: `get_scores` on "
+               "the same tokens, then a top-k over the non-zero scores only), tantivy where installed; and "
+               "the index bytes on disk beside bm25s's (`BM25.save`, no corpus) and tantivy's.", "",
+           "| memories | bm25s retrieve, selective | bm25s retrieve, common | tantivy, selective | tantivy, common | "
+           "Cairn index bytes | bm25s bytes | tantivy bytes |", "|---|---|---|---|---|---|---|---|"]
+    for n, r in out["sizes"].items():
+        if "error" in r:
+            continue
+        rt, tv = r["bm25s"].get("retrieve", {}), r.get("tantivy") or {}
+        md.append(f"| {n} | {lat(rt['selective']) if rt else '-'} | {lat(rt['common']) if rt else '-'} | "
+                  f"{lat(tv['selective']) if tv else 'not installed'} | {lat(tv['common']) if tv else '-'} | "
+                  f"{round(r['index_bytes_per_memory'] * r['memories']) if r.get('index_bytes_per_memory') else '-'} | "
+                  f"{r['bm25s'].get('bytes', '-')} | {tv.get('bytes', '-')} |")
     md += ["", "Catch-up of a warm container after writes by another: total ms = the revisions Query on moto "
                "(which walks the whole table on every call; DynamoDB reads only the key range) + Cairn's share "
                "(the bank-row read and applying the revisions to the index). Items read: what the Query returned.", "",
