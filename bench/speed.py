@@ -136,6 +136,8 @@ def bm25s_timings(texts: list[str], qs: dict[str, list[str]], k: int) -> dict[st
                            for kind, items in ids.items()}
     out["retrieve"] = {kind: _latency(lambda p: r.retrieve([p], k=k, show_progress=False), items)
                        for kind, items in ids.items()}
+    out["path"] = ("fair: get_scores on the query's token ids, then a top-k over the non-zero scores only; "
+                   "retrieve: bm25s's own, its argpartition over every document")
     with tempfile.TemporaryDirectory(prefix="cairn-bench-bm25s-") as d:
         r.save(d)
         out["bytes"] = sum(e.stat().st_size for e in os.scandir(d) if e.is_file())

@@ -29,8 +29,10 @@ records if they follow the cache's positions directly, or catches those lanes up
 on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories and the arrays recall keeps per segment (``BankIndex.memory_bytes``) exceed
-``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+resident memory the open banks add (``BankIndex.resident_bytes``: the directories twice, mapped
+and copied, and the arrays recall keeps per segment) exceeds ``Settings.index_cache_mb`` (default
+400). A bank written in many small commits is merged by the cache's merge thread
+(``IndexCache.schedule_merge``, ``merge_plan``). A trashed bank's successor has a
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
