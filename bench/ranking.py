@@ -163,6 +163,18 @@ def index_parts(entry: Any) -> dict[str, Any]:
     return {"bytes": total, "lexical": total - parts["vectors"], **parts, "segments": len(leaves)}
 
 
+def _per_query(one: Any, n: int) -> dict[str, float]:
+    """p50/p95 ms of ``one(j)`` for ``j`` in ``range(n)``, after 5 warm-up calls (first decodes)."""
+    for j in range(min(5, n)):
+        one(j)
+    ms = []
+    for j in range(n):
+        s = time.perf_counter()
+        one(j)
+        ms.append((time.perf_counter() - s) * 1000)
+    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+
+
 def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, float]:
     """p50/p95 ms of BM25F alone over ``items`` (analysed beforehand): the corpus statistics, the
     scores of the query's terms and the ``k`` best documents (``recall._bm25f`` and ``_pick``), no
@@ -180,14 +192,7 @@ def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, floa
         data = [stats.data(i) for i in range(len(readers))]
         recall_mod._pick(data, [d for d, _v in bm], [v for _d, v in bm], k, None)
 
-    for j in range(min(5, len(items))):
-        one(j)
-    ms = []
-    for j in range(len(items)):
-        s = time.perf_counter()
-        one(j)
-        ms.append((time.perf_counter() - s) * 1000)
-    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+    return _per_query(one, len(items))
 
 
 def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool) -> dict[str, float]:
@@ -205,14 +210,7 @@ def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, se
         recall_mod._rank(leaves, analysed[j], limit=tuning.recall_limit, tag=None, include_superseded=False,
                          tuning=tuning, filter=None, now=now, query_vector=vecs[j])
 
-    for j in range(min(5, len(items))):  # warm-up: first decodes
-        one(j)
-    ms = []
-    for j in range(len(items)):
-        s = time.perf_counter()
-        one(j)
-        ms.append((time.perf_counter() - s) * 1000)
-    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+    return _per_query(one, len(items))
 
 
 if __name__ == "__main__":
