@@ -206,6 +206,9 @@ def one_size(n: int, counter: CallCounter, nq: int, rebuild_max: int) -> dict[st
     try:
         with index.using(b.cache_a):
             res["load_s"] = round(load(b.bank, texts, ents, b.t0, warm=lambda: b.recall(b.qs["selective"][0])), 1)
+            started = time.perf_counter()
+            b.cache_a.wait_merges()  # the background merges the import's small commits queued
+            res["merge_wait_s"] = round(time.perf_counter() - started, 1)
             res.update(_warm_recall(b, texts))
             entry = b.cache_a.get(ORG, b.bank)
             res["index_bytes_per_memory"] = round(entry.measure() / n, 1) if entry is not None else None
