@@ -29,8 +29,10 @@ records if they follow the cache's positions directly, or catches those lanes up
 on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories and the arrays recall keeps per segment (``BankIndex.memory_bytes``) exceed
-``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+resident memory the open banks add (``BankIndex.resident_bytes``: the directories twice, mapped
+and copied, and the arrays recall keeps per segment) exceeds ``Settings.index_cache_mb`` (default
+400). A bank written in many small commits is merged by the cache's merge thread
+(``IndexCache.schedule_merge``, ``merge_plan``). A trashed bank's successor has a
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
@@ -52,6 +54,7 @@ import hashlib
 import io
 import json
 import os
+import queue
 import shutil
 import tarfile
 import tempfile
@@ -142,6 +145,39 @@ def MERGE_TIERED(writer, segments):
             merge.extend(segs)
     _rewrite(writer, merge)
     return [s for s in segments if s not in merge]
+
+
+# Background merging (``IndexCache.schedule_merge``): the import path commits every 23 records,
+# so MERGE_TIERED leaves up to nine segments per size tier (17 at 100k memories), each with its
+# own copy of the vocabulary's terms and a pass of every query. A bank of at least
+# MERGE_MIN_DOCS documents with more than MERGE_MAX_SEGMENTS segments has its smallest ones
+# merged by the cache's merge thread, at most MERGE_MAX_DOCS documents at a time (the bank's
+# lock is held meanwhile, as for a write's own tier merge), each merged segment at most
+# MERGE_RATIO times the documents merged with it (the tiers are powers of ten apart).
+MERGE_MIN_DOCS = 5000
+MERGE_MAX_SEGMENTS = 4
+MERGE_MAX_DOCS = 25000
+MERGE_RATIO = 10
+
+
+# an open segment file is resident twice: its pages mapped, and the copy Whoosh makes of each part
+OPEN_FILE_COPIES = 2
+
+
+def merge_plan(segments: list) -> list:
+    """The segments a background merge rewrites into one (smallest first), or ``[]``: see
+    ``MERGE_MAX_SEGMENTS``."""
+    sizes = [s.doc_count_all() for s in segments]
+    if len(segments) <= MERGE_MAX_SEGMENTS or sum(sizes) < MERGE_MIN_DOCS:
+        return []
+    plan: list = []
+    total = 0
+    for n, seg in sorted(zip(sizes, segments, strict=True), key=lambda x: x[0]):
+        if plan and (total + n > MERGE_MAX_DOCS or n > MERGE_RATIO * total):
+            break
+        plan.append(seg)
+        total += n
+    return plan if len(plan) > 1 else []
 
 
 def _same_deletions(a, b) -> bool:
@@ -260,6 +296,41 @@ class BankIndex:
                 lookup = self.id_lookups[sid] = IdLookup(leaf)
             out.extend(off + d for d in lookup.find(leaf, ids) if not leaf.is_deleted(d))
         return out
+
+    def segments(self) -> list:
+        """The segments the open reader shows (Whoosh ``Segment`` objects; callers hold the bank
+        lock or accept a view one commit old)."""
+        return [leaf.segment() for leaf, _off in self.reader().leaf_readers() if leaf.segment() is not None]
+
+    def merge(self) -> bool:
+        """Merge the segments ``merge_plan`` picks into one (call holding the bank's lock);
+        returns whether it did. The clock and the documents are unchanged."""
+        plan = {s.segment_id() for s in merge_plan(self.segments())}
+        if not plan:
+            return False
+
+        def policy(writer, segments):
+            chosen = [s for s in segments if s.segment_id() in plan]
+            _rewrite(writer, chosen)
+            return [s for s in segments if s.segment_id() not in plan]
+
+        writer = self.ix.writer(codec=codec())
+        try:
+            writer.commit(mergetype=policy)
+        except BaseException:
+            writer.cancel()
+            raise
+        self._refresh()
+        self.measure()
+        return True
+
+    def resident_bytes(self) -> int:
+        """What the open bank adds to the process's resident memory, the figure the cache's
+        budget holds: Whoosh maps each segment file and copies every part of it it opens
+        (``BufferFile`` wraps the mapped bytes in a ``BytesIO``), so twice the directory's bytes,
+        plus ``memory_bytes``. Measured by ``python -m bench.cache_memory`` (RSS growth per bank
+        opened, within 20%)."""
+        return OPEN_FILE_COPIES * self.size_bytes + self.memory_bytes()
 
     def memory_bytes(self) -> int:
         """Bytes of the per-segment arrays kept in memory (recall's columns, decoded postings and
@@ -400,7 +471,11 @@ class IndexCache:
         self._mu = threading.Lock()
         self._locks: dict[tuple[str, str], threading.RLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
-        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0}
+        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0,
+                         "merges": 0}
+        self._merges: queue.Queue[tuple[str, str]] = queue.Queue()
+        self._merging: set[tuple[str, str]] = set()
+        self._merger: threading.Thread | None = None
 
     # --- locking and bookkeeping ----------------------------------------------------------
 
@@ -447,7 +522,7 @@ class IndexCache:
         return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
-        total = sum(e.size_bytes + e.memory_bytes() for e in list(self.entries.values()))
+        total = sum(e.resident_bytes() for e in list(self.entries.values()))
         if total <= self.budget_bytes:
             return
         for key in list(self.entries):
@@ -462,7 +537,7 @@ class IndexCache:
                 entry = self.entries.get(key)
                 if entry is None:
                     continue
-                total -= entry.size_bytes + entry.memory_bytes()
+                total -= entry.resident_bytes()
                 self._forget(key)
                 self.counters["evictions"] += 1
             finally:
@@ -495,6 +570,7 @@ class IndexCache:
                 self.entries[key] = entry
         if not entry.clock.covers(head.clock):
             self.catch_up(entry, head.clock)
+            self.schedule_merge(key)
         self._touch(key)
         self._evict(keep=key)
         return entry
@@ -629,6 +705,45 @@ class IndexCache:
                 self.catch_up(entry, lanes=sorted({split_seq(seq)[0] for seq, _rec in changes}))
                 entry.apply(changes)  # whatever the catch-up did not already bring
             self._touch(key)
+            self.schedule_merge(key)
+
+    # --- background merging ---------------------------------------------------------------
+
+    def schedule_merge(self, key: tuple[str, str]) -> bool:
+        """Queue the bank for the merge thread when ``merge_plan`` finds segments to merge
+        (started on first use, a daemon); returns whether it was queued."""
+        entry = self.entries.get(key)
+        if entry is None or not merge_plan(entry.segments()):
+            return False
+        with self._mu:
+            if key in self._merging:
+                return False
+            self._merging.add(key)
+            if self._merger is None or not self._merger.is_alive():
+                self._merger = threading.Thread(target=self._merge_loop, name="cairn-index-merge", daemon=True)
+                self._merger.start()
+        self._merges.put(key)
+        return True
+
+    def wait_merges(self) -> None:
+        """Block until every queued merge is done (tests and benchmarks)."""
+        self._merges.join()
+
+    def _merge_loop(self) -> None:
+        while True:
+            key = self._merges.get()
+            try:
+                with self.lock(*key):
+                    with self._mu:
+                        self._merging.discard(key)
+                    entry = self.entries.get(key)
+                    if entry is not None and entry.merge():
+                        self.counters["merges"] += 1
+                        self.schedule_merge(key)  # more to merge: another bounded step, queued before this one ends
+            except Exception as exc:  # noqa: BLE001 - a failed merge leaves the segments as they were
+                metrics.emit("index", {"MergeFailures": 1}, {"reason": type(exc).__name__})
+            finally:
+                self._merges.task_done()
 
     # --- snapshots ------------------------------------------------------------------------
 

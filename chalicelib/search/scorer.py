@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -55,6 +56,16 @@ _RECORD_COLUMNS = ("id", "updated_at", "pinned", "corroboration")
 # lookup. Larger segments would save a little more per query (0.1 ms at 10k memories) but cost a
 # cold container's first recall 5 ms per 2,500-document segment.
 TERM_SET_MAX_DOCS = 1000
+
+
+# what a cached term's entry costs beside its arrays' data: two numpy array headers, the key and
+# value tuples, the dict slot (measured with tracemalloc)
+_ENTRY_BYTES = 400
+
+
+def _set_bytes(keys: frozenset[bytes] | None) -> int:
+    """The memory a set of term keys holds: its table and each bytes object."""
+    return 0 if not keys else sys.getsizeof(keys) + sum(map(sys.getsizeof, keys))
 
 
 def _leaf_key(reader: Any) -> tuple:
@@ -146,9 +157,9 @@ class SegmentData:
         if got is None:
             if self._keys is None and self.n <= TERM_SET_MAX_DOCS:
                 self._keys = term_keys(reader)
-                self.nbytes += 60 * len(self._keys or ())
+                self.nbytes += _set_bytes(self._keys)
             got = self._postings[key] = posting_arrays(reader, fieldname, text, self._keys)
-            self.nbytes += got[0].nbytes + got[1].nbytes + 100
+            self.nbytes += got[0].nbytes + got[1].nbytes + _ENTRY_BYTES
         return got
 
     def term_parts(self, reader: Any, fieldname: str, text: str, avgfl: float) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +179,7 @@ class SegmentData:
         nrm = norm[lens[ids]] if lens is not None else norm[0]
         part = (w * (K1 + 1)) / (w + nrm)
         if got is None:
-            self.nbytes += part.nbytes + 100
+            self.nbytes += part.nbytes + _ENTRY_BYTES
         self._parts[key] = (avgfl, ids, part)
         return ids, part
 
