@@ -17,6 +17,20 @@ naming the org, bank, incarnation and the clock it has applied. Freshness, given
   with zstd; ``.tar.gz`` ones written before are read too) and catch up, else rebuild from
   ``core.store.iter_records_any_order``.
 
+Snapshots left on the way (``leave_due_snapshot``): the container that brings an index
+``Settings.snapshot_every`` changes past the bank's last snapshot, a reader catching up or a
+writer applying its commit (a writer that holds no index of the bank loads it when its commit lands
+on a lane position that is a multiple of ``snapshot_every / lanes``), claims the snapshot on the
+bank row (``store.claim_snapshot``: one container per ``snapshot_every`` changes, at most one per
+``snapshot_min_interval_s``) and uploads it, so a cold container replays about that many changes
+at most. A snapshot is one S3 object written whole, named by the clock total it holds, with its
+clock inside; a loader takes only one of this incarnation and format whose clock the bank's covers,
+opens every segment before trusting it, and catches up from its clock, so a snapshot a write
+overtook is only older, never wrong. A purge deletes the bank's snapshots after its transaction;
+one uploaded by a container that caught up before the purge could land after that delete, so
+the writer catches the index up again after the upload and deletes its snapshot if that meets a
+purge (it rebuilds).
+
 Directories and snapshots carry the document format they were written in (``schema.FORMAT``:
 ``format`` in ``cairn.json``, ``v<FORMAT>`` in the snapshot key). One of another format is never
 opened: the bank is rebuilt from its records (a cold rebuild leaves a snapshot of the current
