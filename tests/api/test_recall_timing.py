@@ -90,3 +90,15 @@ def test_a_phase_inside_one_of_its_name_counts_once():
             with timing.phase("bank"):
                 pass
     assert list(t) == ["bank"]
+
+
+def test_team_retrieve_names_the_bank_read_and_the_ranking(client, api):
+    from tests.api.team_support import MEM, World
+    world = World(api)
+    e = world.create(title="Use Postgres")
+    world.write_text("alice", e["id"], "Orders live in Postgres.")
+    assert world.accept("bob", e["id"])[0] == 200
+    resp = _post(client, world.tokens["alice"], f"{MEM}/retrieve",
+                 {"spaceIds": [world.space], "query": "where do orders live", "limit": 5})
+    assert json.loads(resp.body)["results"], resp.body
+    assert list(_phases(resp))[:3] == ["token", "bank", "rank"]
