@@ -84,6 +84,7 @@ def one(every: int, root: str) -> dict[str, Any]:
         writer = index.IndexCache(os.path.join(root, "writer"))
         with index.using(writer):
             write_s = _import([f"{t} later" for t in texts[BASE:]], t0 + BASE)
+        print(f"replay: snapshot_every {every}: {WRITES} writes in {write_s:.0f} s", flush=True)
         left = sorted(int(o["Key"].rsplit("/", 1)[1].split(".")[0]) for o in blobs.list_objects(
             index.snapshot_prefix(ORG, BANK)))
         moto = _Timer()
