@@ -2,7 +2,8 @@
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
 (``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``,
-``embed``, ``startup``), and ``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` /
+``embed``, ``startup``, ``replay``, ``fleet``), and ``latest-<part>.md``/``.json`` when that part produced
+figures. Options: ``--quality`` /
 ``--speed`` / ``--local`` / ``--contention`` / ``--mcp`` run those parts only (default: all five, and the
 embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
@@ -13,6 +14,9 @@ local stack (``bench/turn.py``, never by default: it imports 10k memories twice)
 semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
 ``--startup`` ``import app`` against its third-party imports alone, in the checkout and in
 ``build/deployment.zip`` when ``make package`` made one (``bench/startup.py``; in the default run);
+``--replay`` the cold first recall after 10k writes since the last snapshot (``bench/replay.py``; in
+the default run); ``--fleet`` the fleet simulation of index caches (``bench/fleet.py``; in the
+default run);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
@@ -80,6 +84,15 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
         from . import startup
         data, md = startup.run()
         ok = not any("error" in v for v in data.values())
+        good = ok
+    elif part == "fleet":
+        from . import fleet
+        data, md = fleet.run()
+        ok = good = True
+    elif part == "replay":
+        from . import replay
+        data, md = replay.run()
+        ok = not any("error" in r for r in data["settings"].values())
         good = ok
     elif part == "extraction":
         from . import extraction_set
@@ -154,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the embedder part only: query and document embedding time, model load, RSS")
     ap.add_argument("--startup", action="store_true",
                     help="run the Lambda start part only: import app against its third-party imports alone")
+    ap.add_argument("--replay", action="store_true",
+                    help="run the cold-first-recall-after-10k-unsnapshotted-writes part only (in-process moto)")
+    ap.add_argument("--fleet", action="store_true",
+                    help="run the fleet simulation of the index caches only (measures 4 bank sizes, then simulates)")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -165,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction or args.embed or args.startup)
+                 or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -179,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("startup", "embed", "quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
+    for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "cold",
+                 "turn", "extraction"):
         if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)

@@ -925,6 +925,27 @@ def record_snapshot(org_id: str, bank: str, incarnation: str, seq: int, key: str
     return True
 
 
+def claim_snapshot(org_id: str, bank: str, incarnation: str, seq: int, *, every: int, at: int,
+                   min_interval_ms: int) -> bool:
+    """Claim the right to write the index snapshot at clock total ``seq`` (readers and writers
+    leave one every ``every`` changes): one conditional update of the bank row, which holds
+    while the row is still that incarnation, no claim is within ``every`` changes below ``seq``
+    (or at or above it) and none was made within ``min_interval_ms`` before ``at`` (ms). Returns
+    whether this caller won; a lost race or a conflict with a writer's transaction is ``False``."""
+    bind()
+    try:
+        BankModel(org_id, bank).update(
+            actions=[BankModel.snapshot_claim.set(seq), BankModel.snapshot_claim_at.set(at)],
+            condition=(BankModel.incarnation == incarnation)
+            & (BankModel.snapshot_claim.does_not_exist() | (BankModel.snapshot_claim <= seq - every))
+            & (BankModel.snapshot_claim_at.does_not_exist() | (BankModel.snapshot_claim_at <= at - min_interval_ms)))
+    except UpdateError as exc:
+        if exc.cause_response_code in ("ConditionalCheckFailedException", "TransactionConflictException"):
+            return False
+        raise
+    return True
+
+
 def list_trash_rows(org_id: str) -> list[BankModel]:
     """Every trash entry row of the org (``trashed_to``, ``trashed_at`` set)."""
     bind()

@@ -17,6 +17,20 @@ naming the org, bank, incarnation and the clock it has applied. Freshness, given
   with zstd; ``.tar.gz`` ones written before are read too) and catch up, else rebuild from
   ``core.store.iter_records_any_order``.
 
+Snapshots left on the way (``leave_due_snapshot``): the container that brings an index
+``Settings.snapshot_every`` changes past the bank's last snapshot, a reader catching up or a
+writer applying its commit (a writer that holds no index of the bank loads it when its commit lands
+on a lane position that is a multiple of ``snapshot_every / lanes``), claims the snapshot on the
+bank row (``store.claim_snapshot``: one container per ``snapshot_every`` changes, at most one per
+``snapshot_min_interval_s``) and uploads it, so a cold container replays about that many changes
+at most. A snapshot is one S3 object written whole, named by the clock total it holds, with its
+clock inside; a loader takes only one of this incarnation and format whose clock the bank's covers,
+opens every segment before trusting it, and catches up from its clock, so a snapshot a write
+overtook is only older, never wrong. A purge deletes the bank's snapshots after its transaction;
+one uploaded by a container that caught up before the purge could land after that delete, so
+the writer catches the index up again after the upload and deletes its snapshot if that meets a
+purge (it rebuilds).
+
 Directories and snapshots carry the document format they were written in (``schema.FORMAT``:
 ``format`` in ``cairn.json``, ``v<FORMAT>`` in the snapshot key). One of another format is never
 opened: the bank is rebuilt from its records (a cold rebuild leaves a snapshot of the current
@@ -217,6 +231,8 @@ class BankIndex:
     _reader_gen: int = -1  # the commit generation the open reader shows
     stats_cache: dict = field(default_factory=dict)
     id_lookups: dict[str, IdLookup] = field(default_factory=dict)
+    snapshot_base: int = 0  # the clock total of the snapshot it was loaded from or last left
+    snapshot_tried_ms: float = 0.0  # when this container last tried to claim one (time.monotonic() ms)
 
     @property
     def seq(self) -> int:
@@ -472,7 +488,7 @@ class IndexCache:
         self._locks: dict[tuple[str, str], threading.RLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
         self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0,
-                         "merges": 0}
+                         "merges": 0, "replayed": 0}
         self._merges: queue.Queue[tuple[str, str]] = queue.Queue()
         self._merging: set[tuple[str, str]] = set()
         self._merger: threading.Thread | None = None
@@ -564,6 +580,7 @@ class IndexCache:
                                   or len(entry.clock.positions) != len(head.clock.positions)):
             self._forget(key)  # trashed and re-created, or restored: another incarnation
             entry = None
+        moved = entry is None
         if entry is None:
             entry = self._open_cold(org_id, bank, head)
             with self._mu:
@@ -571,6 +588,9 @@ class IndexCache:
         if not entry.clock.covers(head.clock):
             self.catch_up(entry, head.clock)
             self.schedule_merge(key)
+            moved = True
+        if moved:
+            self.leave_due_snapshot(entry, head.row)
         self._touch(key)
         self._evict(keep=key)
         return entry
@@ -583,6 +603,7 @@ class IndexCache:
         self.counters["catchups"] += 1
         started = time.perf_counter()
         have = entry.clock.positions
+        before = entry.clock.total
         if lanes is None:
             lanes = range(len(have)) if upto is None else [i for i, (a, b) in
                                                            enumerate(zip(have, upto.positions, strict=True)) if a < b]
@@ -593,6 +614,7 @@ class IndexCache:
         except StaleHistory:
             self.rebuild_into(entry)  # emits the rebuild's metric
             return -1
+        self.counters["replayed"] += entry.clock.total - before
         metrics.index_catch_up(_ms_since(started), changes=applied, source="revisions")
         return applied
 
@@ -690,8 +712,11 @@ class IndexCache:
         lane's order; a gap in a lane (another writer committed in between) is filled from
         DynamoDB first. A purge drops the bank's index and directory: the next read rebuilds."""
         key = (org_id, bank)
-        if key not in self.entries or not changes:
-            return  # not cached here: the next recall loads it
+        if not changes:
+            return
+        if key not in self.entries:
+            self._snapshot_uncached(org_id, bank, row, changes)  # else the next recall loads it
+            return
         with self.lock(org_id, bank):
             entry = self.entries.get(key)
             if entry is None or entry.inc != row.incarnation:
@@ -704,6 +729,7 @@ class IndexCache:
             except StaleHistory:
                 self.catch_up(entry, lanes=sorted({split_seq(seq)[0] for seq, _rec in changes}))
                 entry.apply(changes)  # whatever the catch-up did not already bring
+            self.leave_due_snapshot(entry, row)
             self._touch(key)
             self.schedule_merge(key)
 
@@ -745,6 +771,65 @@ class IndexCache:
             finally:
                 self._merges.task_done()
 
+    # --- snapshots left by readers and writers ----------------------------------------------
+
+    def leave_due_snapshot(self, entry: BankIndex, row: BankRow) -> str | None:
+        """Upload the entry's snapshot when the bank moved ``Settings.snapshot_every`` changes past
+        the last one claimed or written (``row``: the bank row as just read or committed; lock
+        held), so no cold container replays more than about that many. One container wins each
+        (``store.claim_snapshot``: a conditional update of the bank row, at most one per
+        ``snapshot_min_interval_s``); a lost claim is retried by this container only after that
+        interval. Never raises: a failure is counted (``SnapshotWriteFailures``) and the recall
+        or write goes on. Returns the key written, or ``None``."""
+        settings = get_settings()
+        every, interval_ms = settings.snapshot_every, settings.snapshot_min_interval_s * 1000
+        if entry.seq - max(entry.snapshot_base, _row_int(row, "snapshot_claim"), _row_int(row, "snapshot_seq")) < every:
+            return None
+        now = time.monotonic() * 1000
+        if entry.snapshot_tried_ms and now - entry.snapshot_tried_ms < interval_ms:
+            return None
+        entry.snapshot_tried_ms = now
+        try:
+            if not store.claim_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, every=every, at=now_ms(),
+                                        min_interval_ms=int(interval_ms)):
+                return None
+            return self._checked_snapshot(entry)
+        except Exception as exc:  # noqa: BLE001 - the index is current: serve it anyway
+            metrics.emit("index", {"SnapshotWriteFailures": 1}, {"reason": type(exc).__name__})
+            return None
+
+    def _checked_snapshot(self, entry: BankIndex) -> str | None:
+        """Write the entry's snapshot, then catch the entry up in every lane: a purge committed
+        meanwhile (its bank's snapshots deleted before this one landed) makes the catch-up
+        rebuild, and the snapshot just written, which may hold the purged text, is deleted.
+        Returns the key that stays, or ``None``."""
+        key = self.write_snapshot(entry)
+        if self.catch_up(entry) < 0:
+            blobs.delete(key)
+            return None
+        self.counters["snapshots_left"] += 1
+        return key
+
+    def _snapshot_uncached(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
+        """A writer whose container holds no index of the bank: when a change lands on a lane
+        position that is a multiple of ``snapshot_every / lanes`` (about every ``snapshot_every``
+        changes of the bank, lanes filling evenly), read the bank's head and, when a snapshot is
+        due, load the index (``fresh``, which leaves it). Never raises."""
+        stride = max(1, get_settings().snapshot_every // max(1, store.lane_count(row)))
+        if not any(split_seq(seq)[1] % stride == 0 for seq, _rec in changes):
+            return
+        try:
+            head = store.get_bank_head(org_id, bank)
+            if head is None or head.incarnation != row.incarnation:
+                return
+            due = max(_row_int(head.row, "snapshot_claim"), _row_int(head.row, "snapshot_seq"))
+            if head.clock.total - due < get_settings().snapshot_every:
+                return
+            with self.lock(org_id, bank):
+                self.fresh(org_id, bank, head)
+        except Exception as exc:  # noqa: BLE001 - the write is committed: never fail it for a snapshot
+            metrics.emit("index", {"SnapshotWriteFailures": 1}, {"reason": type(exc).__name__})
+
     # --- snapshots ------------------------------------------------------------------------
 
     def _load_snapshot(self, org_id: str, bank: str, head: BankHead, path: str) -> BankIndex | None:
@@ -778,7 +863,8 @@ class IndexCache:
                 ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
-                entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock)
+                entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock,
+                                  snapshot_base=snap_clock.total)
                 entry.measure()
                 return entry
             except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
@@ -804,6 +890,7 @@ class IndexCache:
         key = snapshot_key(entry.org_id, entry.bank, entry.seq)
         packed = zstandard.ZstdCompressor(level=SNAPSHOT_ZSTD_LEVEL).compress(buf.getvalue())
         blobs.put_bytes(key, packed, "application/zstd")
+        entry.snapshot_base = max(entry.snapshot_base, entry.seq)
         store.record_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, key, now_ms())
         current, drop = _snapshots(entry.org_id, entry.bank)
         kept: set[int] = set()
@@ -870,6 +957,13 @@ def _extract(key: str, data: bytes, dst: str) -> None:
         plain = gzip.decompress(data)
     with tarfile.open(fileobj=io.BytesIO(plain), mode="r:") as tar:
         tar.extractall(dst, filter="data")
+
+
+def _row_int(row: BankRow, name: str) -> int:
+    """A bank row's counter ``name`` (``snapshot_seq``, ``snapshot_claim``), 0 when unset or not
+    a number."""
+    value = getattr(row, name, None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
 
 
 def _zero(clock: Clock) -> Clock:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics, semantic
+from .. import metrics, semantic, timing
 from ..banks.settings_read import recall_settings
 from ..clock import now_ms
 from ..core import store
@@ -519,22 +519,24 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     started = time.perf_counter()
     _check(query, limit)
     if rows is None:
-        rows = read_rows(org_id, banks)
+        with timing.phase("bank"):
+            rows = read_rows(org_id, banks)
     tuning = tuning or get_tuning()
     if require:
         _require(org_id, banks, rows)
     tag = tag.strip().lower() if tag else None
     present = [b for b in dict.fromkeys(banks) if b in rows]
-    if as_of is not None:
-        result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
-                               include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
-                               filter=filter, min_match=min_match, where=where)
-    else:
-        vector, mode = query_vector(query, tuning)
-        result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
-                              include_superseded=include_superseded, tuning=tuning, filter=filter,
-                              now=now_ms() if now is None else now, query_vector=vector, mode=mode,
-                              min_match=min_match, where=where)
+    with timing.phase("rank"):
+        if as_of is not None:
+            result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
+                                   include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
+                                   filter=filter, min_match=min_match, where=where)
+        else:
+            vector, mode = query_vector(query, tuning)
+            result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
+                                  include_superseded=include_superseded, tuning=tuning, filter=filter,
+                                  now=now_ms() if now is None else now, query_vector=vector, mode=mode,
+                                  min_match=min_match, where=where)
     metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
                            candidates=result.candidates, retrieval=result.retrieval)
     return result
@@ -633,7 +635,8 @@ def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None,
     to ``LIMIT_DEFAULT``, hits held to the bank's match threshold (``banks.settings_read``), only
     memories passing ``where`` ranked (``filters``). Raises 400 ``validation_error`` and 404
     ``bank_not_found``."""
-    rows = read_rows(org_id, [bank])
+    with timing.phase("bank"):
+        rows = read_rows(org_id, [bank])
     tuning = get_tuning()
     threshold = recall_settings(rows.get(bank), tuning).match_threshold
     return recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
