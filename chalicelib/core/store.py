@@ -157,6 +157,22 @@ def lane_key(inc: str, lane: int) -> str:
     return f"{LANE_PREFIX}{inc}/{lane:02d}"
 
 
+def version_key(inc: str) -> str:
+    """The banks-table sort key of incarnation ``inc``'s version item (``bump_versions``)."""
+    return f"{LANE_PREFIX}{inc}/v"
+
+
+def bump_versions(org_id: str, incs: Iterable[str]) -> None:
+    """Add 1 to the version of each bank incarnation of ``incs``: after a commit that advanced one
+    of its lanes >= 1, before the write is acknowledged (``write``). An UpdateItem of its own,
+    never in a transaction, so concurrent writers of different lanes never conflict on it.
+    Raises what DynamoDB raises once its retries are spent (the write committed; not
+    acknowledged, it shows with the bank's next write)."""
+    bind()
+    for inc in sorted(set(incs)):
+        BankModel(org_id, version_key(inc)).update(actions=[BankModel.seq.add(1)])
+
+
 def split_seq(seq: int) -> tuple[int, int]:
     """``(lane, position)`` of a revision's ``seq``."""
     return divmod(int(seq), LANE_SPAN)
@@ -191,6 +207,10 @@ class BankHead:
     pinned: int
     records: int
     vectors: int = 0
+    # the bank's version (``get_bank_rows``) as read before ``lanes``, its lane rows 1.. by sort
+    # key; ``None``: not read before them, so a reader cannot reuse these lane rows
+    version: int | None = None
+    lanes: Mapping[str, BankModel] = field(default_factory=dict, compare=False)
 
     @property
     def incarnation(self) -> str:
@@ -212,18 +232,22 @@ def _lane_keys(org_id: str, row: BankModel) -> list[tuple[str, str]]:
     return [(org_id, lane_key(row.incarnation, lane)) for lane in range(1, lane_count(row))]
 
 
-def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -> BankHead:
+def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True,
+          version: int | None = None) -> BankHead:
     """Sum ``row`` and its lane rows (``lanes`` by sort key; an absent one has seen nothing)
     into a ``BankHead``; 409 ``damaged`` when a lane row cannot order changes (with ``strict``;
-    else its position reads as 0: counters for a listing, never a freshness decision)."""
+    else its position reads as 0: counters for a listing, never a freshness decision).
+    ``version``: the bank's version read before ``lanes`` (``None``: not read before them)."""
     positions = [int(row.seq)]
     memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
     vecs = _vector_count(row)
+    mine: dict[str, BankModel] = {}
     for lane in range(1, lane_count(row)):
         lr = lanes.get(lane_key(row.incarnation, lane))
         if lr is None:
             positions.append(0)
             continue
+        mine[lr.name] = lr
         reason = _lane_problem(lr, row.incarnation)
         if reason is not None and strict:
             raise Damaged("bank", str(row.bank_name), reason, hint="Restore the bank from a backup of its lane rows.")
@@ -231,7 +255,7 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True) -
         memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
             records + int(lr.records or 0)
         vecs += _vector_count(lr) if reason is None else 0
-    return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs)
+    return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs, version, mine)
 
 
 def _count(value: Any) -> int:
@@ -254,11 +278,28 @@ def _vector_actions(row: BankModel | None, writes: list[Write]) -> list[Any]:
     return [BankModel.vectors.add(delta), BankModel.vectors_model.set(semantic.MODEL_ID)]
 
 
+BATCH_KEYS = 100  # keys DynamoDB's BatchGetItem takes in one request
+
+
 def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
+    """The rows of ``keys`` (absent ones left out), each read consistently; over ``BATCH_KEYS``
+    keys the requests run in parallel (one round trip's latency, not one per 100 keys). The rows
+    of one call are not one snapshot: each is as it was when DynamoDB read it."""
+    keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
     bind()
-    return {(r.org_id, r.name): r for r in BankModel.batch_get(list(dict.fromkeys(keys)), consistent_read=True)}
+    chunks = [keys[i:i + BATCH_KEYS] for i in range(0, len(keys), BATCH_KEYS)]
+
+    def read(chunk: list[tuple[str, str]]) -> list[BankModel]:
+        return list(BankModel.batch_get(chunk, consistent_read=True))
+
+    if len(chunks) == 1:
+        got = read(chunks[0])
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(chunks), RECORD_READ_THREADS)) as pool:
+            got = [r for part in pool.map(read, chunks) for r in part]
+    return {(r.org_id, r.name): r for r in got}
 
 
 def heads_of(org_id: str, rows: Iterable[BankModel], *, strict: bool = True) -> list[BankHead]:
@@ -727,11 +768,25 @@ class BankTx:
         self.org_id = org_id
         self.staged: list[tuple[str, BankModel, list[tuple[int, Memory]]]] = []
         self.banks_added = 0  # live named banks this attempt creates or restores, less those it trashes
+        self.read: set[str] = set()  # incarnations of the bank rows this attempt read
+
+    def lanes_moved(self) -> set[str]:
+        """The incarnations whose version the commit must move: those with a change in a lane
+        >= 1 (lane 0 is the bank row, which every reader reads); when the attempt staged no
+        change at all, every bank it read (an answer from what is stored, such as a replayed
+        Idempotency-Key, may acknowledge a change whose writer stopped before moving the
+        version)."""
+        moved = {row.incarnation for _b, row, changes in self.staged
+                 if any(split_seq(seq)[0] >= 1 for seq, _r in changes)}
+        return moved if any(changes for _b, _r, changes in self.staged) else moved | self.read
 
     def row(self, bank: str) -> BankModel | None:
         """The live bank row as this attempt reads it (consistent), or ``None``; 409 ``damaged``
         for an unusable row (``get_bank_row``)."""
-        return get_bank_row(self.org_id, bank)
+        row = get_bank_row(self.org_id, bank)
+        if row is not None:
+            self.read.add(row.incarnation)
+        return row
 
     def row_or_new(self, bank: str, description: str = "") -> tuple[BankModel | None, BankModel]:
         """``(row, fresh)``: the live row (``None`` when the bank does not exist yet) and the row a
@@ -861,7 +916,8 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
     """The one write path of bank-scoped records: run ``attempt(BankTx)`` in a transaction
     conditioned on the positions of the lanes each staged change takes (``stage``), retried from a
     fresh read on a lost race (``storage.txn.run_transaction``: 503 ``write_contention`` after
-    ``Settings.write_retries``), then tell
+    ``Settings.write_retries``), then move the version of each bank whose lanes >= 1 moved
+    (``bump_versions``: readers rely on it, so only then is the write acknowledged), then tell
     the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
     a ``CairnError`` it raises writes nothing. A write that adds live memories or creates or
     restores a bank is refused past the org's quotas (429 ``quota_exceeded``, ``usage.quotas``)."""
@@ -876,6 +932,8 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
         return result
 
     result = run_transaction(run, retries=retries)
+    if last:
+        bump_versions(org_id, last[0].lanes_moved())
     for bank, row, changes in last[0].staged if last else []:
         _notify(org_id, bank, row, changes)
     return result
@@ -1394,18 +1452,34 @@ class BankRows:
     org_version: int
 
 
-def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, tuple[str, int]] | None = None) -> BankRows:
-    """The banks ``names`` of ``org_id`` with their lane rows and, in the same consistent
-    BatchGetItem, the global and the org's config version rows. ``known``: ``{name:
-    (incarnation, lanes)}`` the caller expects (its cached indexes), whose lane rows are read in
-    that same call; a bank not known so (cold, or another incarnation) costs a second
-    BatchGetItem for its lane rows."""
+@dataclass(frozen=True)
+class KnownBank:
+    """What a reader already holds of a bank (its cached index): the ``incarnation`` and lane
+    count it indexes, and ``head``, the bank as last read when the index was made fresh
+    (``None``: not read since, e.g. only its own writes applied)."""
+
+    incarnation: str
+    lanes: int
+    head: BankHead | None = None
+
+
+def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, KnownBank] | None = None) -> BankRows:
+    """The banks ``names`` of ``org_id`` (``BankHead``s) and the global and the org's config
+    version rows, in one consistent BatchGetItem (parallel requests past 100 keys) when the
+    caller's ``known`` banks (its cached indexes) have not moved.
+
+    That read takes each known bank's version item with its row. A version equal to the known
+    head's means no commit into its lanes >= 1 was acknowledged since that head's lane rows were
+    read (a writer moves the version after its commit and before acknowledging; the known head's
+    version was read before its lanes), so the head is its known lane rows plus the fresh bank row
+    (lane 0). Any other bank (cold, moved, another incarnation) costs a second read of its lane
+    rows, after its version (read in the first call, or in a call of its own for a bank the
+    caller does not know), so the head it gets can be reused next time."""
     known = known or {}
     wanted = [n for n in dict.fromkeys(names) if n != CONFIG_NAME]
     config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
-    guessed = [(org_id, lane_key(inc, lane)) for n in wanted if n in known
-               for inc, lanes in [known[n]] for lane in range(1, lanes)]
-    got = _batch_rows([(org_id, n) for n in wanted] + config_keys + guessed)
+    versioned = {n: version_key(k.incarnation) for n in wanted if (k := known.get(n)) is not None and k.lanes > 1}
+    got = _batch_rows([(org_id, n) for n in wanted] + config_keys + [(org_id, k) for k in versioned.values()])
     version = org_version = 0
     for (o, name), row in got.items():
         if name == CONFIG_NAME:
@@ -1413,14 +1487,29 @@ def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, tuple[s
             version = seq if o == CONFIG_ORG else version
             org_version = seq if o == org_id else org_version
     rows = {n: r for n in wanted if (r := got.get((org_id, n))) is not None and bank_problem(r) is None}
-    unknown = [r for n, r in rows.items() if known.get(n) != (r.incarnation, lane_count(r))]
-    got.update(_batch_rows([k for r in unknown for k in _lane_keys(org_id, r)]))
-    lanes = {name: r for (_o, name), r in got.items() if name.startswith(LANE_PREFIX)}
-    heads = {}
+    versions = {n: _count(v.seq) if (v := got.get((org_id, k))) is not None else 0 for n, k in versioned.items()
+                if n in rows and k == version_key(rows[n].incarnation)}
+    heads: dict[str, BankHead] = {}
+    cold: dict[str, BankModel] = {}
     for name, row in rows.items():
+        h = k.head if (k := known.get(name)) is not None else None
+        if lane_count(row) == 1:
+            cold[name] = row  # one lane: the bank row is all there is to read
+        elif (h is not None and h.version is not None and h.incarnation == row.incarnation
+              and len(h.clock.positions) == lane_count(row) and versions.get(name) == h.version):
+            heads[name] = _head(row, h.lanes, version=h.version)
+        else:
+            cold[name] = row
+    unread = {n: version_key(r.incarnation) for n, r in cold.items() if n not in versions and lane_count(r) > 1}
+    if unread:  # read before the lane rows, so the heads they make can be reused
+        vs = _batch_rows([(org_id, k) for k in unread.values()])
+        versions.update({n: _count(v.seq) if (v := vs.get((org_id, k))) is not None else 0 for n, k in unread.items()})
+    lane_rows = _batch_rows([k for r in cold.values() for k in _lane_keys(org_id, r)])
+    lanes = {name: r for (_o, name), r in lane_rows.items()}
+    for name, row in cold.items():
         with contextlib.suppress(Damaged):  # a bank with a damaged lane row reads as absent
-            heads[name] = _head(row, lanes)
-    return BankRows(heads, version, org_version)
+            heads[name] = _head(row, lanes, version=versions.get(name))
+    return BankRows({n: heads[n] for n in rows if n in heads}, version, org_version)
 
 
 def list_bank_rows(org_id: str | None = None) -> list[BankModel]:
