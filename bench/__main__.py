@@ -8,8 +8,11 @@ embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
-``--extraction`` the extraction set's precision and recall per split for today's extractor
-(``bench/extraction_set.py``, under in-process moto; never by default); ``--embed`` the
+``--fanout`` recall across 1, 10 and 50 banks of 1k (``bench/fanout.py``, never by default; with
+``--stack-root`` that checkout beside this one); ``--extraction`` the extraction set's precision and
+recall per split for today's extractor (``bench/extraction_set.py``, under in-process moto; never by
+default);
+``--embed`` the
 semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
@@ -94,6 +97,11 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
         data, md = mcp.run()
         ok = "error" not in data
         good = ok
+    elif part == "fanout":
+        from . import fanout
+        data, md = fanout.run(root=args.stack_root.resolve() if args.stack_root else None)
+        ok = "error" not in data["here"]
+        good = ok
     elif part == "quality":
         from . import quality
         data, md = quality.run(tune=args.tune)
@@ -143,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
     ap.add_argument("--extraction", action="store_true",
                     help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
+    ap.add_argument("--fanout", action="store_true",
+                    help="recall across 1, 10 and 50 banks of 1k (bench/fanout.py; with --stack-root beside that "
+                         "checkout; never by default: it imports 51k memories)")
     ap.add_argument("--embed", action="store_true",
                     help="run the embedder part only: query and document embedding time, model load, RSS")
     ap.add_argument("--stack-root", type=Path, default=None,
@@ -156,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction or args.embed)
+                 or args.turn or args.extraction or args.embed or args.fanout)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -170,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
-        if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
+    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction", "fanout"):
+        if not ((every and part not in ("cold", "turn", "extraction", "fanout")) or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)
         failed = failed or not good
