@@ -406,23 +406,23 @@ def test_a_write_cut_short_before_its_version_moved_shows_once_acknowledged(pair
     """A writer that stops after its commit and before moving the bank's version never
     acknowledged the write; the client's retry does, and from then on every container sees it
     (the same text is found stored, or the same Idempotency-Key replays the answer)."""
-    from chalicelib.core import store
+    from chalicelib.core.store import txn
     a, b = pair
     ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
     for c in (a, b):
         _ids(c, "toast")
         _ids(c, "toast")
-    real = store.bump_versions
+    real = txn.bump_versions
 
     def stopped(org_id, incs):
         raise RuntimeError("the container stopped here")
 
     for retry in ({}, {"Idempotency-Key": "k-1"}):
         text = "quince paste note" if not retry else "medlar jelly note"
-        monkeypatch.setattr(store, "bump_versions", stopped)
+        monkeypatch.setattr(txn, "bump_versions", stopped)
         status, _body = a.call("POST", "/v1/banks/main/memories", {"text": text}, headers=retry)
         assert status >= 500  # committed, not acknowledged
-        monkeypatch.setattr(store, "bump_versions", real)
+        monkeypatch.setattr(txn, "bump_versions", real)
         status, body = a.call("POST", "/v1/banks/main/memories", {"text": text}, headers=retry)
         assert status in (200, 201), body
         assert body["memory"]["id"] in _ids(b, text.split()[0]), retry
