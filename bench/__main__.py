@@ -9,8 +9,11 @@ embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
-``--extraction`` the extraction set's precision and recall per split for today's extractor
-(``bench/extraction_set.py``, under in-process moto; never by default); ``--embed`` the
+``--fanout`` recall across 1, 10 and 50 banks of 1k (``bench/fanout.py``, never by default; with
+``--stack-root`` that checkout beside this one); ``--extraction`` the extraction set's precision and
+recall per split for today's extractor (``bench/extraction_set.py``, under in-process moto; never by
+default);
+``--embed`` the
 semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
 ``--startup`` ``import app`` against its third-party imports alone, in the checkout and in
 ``build/deployment.zip`` when ``make package`` made one (``bench/startup.py``; in the default run);
@@ -71,49 +74,46 @@ def _write(name: str, text: str, blob: str) -> None:
     (RESULTS / f"{name}.json").write_text(blob)
 
 
+def _no_error(data: dict) -> bool:
+    return "error" not in data
+
+
+def _simple_part(part: str) -> tuple[dict, list[str], bool, bool] | None:
+    """The parts that take no option: ``(data, md, ok, good)``, ``None`` for another part."""
+    import importlib
+    checks = {"embed": _no_error, "mcp": _no_error,
+              "startup": lambda d: not any("error" in v for v in d.values()),
+              "replay": lambda d: not any("error" in r for r in d["settings"].values()),
+              "fleet": lambda d: True, "extraction": lambda d: True}
+    if part not in checks:
+        return None
+    module = importlib.import_module(f".{'extraction_set' if part == 'extraction' else part}", __package__)
+    data, md = module.run()
+    ok = checks[part](data)
+    return data, md, ok, ok
+
+
 def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, list[str], bool, bool]:
     """Run one part: ``(data, markdown lines, ok: its figures may become latest-*, good: it did not
     fail)``."""
+    simple = _simple_part(part)
+    if simple is not None:
+        return simple
+    root = args.stack_root.resolve() if args.stack_root else None
     good = True
-    if part == "embed":
-        from . import embed
-        data, md = embed.run()
-        ok = "error" not in data
-        good = ok
-    elif part == "startup":
-        from . import startup
-        data, md = startup.run()
-        ok = not any("error" in v for v in data.values())
-        good = ok
-    elif part == "fleet":
-        from . import fleet
-        data, md = fleet.run()
-        ok = good = True
-    elif part == "replay":
-        from . import replay
-        data, md = replay.run()
-        ok = not any("error" in r for r in data["settings"].values())
-        good = ok
-    elif part == "extraction":
-        from . import extraction_set
-        data, md = extraction_set.run()
-        ok = True
-    elif part == "turn":
+    if part == "turn":
         from . import turn
-        data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
-        good = ok
+        data, md = turn.run(root)
+        ok = good = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
     elif part == "cold":
         from . import cold
-        data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = "error" not in data
-        good = ok
-        ok = ok and args.stack_root is None
-    elif part == "mcp":
-        from . import mcp
-        data, md = mcp.run()
-        ok = "error" not in data
-        good = ok
+        data, md = cold.run(root)
+        good = "error" not in data
+        ok = good and root is None
+    elif part == "fanout":
+        from . import fanout
+        data, md = fanout.run(root=root)
+        ok = good = "error" not in data["here"]
     elif part == "quality":
         from . import quality
         data, md = quality.run(tune=args.tune)
@@ -121,20 +121,17 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
     elif part == "speed":
         from . import speed
         data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
-        ok = not any("error" in r for r in data["sizes"].values())
-        good = ok
+        ok = good = not any("error" in r for r in data["sizes"].values())
     elif part == "contention":
         from . import contention
         data, md = contention.run(counter, args.writers, float(args.contention_seconds),
                                   args.contention_seed)
-        ok = not any("error" in s for s in data["settings"].values())
-        good = ok
+        ok = good = not any("error" in s for s in data["settings"].values())
     else:
         from . import local
-        data, md = local.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = not any("error" in r for r in data["modes"].values())
-        good = ok
-        ok = ok and args.stack_root is None  # another checkout's figures never become latest-local
+        data, md = local.run(root)
+        good = not any("error" in r for r in data["modes"].values())
+        ok = good and root is None  # another checkout's figures never become latest-local
     return data, md, ok, good
 
 
@@ -163,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
     ap.add_argument("--extraction", action="store_true",
                     help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
+    ap.add_argument("--fanout", action="store_true",
+                    help="recall across 1, 10 and 50 banks of 1k (bench/fanout.py; with --stack-root beside that "
+                         "checkout; never by default: it imports 51k memories)")
     ap.add_argument("--embed", action="store_true",
                     help="run the embedder part only: query and document embedding time, model load, RSS")
     ap.add_argument("--startup", action="store_true",
@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet)
+                 or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet
+                 or args.fanout)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -197,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     written = []
     for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "cold",
-                 "turn", "extraction"):
-        if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
+                 "turn", "extraction", "fanout"):
+        if not ((every and part not in ("cold", "turn", "extraction", "fanout")) or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)
         failed = failed or not good

@@ -108,9 +108,9 @@ def rebuild(entry: Any, texts: list[str], ents: list[str], t0: int, counter: Cal
     from chalicelib.core.store import Clock
     from chalicelib.fingerprint import fingerprint
     from chalicelib.search import index
-    from chalicelib.storage.tables import MemoryModel
+    from chalicelib.storage.tables import MemoryModel, bind
 
-    store.bind()
+    bind()
     started = time.perf_counter()
     with MemoryModel.batch_write() as batch:
         for k, (t, e) in enumerate(zip(texts, ents, strict=True)):

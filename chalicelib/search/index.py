@@ -91,7 +91,7 @@ from .. import metrics, patterns
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
-from ..core.store import BankHead, BankRow, Clock, split_seq
+from ..core.store import BankHead, BankRow, Clock, KnownBank, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
@@ -233,6 +233,7 @@ class BankIndex:
     id_lookups: dict[str, IdLookup] = field(default_factory=dict)
     snapshot_base: int = 0  # the clock total of the snapshot it was loaded from or last left
     snapshot_tried_ms: float = 0.0  # when this container last tried to claim one (time.monotonic() ms)
+    head: BankHead | None = None  # the bank as last read when this index was made fresh (its lane rows)
 
     @property
     def seq(self) -> int:
@@ -565,10 +566,12 @@ class IndexCache:
         """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
         return self.entries.get((org_id, bank))
 
-    def known_lanes(self, org_id: str, banks: Iterable[str]) -> dict[str, tuple[str, int]]:
-        """``{bank: (incarnation, lanes)}`` of the banks cached here: the lane rows a recall can
-        read in the same call as the bank rows (``core.store.get_bank_rows``)."""
-        return {b: (e.inc, len(e.clock.positions)) for b in banks if (e := self.entries.get((org_id, b))) is not None}
+    def known(self, org_id: str, banks: Iterable[str]) -> dict[str, KnownBank]:
+        """``{bank: KnownBank}`` of the banks cached here, each with the bank as last read when
+        its index was made fresh: the lane rows a recall reuses while the bank's version has not
+        moved (``core.store.get_bank_rows``)."""
+        return {b: KnownBank(e.inc, len(e.clock.positions), e.head) for b in banks
+                if (e := self.entries.get((org_id, b))) is not None}
 
     def fresh(self, org_id: str, bank: str, head: BankHead) -> BankIndex:
         """The bank's index caught up to at least ``head.clock`` (call holding the bank's lock).
@@ -591,6 +594,7 @@ class IndexCache:
             moved = True
         if moved:
             self.leave_due_snapshot(entry, head.row)
+        entry.head = head  # the index covers the lane rows read: the next recall may reuse them
         self._touch(key)
         self._evict(keep=key)
         return entry

@@ -109,12 +109,13 @@ class RecallResult:
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankHead]:
     """The banks ``banks`` (``BankHead``: row, lane clock, counters; absent and damaged ones left
     out) and, in the same BatchGetItem, the global and the org's config version rows: one
-    consistent DynamoDB read when this container's indexes know the banks' lanes
-    (``core.store.get_bank_rows``). A moved global version drops this container's index caches and
-    tuning (an operator-level reload); a moved org version drops the org's indexes only (the org's
-    ``POST /v1/reload`` in another container)."""
+    consistent DynamoDB read while no write moved the lanes of the banks this container's
+    indexes know (``core.store.get_bank_rows``: each bank's version item). A moved global
+    version drops this container's index caches and tuning (an operator-level reload); a moved
+    org version drops the org's indexes only (the org's ``POST /v1/reload`` in another
+    container)."""
     cache = index_mod.active_cache()
-    read = store.get_bank_rows(org_id, banks, cache.known_lanes(org_id, banks))
+    read = store.get_bank_rows(org_id, banks, cache.known(org_id, banks))
     if set_config_version(read.version):
         cache.drop()
     if set_org_config_version(org_id, read.org_version):
