@@ -117,9 +117,9 @@ def test_a_when_question_favours_the_memory_that_states_a_date(api, cache, monke
 
 
 def test_a_memory_saved_before_dates_were_stored_still_matches_a_date_question(api, cache, monkeypatch):
-    from chalicelib.core import store
+    from chalicelib.core import dates
     with monkeypatch.context() as m:
-        m.setattr(store.dates, "attach", lambda records: None)  # as the code before dates wrote it
+        m.setattr(dates, "attach", lambda records: None)  # as the code before dates wrote it
         _audits(api)
     assert all("dates" not in x for x in export_lines(api, "main"))
     assert recall_texts(api, "which audit is due in Q3?", monkeypatch)[0] == "The Heron audit is due on August 14"
