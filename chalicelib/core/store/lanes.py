@@ -14,6 +14,8 @@ position``. A reader's ``Clock`` is the vector of lane positions.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -228,12 +230,22 @@ def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]
     def read(chunk: list[tuple[str, str]]) -> list[BankModel]:
         return list(BankModel.batch_get(chunk, consistent_read=True))
 
-    if len(chunks) == 1:
-        got = read(chunks[0])
-    else:
-        with ThreadPoolExecutor(max_workers=min(len(chunks), BATCH_THREADS)) as pool:
-            got = [r for part in pool.map(read, chunks) for r in part]
+    got = read(chunks[0]) if len(chunks) == 1 else [r for part in _batch_pool().map(read, chunks) for r in part]
     return {(r.org_id, r.name): r for r in got}
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _batch_pool() -> ThreadPoolExecutor:
+    """The process's pool for parallel BatchGetItem requests, made on first use (again in a forked
+    child): starting threads per recall would cost more than the requests they overlap."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=BATCH_THREADS, thread_name_prefix="cairn-batch-get"))
+        return _pool[1]
 
 
 def heads_of(org_id: str, rows: Iterable[BankModel], *, strict: bool = True) -> list[BankHead]:
@@ -342,6 +354,17 @@ class BankRows:
     org_version: int
 
 
+def _rehead(head: BankHead, row: BankModel) -> BankHead:
+    """``head`` with its bank row (lane 0) replaced by ``row``, a fresher read of the same
+    incarnation: its lane rows' positions and counters stay (``_head`` summed them already)."""
+    old = head.row
+    return BankHead(row, Clock((int(row.seq), *head.clock.positions[1:])),
+                    head.memories - int(old.memories or 0) + int(row.memories or 0),
+                    head.pinned - int(old.pinned or 0) + int(row.pinned or 0),
+                    head.records - int(old.records or 0) + int(row.records or 0),
+                    head.vectors - _vector_count(old) + _vector_count(row), head.version, head.lanes)
+
+
 @dataclass(frozen=True)
 class KnownBank:
     """What a reader already holds of a bank (its cached index): the ``incarnation`` and lane
@@ -387,7 +410,7 @@ def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, KnownBa
             cold[name] = row  # one lane: the bank row is all there is to read
         elif (h is not None and h.version is not None and h.incarnation == row.incarnation
               and len(h.clock.positions) == lane_count(row) and versions.get(name) == h.version):
-            heads[name] = _head(row, h.lanes, version=h.version)
+            heads[name] = _rehead(h, row)
         else:
             cold[name] = row
     unread = {n: version_key(r.incarnation) for n, r in cold.items() if n not in versions and lane_count(r) > 1}
