@@ -444,6 +444,21 @@ def test_an_agent_session_drives_the_tools_with_ids_from_earlier_results(stack, 
             assert pinned["memory"]["pinned"] is True
             tagged = await agent.ok("memory_list", bank=bank, tag="process")
             assert [m["text"] for m in tagged["memories"]] == ["Deploys are frozen on Fridays."]
+            # conversations in: the exchange is extracted by the stack's worker, then recalled by a filter
+            observed = await agent.ok("memory_observe", bank=bank, messages=[
+                {"role": "user", "content": "Hi! Remember that I prefer tabs over spaces."},
+                {"role": "assistant", "content": "Got it."}])
+            assert observed["accepted"] is True and observed["queued"] is True
+            for _ in range(240):  # the worker runs the job within seconds
+                learnt = await agent.ok("memory_recall", bank=bank, query="what do I prefer, tabs or spaces",
+                                        filter={"session_id": observed["session_id"]})
+                if learnt["memories"]:
+                    break
+                await asyncio.sleep(0.25)
+            assert [h["memory"]["text"] for h in learnt["memories"]] == ["The user prefers tabs over spaces."]
+            infra = await agent.ok("memory_recall", bank=bank, query="staging database and deploys",
+                                   filter={"tags_any": ["infra"]})
+            assert [h["memory"]["text"] for h in infra["memories"]] == ["The staging database is called heron."]
 
             spaces = await agent.ok("space_list")
             space = next(s["id"] for s in spaces["spaces"] if s["name"] == space_name)
