@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from .harness import backend, median, pct
+from .harness import Timer, backend, median, pct
 
 SEED = 36
 ORGS = 1000
@@ -154,7 +154,7 @@ def measure_size(n: int, root: str) -> dict[str, Any]:
     for i in range(3):
         cache = index.IndexCache(os.path.join(root, f"cold{n}-{i}"))
         caches.append(cache)
-        s3 = _Timer()
+        s3 = Timer()
         with index.using(cache), mock.patch.object(blobs, "get_bytes", s3.wrap(blobs.get_bytes)), \
                 mock.patch.object(blobs, "list_objects", s3.wrap(blobs.list_objects)):
             started = time.perf_counter()
@@ -192,18 +192,6 @@ def rss_mb() -> float:
     return 0.0
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.ms = 0.0
-
-    def wrap(self, fn: Any) -> Any:
-        def timed_call(*a: Any, **kw: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                self.ms += (time.perf_counter() - started) * 1000
-        return timed_call
 
 
 # --- modelled -------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import time
 from typing import Any
 from unittest import mock
 
-from .harness import backend, fast_moto_transactions
+from .harness import Timer, backend, fast_moto_transactions
 
 ORG = "bench"
 BANK = "replay"
@@ -50,18 +50,6 @@ def _import(texts: list[str], t0: int) -> float:
     return time.perf_counter() - started
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.ms = 0.0
-
-    def wrap(self, fn: Any) -> Any:
-        def timed_call(*a: Any, **kw: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                self.ms += (time.perf_counter() - started) * 1000
-        return timed_call
 
 
 def one(every: int, root: str) -> dict[str, Any]:
@@ -87,7 +75,7 @@ def one(every: int, root: str) -> dict[str, Any]:
         print(f"replay: snapshot_every {every}: {WRITES} writes in {write_s:.0f} s", flush=True)
         left = sorted(int(o["Key"].rsplit("/", 1)[1].split(".")[0]) for o in blobs.list_objects(
             index.snapshot_prefix(ORG, BANK)))
-        moto = _Timer()
+        moto = Timer()
         cold = index.IndexCache(os.path.join(root, "cold"))
         with index.using(cold), mock.patch.object(blobs, "get_bytes", moto.wrap(blobs.get_bytes)), \
                 mock.patch.object(blobs, "list_objects", moto.wrap(blobs.list_objects)), \

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
-from .harness import CallCounter, backend, fast_moto_transactions, median, pct
+from .harness import CallCounter, Timer, backend, fast_moto_transactions, median, pct
 
 ORG = "bench"
 VOCAB = 20000
@@ -346,20 +346,6 @@ def _catch_up_once(b: _Bank) -> dict[str, Any]:
             "path": {c: b.cache_a.counters[c] - before.get(c, 0) for c in b.cache_a.counters}}
 
 
-class _Timer:
-    """Sums the milliseconds spent in the functions it wraps (moto's share of a step)."""
-
-    def __init__(self) -> None:
-        self.ms = 0.0
-
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed_call(*a: Any, **kw: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                self.ms += (time.perf_counter() - started) * 1000
-        return timed_call
 
 
 def _cold_start(b: _Bank, rebuild_max: int) -> dict[str, Any]:
@@ -384,7 +370,7 @@ def _cold_start(b: _Bank, rebuild_max: int) -> dict[str, Any]:
             key = b.cache_a.write_snapshot(entry)
             write_ms = (time.perf_counter() - started) * 1000
     cold: dict[str, Any] = {}
-    moto = _Timer()
+    moto = Timer()
     cache = index.IndexCache(b.roots["c"])
     with index.using(cache), mock.patch.object(blobs, "get_bytes", moto.wrap(blobs.get_bytes)), \
             mock.patch.object(blobs, "list_objects", moto.wrap(blobs.list_objects)), \
