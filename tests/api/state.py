@@ -40,8 +40,12 @@ def _table_items(table) -> list[str]:
 
 def _version_item(item) -> bool:
     name = item.attrs.get("name")
-    text = name.to_regular_json().get("S", "") if name is not None else ""
-    return text.startswith(VERSION_ITEM[0]) and text.endswith(VERSION_ITEM[1])
+    return is_version_name(name.to_regular_json().get("S", "") if name is not None else "")
+
+
+def is_version_name(name: object) -> bool:
+    """Whether a banks-table sort key ``name`` is a bank's version item (see ``VERSION_ITEM``)."""
+    return isinstance(name, str) and name.startswith(VERSION_ITEM[0]) and name.endswith(VERSION_ITEM[1])
 
 
 @functools.cache
