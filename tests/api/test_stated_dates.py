@@ -18,14 +18,6 @@ def day(y: int, m: int, d: int) -> int:
     return int(datetime(y, m, d, tzinfo=UTC).timestamp() * 1000)
 
 
-@pytest.fixture
-def cache(tmp_path, aws):
-    from chalicelib.search import index
-    c = index.IndexCache(str(tmp_path / "cache"))
-    with index.using(c):
-        yield c
-
-
 def import_lines(api, bank, lines):
     raw = "".join(json.dumps(x) + "\n" for x in lines)
     s, r = api.post(f"/v1/banks/{bank}/import", raw=raw, headers={"Content-Type": "application/x-ndjson"})
