@@ -235,8 +235,8 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
 
     Per id the winning line (highest revision, then the later line) is applied when it is newer
     than the stored record (``_is_stale``: a line stating no time is not newer at the same
-    revision). A line with a field no exported record has is an error. Every valid line is counted once: ``imported`` (a winner applied),
-    ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
+    revision). A line with a field no exported record has is an error. Every valid line is
+    counted once: ``imported`` (a winner applied), ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
     tombstone, which carries no content) or in ``errors`` (a bad line, a winner whose text is
     another memory's: ``duplicate_text``, a live line not newer than the retired memory of its id:
     ``memory_retired``, or, once the bank's memory quota is reached after some
