@@ -233,18 +233,18 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
                  progress: Callable[[int], Any] | None = None) -> ImportResult:
     """Import ndjson ``lines`` into ``bank`` (created on first use).
 
-    Per id the winning line (highest revision, then the later line) is applied when it is newer
-    than the stored record (``_is_stale``: a line stating no time is not newer at the same
-    revision). A line with a field no exported record has is an error. Every valid line is
-    counted once: ``imported`` (a winner applied), ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
-    tombstone, which carries no content) or in ``errors`` (a bad line, a winner whose text is
-    another memory's: ``duplicate_text``, a live line not newer than the retired memory of its id:
-    ``memory_retired``, or, once the bank's memory quota is reached after some
+    Per id the winning line (highest revision, then the later line) is applied when it is newer than the
+    stored record (``_is_stale``: a line stating no time is not newer at the same revision). A line
+    with a field no exported record has is an error. Every valid line is counted once: ``imported``
+    (a winner applied), ``skipped`` (beaten by another line of its id, not newer than the stored
+    record, or a purged tombstone, which carries no content) or in ``errors`` (a bad line, a winner
+    whose text is another memory's: ``duplicate_text``, a live line not newer than the retired
+    memory of its id: ``memory_retired``, or, once the bank's memory quota is reached after some
     batches committed, every line not applied: ``quota_exceeded``; when the first batch already
-    passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count
-    as nothing. ``progress``, when given, is called with the number of records each batch handled.
-    The import is one audit event, ``bank.import`` with its counts, written after its last batch
-    (and when it stops with some batches committed): a bulk write spans many transactions.
+    passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count as
+    nothing. ``progress``, when given, is called with the number of records each batch handled. The
+    import is one audit event, ``bank.import`` with its counts, written after its last batch (and
+    when it stops with some batches committed): a bulk write spans many transactions.
     """
     check_name(bank)
     out = ImportResult()

@@ -9,11 +9,11 @@ DynamoDB and nothing from S3.
 
 Candidates: the top ``fetch_limit`` BM25F hits (or the recall's ``limit`` when greater; analysed
 query tokens OR-ed, each looked up in the postings, never a query parser, so ``?`` and ``*`` are
-plain text) plus as many of the newest memories whose entity handles the query names (a
-first-person query also names ``user``). Both honour the live flag and the recall's filter
-(``filters``: the memories that pass are the corpus, statistics included) before any cut. Candidates are re-ranked by the full
-score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
-nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
+plain text) plus as many of the newest memories whose entity handles the query names (a first-person
+query also names ``user``). Both honour the live flag and the recall's filter (``filters``: the
+memories that pass are the corpus, statistics included) before any cut. Candidates are re-ranked by
+the full score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches
+nothing returns nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
 recall) where lexical evidence is weak, and may bring in memories near it in meaning.
 ``retrieval`` names the mode that ran: ``bm25-entity+semantic`` (the signal ran),
 ``bm25-entity+semantic-unavailable`` (``w_semantic`` > 0 but the model is not available),
