@@ -119,6 +119,10 @@ def test_the_filter_is_typed_and_described_in_the_tools_list():
                                           "created_after", "created_before", "session_id"}
         for name, field in obj["properties"].items():
             assert len(field.get("description", "")) >= 10 and field.get("examples"), (tool, name)
+        # what a model reads states the bounds the server holds, and no name of the code's
+        from chalicelib.banks.records import MAX_HANDLE_CHARS, MAX_HANDLES
+        assert f"1 to {MAX_HANDLES} handles of up to {MAX_HANDLE_CHARS}" in " ".join(obj["description"].split())
+        assert not any(w in obj["description"] for w in ("MAX_", "docstring", "``"))
 
 
 @pytest.mark.parametrize(("where", "field"), [
