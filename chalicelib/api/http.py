@@ -144,15 +144,26 @@ def misconfigured(err: ConfigError) -> CairnError:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _error_message(e: Any) -> str:
+    """A pydantic error's message; a string's length bound in characters (pydantic says "items"
+    for a string type of ours, as for a list)."""
+    kind, ctx, value = e.get("type"), e.get("ctx") or {}, e.get("input")
+    if kind in ("too_long", "too_short") and isinstance(value, str):
+        bound = ctx.get("max_length" if kind == "too_long" else "min_length")
+        word = "at most" if kind == "too_long" else "at least"
+        return f"Value should have {word} {bound} character{'' if bound == 1 else 's'}, not {len(value)}"
+    return str(e.get("msg"))
+
+
 def validation_failure(exc: ValidationError) -> BadRequest:
     """A pydantic ``ValidationError`` as 400 ``validation_error`` naming the first bad field
     (``details: {field, errors: [{field, message}]}``)."""
     errs = exc.errors()
     first = errs[0] if errs else {"loc": (), "msg": "invalid"}
     loc = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    return BadRequest(f"Invalid field '{loc}': {first.get('msg')}.",
+    return BadRequest(f"Invalid field '{loc}': {_error_message(first)}.",
                       details={"field": loc, "errors": [{"field": ".".join(str(p) for p in e.get("loc", ())),
-                                                         "message": e.get("msg")} for e in errs[:20]]})
+                                                         "message": _error_message(e)} for e in errs[:20]]})
 
 
 def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
