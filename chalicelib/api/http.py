@@ -14,6 +14,7 @@ paths, so no Chalice-shaped error body ever reaches a client.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -351,9 +352,43 @@ class Raw:
 NO_BODY = Raw("", "No body.")
 
 
-Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...]"]
-"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or a
-tuple of these (one status, several media types)."""
+@dataclass(frozen=True)
+class ModelRef:
+    """A response model named by its module and class, imported when the OpenAPI document or an
+    MCP output schema needs it (``ResponseModels``)."""
+
+    module: str
+    name: str
+
+    def resolve(self) -> type[BaseModel]:
+        model: type[BaseModel] = getattr(importlib.import_module(self.module), self.name)
+        return model
+
+
+class ResponseModels:
+    """A module of response models as route declarations see it: with
+    ``m = ResponseModels("chalicelib.api.banks_models")``, ``m.Bank`` is a ``ModelRef``, so
+    ``responses={200: m.Bank}`` does not import the module. Response models serve only the OpenAPI
+    document and MCP output schemas (views render plain dicts), so ``import app`` builds none."""
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return ModelRef(self._module, name)
+
+
+Responses = dict[int, "type[BaseModel] | ModelRef | Raw | tuple[type[BaseModel] | ModelRef | Raw, ...]"]
+"""A route's success responses: status -> the pydantic model of its JSON body (or a ``ModelRef``
+to it), a ``Raw`` body, or a tuple of these (one status, several media types)."""
+
+
+def _resolved(declared: Any) -> Any:
+    if isinstance(declared, tuple):
+        return tuple(_resolved(d) for d in declared)
+    return declared.resolve() if isinstance(declared, ModelRef) else declared
 
 
 @dataclass(frozen=True)
@@ -369,7 +404,7 @@ class Route:
     bank_scoped: bool
     public: bool = False
     query: type[BaseModel] | None = None
-    responses: Responses = field(default_factory=dict)
+    declared: Responses = field(default_factory=dict)
     errors: tuple[str, ...] = ()
     name: str = ""
     doc: str = ""
@@ -377,6 +412,12 @@ class Route:
     envelope: str = "error"
     meter: str = "none"
     cost: Callable[[Ctx], int] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def responses(self) -> Responses:
+        """The success responses as declared, every ``ModelRef`` imported: status -> model, ``Raw``
+        or a tuple of these."""
+        return {status: _resolved(d) for status, d in self.declared.items()}
 
 
 ROUTES: list[Route] = []

@@ -19,6 +19,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from .. import patterns
 from ..errors import CODES
+from ..validation import Model
 from .http import ROUTES, Raw, Route
 from .mcp import McpError
 
@@ -228,7 +229,7 @@ def _operation(route: Route, method: str, refs: dict[Any, Any], defs: dict[str, 
     return op
 
 
-class Error(BaseModel):
+class Error(Model):
     """Every error's body."""
 
     error: str
