@@ -483,6 +483,15 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     return wrap
 
 
+def serve(app: Chalice, path: str, params: dict[str, str]) -> Response:
+    """Answer the request ``app`` is serving with the route declared at ``path`` for its method, as
+    the handler ``endpoint`` registers does (``chalicelib.api.areas`` registers such handlers
+    before the route's module is imported; it must be by now)."""
+    request = _current(app)
+    route = next(r for r in ROUTES if r.path == path and request.method in r.methods)
+    return _handle(request, route, cast(Callable[..., Any], route.view), params)
+
+
 def _handle(request: Request, route: Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
     """The pipeline around one view call: respond, stamp ``X-Request-Id`` and ``Server-Timing``
     (``chalicelib.timing``: where the time went, by phase), log one line."""
@@ -674,11 +683,12 @@ def unexpected_error(exc: Exception, request_id: str) -> CairnError:
     return CairnError("An internal error occurred.", code="internal_error", details={"request_id": request_id})
 
 
-def finalize(app: Chalice) -> None:
+def finalize(app: Chalice, envelopes: Mapping[str, str] | None = None) -> None:
     """After every blueprint is registered: answer 405 ``method_not_allowed`` on known paths
     for the methods they lack, and 404 ``not_found`` on unknown paths (catch-all routes up to
-    ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest)."""
-    envelopes = {r.path: r.envelope for r in ROUTES}
+    ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest).
+    ``envelopes``: path -> error envelope of routes not declared yet (``areas.envelopes``)."""
+    envelopes = {**(envelopes or {}), **{r.path: r.envelope for r in ROUTES}}
     for path, entries in list(app.routes.items()):
         missing = [m for m in ALL_METHODS if m not in entries]
         if missing:
