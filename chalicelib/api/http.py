@@ -483,11 +483,19 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
     return wrap
 
 
-def serve(app: Chalice, path: str, params: dict[str, str]) -> Response:
+def serve(app: Chalice, path: str, params: dict[str, str], load: Callable[[], None], envelope: str) -> Response:
     """Answer the request ``app`` is serving with the route declared at ``path`` for its method, as
-    the handler ``endpoint`` registers does (``chalicelib.api.areas`` registers such handlers
-    before the route's module is imported; it must be by now)."""
+    the handler ``endpoint`` registers does, once ``load()`` imported the module that declares it
+    (``chalicelib.api.areas``). A module that fails to load answers ``internal_error`` (500) in
+    the route's ``envelope``, with the request id, as any failure of a view would."""
     request = _current(app)
+    try:
+        load()
+    except Exception as exc:  # noqa: BLE001 - a route whose module cannot load still answers in the API's shape
+        request_id = _request_id(request)
+        response = _error(envelope, as_cairn_error(exc, request_id), request)
+        response.headers["X-Request-Id"] = request_id
+        return response
     route = next(r for r in ROUTES if r.path == path and request.method in r.methods)
     return _handle(request, route, cast(Callable[..., Any], route.view), params)
 

@@ -82,3 +82,19 @@ def _subclasses(cls: type) -> set[type]:
 def test_route_table_is_what_the_areas_declare():
     committed = (ROOT / "chalicelib" / "api" / "route_table.py").read_text(encoding="utf-8")
     assert committed == areas.render(areas.table()), "route_table.py is stale: run `make openapi` and commit it"
+
+
+def test_a_route_whose_module_cannot_load_answers_internal_error_in_the_api_shape():
+    from chalice import Chalice
+    from chalice.test import Client
+
+    app = Chalice(app_name="probe")
+    areas.register(app, (("no_such_area", "/v1/probe", ("GET",), "probe", "error"),
+                         ("no_such_area", "/probe-rpc", ("POST",), "probe_rpc", "jsonrpc")))
+    with Client(app) as client:
+        got = client.http.get("/v1/probe")
+        rpc = client.http.post("/probe-rpc", body=b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}',
+                               headers={"Content-Type": "application/json"})
+    assert got.status_code == 500 and got.json_body["code"] == "internal_error"
+    assert got.json_body["details"]["request_id"] == got.headers["X-Request-Id"]
+    assert rpc.json_body["id"] == 7 and rpc.json_body["error"]["data"]["code"] == "internal_error"
