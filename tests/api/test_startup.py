@@ -25,6 +25,7 @@ DEFERRED = (
     "chalicelib.api.openapi", "chalicelib.api.mcp_tools", "chalicelib.api.mcp_protocol",
     # the domain code behind them
     "chalicelib.search.recall", "chalicelib.search.index", "chalicelib.search.analyzers",
+    "chalicelib.banks.service", "chalicelib.inject.reload", "chalicelib.inject.service",
     "chalicelib.structured.memories", "chalicelib.team.entries", "chalicelib.team.accept",
     "chalicelib.extraction.job", "chalicelib.extraction.offline", "chalicelib.semantic.model",
     # third-party modules only those need
