@@ -27,9 +27,10 @@ DEFERRED = (
     "chalicelib.search.recall", "chalicelib.search.index", "chalicelib.search.analyzers",
     "chalicelib.banks.service", "chalicelib.inject.reload", "chalicelib.inject.service",
     "chalicelib.structured.memories", "chalicelib.team.entries", "chalicelib.team.accept",
-    "chalicelib.extraction.job", "chalicelib.extraction.offline", "chalicelib.semantic.model",
+    "chalicelib.extraction.job", "chalicelib.extraction.offline",
+    "chalicelib.semantic.model",  # the sentence model loads on the first embedding, never at import
     # third-party modules only those need
-    "whoosh", "mcp",
+    "whoosh", "mcp", "tokenizers",
 )
 
 _PROBE = r"""
