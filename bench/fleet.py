@@ -169,7 +169,7 @@ def measure_size(n: int, root: str) -> dict[str, Any]:
                     warm.append((time.perf_counter() - started) * 1000)
             rss_added = rss_mb() - rss_before  # this process's growth for one bank, loaded and warm
             loaded = cache.get(ORG, bank)
-            accounted = loaded.size_bytes + loaded.memory_bytes() if loaded is not None else 0
+            accounted = loaded.resident_bytes() if loaded is not None else 0  # the cache's budget figure
     for cache in caches:
         cache.drop()
     cold.sort()
@@ -230,11 +230,20 @@ def fleet_sizes(rng: random.Random) -> list[int]:
 
 
 def _stub(cache: Any, bank: int, accounted: int) -> Any:
-    """A ``BankIndex`` with no index behind it, accounted as ``accounted`` bytes."""
+    """A ``BankIndex`` with no index behind it, accounted (``resident_bytes``) as ``accounted``
+    bytes, a multiple of ``index.OPEN_FILE_COPIES`` (``accounted_size``)."""
     from chalicelib.core.store import Clock
     from chalicelib.search import index
     return index.BankIndex(f"org{bank // BANKS_PER_ORG}", f"bank{bank}", "inc",
-                           os.path.join(cache.root, "none", str(bank)), None, clock=Clock((0,)), size_bytes=accounted)
+                           os.path.join(cache.root, "none", str(bank)), None, clock=Clock((0,)),
+                           size_bytes=accounted // index.OPEN_FILE_COPIES)
+
+
+def accounted_size(model: CostModel, memories: int) -> int:
+    """The bytes the cache accounts for a bank of ``memories``, as a stub can hold them: the
+    directory counts ``index.OPEN_FILE_COPIES`` times."""
+    from chalicelib.search.index import OPEN_FILE_COPIES
+    return int(model.at("accounted_bytes", memories)) // OPEN_FILE_COPIES * OPEN_FILE_COPIES
 
 
 class Lru:
@@ -311,7 +320,7 @@ def crosscheck(model: CostModel, budget_mb: float, root: str, recalls: int = 500
     lru = Lru(cache.budget_bytes)
     weights = [1.0 / (r + 1) ** ACCESS_EXPONENT for r in range(len(sizes))]
     for b in rng.choices(range(len(sizes)), weights=weights, k=recalls):
-        size = int(model.at("accounted_bytes", sizes[b]))
+        size = accounted_size(model, sizes[b])
         key = (f"org{b // BANKS_PER_ORG}", f"bank{b}")
         hit = key in cache.entries
         if hit:

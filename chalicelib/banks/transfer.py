@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from .. import audit
 from ..clock import now_ms
@@ -32,7 +32,7 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import TransactionTooLarge
-from ..validation import Line, Millis
+from ..validation import Line, Millis, Model
 from .records import check_text, normalize_handles
 from .service import require_bank
 
@@ -46,7 +46,7 @@ BATCH_LANES = 4
 RECORD_ITEMS = 4
 
 
-class ImportUploadRequest(BaseModel):
+class ImportUploadRequest(Model):
     """``{s3_key}`` naming a file uploaded through ``import-uploads``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -123,7 +123,7 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     return Export(damaged=damaged, url=blobs.presign_get(key, ttl), expires_at=now_ms() + ttl * 1000)
 
 
-class _Line(BaseModel):
+class _Line(Model):
     """An import line: an exported record (``Memory``'s fields, and ``op``/``seq`` on a history
     export). Any other field is refused (``_unknown``): a save's ``supersedes`` or ``revive`` on
     a line would otherwise pass silently and do nothing."""
