@@ -317,7 +317,7 @@ def crosscheck(model: CostModel, budget_mb: float, root: str, recalls: int = 500
         if hit:
             cache._touch(key)
         else:
-            cache.entries[key] = _stub(cache, b, size)
+            cache.admit(key, _stub(cache, b, size))
             cache._evict(keep=key)
         assert lru.recall(b, size) == hit, b
         assert [int(k[1][4:]) for k in cache.entries] == list(lru.entries), b

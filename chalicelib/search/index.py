@@ -76,7 +76,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -470,6 +470,39 @@ def private_root() -> str:
         return _private[1]
 
 
+class BankLock:
+    """A re-entrant lock (``threading.RLock``'s interface) that calls ``on_release`` while still
+    held, at its outermost release: every change to a bank's index is made under its lock, so the
+    cache's running total of resident bytes is brought in step on every path that changed it."""
+
+    __slots__ = ("_depth", "_lock", "_on_release")
+
+    def __init__(self, on_release: Callable[[], None]) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0  # changed only by the thread holding the lock
+        self._on_release = on_release
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self._depth += 1
+        return got
+
+    def release(self) -> None:
+        try:
+            if self._depth == 1:
+                self._on_release()
+        finally:
+            self._depth -= 1
+            self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class IndexCache:
     """The recall index cache of one container (a process normally holds one; tests create two
     with separate roots to play two Lambda containers sharing only DynamoDB and S3).
@@ -486,8 +519,11 @@ class IndexCache:
         self.budget_bytes = int(budget * 1024 * 1024)
         os.makedirs(self.root, exist_ok=True)
         self._mu = threading.Lock()
-        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self._locks: dict[tuple[str, str], BankLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
+        # the resident bytes each entry was last accounted at, and their sum (``resident_total``)
+        self._resident: dict[tuple[str, str], int] = {}
+        self.resident_total = 0
         self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0,
                          "merges": 0, "replayed": 0}
         self._merges: queue.Queue[tuple[str, str]] = queue.Queue()
@@ -496,13 +532,14 @@ class IndexCache:
 
     # --- locking and bookkeeping ----------------------------------------------------------
 
-    def lock(self, org_id: str, bank: str) -> threading.RLock:
-        """The lock of one bank's index in this cache (writers and readers take it)."""
+    def lock(self, org_id: str, bank: str) -> BankLock:
+        """The lock of one bank's index in this cache (writers and readers take it; whoever
+        changes an entry holds it, and its last release accounts the entry's resident bytes)."""
         key = (org_id, bank)
         with self._mu:
             lk = self._locks.get(key)
             if lk is None:
-                lk = self._locks[key] = threading.RLock()
+                lk = self._locks[key] = BankLock(lambda: self._account(key))
             return lk
 
     @contextlib.contextmanager
@@ -522,9 +559,29 @@ class IndexCache:
             if key in self.entries:
                 self.entries.move_to_end(key)
 
+    def _account(self, key: tuple[str, str]) -> None:
+        """Bring ``resident_total`` in step with the entry of ``key`` (added, grown, shrunk or
+        gone): O(that entry's segments), whatever the number of entries."""
+        entry = self.entries.get(key)
+        now = entry.resident_bytes() if entry is not None else 0
+        with self._mu:
+            if self.entries.get(key) is not entry:
+                return  # replaced or dropped meanwhile: whoever did it accounted it
+            before = self._resident.pop(key, 0)
+            if entry is not None:
+                self._resident[key] = now
+            self.resident_total += now - before
+
+    def admit(self, key: tuple[str, str], entry: BankIndex) -> None:
+        """Hold ``entry`` as the index of ``key`` (``(org_id, bank)``; its lock held), accounted."""
+        with self._mu:
+            self.entries[key] = entry
+        self._account(key)
+
     def _forget(self, key: tuple[str, str]) -> None:
         with self._mu:
             entry = self.entries.pop(key, None)
+            self.resident_total -= self._resident.pop(key, 0)
         if entry is not None:
             entry.close_reader()
             shutil.rmtree(entry.path, ignore_errors=True)
@@ -539,11 +596,12 @@ class IndexCache:
         return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
-        total = sum(e.resident_bytes() for e in list(self.entries.values()))
-        if total <= self.budget_bytes:
+        """Drop least recently used entries other than ``keep`` and those in use until
+        ``resident_total`` is within the budget: O(1) while it is."""
+        if self.resident_total <= self.budget_bytes:
             return
         for key in list(self.entries):
-            if total <= self.budget_bytes:
+            if self.resident_total <= self.budget_bytes:
                 break
             if key == keep:
                 continue
@@ -551,12 +609,9 @@ class IndexCache:
             if not lk.acquire(blocking=False):
                 continue  # in use: evict another
             try:
-                entry = self.entries.get(key)
-                if entry is None:
-                    continue
-                total -= entry.resident_bytes()
-                self._forget(key)
-                self.counters["evictions"] += 1
+                if key in self.entries:
+                    self._forget(key)
+                    self.counters["evictions"] += 1
             finally:
                 lk.release()
 
@@ -586,8 +641,7 @@ class IndexCache:
         moved = entry is None
         if entry is None:
             entry = self._open_cold(org_id, bank, head)
-            with self._mu:
-                self.entries[key] = entry
+            self.admit(key, entry)
         if not entry.clock.covers(head.clock):
             self.catch_up(entry, head.clock)
             self.schedule_merge(key)
@@ -596,6 +650,7 @@ class IndexCache:
             self.leave_due_snapshot(entry, head.row)
         entry.head = head  # the index covers the lane rows read: the next recall may reuse them
         self._touch(key)
+        self._account(key)  # before the budget is checked (the lock's release accounts it again)
         self._evict(keep=key)
         return entry
 
