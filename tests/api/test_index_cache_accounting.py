@@ -109,8 +109,8 @@ def test_the_running_total_is_the_sum_of_the_entries_after_any_operations(aws, t
 
 
 def test_an_eviction_reads_the_running_total_not_every_entry(aws, tmp_path, monkeypatch):
-    """Under the budget, checking it reads no entry's bytes; over it, the least recently used
-    entry leaves and the total drops by what it was accounted at."""
+    """Under the budget, checking it reads no entry's bytes; over it, the entry of lowest
+    priority leaves and the total drops by what it was accounted at."""
     from chalicelib.banks import service
     from chalicelib.banks.records import SaveRequest
     from chalicelib.search import index, recall
@@ -121,7 +121,8 @@ def test_an_eviction_reads_the_running_total_not_every_entry(aws, tmp_path, monk
             service.save_memory("o", bank, SaveRequest(text=f"a memory of {bank}"), actor="t")
             recall.ensure_fresh("o", bank)
         _in_step(cache)
-        first = cache._resident[("o", "b0")]
+        lowest = min((k for k in cache.entries if k != ("o", "b2")), key=lambda k: cache.entries[k].priority)
+        first = cache._resident[lowest]
         calls = []
         monkeypatch.setattr(index.BankIndex, "resident_bytes",
                             lambda self, real=index.BankIndex.resident_bytes: calls.append(self.bank) or real(self))
@@ -130,7 +131,7 @@ def test_an_eviction_reads_the_running_total_not_every_entry(aws, tmp_path, monk
         total = cache.resident_total
         cache.budget_bytes = total - 1
         cache._evict(keep=("o", "b2"))
-    assert list(cache.entries) == [("o", "b1"), ("o", "b2")]
+    assert set(cache.entries) == {("o", b) for b in BANKS} - {lowest}
     assert cache.resident_total == total - first
     assert calls == []
 
@@ -149,3 +150,82 @@ def test_a_bank_lock_accounts_at_its_outermost_release_only(depth):
     assert released == [True]
     assert lock.acquire(blocking=False)
     lock.release()
+
+
+def _stub(cache, bank: str, files: int, load_ms: float):
+    """A cached bank with no index behind it: ``files`` bytes of files (resident twice), loaded in
+    ``load_ms``."""
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    entry = index.BankIndex("o", bank, "inc", str(cache.root) + f"/none/{bank}", None, clock=Clock((0,)),
+                            size_bytes=files, load_ms=load_ms)
+    cache.admit(("o", bank), entry)
+    return entry
+
+
+def test_eviction_takes_the_lowest_greedy_dual_size_frequency_priority_first(tmp_path):
+    """Priority = the cache's clock + uses x load ms / resident bytes. ``a`` is the least recently
+    used (LRU would drop it) but was used three times; ``b`` costs as much to load and is as big
+    but was used once: it goes first, and the clock rises to its priority. ``c`` is small and
+    as costly to load: it outlives the large ones."""
+    from chalicelib.search import index
+
+    mb = 1024 * 1024
+    cache = index.IndexCache(str(tmp_path / "c"), budget_mb=6)  # a, b, c and d: 6.2 MB resident
+    _stub(cache, "a", mb, 100.0)
+    for _ in range(3):
+        cache._touch(("o", "a"))
+    _stub(cache, "b", mb, 100.0)
+    cache._touch(("o", "b"))
+    _stub(cache, "c", mb // 10, 100.0)
+    cache._touch(("o", "c"))
+    assert cache.entries[("o", "b")].priority == 100.0 / (2 * mb)
+    _stub(cache, "d", mb, 100.0)
+    cache._touch(("o", "d"))
+    cache._evict(keep=("o", "d"))
+    assert sorted(b for _o, b in cache.entries) == ["a", "c", "d"]
+    assert cache.gdsf_clock == 100.0 / (2 * mb)
+    assert cache.resident_total == sum(e.resident_bytes() for e in cache.entries.values())
+    _stub(cache, "e", mb, 400.0)  # new: the clock + 400 / 2 MB, above d's 100 / 2 MB
+    cache._touch(("o", "e"))
+    cache._evict(keep=("o", "e"))
+    assert sorted(b for _o, b in cache.entries) == ["a", "c", "e"]  # d: one use, 2 MB, 100 ms
+    assert cache.entries[("o", "e")].priority == 100.0 / (2 * mb) + 400.0 / (2 * mb)
+    cache._evict(keep=("o", "e"))  # within the budget now: nothing more leaves
+    assert sorted(b for _o, b in cache.entries) == ["a", "c", "e"]
+    assert cache.counters["evictions"] == 2
+
+
+def test_an_entry_in_use_is_passed_over_and_stays_a_candidate(tmp_path):
+    """A bank whose lock another thread holds is not evicted; the next lowest goes, and the one
+    passed over is still evicted later."""
+    import threading
+
+    from chalicelib.search import index
+
+    mb = 1024 * 1024
+    cache = index.IndexCache(str(tmp_path / "c"), budget_mb=4.5)
+    for bank in ("a", "b"):
+        _stub(cache, bank, mb, 100.0)
+        cache._touch(("o", bank))
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with cache.lock("o", "a"):
+            held.set()
+            done.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    try:
+        _stub(cache, "c", mb, 100.0)
+        cache._touch(("o", "c"))
+        cache._evict(keep=("o", "c"))
+        assert sorted(b for _o, b in cache.entries) == ["a", "c"]
+    finally:
+        done.set()
+        t.join()
+    cache.budget_bytes = 4 * mb + mb // 2 - 2 * mb  # room for one bank
+    cache._evict(keep=("o", "c"))
+    assert sorted(b for _o, b in cache.entries) == ["c"]
