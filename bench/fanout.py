@@ -142,8 +142,9 @@ def table(here: dict[str, Any], there: dict[str, Any] | None) -> list[str]:
           "another container wrote into one of the banks.", "",
           "| banks | p50 ms | p95 ms | x one bank | moto ms | Cairn's share ms | Cairn's x one bank | AWS calls (warm) "
           "| after a write ms |"
-          + (" before: p50 ms | before: x one bank | before: calls |" if there else ""),
-          "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if there else "")]
+          + (" before: p50 ms | before: x one bank | before: Cairn's share ms | before: Cairn's x one bank "
+             "| before: calls |" if there else ""),
+          "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if there else "")]
     first = here["banks"][min(here["banks"], key=int)]
     one, cairn_one = first["p50_ms"], first.get("cairn_p50_ms") or 1.0
     for n, r in sorted(here["banks"].items(), key=lambda kv: int(kv[0])):
@@ -153,9 +154,11 @@ def table(here: dict[str, Any], there: dict[str, Any] | None) -> list[str]:
                f"{r['after_write_ms']} |")
         if there and "banks" in there and n in there["banks"]:
             b = there["banks"][n]
-            bone = there["banks"][min(there["banks"], key=int)]["p50_ms"]
+            bfirst = there["banks"][min(there["banks"], key=int)]
+            bone, bcairn = bfirst["p50_ms"], bfirst.get("cairn_p50_ms") or 1.0
             bcalls = ", ".join(f"{k.split('.', 1)[-1]} {v}" for k, v in sorted(b["calls"].items()))
-            row += f" {b['p50_ms']} | {b['p50_ms'] / bone:.1f}x | {bcalls} |"
+            row += (f" {b['p50_ms']} | {b['p50_ms'] / bone:.1f}x | {b.get('cairn_p50_ms', '-')} | "
+                    f"{b.get('cairn_p50_ms', 0) / bcairn:.1f}x | {bcalls} |")
         md.append(row)
     if there and "error" in there:
         md += ["", f"The other checkout failed: `{there['error'][-300:]}`"]
