@@ -1,11 +1,11 @@
-"""bench.fleet: the simulation's LRU evicts as the real ``IndexCache`` does, bank for bank."""
+"""bench.fleet: the simulation's GDSF evicts as the real ``IndexCache`` does, bank for bank."""
 
 from __future__ import annotations
 
 from bench import fleet
 
 
-def test_the_simulated_lru_keeps_what_the_index_cache_keeps(tmp_path):
+def test_the_simulated_gdsf_keeps_what_the_index_cache_keeps(tmp_path):
     # accounted bytes per bank size as bench.fleet measures them (the cache's budget figure)
     model = fleet.CostModel([100, 1000, 10000], {"accounted_bytes": [300_001.0, 2_300_001.0, 20_000_001.0],
                                                  "snapshot_bytes": [1e5, 1e6, 1e7], "cold_cairn_ms": [5.0, 20.0, 200.0],
