@@ -58,10 +58,19 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
             "rules": bank.rules, "settings": bank.settings.model_dump()}
 
 
-def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
-    """201 ``{created: true, bank_created, memory}`` / 200 ``{created: false, bank_created, memory}``,
-    plus ``details.tags_dropped`` when a reinforcement dropped tags."""
-    body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created}
+def render_related(result: SaveResult, *, readable: bool) -> list[dict[str, Any]]:
+    """A write's ``related``: ``{id, relation, score, why, action, text?}`` each; ``text`` only for
+    a caller that may read the bank (a write-only token learns nothing it could not read)."""
+    return [r.model_dump(exclude_none=True, exclude=None if readable else {"text"}) for r in result.related]
+
+
+def render_save(result: SaveResult, *, readable: bool = True) -> tuple[int, dict[str, Any]]:
+    """201 ``{created: true, bank_created, memory, related, related_checked}`` / 200 ``{created:
+    false, ...}``, plus ``details.tags_dropped`` when a reinforcement dropped tags. ``readable``:
+    whether the caller may read the bank (``render_related``)."""
+    body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created,
+                            "related": render_related(result, readable=readable),
+                            "related_checked": result.related_checked}
     if result.memory is not None:
         body["memory"] = result.memory.public()
     if result.tags_dropped:
@@ -249,7 +258,7 @@ def save_memory(ctx: Ctx, bank: str):
     bank = _bank(ctx, bank)
     idem = idempotency.make(ctx.principal.token_id, f"save:{bank}", ctx.header("idempotency-key"), ctx.raw_body)
     status, body = render_save(service.save_memory(ctx.principal.org_id, bank, ctx.body, actor=ctx.principal.actor,
-                                                   idem=idem))
+                                                   idem=idem), readable=ctx.principal.has(READ))
     return Reply(status, body)
 
 

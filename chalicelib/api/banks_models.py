@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class BankMemorySource(BaseModel):
@@ -39,6 +39,9 @@ class BankMemory(BaseModel):
     """When it was tombstoned or superseded (ms); absent while live."""
     superseded_by: str | None = None
     """The id of the memory that replaced it."""
+    conflicts_with: list[str] | None = None
+    """Live memories detected, when one of the two was saved, to state the same thing about the
+    same subject with another value; cleared when either side retires."""
     revision: int
     """0 when created, +1 per change."""
     purged_at: int | None = None
@@ -176,10 +179,32 @@ class SaveDetails(BaseModel):
     """Tags beyond the cap that were not merged."""
 
 
+class RelatedMemory(BaseModel):
+    """A live memory the write found to say the same thing (``duplicate``) or the same thing about
+    the same subject with another value (``conflict``)."""
+
+    id: str
+    relation: Literal["duplicate", "conflict"]
+    score: float
+    """Sentence similarity of the two memories, in [-1, 1]."""
+    why: str
+    """Why, in a sentence (the values that differ, the correction word)."""
+    action: Literal["linked", "superseded", "none"] = "none"
+    """What the write did: ``linked`` (both memories' ``conflicts_with``), ``superseded`` (the
+    bank's ``on_conflict: supersede`` retired it), ``none`` (a duplicate: consider not saving it,
+    or ``supersedes`` to replace it)."""
+    text: str | None = None
+    """Its text; absent for a caller that may not read the bank."""
+
+
 class MemorySaved(BaseModel):
     """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
     created: bool
+    related: list[RelatedMemory] = Field(default_factory=list)
+    """Up to 5 live memories this one duplicates or contradicts, best first."""
+    related_checked: bool = True
+    """False when the bank's index was not loaded in this container and the look-up was skipped."""
     bank_created: bool = False
     """True when this save created the bank (a bank is created on first use: a misspelt name makes a
     new bank)."""

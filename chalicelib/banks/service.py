@@ -41,6 +41,7 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import Retry
+from . import conflicts
 from .records import (
     MAX_HANDLES,
     BankPatch,
@@ -402,8 +403,15 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 
 
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
-                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True) -> SaveResult:
+                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True,
+                detect: bool = True) -> SaveResult:
     """Save one memory (the bank worker's ``memory::save``).
+
+    Before its transaction the save looks up the bank's live memories the text duplicates or
+    contradicts (``banks.conflicts.detect``; ``detect=False`` skips it): the result's ``related``
+    (at most 5, with what the save did: a new memory's conflicts are linked both ways, or with
+    the bank's ``on_conflict: supersede`` the earlier one is retired, never a pinned one) and
+    ``related_checked`` (False: the bank's index was not loadable here without a rebuild).
 
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
@@ -430,6 +438,9 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                  confidence=confidence, source=source or Source(session_id=req.session_id),
                  revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
 
+    found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect \
+        else conflicts.Detection(checked=False)
+
     def attempt(btx: BankTx) -> SaveResult:
         replay = idempotency.replay(idem)
         if replay is not None:
@@ -438,22 +449,35 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         target = _find_target(fresh.incarnation, row is not None, save)
         rec, op, dropped = _saved_record(save, target)
         retiring = _superseded_writes(bank, row, rec, save.supersedes)
-        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring], actor,
-                            fresh=fresh)
+        rec, links, actions = _conflict_writes(row, rec, op, found, {w.record.id for w in retiring})
+        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring, *links],
+                            actor, fresh=fresh)
         if not target.has_pointer:
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
         else:  # found through the pointer: it must still name this memory when the save commits
             btx.check_pointer(fresh.incarnation, save.fp, rec.id)
-        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped, bank_created=row is None)
+        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped, bank_created=row is None,
+                            related=conflicts.answer(found, actions), related_checked=found.checked)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         if audited:
             audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
-            for w in retiring:
+            for w in [*retiring, *(w for w in links if w.op == "supersede")]:
                 audit.add_to(btx.tx, org_id, "memory.supersede", actor, f"{bank}/{w.record.id}",
                              {"bank": bank, "op": "supersede"})
         return result
 
     return store.write(org_id, attempt)
+
+
+def _conflict_writes(row: BankRow | None, rec: Memory, op: str, found: conflicts.Detection,
+                     retiring: set[str]) -> tuple[Memory, list[Write], dict[str, str]]:
+    """``(rec with its conflict links, the partners' writes, {id: action})`` for a save's
+    detected conflicts (``banks.conflicts.link_writes``, the bank's ``on_conflict``): only a
+    memory this save creates links; the memories ``supersedes`` retires are left to it."""
+    if row is None or op not in ("create", "revive") or not found.found:
+        return rec, [], {}
+    kept = conflicts.Detection([(m, v) for m, v in found.found if m.id not in retiring], found.checked)
+    return conflicts.link_writes(row, rec, kept, settings_of(row).on_conflict)
 
 
 def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list[str]) -> list[Write]:
@@ -477,9 +501,15 @@ def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list
         if old.pinned:
             raise Conflict(f"Memory '{mid}' is pinned and cannot be superseded; unpin it first.",
                            details={"memory_id": mid})
-        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "revision": old.revision + 1,
-                                     "updated_at": now})
+        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "conflicts_with": None,
+                                     "revision": old.revision + 1, "updated_at": now})
         out.append(Write(new, old, "supersede", item.fp, why=f"superseded by {winner.id} on its save"))
+    if row is not None:  # each retired memory leaves its partners' conflict links
+        written = {winner.id, *ids}
+        for w in list(out):
+            for u in conflicts.unlink_writes(row, w.prev or w.record, frozenset(written)):
+                written.add(u.record.id)
+                out.append(u)
     return out
 
 
@@ -632,8 +662,9 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited
         if not rec.live:
             return None
         now = now_ms()
-        new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
-        return [Write(new, rec, "delete", item.fp)], None
+        new = rec.model_copy(update={"invalid_at": now, "conflicts_with": None, "revision": rec.revision + 1,
+                                     "updated_at": now})
+        return [Write(new, rec, "delete", item.fp), *conflicts.unlink_writes(row, rec)], None
 
     return _change(org_id, bank, memory_id, actor, decide, repair="delete",
                    event=Audited("memory.delete") if audited else None)
@@ -661,14 +692,15 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
         if not won.live:
             raise Conflict(f"Memory '{superseded_by}' is retired and cannot supersede another.", code="memory_retired")
         now = now_ms()
-        new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by,
+        new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by, "conflicts_with": None,
                                      "revision": rec.revision + 1, "updated_at": now})
 
         def extra(btx: BankTx) -> None:
             # the winner must still be live at commit: condition on its revision
             btx.check_revision(row.incarnation, superseded_by, won.revision)
 
-        return [Write(new, rec, "supersede", item.fp)], extra
+        unlinks = conflicts.unlink_writes(row, rec, frozenset({superseded_by}))
+        return [Write(new, rec, "supersede", item.fp), *unlinks], extra
 
     return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.supersede"))
 

@@ -55,6 +55,7 @@ class MemoryJSON(TypedDict, total=False):
     updated_at: int
     invalid_at: int
     superseded_by: str
+    conflicts_with: list[str]
     revision: int
     purged_at: int
     name: str
@@ -79,6 +80,8 @@ class Memory(BaseModel):
     updated_at: int = Field(ge=0, le=MAX_TIME_MS)
     invalid_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     superseded_by: str | None = None
+    # live memories this one was detected to contradict (``banks.conflicts``), both sides linked
+    conflicts_with: list[str] | None = Field(None, max_length=64)
     revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
     purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     # structured memory and team projections; None for bank memories
@@ -178,6 +181,20 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
     return Memory(id=key, text="", created_at=now, updated_at=now)
 
 
+class RelatedMemory(BaseModel):
+    """A live memory a write found to say the same (``duplicate``) or to contradict it
+    (``conflict``): its ``id``, ``score`` (sentence similarity, in [-1, 1]), ``why`` (a sentence
+    for a person) and ``text`` (left out for a caller that may not read the bank); ``action``:
+    what the write did about it (``linked``, ``superseded``, ``none``)."""
+
+    id: str
+    relation: Literal["duplicate", "conflict"]
+    score: float
+    why: str
+    text: str | None = None
+    action: Literal["linked", "superseded", "none"] = "none"
+
+
 class SaveResult(BaseModel):
     """What a save did: ``created`` (a new, resurrected or repaired memory, else a
     reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
@@ -188,3 +205,5 @@ class SaveResult(BaseModel):
     memory: Memory | None
     tags_dropped: list[str] = Field(default_factory=list)
     bank_created: bool = False
+    related: list[RelatedMemory] = Field(default_factory=list)
+    related_checked: bool = True

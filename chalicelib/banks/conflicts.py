@@ -1,0 +1,115 @@
+"""Write-time related memories and conflict links: the lookup a save makes before its transaction
+(``detect``) and what the transaction stages for it (``link_writes``, ``unlink_writes``).
+
+A conflict link is the ``conflicts_with`` list of both memories (each names the other), written
+in the transaction that saves the later one; a retiring memory (supersede, forget) leaves every
+partner's list in its own transaction. With the bank's ``on_conflict: supersede`` the earlier
+memory of a detected conflict is retired instead (``superseded_by`` the later, its history's
+``why`` naming the detection and the setting), except a pinned one, which is linked.
+Duplicates are reported, never linked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import semantic
+from ..clock import now_ms
+from ..core.records import Memory, RelatedMemory
+from ..core.store import BankRow, Write, get_item, record_of
+from ..fingerprint import FINGERPRINT_RE
+from . import related
+
+MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
+
+
+@dataclass
+class Detection:
+    """What a write found: ``found`` (memory, verdict) best first, at most ``related.MAX_RELATED``;
+    ``checked``: False when the bank's index was not loadable here (nothing was looked up)."""
+
+    found: list[tuple[Memory, related.Verdict]] = field(default_factory=list)
+    checked: bool = True
+
+
+def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: str | None = None,
+           thresholds: related.Thresholds = related.DEFAULT) -> Detection:
+    """The live memories of ``bank`` that ``text`` (with entity ``handles``) duplicates or
+    contradicts (``banks.related``), the memory ``exclude`` (the one the text lands on) left out.
+    One consistent read of the bank and its index as a recall uses it (never rebuilt here)."""
+    from ..search.neighbours import neighbours  # search imports the banks area, not the reverse
+    from ..search.recall import read_rows
+    head = read_rows(org_id, [bank]).get(bank)
+    if head is None or head.memories == 0:
+        return Detection()
+    vector = semantic.embed_documents([text])[0] if semantic.covered(text) and semantic.available() else None
+    near = neighbours(org_id, bank, head, text, vector, handles, exclude=exclude)
+    if near is None:
+        return Detection(checked=False)
+    hs = frozenset(handles)
+    later = related.statement(text, hs)
+    by_id = {n.memory.id: n.memory for n in near if n.memory.text != text}
+    cands = [related.Candidate(n.memory.id, related.statement(n.memory.text, frozenset(n.memory.entities)),
+                               frozenset(n.memory.entities), n.similarity)
+             for n in near if n.memory.id in by_id]
+    return Detection([(by_id[mid], v) for mid, v in related.relate(later, hs, cands, thresholds)])
+
+
+def answer(detection: Detection, actions: dict[str, str]) -> list[RelatedMemory]:
+    """The ``related`` of a write's result: each found memory with what the write did about it."""
+    return [RelatedMemory(id=m.id, relation=v.relation, score=round(v.score, 4), why=v.why, text=m.text,
+                          action=actions.get(m.id, "none")) for m, v in detection.found]  # type: ignore[arg-type]
+
+
+def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: str,
+                ) -> tuple[Memory, list[Write], dict[str, str]]:
+    """What saving the new memory ``rec`` stages for the conflicts ``detection`` found, each
+    partner read again (still live: its revision is the write's condition): ``(rec with its
+    links, the partners' writes, {id: action})``. ``on_conflict``: ``flag`` links both,
+    ``supersede`` retires the partner (a pinned one is linked)."""
+    writes: list[Write] = []
+    actions: dict[str, str] = {}
+    links: list[str] = list(rec.conflicts_with or [])
+    now = now_ms()
+    for found, verdict in detection.found:
+        if verdict.relation != "conflict" or not FINGERPRINT_RE.fullmatch(found.id):
+            continue
+        item = get_item(row.incarnation, found.id)
+        old = record_of(item) if item is not None else None
+        if old is None or not old.live or old.id == rec.id:
+            continue
+        if on_conflict == "supersede" and not old.pinned:
+            new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
+                                         "revision": old.revision + 1, "updated_at": now})
+            writes.append(Write(new, old, "supersede", item.fp,  # type: ignore[union-attr]
+                                why=f"superseded by {rec.id}: a conflict detected on its save "
+                                    f"(on_conflict: supersede): {verdict.why}"))
+            actions[old.id] = "superseded"
+            continue
+        theirs = [*[x for x in (old.conflicts_with or []) if x != rec.id][: MAX_LINKS - 1], rec.id]
+        new = old.model_copy(update={"conflicts_with": theirs, "revision": old.revision + 1})
+        writes.append(Write(new, old, "link", item.fp,  # type: ignore[union-attr]
+                            why=f"conflicts with {rec.id}, detected on its save: {verdict.why}"))
+        links = [x for x in links if x != old.id] + [old.id]
+        actions[old.id] = "linked"
+    if links:
+        rec = rec.model_copy(update={"conflicts_with": links[-MAX_LINKS:]})
+    return rec, writes, actions
+
+
+def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset()) -> list[Write]:
+    """The writes that drop the retiring ``rec`` from each live partner's ``conflicts_with`` (the
+    memories of ``skip`` are written by the same change already)."""
+    out = []
+    for pid in rec.conflicts_with or []:
+        if pid in skip or pid == rec.id or not FINGERPRINT_RE.fullmatch(pid):
+            continue
+        item = get_item(row.incarnation, pid)
+        other = record_of(item) if item is not None else None
+        if other is None or not other.live or rec.id not in (other.conflicts_with or []):
+            continue
+        left = [x for x in other.conflicts_with or [] if x != rec.id] or None
+        out.append(Write(other.model_copy(update={"conflicts_with": left, "revision": other.revision + 1}),
+                         other, "unlink", item.fp,  # type: ignore[union-attr]
+                         why=f"{rec.id} retired: its conflict link is cleared"))
+    return out

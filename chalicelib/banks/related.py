@@ -1,0 +1,236 @@
+"""Related memories at write time: is a live memory of the bank the same statement in other words
+(``duplicate``) or the same thing about the same subject with another value (``conflict``)? Pure
+functions, no I/O and no LLM call; the candidates come from the bank's index
+(``search.neighbours``), this module only judges a pair.
+
+A pair is judged on:
+
+- **subject**: the two memories' entity handles when both have some (disjoint handles: another
+  subject, never related); the names each text states otherwise (capitalised words that are not
+  the sentence's first: a name both state is the subject, a name only one states is a value);
+- **similarity**: the cosine of the two sentence vectors (``chalicelib.semantic``), in [-1, 1];
+- **values** (``values``): what a statement can disagree on, each a lower-cased token: numbers
+  and anything holding a digit (versions, times, sizes, ``us-west-2``), URLs, ``#channels``,
+  month and weekday names, and names; the subject's handles are not values;
+- **correction cues** (``CUES``): words a correction is worded with ("now", "no longer",
+  "moved", "instead", "switched", "stopped"...), and negation.
+
+``judge`` answers ``conflict`` when the subject is the same, the similarity is at least
+``Thresholds.conflict`` and the later text states another value (each side states a value the
+other does not) or corrects (a cue in the later text only; a cue also makes a value only the
+later states count); ``duplicate`` when the subject is the same, the similarity is at least
+``Thresholds.duplicate`` and the later states no value the earlier does not and no cue; else
+nothing. The thresholds were chosen on the tuning part of ``bench/knowledge_update``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Relation = Literal["duplicate", "conflict"]
+MAX_RELATED = 5  # related memories one write reports
+
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+MONTHS = _words(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec")
+WEEKDAYS = _words(
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mondays tuesdays wednesdays thursdays fridays saturdays sundays")
+CUES = _words(
+    "now no longer anymore instead moved moving switched switch changed replaced stopped stop "
+    "dropped handed taken took over shifted retired pushed rescheduled bumped postponed delayed "
+    "reduced raised increased lowered shortened extended cut left not never back migrated "
+    "renamed transferred n't cancelled canceled")
+# capitalised words that are never names (they open sentences)
+_NOT_NAMES = _words(
+    "i the a an we our they it this that these those on in at for to from of by with and "
+    "or if when us use keep please")
+_EDGE = ".,;:!?()[]{}\"'\u201c\u201d\u2018\u2019"  # edge punctuation, curly quotes too
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The lowest sentence cosines at which a pair may be a ``duplicate`` / a ``conflict``, and
+    ``margin``: how far above the next same-subject memory the candidate must stand."""
+
+    duplicate: float = 0.80
+    conflict: float = 0.60
+    margin: float = 0.0
+
+
+DEFAULT = Thresholds()
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A memory's text as a pair is judged on it: its ``names`` (lower-cased words of names it
+    states), ``values`` (``values``: names included) and ``cues`` (correction words)."""
+
+    names: frozenset[str]
+    values: frozenset[str]
+    cues: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judged pair: ``relation``, ``score`` (the similarity, in [-1, 1]) and ``why`` (a short
+    sentence a person reads)."""
+
+    relation: Relation
+    score: float
+    why: str
+
+
+def _tokens(text: str) -> list[tuple[str, bool]]:
+    """``(word, opens a sentence)`` per whitespace-separated word, its edge punctuation and a
+    possessive ``'s`` cut off; ``n't`` becomes a word of its own."""
+    out: list[tuple[str, bool]] = []
+    opens = True
+    for raw in text.split():
+        w = raw.strip(_EDGE)
+        for tail in ("'s", "\u2019s"):
+            if w.endswith(tail):
+                w = w[: -len(tail)]
+        if w:
+            if w.lower().endswith("n't"):
+                out.append((w[:-3], opens))
+                out.append(("n't", False))
+            else:
+                out.append((w, opens))
+        opens = raw.endswith((".", "!", "?", ";", ":")) and not any(c.isdigit() for c in raw[-2:-1])
+    return out
+
+
+def _is_value(word: str) -> bool:
+    low = word.lower()
+    return (any(c.isdigit() for c in word) or "://" in word or word.startswith(("#", "@", "$"))
+            or low in MONTHS or low in WEEKDAYS or ("." in word.strip(".") and low.isascii() and "/" in low))
+
+
+def kind(value: str) -> str:
+    """The kind of a value (``statement``): ``url``, ``weekday``, ``date`` (a month, a year, an
+    ordinal day), ``time`` (``10:00``), ``number``, ``code`` (letters and digits: ``us-west-2``,
+    ``utc+3``) or ``name``. Two statements disagree only on values of one kind."""
+    if "://" in value or ("/" in value and "." in value):
+        return "url"
+    if value in WEEKDAYS:
+        return "weekday"
+    bare = value.strip("$%~").replace(",", "")
+    if value in MONTHS or (bare.isdigit() and len(bare) == 4 and bare[:2] in ("19", "20")) \
+            or (bare[:-2].isdigit() and bare[-2:] in ("st", "nd", "rd", "th")):
+        return "date"
+    if ":" in bare and bare.replace(":", "").isdigit():
+        return "time"
+    if bare.replace(".", "", 1).isdigit():
+        return "number"
+    return "code" if any(c.isdigit() for c in value) else "name"
+
+
+def _kinds(values: frozenset[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for v in values:
+        out.setdefault(kind(v), set()).add(v)
+    return out
+
+
+def statement(text: str, handles: frozenset[str] = frozenset()) -> Statement:
+    """What ``judge`` reads of ``text``; ``handles``: the memory's entity handles (their words are
+    the subject, not values)."""
+    subject = frozenset(w for h in handles for w in h.split())
+    names: set[str] = set()
+    values: set[str] = set()
+    cues: set[str] = set()
+    toks = _tokens(text)
+    for i, (w, opens) in enumerate(toks):
+        low = w.lower()
+        if low in CUES or (low == "longer" and i and toks[i - 1][0].lower() == "no"):
+            cues.add(low)
+        if low in subject:
+            continue
+        if _is_value(w):
+            values.add(low)
+        elif w[:1].isupper() and low not in _NOT_NAMES and (not opens or w[1:2].isupper()):
+            names.add(low)
+            values.add(low)
+    return Statement(frozenset(names), frozenset(values), frozenset(cues))
+
+
+def same_subject(a_handles: frozenset[str], b_handles: frozenset[str], a: Statement, b: Statement) -> bool:
+    """Whether two memories speak of one subject: their handles meet (when both have some), else
+    they state a name in common or neither states a name."""
+    if a_handles and b_handles:
+        return bool(a_handles & b_handles)
+    if a.names or b.names:
+        return bool(a.names & b.names)
+    return True
+
+
+def judge(earlier: Statement, later: Statement, similarity: float, *, subject: bool,
+          thresholds: Thresholds = DEFAULT) -> Verdict | None:
+    """The relation of ``later`` (being written) to ``earlier`` (a live memory), or ``None``
+    (module docstring). ``subject``: whether they speak of one subject (``same_subject``)."""
+    if not subject:
+        return None
+    only_new = later.values - earlier.values
+    only_old = earlier.values - later.values
+    new_cues = later.cues - earlier.cues
+    if similarity >= thresholds.conflict:
+        old_kinds, new_kinds = _kinds(only_old), _kinds(only_new)
+        if old_kinds.keys() & new_kinds.keys():
+            return Verdict("conflict", similarity, _why_values(only_old, only_new))
+        if new_cues:
+            said = f"; it states {_list(only_new)}" if only_new else ""
+            return Verdict("conflict", similarity, f"corrects it (\"{sorted(new_cues)[0]}\"){said}")
+    if similarity >= thresholds.duplicate and not only_new and not new_cues:
+        return Verdict("duplicate", similarity, "says the same in other words")
+    return None
+
+
+def _list(values: frozenset[str]) -> str:
+    return ", ".join(sorted(values)[:3])
+
+
+def _why_values(old: frozenset[str], new: frozenset[str]) -> str:
+    return f"another value: {_list(new)} instead of {_list(old)}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A live memory the index found near the one being written: its ``id``, ``statement``,
+    entity ``handles`` and the sentence ``similarity`` with it."""
+
+    id: str
+    statement: Statement
+    handles: frozenset[str]
+    similarity: float
+
+
+def relate(later: Statement, handles: frozenset[str], candidates: list[Candidate],
+           thresholds: Thresholds = DEFAULT) -> list[tuple[str, Verdict]]:
+    """The memories among ``candidates`` the memory being written (``later``, with entity
+    ``handles``) duplicates or contradicts, best first, at most ``MAX_RELATED``. Only the
+    candidates of its subject count, and of those only the nearest, when it stands at least
+    ``thresholds.margin`` above the next (one statement per attribute: the nearest of its subject
+    is the one it can restate or correct) and any other as near as it."""
+    mine = sorted((c for c in candidates if same_subject(c.handles, handles, c.statement, later)),
+                  key=lambda c: -c.similarity)
+    if not mine:
+        return []
+    runner_up = mine[1].similarity if len(mine) > 1 else -1.0
+    if mine[0].similarity - runner_up < thresholds.margin:
+        return []
+    out = []
+    for c in mine[:MAX_RELATED]:
+        if c is not mine[0] and c.similarity < mine[0].similarity:
+            break
+        v = judge(c.statement, later, c.similarity, subject=True, thresholds=thresholds)
+        if v is not None:
+            out.append((c.id, v))
+    return out

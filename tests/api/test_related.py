@@ -1,0 +1,83 @@
+"""Related memories at write time through REST: duplicates and conflicts reported on save, conflict
+links stored both ways and cleared on retirement, ``on_conflict: supersede`` retiring the older
+side (never a pinned one), and a write-only token seeing no ``text``."""
+
+from __future__ import annotations
+
+from tests.api.conftest import mint
+
+B = "/v1/banks/heron"
+M = B + "/memories"
+OLD = "Heron's public launch is planned for June 15, 2026."
+NEW = "Heron's public launch moved to July 20, 2026 because of the Stripe certification delay."
+OTHER = "Heron stores its data in PostgreSQL 16."
+
+
+def save(api, text, **kw):
+    s, b = api.post(M, {"text": text, "entities": ["heron"], **kw})
+    assert s in (200, 201), b
+    return b
+
+
+def memory(api, mid):
+    return api.get(f"{M}/{mid}")[1]["memory"]
+
+
+def test_a_correction_reports_the_conflict_and_links_both_sides(api):
+    old = save(api, OLD)["memory"]
+    save(api, OTHER)
+    body = save(api, NEW)
+    assert body["related_checked"] is True
+    assert [(r["id"], r["relation"], r["action"]) for r in body["related"]] == [(old["id"], "conflict", "linked")]
+    rel = body["related"][0]
+    assert rel["text"] == OLD and "july" in rel["why"] and 0 < rel["score"] <= 1
+    new = body["memory"]
+    assert new["conflicts_with"] == [old["id"]]
+    assert memory(api, old["id"])["conflicts_with"] == [new["id"]]
+    revs = api.get(f"{M}/{old['id']}/history")[1]["revisions"]
+    assert [r["op"] for r in revs] == ["create", "link"] and new["id"] in revs[-1]["why"]
+
+
+def test_a_reworded_duplicate_is_reported_and_not_linked(api):
+    first = save(api, "Heron stores its data in PostgreSQL 16.")["memory"]
+    body = save(api, "We picked PostgreSQL 16 to hold everything Heron persists.")
+    assert [(r["id"], r["relation"], r["action"]) for r in body["related"]] == [(first["id"], "duplicate", "none")]
+    assert "conflicts_with" not in body["memory"] and "conflicts_with" not in memory(api, first["id"])
+
+
+def test_a_write_only_token_sees_no_text_in_related(api):
+    save(api, OLD)
+    writer = mint(user_id="w", permissions=["memory:write"])
+    s, body = api.post(M, {"text": NEW, "entities": ["heron"]}, token=writer)
+    assert s == 201 and body["related"], body
+    assert all("text" not in r for r in body["related"]) and body["related"][0]["why"]
+
+
+def test_retiring_either_side_clears_the_link(api):
+    old = save(api, OLD)["memory"]
+    new = save(api, NEW)["memory"]
+    api.delete(f"{M}/{old['id']}")
+    assert "conflicts_with" not in memory(api, new["id"])
+    assert "conflicts_with" not in memory(api, old["id"])
+
+
+def test_on_conflict_supersede_retires_the_older_side_and_history_says_why(api):
+    api.post(B + "/memories", {"text": OTHER})
+    s, b = api.patch(B, {"settings": {"on_conflict": "supersede"}})
+    assert s == 200, b
+    old = save(api, OLD)["memory"]
+    body = save(api, NEW)
+    assert [(r["id"], r["action"]) for r in body["related"]] == [(old["id"], "superseded")]
+    gone = memory(api, old["id"])
+    assert gone["superseded_by"] == body["memory"]["id"] and gone["invalid_at"]
+    why = api.get(f"{M}/{old['id']}/history")[1]["revisions"][-1]["why"]
+    assert "on_conflict: supersede" in why and "conflict detected" in why
+
+
+def test_on_conflict_supersede_never_retires_a_pinned_memory(api):
+    api.post(B + "/memories", {"text": OTHER})
+    api.patch(B, {"settings": {"on_conflict": "supersede"}})
+    old = save(api, OLD, pinned=True)["memory"]
+    body = save(api, NEW)
+    assert [(r["id"], r["action"]) for r in body["related"]] == [(old["id"], "linked")]
+    assert "invalid_at" not in memory(api, old["id"])
