@@ -358,7 +358,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "queries naming them; tags let recall filter on them. The bank is created on first use: the result "
          "says so (bank_created: true), so check a new bank's name. To correct a fact, save the new sentence "
          "with supersedes: [the old memory's id] (one call retires the old one). A text that was forgotten "
-         "or superseded answers memory_retired unless revive: true.", MemorySaveArgs, banks.save_memory, WRITE,
+         "or superseded answers memory_retired unless revive: true. The result lists related memories: a "
+         "duplicate (the same in other words: keep one) or a conflict (the same subject with another value: "
+         "if the new sentence corrects the old, supersede the old one; if unsure, ask the user).",
+         MemorySaveArgs, banks.save_memory, WRITE,
          read_only=False, path=("bank",), summary=text.memory_saved,
          id_sources={"session_id": IdSource("session_open", "session_id")},
          params={"text": Param(f"The memory: one self-contained sentence of {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 "

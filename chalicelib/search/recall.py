@@ -222,7 +222,39 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
 
     matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
                                 query if isinstance(query, str) else None)
+    order = newer_first(order, ids, lambda j: record(keys[j]), depth=limit + NEWER_DEPTH)
     return _take(order, lambda j: matcher(keys[j]), hit, limit, min_match), len(keys)
+
+
+NEWER_DEPTH = 10  # candidates past the limit whose conflict links are read (each read decodes a record)
+
+
+def stated_at(rec: Memory) -> int:
+    """When ``rec`` was last said (ms): its ``created_at``, or its last reinforcement (``updated_at``
+    of a memory saved again, ``corroboration`` > 0). Never a date its text mentions."""
+    return max(rec.created_at, rec.updated_at) if rec.corroboration > 0 else rec.created_at
+
+
+def newer_first(order: list[int], ids: list[str], record: Callable[[int], Memory | None], *,
+                depth: int) -> list[int]:
+    """``order`` with the later statement (``stated_at``) of each conflicting pair
+    (``Memory.conflicts_with``, both among the candidates) moved just above the earlier one when it
+    ranked below it; only the first ``depth`` candidates' links are read. The rest of the order
+    is unchanged."""
+    at = {ids[j]: n for n, j in enumerate(order)}
+    out = list(order)
+    for j in order[:depth]:
+        rec = record(j)
+        if rec is None or not rec.conflicts_with:
+            continue
+        for k in [order[at[pid]] for pid in rec.conflicts_with if pid in at]:
+            other = record(k)
+            if other is None or stated_at(other) <= stated_at(rec):
+                continue
+            pos_new, pos_old = out.index(k), out.index(j)
+            if pos_new > pos_old:
+                out.insert(pos_old, out.pop(pos_new))
+    return out
 
 
 def _take(order: list[int], match_of: Callable[[int], float], hit: Callable[[int, float], Hit | None],

@@ -4,6 +4,8 @@ side (never a pinned one), and a write-only token seeing no ``text``."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.api.conftest import mint
 
 B = "/v1/banks/heron"
@@ -81,3 +83,38 @@ def test_on_conflict_supersede_never_retires_a_pinned_memory(api):
     body = save(api, NEW)
     assert [(r["id"], r["action"]) for r in body["related"]] == [(old["id"], "linked")]
     assert "invalid_at" not in memory(api, old["id"])
+
+
+@pytest.mark.parametrize("first, later", [(OLD, NEW), (NEW, OLD)])
+def test_recall_ranks_the_later_statement_of_a_conflict_first(api, first, later):
+    """Whichever of the two was said last ranks first, and each carries the other's id."""
+    a = save(api, first)["memory"]
+    b = save(api, later)["memory"]
+    assert b["conflicts_with"] == [a["id"]]
+    for query in ("When is Heron's public launch?", "Heron public launch date", "Heron launch June 15"):
+        s, body = api.post(B + "/recall", {"query": query})
+        assert s == 200, body
+        hits = [h["memory"] for h in body["memories"]]
+        assert [h["id"] for h in hits][:2] == [b["id"], a["id"]], query
+        assert hits[0]["conflicts_with"] == [a["id"]] and hits[1]["conflicts_with"] == [b["id"]]
+
+
+def test_the_injection_shows_only_the_later_side_of_a_conflict(api):
+    old = save(api, OLD)["memory"]
+    new = save(api, NEW)["memory"]
+    s, body = api.post(B + "/preview", {"query": "When is Heron's public launch?"})
+    assert s == 200, body
+    ids = [m["memory"]["id"] for m in body["memories"]]
+    assert new["id"] in ids and old["id"] not in ids
+    assert "July 20" in body["message"] and "June 15" not in body["message"]
+
+
+def test_mcp_memory_save_says_what_to_do_about_a_conflict(client, token, api):
+    from tests.api.test_mcp import Mcp
+    mcp = Mcp(client, token)
+    old = save(api, OLD)["memory"]
+    result = mcp.call("memory_save", bank="heron", text=NEW, entities=["heron"])
+    assert result["isError"] is False, result
+    assert result["structuredContent"]["related"][0]["id"] == old["id"]
+    words = result["content"][0]["text"]
+    assert f"Conflicts with memory {old['id']}" in words and "memory_supersede" in words and OLD in words

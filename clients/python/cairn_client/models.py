@@ -969,6 +969,7 @@ class MemoryRevision(BaseModel):
     updated_at: Annotated[int, Field(title="Updated At")]
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     op: Annotated[str, Field(title="Op")]
@@ -1273,6 +1274,20 @@ class RecallSignals(BaseModel):
     time: Annotated[float | None, Field(title="Time")] = None
     neighbour: Annotated[float | None, Field(title="Neighbour")] = None
     semantic: Annotated[float | None, Field(title="Semantic")] = None
+
+
+class RelatedMemory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    relation: Annotated[Literal["duplicate", "conflict"], Field(title="Relation")]
+    score: Annotated[float, Field(title="Score")]
+    why: Annotated[str, Field(title="Why")]
+    action: Annotated[
+        Literal["linked", "superseded", "none"] | None, Field(title="Action")
+    ] = "none"
+    text: Annotated[str | None, Field(title="Text")] = None
 
 
 class ReloadResult(BaseModel):
@@ -2538,6 +2553,7 @@ class BankMemory(BaseModel):
     updated_at: Annotated[int, Field(title="Updated At")]
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
 
@@ -2655,6 +2671,8 @@ class MemorySaved(BaseModel):
         extra="allow",
     )
     created: Annotated[bool, Field(title="Created")]
+    related: Annotated[list[RelatedMemory] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
     bank_created: Annotated[bool | None, Field(title="Bank Created")] = False
     memory: BankMemory | None = None
     details: SaveDetails | None = None
