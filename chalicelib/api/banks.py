@@ -273,6 +273,26 @@ def list_memories(ctx: Ctx, bank: str):
                                              include_superseded=q.include_superseded, text=q.q))
 
 
+class ConflictsQuery(BaseModel):
+    """``GET /v1/banks/{bank}/conflicts?limit=&cursor=``."""
+
+    limit: Annotated[int, IntRange(1, 100)] = 20
+    cursor: str | None = None
+
+
+@endpoint(bp, "/v1/banks/{bank}/conflicts", ["GET"], permission=READ, bank_scoped=True, query=ConflictsQuery,
+          responses={200: m.ConflictPage}, errors=("bank_not_found", "damaged"))
+def list_conflicts(ctx: Ctx, bank: str):
+    """Open conflicts: ``{conflicts: [{memory, earlier: [memory]}], next_cursor}``, newest first: each
+    live memory linked as conflicting with live memories said before it. Resolve one by
+    superseding either side (``POST .../memories/{id}/supersede``)."""
+    bank = _bank(ctx, bank)
+    q = parse_query(ctx.query, ConflictsQuery)
+    page = service.list_conflicts(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor)
+    return {"conflicts": [{"memory": c.memory.public(), "earlier": [e.public() for e in c.earlier]}
+                          for c in page.conflicts], "next_cursor": page.next_cursor}
+
+
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True,
           responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def get_memory(ctx: Ctx, bank: str, memory_id: str):

@@ -213,6 +213,21 @@ class MemorySaved(BaseModel):
     details: SaveDetails | None = None
 
 
+class OpenConflict(BaseModel):
+    """A live memory and the live memories it conflicts with that were said before it."""
+
+    memory: BankMemory
+    earlier: list[BankMemory]
+
+
+class ConflictPage(BaseModel):
+    """Open conflicts, newest first, a page at a time."""
+
+    conflicts: list[OpenConflict]
+    next_cursor: str | None
+    """Pass it back as ``cursor`` for the next page; null on the last."""
+
+
 class BankMemoryPage(BaseModel):
     """Memories newest first, a page at a time."""
 

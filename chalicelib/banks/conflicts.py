@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .. import semantic
 from ..clock import now_ms
 from ..core.records import Memory, RelatedMemory
-from ..core.store import BankRow, Write, get_item, record_of
+from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
 from ..fingerprint import FINGERPRINT_RE
 from . import related
 
@@ -113,3 +113,37 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
                          other, "unlink", item.fp,  # type: ignore[union-attr]
                          why=f"{rec.id} retired: its conflict link is cleared"))
     return out
+
+
+@dataclass(frozen=True)
+class OpenConflict:
+    """A live memory and the live memories it conflicts with that were said before it
+    (``search.recall.stated_at``'s rule: created, or last reinforced)."""
+
+    memory: Memory
+    earlier: list[Memory]
+
+
+CONFLICTS_PAGE_MAX = 100
+
+
+def open_conflicts(inc: str, *, limit: int, start: dict[str, str] | None,
+                   ) -> tuple[list[OpenConflict], dict[str, str] | None]:
+    """A page of the open conflicts of bank incarnation ``inc``, newest first: each live memory
+    with a link to an earlier live one (so a pair is listed once, under its later side), and
+    the stored keys to continue after (``None``: the last page). Reads the bank's live records
+    up to ``limit`` matches (``core.store.query_memories_page``) and each partner by id."""
+    from ..search.recall import stated_at  # search imports the banks area, not the reverse
+
+    found: dict[str, list[Memory]] = {}
+
+    def earlier(rec: Memory) -> bool:
+        partners = [p for pid in rec.conflicts_with or [] if FINGERPRINT_RE.fullmatch(pid)
+                    and (item := get_item(inc, pid)) is not None and (p := record_of(item)).live]
+        found[rec.id] = [p for p in partners if stated_at(p) < stated_at(rec)
+                         or (stated_at(p) == stated_at(rec) and p.id < rec.id)]
+        return bool(found[rec.id])
+
+    recs, last = query_memories_page(inc, start=start, limit=limit, max_page=CONFLICTS_PAGE_MAX, live_only=True,
+                                     tag=None, keep=lambda m: bool(m.conflicts_with) and earlier(m))
+    return [OpenConflict(r, found[r.id]) for r in recs if isinstance(r, Memory)], last

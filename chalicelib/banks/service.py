@@ -699,8 +699,9 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
             # the winner must still be live at commit: condition on its revision
             btx.check_revision(row.incarnation, superseded_by, won.revision)
 
-        unlinks = conflicts.unlink_writes(row, rec, frozenset({superseded_by}))
-        return [Write(new, rec, "supersede", item.fp), *unlinks], extra
+        unlinks = conflicts.unlink_writes(row, rec)  # the winner's too: its write conditions on its revision
+        return [Write(new, rec, "supersede", item.fp), *unlinks], \
+            None if any(u.record.id == superseded_by for u in unlinks) else extra
 
     return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.supersede"))
 
@@ -864,3 +865,27 @@ def tags(org_id: str, bank: str) -> list[TagCount]:
     counts = (store.live_tag_totals(row.incarnation) if row.tag_counts
               else store.live_tag_counts(row.incarnation))
     return [TagCount(t, c) for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+@dataclass
+class ConflictPage:
+    """A page of a bank's open conflicts (``banks.conflicts.open_conflicts``) and the cursor of
+    the next (``None``: the last page)."""
+
+    conflicts: list[conflicts.OpenConflict]
+    next_cursor: str | None
+
+
+def list_conflicts(org_id: str, bank: str, *, limit: int = 20, cursor: str | None = None) -> ConflictPage:
+    """A page of the open conflicts of ``bank``: live memories linked as conflicting
+    (``Memory.conflicts_with``), each under its later statement with the earlier ones. Resolve
+    one by superseding either side (``supersede_memory``). Raises 400 ``validation_error``
+    (``limit`` outside 1..100, a bad cursor), 404 ``bank_not_found``."""
+    if not 1 <= limit <= conflicts.CONFLICTS_PAGE_MAX:
+        raise BadRequest(f"limit must be between 1 and {conflicts.CONFLICTS_PAGE_MAX}.", details={"field": "limit"})
+    row = require_bank(org_id, bank)
+    owner = f"{org_id}/{bank}"
+    start = decode_cursor(cursor, "conflicts", owner, {"sk": str, "ord": str})
+    found, last = conflicts.open_conflicts(row.incarnation, limit=limit,
+                                           start={k: str(v) for k, v in start.items()} if start else None)
+    return ConflictPage(found, encode_cursor("conflicts", owner, last) if last is not None else None)

@@ -118,3 +118,35 @@ def test_mcp_memory_save_says_what_to_do_about_a_conflict(client, token, api):
     assert result["structuredContent"]["related"][0]["id"] == old["id"]
     words = result["content"][0]["text"]
     assert f"Conflicts with memory {old['id']}" in words and "memory_supersede" in words and OLD in words
+
+
+def test_the_conflicts_listing_pages_open_conflicts_and_a_supersede_resolves_one(api):
+    old = save(api, OLD)["memory"]
+    new = save(api, NEW)["memory"]
+    other_old = save(api, "The Heron team has 11 engineers.")["memory"]
+    other_new = save(api, "The Heron team is now 14 people.")["memory"]
+    assert other_new["conflicts_with"] == [other_old["id"]]
+    s, page = api.get(B + "/conflicts?limit=1")
+    assert s == 200, page
+    assert [(c["memory"]["id"], [e["id"] for e in c["earlier"]]) for c in page["conflicts"]] == \
+        [(other_new["id"], [other_old["id"]])]
+    s, rest = api.get(B + f"/conflicts?limit=1&cursor={page['next_cursor']}")
+    assert [(c["memory"]["id"], [e["id"] for e in c["earlier"]]) for c in rest["conflicts"]] == \
+        [(new["id"], [old["id"]])]
+    # resolve: the newer side wins
+    s, b = api.post(f"{M}/{old['id']}/supersede", {"superseded_by": new["id"]})
+    assert s == 200, b
+    s, left = api.get(B + "/conflicts")
+    assert [c["memory"]["id"] for c in left["conflicts"]] == [other_new["id"]]
+    assert "conflicts_with" not in memory(api, new["id"]) or memory(api, new["id"])["conflicts_with"] == []
+
+
+def test_the_conflicts_listing_needs_read_permission_and_a_bank(api):
+    save(api, OLD)
+    writer = mint(user_id="w", permissions=["memory:write"])
+    s, e = api.get(B + "/conflicts", token=writer)
+    assert (s, e["code"]) == (403, "forbidden")
+    s, e = api.get("/v1/banks/nobank/conflicts")
+    assert (s, e["code"]) == (404, "bank_not_found")
+    s, e = api.get(B + "/conflicts?limit=0")
+    assert (s, e["code"]) == (400, "validation_error")

@@ -49,6 +49,7 @@ ImportBank: TypeAlias = models.ImportReport
 ImportUploadUrl: TypeAlias = models.ImportUpload
 ListAttributions: TypeAlias = models.TeamAttributionList
 ListBanks: TypeAlias = models.BankListPage
+ListConflicts: TypeAlias = models.ConflictPage
 ListEntries: TypeAlias = models.TeamEntryPage
 ListEvents: TypeAlias = models.OrgAuditEventPage
 ListMemories: TypeAlias = models.BankMemoryPage

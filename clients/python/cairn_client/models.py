@@ -274,6 +274,20 @@ class CallerToken(BaseModel):
     ]
 
 
+class Limit6(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=100, title="Limit")] = 20
+
+
+class ConflictsQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit6 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 20
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
 class ContextRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -349,7 +363,7 @@ class DoctorReport(BaseModel):
     checks: Annotated[list[DoctorCheck], Field(title="Checks")]
 
 
-class Limit6(RootModel[int]):
+class Limit7(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
 
 
@@ -358,7 +372,7 @@ class EntriesQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit6 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit7 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     spaceId: Annotated[str, Field(description="The space's id.", min_length=1)]
     status: Annotated[
@@ -445,7 +459,7 @@ class Until(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=9999999999999, title="Until")] = None
 
 
-class Limit7(RootModel[int]):
+class Limit8(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=500, title="Limit")] = 100
 
 
@@ -464,7 +478,7 @@ class EventsQuery(BaseModel):
     ] = 0
     until: Annotated[Until | Literal[""] | None, Field(title="Until")] = None
     limit: Annotated[
-        Limit7 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit8 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 100
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
@@ -760,7 +774,7 @@ class MemberRequest(BaseModel):
     access: Annotated[Literal["read", "write"], Field(title="Access")]
 
 
-class Limit8(RootModel[int]):
+class Limit9(RootModel[int]):
     root: Annotated[int, Field(ge=1, title="Limit")]
 
 
@@ -768,7 +782,7 @@ class MemoriesQuery(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    limit: Annotated[Limit8 | Literal[""] | None, Field(title="Limit")] = None
+    limit: Annotated[Limit9 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
     tag: Annotated[str | None, Field(title="Tag")] = None
     q: Annotated[
@@ -829,7 +843,7 @@ class Since2(RootModel[str]):
     ] = 0
 
 
-class Limit9(RootModel[int]):
+class Limit10(RootModel[int]):
     root: Annotated[
         int,
         Field(
@@ -841,7 +855,7 @@ class Limit9(RootModel[int]):
     ] = 100
 
 
-class Limit10(RootModel[str]):
+class Limit11(RootModel[str]):
     root: Annotated[
         str,
         Field(
@@ -869,7 +883,7 @@ class MemoryAuditQuery(BaseModel):
         ),
     ] = 0
     limit: Annotated[
-        Limit9 | Limit10 | None,
+        Limit10 | Limit11 | None,
         Field(
             description="At most this many (clamped to 1..500).",
             title="Limit",
@@ -918,13 +932,13 @@ class MemoryImportReport(BaseModel):
     ]
 
 
-class Limit11(RootModel[int]):
+class Limit12(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
     ] = 100
 
 
-class Limit12(RootModel[str]):
+class Limit13(RootModel[str]):
     root: Annotated[
         str, Field(description="At most this many.", max_length=0, title="Limit")
     ] = 100
@@ -946,7 +960,7 @@ class MemoryListQuery(BaseModel):
         str | None, Field(description="The scope's qualifier.", title="Scope Id")
     ] = None
     limit: Annotated[
-        Limit11 | Limit12 | None,
+        Limit12 | Limit13 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 100
 
@@ -1310,7 +1324,7 @@ class RestSave(BaseModel):
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
 
 
-class Limit13(RootModel[int]):
+class Limit14(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=50, title="Limit")] = 20
 
 
@@ -1321,7 +1335,7 @@ class RestSearchBody(BaseModel):
     query: Annotated[str | None, Field(title="Query")] = ""
     type: Annotated[str | None, Field(title="Type")] = None
     limit: Annotated[
-        Limit13 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 20
     scope: Annotated[str | None, Field(title="Scope")] = None
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
@@ -1563,7 +1577,7 @@ class SpacePatch(BaseModel):
     teamMemoryEnabled: Annotated[bool | None, Field(title="Teammemoryenabled")] = None
 
 
-class Limit14(RootModel[int]):
+class Limit15(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
 
 
@@ -1572,12 +1586,12 @@ class SpacesQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit15 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
 
-class Limit15(RootModel[int]):
+class Limit16(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = None
 
 
@@ -1585,7 +1599,7 @@ class StatusQuery(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    limit: Annotated[Limit15 | Literal[""] | None, Field(title="Limit")] = None
+    limit: Annotated[Limit16 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
 
@@ -1738,13 +1752,13 @@ class StructuredMemoryRevision(BaseModel):
     ]
 
 
-class Limit16(RootModel[int]):
+class Limit17(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
     ] = 50
 
 
-class Limit17(RootModel[str]):
+class Limit18(RootModel[str]):
     root: Annotated[
         str, Field(description="At most this many.", max_length=0, title="Limit")
     ] = 50
@@ -1755,7 +1769,7 @@ class StructuredPageQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit16 | Limit17 | None,
+        Limit17 | Limit18 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 50
     cursor: Annotated[
@@ -2690,6 +2704,14 @@ class MemoryToolResult(
     ]
 
 
+class OpenConflict(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    earlier: Annotated[list[BankMemory], Field(title="Earlier")]
+
+
 class RecallHit(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2952,6 +2974,14 @@ class BankRecall(BaseModel):
     memories: Annotated[list[RecallHit], Field(title="Memories")]
     match: RecallMatch
     retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class ConflictPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    conflicts: Annotated[list[OpenConflict], Field(title="Conflicts")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
 
 
 class McpAnswer(RootModel[McpResult | McpError]):
