@@ -24,7 +24,7 @@ from ..banks.records import (
 )
 from ..banks.service import Bank, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
-from ..core.records import SaveResult
+from ..core.records import RelatedMemory, SaveResult
 from ..errors import BadRequest
 from ..inject.render import Rule, Section, render_section
 from ..names import check_name
@@ -58,10 +58,10 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
             "rules": bank.rules, "settings": bank.settings.model_dump()}
 
 
-def render_related(result: SaveResult, *, readable: bool) -> list[dict[str, Any]]:
+def render_related(related: list[RelatedMemory], *, readable: bool) -> list[dict[str, Any]]:
     """A write's ``related``: ``{id, relation, score, why, action, text?}`` each; ``text`` only for
     a caller that may read the bank (a write-only token learns nothing it could not read)."""
-    return [r.model_dump(exclude_none=True, exclude=None if readable else {"text"}) for r in result.related]
+    return [r.model_dump(exclude_none=True, exclude=None if readable else {"text"}) for r in related]
 
 
 def render_save(result: SaveResult, *, readable: bool = True) -> tuple[int, dict[str, Any]]:
@@ -69,7 +69,7 @@ def render_save(result: SaveResult, *, readable: bool = True) -> tuple[int, dict
     false, ...}``, plus ``details.tags_dropped`` when a reinforcement dropped tags. ``readable``:
     whether the caller may read the bank (``render_related``)."""
     body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created,
-                            "related": render_related(result, readable=readable),
+                            "related": render_related(result.related, readable=readable),
                             "related_checked": result.related_checked}
     if result.memory is not None:
         body["memory"] = result.memory.public()
@@ -92,9 +92,18 @@ def render_page(page: MemoryPage) -> dict[str, Any]:
     return body
 
 
-def render_import(result: ImportResult) -> dict[str, Any]:
-    """``{imported, skipped, errors: [{line, error}]}``."""
-    return asdict(result)
+def render_import(result: ImportResult, *, readable: bool = True) -> dict[str, Any]:
+    """``{imported, skipped, errors: [{line, error}]}``, plus ``related: [{line, related}]`` when
+    lines duplicate or contradict live memories (``render_related``) and ``related_checked: false``
+    when some lines were not checked."""
+    body: dict[str, Any] = {"imported": result.imported, "skipped": result.skipped,
+                            "errors": [asdict(e) for e in result.errors]}
+    if result.related:
+        body["related"] = [{"line": r.line, "related": render_related(r.related, readable=readable)}
+                           for r in result.related]
+    if not result.related_checked:
+        body["related_checked"] = False
+    return body
 
 
 class BanksQuery(BaseModel):
@@ -301,12 +310,16 @@ def get_memory(ctx: Ctx, bank: str, memory_id: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["PATCH"], permission=WRITE, body=UpdateRequest,
-          bank_scoped=True, responses={200: m.BankMemoryReply},
+          bank_scoped=True, responses={200: m.MemoryUpdated},
           errors=("bank_not_found", "memory_not_found", "memory_retired", "duplicate_text", "damaged"))
 def update_memory(ctx: Ctx, bank: str, memory_id: str):
-    """Revise a memory in place: ``{memory}``."""
-    return {"memory": service.update_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
-                                            actor=ctx.principal.actor).public()}
+    """Revise a memory in place: ``{memory, related, related_checked}`` (``related``: for a new
+    text, the live memories it duplicates or contradicts, reported, not linked)."""
+    done = service.update_memory_related(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
+                                         actor=ctx.principal.actor)
+    readable = ctx.principal.has(READ)
+    return {"memory": done.memory.public(), "related_checked": done.related_checked,
+            "related": render_related(done.related, readable=readable)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["DELETE"], permission=WRITE, bank_scoped=True,
@@ -385,8 +398,10 @@ def import_bank(ctx: Ctx, bank: str):
     ctype = (ctx.header("content-type") or "").split(";")[0].strip().lower()
     if ctype == "application/json":
         req = parse_json(ctx.raw_body, transfer.ImportUploadRequest)
-        return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor))
-    return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor))
+        return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor),
+                             readable=ctx.principal.has(READ))
+    return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor),
+                         readable=ctx.principal.has(READ))
 
 
 @endpoint(bp, "/v1/banks/{bank}/import-uploads", ["POST"], permission=WRITE, bank_scoped=True,

@@ -197,6 +197,14 @@ class RelatedMemory(BaseModel):
     """Its text; absent for a caller that may not read the bank."""
 
 
+class MemoryUpdated(BaseModel):
+    """The memory as updated and, for a new text, the live memories it duplicates or contradicts."""
+
+    memory: BankMemory
+    related: list[RelatedMemory] = Field(default_factory=list)
+    related_checked: bool = True
+
+
 class MemorySaved(BaseModel):
     """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
@@ -300,12 +308,24 @@ class ImportLineError(BaseModel):
     error: str
 
 
+class ImportLineRelated(BaseModel):
+    """A line of an import and the live memories its memory duplicates or contradicts."""
+
+    line: int
+    related: list[RelatedMemory]
+
+
 class ImportReport(BaseModel):
     """What an import wrote and rejected."""
 
     imported: int
     skipped: int
     errors: list[ImportLineError]
+    related: list[ImportLineRelated] | None = None
+    """Lines (the first 50 live ones) whose memory duplicates or contradicts a live memory the bank
+    held before the import: reported, not linked."""
+    related_checked: bool = True
+    """False when some lines were not checked (past the first 50, or the bank's index not loaded)."""
 
 
 class ImportUpload(BaseModel):

@@ -76,6 +76,7 @@ class Statement:
     names: frozenset[str]
     values: frozenset[str]
     cues: frozenset[str]
+    words: frozenset[str] = frozenset()  # every word, lower-cased
 
 
 @dataclass(frozen=True)
@@ -159,14 +160,18 @@ def statement(text: str, handles: frozenset[str] = frozenset()) -> Statement:
         elif w[:1].isupper() and low not in _NOT_NAMES and (not opens or w[1:2].isupper()):
             names.add(low)
             values.add(low)
-    return Statement(frozenset(names), frozenset(values), frozenset(cues))
+    return Statement(frozenset(names), frozenset(values), frozenset(cues), frozenset(w.lower() for w, _o in toks))
 
 
 def same_subject(a_handles: frozenset[str], b_handles: frozenset[str], a: Statement, b: Statement) -> bool:
-    """Whether two memories speak of one subject: their handles meet (when both have some), else
-    they state a name in common or neither states a name."""
+    """Whether two memories speak of one subject: their handles meet (when both have some); the
+    one's handles are named in the other's text (when one has some); else they state a name in
+    common or neither states a name."""
     if a_handles and b_handles:
         return bool(a_handles & b_handles)
+    if a_handles or b_handles:  # one side has handles: the other must name one of them
+        handles, other = (a_handles, b) if a_handles else (b_handles, a)
+        return any(set(h.split()) <= other.words for h in handles)
     if a.names or b.names:
         return bool(a.names & b.names)
     return True

@@ -18,7 +18,7 @@ from typing import Any
 from .. import audit, idempotency
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Confidence, Memory, SaveResult, Source
+from ..core.records import Confidence, Memory, RelatedMemory, SaveResult, Source
 from ..core.store import (
     BankRow,
     BankTx,
@@ -601,6 +601,28 @@ def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Ex
             btx.check_unchanged(other)  # still retired: a save resurrecting it meanwhile wins
 
     return extra
+
+
+@dataclass(frozen=True)
+class Updated:
+    """An update's memory and, for a new text, the related memories found (``SaveResult``'s
+    ``related`` and ``related_checked``)."""
+
+    memory: Memory
+    related: list[RelatedMemory] = field(default_factory=list)
+    related_checked: bool = True
+
+
+def update_memory_related(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *, actor: str) -> Updated:
+    """``update_memory``, and for a text change the bank's live memories the new text duplicates
+    or contradicts (``banks.conflicts.detect``, looked up before the write; reported, not linked)."""
+    found = conflicts.Detection()
+    if req.text is not None:
+        handles = normalize_handles(req.entities, "entities") if req.entities is not None \
+            else get_memory(org_id, bank, memory_id).entities
+        found = conflicts.detect(org_id, bank, check_text(req.text), handles, exclude=memory_id)
+    rec = update_memory(org_id, bank, memory_id, req, actor=actor)
+    return Updated(rec, conflicts.answer(found, {}), found.checked)
 
 
 def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *, actor: str) -> Memory:

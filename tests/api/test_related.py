@@ -150,3 +150,26 @@ def test_the_conflicts_listing_needs_read_permission_and_a_bank(api):
     assert (s, e["code"]) == (404, "bank_not_found")
     s, e = api.get(B + "/conflicts?limit=0")
     assert (s, e["code"]) == (400, "validation_error")
+
+
+def test_an_import_reports_related_memories_per_line(api):
+    import json
+    old = save(api, OLD)["memory"]
+    lines = [{"id": "fp00000000000000a1", "text": "Heron's office dog is called Biscuit.", "entities": ["heron"],
+              "created_at": 1, "updated_at": 1},
+             {"id": "fp00000000000000a2", "text": NEW, "entities": ["heron"], "created_at": 2, "updated_at": 2}]
+    body = "\n".join(json.dumps(x) for x in lines) + "\n"
+    s, report = api.post(B + "/import", raw=body, headers={"Content-Type": "application/x-ndjson"})
+    assert s == 200, report
+    assert report["imported"] == 2 and "related_checked" not in report
+    assert [(r["line"], [(x["id"], x["relation"]) for x in r["related"]]) for r in report["related"]] == \
+        [(2, [(old["id"], "conflict")])]
+
+
+def test_an_update_to_a_new_text_reports_related_memories(api):
+    old = save(api, OLD)["memory"]
+    other = save(api, "Heron's office dog is called Biscuit.")["memory"]
+    s, body = api.patch(f"{M}/{other['id']}", {"text": NEW})
+    assert s == 200, body
+    assert [(r["id"], r["relation"]) for r in body["related"]] == [(old["id"], "conflict")]
+    assert body["related_checked"] is True and body["memory"]["text"] == NEW

@@ -94,6 +94,6 @@ OPERATIONS: dict[str, Op] = {
     "trash_bank": Op("DELETE", "/v1/banks/{bank}", {200: "BankTrashReply"}),
     "turn_completed": Op("POST", "/v1/hooks/turn-completed", {202: "TurnAccepted"}),
     "update_bank": Op("PATCH", "/v1/banks/{bank}", {200: "BankReply"}),
-    "update_memory": Op("PATCH", "/v1/banks/{bank}/memories/{memory_id}", {200: "BankMemoryReply"}),
+    "update_memory": Op("PATCH", "/v1/banks/{bank}/memories/{memory_id}", {200: "MemoryUpdated"}),
     "usage": Op("GET", "/v1/usage", {200: "UsageReport"}),
 }

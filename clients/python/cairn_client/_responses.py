@@ -97,5 +97,5 @@ SupersedeMemory: TypeAlias = models.BankMemoryReply
 TrashBank: TypeAlias = models.BankTrashReply
 TurnCompleted: TypeAlias = models.TurnAccepted
 UpdateBank: TypeAlias = models.BankReply
-UpdateMemory: TypeAlias = models.BankMemoryReply
+UpdateMemory: TypeAlias = models.MemoryUpdated
 Usage: TypeAlias = models.UsageReport

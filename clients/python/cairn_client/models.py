@@ -569,15 +569,6 @@ class ImportLineError(BaseModel):
     error: Annotated[str, Field(title="Error")]
 
 
-class ImportReport(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    imported: Annotated[int, Field(title="Imported")]
-    skipped: Annotated[int, Field(title="Skipped")]
-    errors: Annotated[list[ImportLineError], Field(title="Errors")]
-
-
 class ImportUpload(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2631,6 +2622,25 @@ class HookInjection(BaseModel):
     retrieval: Annotated[str, Field(title="Retrieval")]
 
 
+class ImportLineRelated(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    line: Annotated[int, Field(title="Line")]
+    related: Annotated[list[RelatedMemory], Field(title="Related")]
+
+
+class ImportReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    imported: Annotated[int, Field(title="Imported")]
+    skipped: Annotated[int, Field(title="Skipped")]
+    errors: Annotated[list[ImportLineError], Field(title="Errors")]
+    related: Annotated[list[ImportLineRelated] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
+
+
 class InjectedMemory(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2702,6 +2712,15 @@ class MemoryToolResult(
             title="MemoryToolResult",
         ),
     ]
+
+
+class MemoryUpdated(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    related: Annotated[list[RelatedMemory] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
 
 
 class OpenConflict(BaseModel):
