@@ -15,12 +15,17 @@ A pair is judged on:
 - **correction cues** (``CUES``): words a correction is worded with ("now", "no longer",
   "moved", "instead", "switched", "stopped"...), and negation.
 
-``judge`` answers ``conflict`` when the subject is the same, the similarity is at least
-``Thresholds.conflict`` and the later text states another value (each side states a value the
-other does not) or corrects (a cue in the later text only; a cue also makes a value only the
-later states count); ``duplicate`` when the subject is the same, the similarity is at least
-``Thresholds.duplicate`` and the later states no value the earlier does not and no cue; else
-nothing. The thresholds were chosen on the tuning part of ``bench/knowledge_update``.
+``relate`` keeps the candidates of the written memory's subject and judges the nearest of them
+(and any as near): one statement per attribute, so the nearest of its subject is the one it can
+restate or correct. ``judge`` answers ``conflict`` when the similarity is at least
+``Thresholds.conflict``, the nearest stands ``Thresholds.margin`` above the next of its subject,
+and either both state a value of one kind the other does not while sharing a content word
+(``stems``: "launch", "budget"; two values of one kind on different attributes, a design doc's
+URL and the code's, share none) or the later corrects (a cue only it has); ``duplicate`` when the
+later states no value and no cue the earlier lacks and the similarity is at least
+``Thresholds.duplicate`` (``duplicate_same_values`` when both state the same values). Else
+nothing. The thresholds were chosen on the tuning part of ``bench/knowledge_update``
+(``python -m bench --knowledge-update`` reports both parts).
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ CUES = _words(
 _NOT_NAMES = _words(
     "i the a an we our they it this that these those on in at for to from of by with and "
     "or if when us use keep please")
+STOP = _words(
+    "the and for are was were has have had its our their his her is be been being with from into onto "
+    "that this these those there which who whom what when where how all any each every per via out "
+    "about after before over under than then also just only very can will would should must may "
+    "does did done get gets got use uses used using one two")
+STEM = 5  # characters of a content word compared (launch / launches / launched)
 _EDGE = ".,;:!?()[]{}\"'\u201c\u201d\u2018\u2019"  # edge punctuation, curly quotes too
 
 
@@ -60,9 +71,11 @@ class Thresholds:
     """The lowest sentence cosines at which a pair may be a ``duplicate`` / a ``conflict``, and
     ``margin``: how far above the next same-subject memory the candidate must stand."""
 
-    duplicate: float = 0.80
-    conflict: float = 0.60
-    margin: float = 0.0
+    duplicate: float = 0.75
+    conflict: float = 0.55
+    margin: float = 0.06
+    unworded: float = 1.01  # the cosine above which a value conflict needs no content word in common
+    duplicate_same_values: float = 0.40  # the lowest cosine of a duplicate stating the same values
 
 
 DEFAULT = Thresholds()
@@ -77,6 +90,7 @@ class Statement:
     values: frozenset[str]
     cues: frozenset[str]
     words: frozenset[str] = frozenset()  # every word, lower-cased
+    stems: frozenset[str] = frozenset()  # content words (no value, subject or stop word), cut to STEM
 
 
 @dataclass(frozen=True)
@@ -160,7 +174,10 @@ def statement(text: str, handles: frozenset[str] = frozenset()) -> Statement:
         elif w[:1].isupper() and low not in _NOT_NAMES and (not opens or w[1:2].isupper()):
             names.add(low)
             values.add(low)
-    return Statement(frozenset(names), frozenset(values), frozenset(cues), frozenset(w.lower() for w, _o in toks))
+    stems = frozenset(low[:STEM] for w, _o in toks if (low := w.lower()).isalpha() and len(low) > 2
+                      and low not in values and low not in subject and low not in STOP and low not in CUES)
+    return Statement(frozenset(names), frozenset(values), frozenset(cues), frozenset(w.lower() for w, _o in toks),
+                     stems)
 
 
 def same_subject(a_handles: frozenset[str], b_handles: frozenset[str], a: Statement, b: Statement) -> bool:
@@ -186,14 +203,17 @@ def judge(earlier: Statement, later: Statement, similarity: float, *, subject: b
     only_new = later.values - earlier.values
     only_old = earlier.values - later.values
     new_cues = later.cues - earlier.cues
+    worded = bool(earlier.stems & later.stems) or similarity >= thresholds.unworded
     if similarity >= thresholds.conflict:
         old_kinds, new_kinds = _kinds(only_old), _kinds(only_new)
-        if old_kinds.keys() & new_kinds.keys():
+        if old_kinds.keys() & new_kinds.keys() and worded:
             return Verdict("conflict", similarity, _why_values(only_old, only_new))
         if new_cues:
             said = f"; it states {_list(only_new)}" if only_new else ""
             return Verdict("conflict", similarity, f"corrects it (\"{sorted(new_cues)[0]}\"){said}")
-    if similarity >= thresholds.duplicate and not only_new and not new_cues:
+    same_values = bool(earlier.values & later.values) and not only_old
+    if (similarity >= thresholds.duplicate or (same_values and similarity >= thresholds.duplicate_same_values)) \
+            and not only_new and not new_cues:
         return Verdict("duplicate", similarity, "says the same in other words")
     return None
 
@@ -221,21 +241,20 @@ def relate(later: Statement, handles: frozenset[str], candidates: list[Candidate
            thresholds: Thresholds = DEFAULT) -> list[tuple[str, Verdict]]:
     """The memories among ``candidates`` the memory being written (``later``, with entity
     ``handles``) duplicates or contradicts, best first, at most ``MAX_RELATED``. Only the
-    candidates of its subject count, and of those only the nearest, when it stands at least
-    ``thresholds.margin`` above the next (one statement per attribute: the nearest of its subject
-    is the one it can restate or correct) and any other as near as it."""
+    candidates of its subject count, and of those only the nearest and any other as near as it
+    (one statement per attribute: the nearest of its subject is the one it can restate or
+    correct); a conflict only when it stands at least ``thresholds.margin`` above the next."""
     mine = sorted((c for c in candidates if same_subject(c.handles, handles, c.statement, later)),
                   key=lambda c: -c.similarity)
     if not mine:
         return []
     runner_up = mine[1].similarity if len(mine) > 1 else -1.0
-    if mine[0].similarity - runner_up < thresholds.margin:
-        return []
+    clear = mine[0].similarity - runner_up >= thresholds.margin
     out = []
     for c in mine[:MAX_RELATED]:
         if c is not mine[0] and c.similarity < mine[0].similarity:
             break
         v = judge(c.statement, later, c.similarity, subject=True, thresholds=thresholds)
-        if v is not None:
+        if v is not None and (clear or v.relation == "duplicate"):
             out.append((c.id, v))
     return out
