@@ -8,6 +8,9 @@ embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
+``--save`` the save latency at 10k memories, warm and cold container (``bench/save_latency.py``, in the
+default run; with ``--stack-root`` beside that checkout); ``--knowledge-update`` write-time detection and
+the newer statement first on the knowledge-update set (``bench/corrections.py``, never by default);
 ``--extraction`` the extraction set's precision and recall per split for today's extractor
 (``bench/extraction_set.py``, under in-process moto; never by default); ``--embed`` the
 semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
@@ -89,6 +92,15 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
         ok = "error" not in data
         good = ok
         ok = ok and args.stack_root is None
+    elif part == "save":
+        from . import save_latency
+        data, md = save_latency.run(args.stack_root.resolve() if args.stack_root else None)
+        ok = "error" not in data
+        good = ok
+    elif part == "knowledge_update":
+        from . import corrections
+        data, md = corrections.run()
+        ok = True
     elif part == "mcp":
         from . import mcp
         data, md = mcp.run()
@@ -145,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
     ap.add_argument("--embed", action="store_true",
                     help="run the embedder part only: query and document embedding time, model load, RSS")
+    ap.add_argument("--save", action="store_true",
+                    help="run the save-latency part only (local stack, 10k memories, warm and cold container; "
+                         "with --stack-root, that checkout beside this one)")
+    ap.add_argument("--knowledge-update", action="store_true",
+                    help="run the knowledge-update set through the service: write-time detection per split, "
+                         "the current fact first, look-alikes retired under on_conflict: supersede")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -156,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction or args.embed)
+                 or args.turn or args.extraction or args.embed or args.save or args.knowledge_update)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -170,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "cold", "turn", "extraction"):
-        if not ((every and part not in ("cold", "turn", "extraction")) or getattr(args, part)):
+    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "save", "cold", "turn", "extraction",
+                 "knowledge_update"):
+        if not ((every and part not in ("cold", "turn", "extraction", "knowledge_update")) or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)
         failed = failed or not good
