@@ -84,6 +84,8 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
             writes.append(Write(new, old, "supersede", item.fp,  # type: ignore[union-attr]
                                 why=f"superseded by {rec.id}: a conflict detected on its save "
                                     f"(on_conflict: supersede): {verdict.why}"))
+            written = {rec.id, *(w.record.id for w in writes)}
+            writes += unlink_writes(row, old, frozenset(written))  # its other links go with it
             actions[old.id] = "superseded"
             continue
         theirs = [*[x for x in (old.conflicts_with or []) if x != rec.id][: MAX_LINKS - 1], rec.id]

@@ -173,3 +173,23 @@ def test_an_update_to_a_new_text_reports_related_memories(api):
     assert s == 200, body
     assert [(r["id"], r["relation"]) for r in body["related"]] == [(old["id"], "conflict")]
     assert body["related_checked"] is True and body["memory"]["text"] == NEW
+
+
+def test_a_cold_large_bank_answers_related_checked_false_and_is_never_rebuilt_on_a_save(api):
+    import json
+
+    from chalicelib.search import index as index_mod
+    from chalicelib.search.neighbours import REBUILD_MAX
+    from chalicelib.search.recall import drop_caches
+    lines = [{"text": f"Filler memory number {i} about the Heron rollout.", "created_at": 1, "updated_at": 1}
+             for i in range(REBUILD_MAX + 1)]
+    s, report = api.post(B + "/import", raw="\n".join(json.dumps(x) for x in lines),
+                         headers={"Content-Type": "application/x-ndjson"})
+    assert s == 200 and report["imported"] == REBUILD_MAX + 1, report
+    drop_caches()
+    rebuilds = index_mod.active_cache().counters["rebuilds"]
+    body = save(api, OLD)
+    assert body["related_checked"] is False and body["related"] == []
+    assert index_mod.active_cache().counters["rebuilds"] == rebuilds
+    api.post(B + "/recall", {"query": "Heron launch"})  # a recall loads it into this container
+    assert save(api, NEW)["related_checked"] is True
