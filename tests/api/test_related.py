@@ -4,6 +4,8 @@ side (never a pinned one), and a write-only token seeing no ``text``."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.api.conftest import mint
@@ -38,6 +40,11 @@ def test_a_correction_reports_the_conflict_and_links_both_sides(api):
     assert memory(api, old["id"])["conflicts_with"] == [new["id"]]
     revs = api.get(f"{M}/{old['id']}/history")[1]["revisions"]
     assert [r["op"] for r in revs] == ["create", "link"] and new["id"] in revs[-1]["why"]
+    # exported with the records, and with history
+    resp = api.client.http.get(f"{B}/export?history=true", headers={"Authorization": f"Bearer {api.token}"})
+    lines = [json.loads(x) for x in resp.body.decode().splitlines()]
+    assert {(x["id"], x.get("op"), tuple(x.get("conflicts_with") or ())) for x in lines} >= {
+        (old["id"], "link", (new["id"],)), (new["id"], "create", (old["id"],))}
 
 
 def test_a_reworded_duplicate_is_reported_and_not_linked(api):
