@@ -12,6 +12,7 @@ Duplicates are reported, never linked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .. import semantic
 from ..clock import now_ms
@@ -55,33 +56,38 @@ def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: st
     return Detection([(by_id[mid], v) for mid, v in related.relate(later, hs, cands, thresholds)])
 
 
-def answer(detection: Detection, actions: dict[str, str]) -> list[RelatedMemory]:
+Action = Literal["linked", "superseded", "none"]
+
+
+def answer(detection: Detection, actions: dict[str, Action]) -> list[RelatedMemory]:
     """The ``related`` of a write's result: each found memory with what the write did about it."""
     return [RelatedMemory(id=m.id, relation=v.relation, score=round(v.score, 4), why=v.why, text=m.text,
-                          action=actions.get(m.id, "none")) for m, v in detection.found]  # type: ignore[arg-type]
+                          action=actions.get(m.id, "none")) for m, v in detection.found]
 
 
 def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: str,
-                ) -> tuple[Memory, list[Write], dict[str, str]]:
+                ) -> tuple[Memory, list[Write], dict[str, Action]]:
     """What saving the new memory ``rec`` stages for the conflicts ``detection`` found, each
     partner read again (still live: its revision is the write's condition): ``(rec with its
     links, the partners' writes, {id: action})``. ``on_conflict``: ``flag`` links both,
     ``supersede`` retires the partner (a pinned one is linked)."""
     writes: list[Write] = []
-    actions: dict[str, str] = {}
+    actions: dict[str, Action] = {}
     links: list[str] = list(rec.conflicts_with or [])
     now = now_ms()
     for found, verdict in detection.found:
         if verdict.relation != "conflict" or not FINGERPRINT_RE.fullmatch(found.id):
             continue
         item = get_item(row.incarnation, found.id)
-        old = record_of(item) if item is not None else None
-        if old is None or not old.live or old.id == rec.id:
+        if item is None:
+            continue
+        old = record_of(item)
+        if not old.live or old.id == rec.id:
             continue
         if on_conflict == "supersede" and not old.pinned:
             new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
                                          "revision": old.revision + 1, "updated_at": now})
-            writes.append(Write(new, old, "supersede", item.fp,  # type: ignore[union-attr]
+            writes.append(Write(new, old, "supersede", item.fp,
                                 why=f"superseded by {rec.id}: a conflict detected on its save "
                                     f"(on_conflict: supersede): {verdict.why}"))
             written = {rec.id, *(w.record.id for w in writes)}
@@ -90,7 +96,7 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
             continue
         theirs = [*[x for x in (old.conflicts_with or []) if x != rec.id][: MAX_LINKS - 1], rec.id]
         new = old.model_copy(update={"conflicts_with": theirs, "revision": old.revision + 1})
-        writes.append(Write(new, old, "link", item.fp,  # type: ignore[union-attr]
+        writes.append(Write(new, old, "link", item.fp,
                             why=f"conflicts with {rec.id}, detected on its save: {verdict.why}"))
         links = [x for x in links if x != old.id] + [old.id]
         actions[old.id] = "linked"
@@ -107,12 +113,14 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
         if pid in skip or pid == rec.id or not FINGERPRINT_RE.fullmatch(pid):
             continue
         item = get_item(row.incarnation, pid)
-        other = record_of(item) if item is not None else None
-        if other is None or not other.live or rec.id not in (other.conflicts_with or []):
+        if item is None:
+            continue
+        other = record_of(item)
+        if not other.live or rec.id not in (other.conflicts_with or []):
             continue
         left = [x for x in other.conflicts_with or [] if x != rec.id] or None
         out.append(Write(other.model_copy(update={"conflicts_with": left, "revision": other.revision + 1}),
-                         other, "unlink", item.fp,  # type: ignore[union-attr]
+                         other, "unlink", item.fp,
                          why=f"{rec.id} retired: its conflict link is cleared"))
     return out
 

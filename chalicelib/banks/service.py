@@ -405,14 +405,9 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
                 confidence: Confidence = "stated", source: Source | None = None, audited: bool = True,
                 detect: bool = True) -> SaveResult:
-    """Save one memory (the bank worker's ``memory::save``).
-
-    Before its transaction the save looks up the bank's live memories the text duplicates or
-    contradicts (``banks.conflicts.detect``; ``detect=False`` skips it): the result's ``related``
-    (at most 5, with what the save did: a new memory's conflicts are linked both ways, or with
-    the bank's ``on_conflict: supersede`` the earlier one is retired, never a pinned one) and
-    ``related_checked`` (False: the bank's index was not loadable here without a rebuild).
-
+    """Save one memory (the bank worker's ``memory::save``). First it looks up the live memories
+    the text duplicates or contradicts (``banks.conflicts``; not with ``detect=False``): the
+    result's ``related``; a new memory's conflicts are linked, or retired (``on_conflict``).
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
@@ -437,7 +432,6 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                  tags=normalize_handles(req.tags, "tags"), fp=fingerprint(text), pinned=bool(req.pinned),
                  confidence=confidence, source=source or Source(session_id=req.session_id),
                  revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
-
     found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect \
         else conflicts.Detection(checked=False)
 
@@ -470,7 +464,7 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
 
 
 def _conflict_writes(row: BankRow | None, rec: Memory, op: str, found: conflicts.Detection,
-                     retiring: set[str]) -> tuple[Memory, list[Write], dict[str, str]]:
+                     retiring: set[str]) -> tuple[Memory, list[Write], dict[str, conflicts.Action]]:
     """``(rec with its conflict links, the partners' writes, {id: action})`` for a save's
     detected conflicts (``banks.conflicts.link_writes``, the bank's ``on_conflict``): only a
     memory this save creates links; the memories ``supersedes`` retires are left to it."""
