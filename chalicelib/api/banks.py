@@ -58,10 +58,16 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
             "rules": bank.rules, "settings": bank.settings.model_dump()}
 
 
+BLIND_WHY = {"conflict": "states the same subject with another value", "duplicate": "says the same in other words"}
+
+
 def render_related(related: list[RelatedMemory], *, readable: bool) -> list[dict[str, Any]]:
-    """A write's ``related``: ``{id, relation, score, why, action, text?}`` each; ``text`` only for
-    a caller that may read the bank (a write-only token learns nothing it could not read)."""
-    return [r.model_dump(exclude_none=True, exclude=None if readable else {"text"}) for r in related]
+    """A write's ``related``: ``{id, relation, score, why, action, text?}`` each. For a caller that
+    may not read the bank no ``text`` and a ``why`` naming no value of the other memory (a
+    write-only token learns nothing it could not read)."""
+    if readable:
+        return [r.model_dump(exclude_none=True) for r in related]
+    return [{**r.model_dump(exclude_none=True, exclude={"text"}), "why": BLIND_WHY[r.relation]} for r in related]
 
 
 def render_save(result: SaveResult, *, readable: bool = True) -> tuple[int, dict[str, Any]]:

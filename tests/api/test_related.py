@@ -60,6 +60,7 @@ def test_a_write_only_token_sees_no_text_in_related(api):
     s, body = api.post(M, {"text": NEW, "entities": ["heron"]}, token=writer)
     assert s == 201 and body["related"], body
     assert all("text" not in r for r in body["related"]) and body["related"][0]["why"]
+    assert all("june" not in r["why"].lower() and "15" not in r["why"] for r in body["related"])  # no value of it
 
 
 def test_retiring_either_side_clears_the_link(api):
