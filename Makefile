@@ -58,15 +58,22 @@ bench: venv model
 	@if [ -f bench/__main__.py ] || [ -f bench.py ]; then $(BIN)/python -m bench $(ARGS); \
 	else echo "bench: no benchmark suite yet (python -m bench)"; fi
 
-# CloudFormation for $(STAGE) into build/, then cfn-lint on it, a check that the zip holds RE2, and
-# infra/package_check.py: no "Could not install dependencies" from chalice (it only warns, exit 0),
-# the sizes (fails over 220 MiB unzipped), thread pins, and the unzipped package alone importing app
-# and embedding the reference sentences (tests/data/semantic-reference.json).
+# CloudFormation for $(STAGE) into build/, then infra/package_slim.py: the PACKAGE_DROP categories
+# leave the zip and the modules a cold start imports get a .pyc; then cfn-lint, a check that the zip
+# holds RE2, and infra/package_check.py: no "Could not install dependencies" from chalice (it only
+# warns, exit 0), the sizes (fails over 220 MiB unzipped), no PACKAGE_DROP file left, thread pins,
+# and the unzipped package alone importing app and embedding the reference sentences
+# (tests/data/semantic-reference.json).
+# PACKAGE_DROP: the bundled packages' test folders (tests), their README/CHANGELOG and *.md/*.rst
+# files (docs), *.pyi type stubs (stubs), C/Cython sources (sources), and zstandard's CFFI backend
+# (zstd-cffi: its C extension is the one imported). Licence files and *.dist-info always stay.
+PACKAGE_DROP := tests docs stubs sources zstd-cffi
 package: venv model
 	rm -rf build
 	@log=$$(mktemp); AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/chalice package \
 		--merge-template infra/template.json --stage $(STAGE) build/ >$$log 2>&1; rc=$$?; cat $$log; \
 	mkdir -p build && mv $$log build/chalice-package.log; exit $$rc
+	$(BIN)/python -m infra.package_slim build/deployment.zip --drop $(PACKAGE_DROP) --compile
 	$(BIN)/cfn-lint build/sam.json
 	@# chalice only warns when it finds no manylinux wheel for a native module: check the zip holds RE2's
 	@$(BIN)/python -m zipfile -l build/deployment.zip | grep -c '_re2.cpython-311-x86_64-linux-gnu.so' >/dev/null \

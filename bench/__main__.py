@@ -2,7 +2,8 @@
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
 (``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``,
-``embed``), and ``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` /
+``embed``, ``startup``, ``replay``, ``fleet``, ``save``, ``knowledge_update``), and
+``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` /
 ``--speed`` / ``--local`` / ``--contention`` / ``--mcp`` run those parts only (default: all five, and the
 embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
@@ -11,9 +12,17 @@ local stack (``bench/turn.py``, never by default: it imports 10k memories twice)
 ``--save`` the save latency at 10k memories, warm and cold container (``bench/save_latency.py``, in the
 default run; with ``--stack-root`` beside that checkout); ``--knowledge-update`` write-time detection and
 the newer statement first on the knowledge-update set (``bench/corrections.py``, never by default);
-``--extraction`` the extraction set's precision and recall per split for today's extractor
-(``bench/extraction_set.py``, under in-process moto; never by default); ``--embed`` the
+``--fanout`` recall across 1, 10 and 50 banks of 1k (``bench/fanout.py``, never by default; with
+``--stack-root`` that checkout beside this one); ``--extraction`` the extraction set's precision and
+recall per split for today's extractor (``bench/extraction_set.py``, under in-process moto; never by
+default);
+``--embed`` the
 semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in the default run);
+``--startup`` ``import app`` against its third-party imports alone, in the checkout and in
+``build/deployment.zip`` when ``make package`` made one (``bench/startup.py``; in the default run);
+``--replay`` the cold first recall after 10k writes since the last snapshot (``bench/replay.py``; in
+the default run); ``--fleet`` the fleet simulation of index caches (``bench/fleet.py``; in the
+default run);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
@@ -68,44 +77,51 @@ def _write(name: str, text: str, blob: str) -> None:
     (RESULTS / f"{name}.json").write_text(blob)
 
 
+def _no_error(data: dict) -> bool:
+    return "error" not in data
+
+
+def _simple_part(part: str) -> tuple[dict, list[str], bool, bool] | None:
+    """The parts that take no option: ``(data, md, ok, good)``, ``None`` for another part."""
+    import importlib
+    checks = {"embed": _no_error, "mcp": _no_error,
+              "startup": lambda d: not any("error" in v for v in d.values()),
+              "replay": lambda d: not any("error" in r for r in d["settings"].values()),
+              "fleet": lambda d: True, "extraction": lambda d: True, "knowledge_update": lambda d: True}
+    if part not in checks:
+        return None
+    modules = {"extraction": "extraction_set", "knowledge_update": "corrections"}
+    module = importlib.import_module(f".{modules.get(part, part)}", __package__)
+    data, md = module.run()
+    ok = checks[part](data)
+    return data, md, ok, ok
+
+
 def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, list[str], bool, bool]:
     """Run one part: ``(data, markdown lines, ok: its figures may become latest-*, good: it did not
     fail)``."""
+    simple = _simple_part(part)
+    if simple is not None:
+        return simple
+    root = args.stack_root.resolve() if args.stack_root else None
     good = True
-    if part == "embed":
-        from . import embed
-        data, md = embed.run()
-        ok = "error" not in data
-        good = ok
-    elif part == "extraction":
-        from . import extraction_set
-        data, md = extraction_set.run()
-        ok = True
-    elif part == "turn":
+    if part == "turn":
         from . import turn
-        data, md = turn.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
-        good = ok
+        data, md = turn.run(root)
+        ok = good = "error" not in data  # with --stack-root this checkout runs beside it: its figures are real
     elif part == "cold":
         from . import cold
-        data, md = cold.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = "error" not in data
-        good = ok
-        ok = ok and args.stack_root is None
+        data, md = cold.run(root)
+        good = "error" not in data
+        ok = good and root is None
     elif part == "save":
         from . import save_latency
-        data, md = save_latency.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = "error" not in data
-        good = ok
-    elif part == "knowledge_update":
-        from . import corrections
-        data, md = corrections.run()
-        ok = True
-    elif part == "mcp":
-        from . import mcp
-        data, md = mcp.run()
-        ok = "error" not in data
-        good = ok
+        data, md = save_latency.run(root)
+        ok = good = "error" not in data
+    elif part == "fanout":
+        from . import fanout
+        data, md = fanout.run(root=root)
+        ok = good = "error" not in data["here"]
     elif part == "quality":
         from . import quality
         data, md = quality.run(tune=args.tune)
@@ -113,20 +129,17 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
     elif part == "speed":
         from . import speed
         data, md = speed.run(args.sizes, counter, queries=args.queries, rebuild_max=args.rebuild_max)
-        ok = not any("error" in r for r in data["sizes"].values())
-        good = ok
+        ok = good = not any("error" in r for r in data["sizes"].values())
     elif part == "contention":
         from . import contention
         data, md = contention.run(counter, args.writers, float(args.contention_seconds),
                                   args.contention_seed)
-        ok = not any("error" in s for s in data["settings"].values())
-        good = ok
+        ok = good = not any("error" in s for s in data["settings"].values())
     else:
         from . import local
-        data, md = local.run(args.stack_root.resolve() if args.stack_root else None)
-        ok = not any("error" in r for r in data["modes"].values())
-        good = ok
-        ok = ok and args.stack_root is None  # another checkout's figures never become latest-local
+        data, md = local.run(root)
+        good = not any("error" in r for r in data["modes"].values())
+        ok = good and root is None  # another checkout's figures never become latest-local
     return data, md, ok, good
 
 
@@ -155,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the per-turn paths part (local stack, 10k memories): hook and context by phase")
     ap.add_argument("--extraction", action="store_true",
                     help="run the extraction set (bench/extraction) through today's extractor: precision/recall")
+    ap.add_argument("--fanout", action="store_true",
+                    help="recall across 1, 10 and 50 banks of 1k (bench/fanout.py; with --stack-root beside that "
+                         "checkout; never by default: it imports 51k memories)")
     ap.add_argument("--embed", action="store_true",
                     help="run the embedder part only: query and document embedding time, model load, RSS")
     ap.add_argument("--save", action="store_true",
@@ -163,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--knowledge-update", action="store_true",
                     help="run the knowledge-update set through the service: write-time detection per split, "
                          "the current fact first, look-alikes retired under on_conflict: supersede")
+    ap.add_argument("--startup", action="store_true",
+                    help="run the Lambda start part only: import app against its third-party imports alone")
+    ap.add_argument("--replay", action="store_true",
+                    help="run the cold-first-recall-after-10k-unsnapshotted-writes part only (in-process moto)")
+    ap.add_argument("--fleet", action="store_true",
+                    help="run the fleet simulation of the index caches only (measures 4 bank sizes, then simulates)")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -174,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                          "part times (Cairn's share of a rebuild is timed at every size)")
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
-                 or args.turn or args.extraction or args.embed or args.save or args.knowledge_update)
+                 or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet
+                 or args.fanout or args.save or args.knowledge_update)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -188,9 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("embed", "quality", "speed", "local", "contention", "mcp", "save", "cold", "turn", "extraction",
-                 "knowledge_update"):
-        if not ((every and part not in ("cold", "turn", "extraction", "knowledge_update")) or getattr(args, part)):
+    for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "save",
+                 "cold", "turn", "extraction", "fanout", "knowledge_update"):
+        if not ((every and part not in ("cold", "turn", "extraction", "fanout", "knowledge_update"))
+                or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)
         failed = failed or not good

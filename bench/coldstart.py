@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
-from .harness import CallCounter, backend, fake_aws_env
+from .harness import CallCounter, Timer, backend, fake_aws_env
 from .ranking import build
 from .speed import corpus, queries
 
@@ -41,20 +41,6 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-class _Timer:
-    """Wraps functions and sums the milliseconds spent in them."""
-
-    def __init__(self) -> None:
-        self.ms = 0.0
-
-    def wrap(self, fn: Any) -> Any:
-        def timed(*a: Any, **kw: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                self.ms += (time.perf_counter() - started) * 1000
-        return timed
 
 
 def cold_start(entry: Any, head: Any, query: str, now: int, repeat: int, vector: Any = None) -> dict[str, Any]:
@@ -75,7 +61,7 @@ def cold_start(entry: Any, head: Any, query: str, now: int, repeat: int, vector:
     analysed = recall_mod.analyse(query)
     runs = []
     for _ in range(repeat):
-        s3 = _Timer()
+        s3 = Timer()
         cold = index.IndexCache(tempfile.mkdtemp(prefix="cairn-bench-cold-"))
         with mock.patch.object(blobs, "get_bytes", s3.wrap(blobs.get_bytes)), \
                 mock.patch.object(blobs, "list_objects", s3.wrap(blobs.list_objects)):
@@ -108,9 +94,9 @@ def rebuild(entry: Any, texts: list[str], ents: list[str], t0: int, counter: Cal
     from chalicelib.core.store import Clock
     from chalicelib.fingerprint import fingerprint
     from chalicelib.search import index
-    from chalicelib.storage.tables import MemoryModel
+    from chalicelib.storage.tables import MemoryModel, bind
 
-    store.bind()
+    bind()
     started = time.perf_counter()
     with MemoryModel.batch_write() as batch:
         for k, (t, e) in enumerate(zip(texts, ents, strict=True)):

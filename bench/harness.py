@@ -6,8 +6,10 @@ import contextlib
 import os
 import statistics
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 STACK = "cairn-bench"
 
@@ -135,3 +137,19 @@ def fast_moto_transactions() -> None:
             raise RuntimeError(f"a transaction failed under the no-backup bench patch: {exc}") from exc
 
     setattr(models.DynamoDBBackend, "transact_write_items", guarded)  # noqa: B010 - see above
+
+
+class Timer:
+    """Sums the milliseconds spent in the functions it wraps (moto's share of a step)."""
+
+    def __init__(self) -> None:
+        self.ms = 0.0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*a: Any, **kw: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                self.ms += (time.perf_counter() - started) * 1000
+        return timed_call

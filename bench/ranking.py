@@ -7,8 +7,14 @@ machine's conditions.
 
 ``python -m bench.ranking --size 100000 [--queries 200] [--index-dir DIR] [--no-bm25s] [--vectors]``
 prints one JSON object: ``{size, build_s, ranking: {kind: {p50_ms, p95_ms}}, ranking_with_feedback: ...,
-bm25s: ..., index_bytes}`` (``ranking``: the shipped defaults without a query vector, i.e. lexical;
-``ranking_with_feedback``: ``w_prf`` 0.5). ``--vectors`` stores a seeded random unit vector
+ranking_filtered_entities: ..., ranking_filtered_window: ..., bm25s: ..., tantivy: ..., index_bytes,
+index: {bytes, lexical, vectors, terms, postings, segments}}`` (``bm25s``: its fair path,
+``get_scores`` on the same tokens then a top-k over the non-zero scores only, in this process; its
+own ``retrieve`` apart, see ``speed.bm25s_timings``; ``tantivy`` where installed) (``ranking``: the
+shipped defaults without a query vector, i.e. lexical; ``ranking_with_feedback``: ``w_prf`` 0.5;
+``ranking_filtered_*``: the defaults with ``bench.speed.filters``, with ``--vectors`` also
+``ranking_with_semantic_filtered_*``; ``scoring``: BM25F and the top-k alone, the work bm25s's fair
+path does, see ``_time_scoring``). ``--vectors`` stores a seeded random unit vector
 with every memory (as ``core.vectors.encode`` stores a real one: the corpus's made-up words would
 embed as noise, and 100k forward passes take about an hour on one thread) and adds
 ``ranking_with_semantic``: the defaults with each query's real vector (``semantic.embed_query``,
@@ -41,9 +47,11 @@ def _with_vector(m: Any, rng: Any) -> Any:
     return m
 
 
-def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: bool = False) -> Any:
-    """The bank index of ``texts`` in ``path`` (reused when a complete one is there); each memory
-    with a random unit vector when ``with_vectors``."""
+def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: bool = False,
+          batch: int = BATCH) -> Any:
+    """The bank index of ``texts`` in ``path`` (reused when a complete one is there), one commit
+    per ``batch`` records (the import path commits every ``banks.transfer.BATCH``, 23); each
+    memory with a random unit vector when ``with_vectors``."""
     import numpy as np
     from whoosh import index as whoosh_index
 
@@ -61,10 +69,10 @@ def build(path: str, texts: list[str], ents: list[str], t0: int, with_vectors: b
     entry = BankIndex("bench", "rank", "inc", path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
                       clock=Clock((0,)))
     rng = np.random.default_rng(7)
-    for i in range(0, len(texts), BATCH):
-        batch = [(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
-                 for k, (t, e) in enumerate(zip(texts[i:i + BATCH], ents[i:i + BATCH], strict=True), start=i)]
-        entry.apply([(k, _with_vector(m, rng)) for k, m in batch] if with_vectors else batch)
+    for i in range(0, len(texts), batch):
+        recs = [(k + 1, Memory(id=fingerprint(t), text=t, entities=[e], created_at=t0 + k, updated_at=t0 + k))
+                for k, (t, e) in enumerate(zip(texts[i:i + batch], ents[i:i + batch], strict=True), start=i)]
+        entry.apply([(k, _with_vector(m, rng)) for k, m in recs] if with_vectors else recs)
     open(done, "w").close()
     return entry
 
@@ -76,6 +84,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--no-bm25s", action="store_true")
     ap.add_argument("--vectors", action="store_true", help="store random unit vectors; time the semantic signal")
+    ap.add_argument("--batch", type=int, default=BATCH,
+                    help="records per commit (23: as the import path commits)")
+    ap.add_argument("--merge", action="store_true",
+                    help="after the build, run the index cache's background merges to the end and time them")
     args = ap.parse_args(argv)
     from chalicelib.tuning import MemoryTuning
 
@@ -84,9 +96,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = 1_800_000_000_000 - args.size
     path = args.index_dir or f"/tmp/cairn-bench-ranking-{args.size}"
     started = time.perf_counter()
-    entry = build(path, texts, ents, t0, args.vectors)
-    out: dict[str, Any] = {"size": args.size, "build_s": round(time.perf_counter() - started, 1),
+    entry = build(path, texts, ents, t0, args.vectors, args.batch)
+    out: dict[str, Any] = {"size": args.size, "batch": args.batch, "build_s": round(time.perf_counter() - started, 1),
                            "index_bytes": entry.measure()}
+    if args.merge:
+        out["before_merge"] = index_parts(entry)
+        out["merge_s"] = merge_all(entry)
     leaves = [(leaf, entry.stats_cache, "rank") for leaf, _off in entry.reader().leaf_readers()]
     defaults = MemoryTuning()
     # the shipped defaults; feedback (off by default) on at the tuned weight, its cost apart
@@ -98,18 +113,102 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out[label] = {}
         for kind, items in qs.items():
             out[label][kind] = _time_ranking(leaves, items, tuning, t0 + args.size, semantic_on)
+    from .speed import filters
+    for name, where in filters(args.size, t0).items():  # the shipped defaults with a filter
+        out[f"ranking_filtered_{name}"] = {kind: _time_ranking(leaves, items, defaults, t0 + args.size, False, where)
+                                           for kind, items in qs.items()}
+        if args.vectors:
+            out[f"ranking_with_semantic_filtered_{name}"] = {
+                kind: _time_ranking(leaves, items, defaults, t0 + args.size, True, where) for kind, items in qs.items()}
+    out["scoring"] = {kind: _time_scoring(leaves, items, defaults.recall_limit) for kind, items in qs.items()}
     out["threads"] = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     out["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    out["index"] = index_parts(entry)
     if not args.no_bm25s:
-        from .speed import bm25s_timings
-        out["bm25s"] = bm25s_timings(texts, qs, tuning.recall_limit)
+        from .speed import bm25s_timings, tantivy_timings
+        out["bm25s"] = bm25s_timings(texts, qs, defaults.recall_limit)
+        out["tantivy"] = tantivy_timings(texts, qs, defaults.recall_limit)
     print(json.dumps(out))
     return out
 
 
-def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool) -> dict[str, float]:
+def merge_all(entry: Any) -> float:
+    """Seconds the index cache's merge thread takes to finish every merge ``index.merge_plan``
+    asks of ``entry`` (each step queues the next)."""
+    import tempfile
+
+    from chalicelib.search.index import IndexCache
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-merge-") as root:
+        cache = IndexCache(root)
+        cache.entries[(entry.org_id, entry.bank)] = entry
+        cache.schedule_merge((entry.org_id, entry.bank))
+        cache.wait_merges()
+    return round(time.perf_counter() - started, 1)
+
+
+def index_parts(entry: Any) -> dict[str, Any]:
+    """The index's bytes on disk by part, summed over its segments: ``vectors`` (the sentence
+    vectors' column), ``lexical`` (everything else: term index, postings, the other columns, the
+    table of contents), ``terms`` and ``postings`` apart, and ``segments``."""
+    from chalicelib.search.schema import VECTOR_FIELD
+
+    total = entry.measure()
+    parts = {"vectors": 0, "terms": 0, "postings": 0}
+    leaves = entry.reader().leaf_readers()
+    for leaf, _off in leaves:
+        seg = leaf.segment()
+        files = seg.open_compound_file(entry.ix.storage) if seg.is_compound() else entry.ix.storage
+        for name in files.list():
+            if not name.startswith(seg.segment_id()):
+                continue
+            if name.endswith(f".{VECTOR_FIELD}.col"):
+                parts["vectors"] += files.file_length(name)
+            elif name.endswith(".trm"):
+                parts["terms"] += files.file_length(name)
+            elif name.endswith(".pst"):
+                parts["postings"] += files.file_length(name)
+    return {"bytes": total, "lexical": total - parts["vectors"], **parts, "segments": len(leaves)}
+
+
+def _per_query(one: Any, n: int) -> dict[str, float]:
+    """p50/p95 ms of ``one(j)`` for ``j`` in ``range(n)``, after 5 warm-up calls (first decodes)."""
+    for j in range(min(5, n)):
+        one(j)
+    ms = []
+    for j in range(n):
+        s = time.perf_counter()
+        one(j)
+        ms.append((time.perf_counter() - s) * 1000)
+    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+
+
+def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, float]:
+    """p50/p95 ms of BM25F alone over ``items`` (analysed beforehand): the corpus statistics, the
+    scores of the query's terms and the ``k`` best documents (``recall._bm25f`` and ``_pick``), no
+    record decoded, no other signal: the work of bm25s's fair path, after 5 warm-up queries."""
+    from chalicelib.search import recall as recall_mod
+    from chalicelib.search.scorer import CorpusStats
+
+    readers = [r for r, _c, _b in leaves]
+    pairs = [[(f, t) for t in recall_mod.analyse(q).terms for f in recall_mod._TEXT_FIELDS] for q in items]
+
+    def one(j: int) -> None:
+        stats = CorpusStats([(r, c) for r, c, _b in leaves], False)
+        allowed = [stats.segments[i].keep for i in range(len(readers))]
+        bm = recall_mod._bm25f(stats, readers, pairs[j], allowed)
+        data = [stats.data(i) for i in range(len(readers))]
+        recall_mod._pick(data, [d for d, _v in bm], [v for _d, v in bm], k, None)
+
+    return _per_query(one, len(items))
+
+
+def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, semantic_on: bool,
+                  where: Any = None) -> dict[str, float]:
     """p50/p95 ms of ``_rank`` over ``items`` (analysed beforehand; with each query's vector,
-    also computed beforehand, when ``semantic_on``), after 5 warm-up queries."""
+    also computed beforehand, when ``semantic_on``; only memories passing ``where``), after 5
+    warm-up queries."""
     from chalicelib import semantic
     from chalicelib.search import recall as recall_mod
 
@@ -120,16 +219,9 @@ def _time_ranking(leaves: list[Any], items: list[str], tuning: Any, now: int, se
 
     def one(j: int) -> None:
         recall_mod._rank(leaves, analysed[j], limit=tuning.recall_limit, tag=None, include_superseded=False,
-                         tuning=tuning, filter=None, now=now, query_vector=vecs[j])
+                         tuning=tuning, filter=None, now=now, query_vector=vecs[j], where=where)
 
-    for j in range(min(5, len(items))):  # warm-up: first decodes
-        one(j)
-    ms = []
-    for j in range(len(items)):
-        s = time.perf_counter()
-        one(j)
-        ms.append((time.perf_counter() - s) * 1000)
-    return {"p50_ms": round(median(ms), 3), "p95_ms": round(pct(ms, 0.95), 3)}
+    return _per_query(one, len(items))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
     index_dir: str = Field("", description="Directory of the recall indexes; empty: a private one per process.")
     index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
+    snapshot_every: int = Field(1000, ge=1, le=1_000_000, description="Changes since a bank's last index snapshot "
+                                "after which the container that catches up to them (a reader, or a writer) leaves "
+                                "a new one: a cold container replays about this many at most.")
+    snapshot_min_interval_s: float = Field(30.0, ge=0, le=86_400, description="Least time between two index snapshots "
+                                           "of one bank left by readers and writers, seconds (the rate bound).")
     backfill_batch: int = Field(200, ge=1, le=100_000, description="Memories one backfill run examines at most "
                                 "(the scheduled job runs one per bank per tick).")
     import_inline_bytes: int = Field(5 * 1024 * 1024, ge=1,

@@ -3,12 +3,13 @@ request log line's ``phases``.
 
 ``recording()`` opens a ``Timings`` for the request (a ``ContextVar``, so code anywhere below the
 route reports); ``phase(name)`` adds the wall time of its block to ``name`` (a block that runs
-twice adds up); outside a request (the CLI, scheduled jobs) it only runs the block. Phase names
-are fixed tokens, never client text:
+twice adds up; a block inside an open block of the same name adds nothing, so the hook's ``rank``
+around ``recall``'s own counts once); outside a request (the CLI, scheduled jobs) it only runs the
+block. Phase names are fixed tokens, never client text:
 
 - ``token``: the bearer token's lookup (and its throttled ``last_used_at`` write);
 - ``session``: a structured session and its visibility envelope;
-- ``bank``: the turn's consistent read of the bank rows;
+- ``bank``: the turn's (or the recall's) consistent read of the bank rows;
 - ``rank``: the recall (the index caught up first when behind);
 - ``floor``: the ambient floor (the bank's top memories when few matched);
 - ``touch``: the injected memories' ``last_accessed``/``access_count`` write;
@@ -32,6 +33,7 @@ HEADER = "Server-Timing"
 Timings = dict[str, float]  # phase name -> ms
 
 _current: ContextVar[Timings | None] = ContextVar("cairn_timings", default=None)
+_open: ContextVar[frozenset[str]] = ContextVar("cairn_timing_open", default=frozenset())
 
 
 @contextmanager
@@ -49,14 +51,17 @@ def recording() -> Iterator[Timings]:
 def phase(name: str) -> Iterator[None]:
     """Add the block's wall time (ms) to phase ``name`` (one of ``PHASES``) of the open request."""
     t = _current.get()
-    if t is None:
+    opened = _open.get()
+    if t is None or name in opened:
         yield
         return
+    token = _open.set(opened | {name})
     started = time.perf_counter()
     try:
         yield
     finally:
         t[name] = t.get(name, 0.0) + (time.perf_counter() - started) * 1000
+        _open.reset(token)
 
 
 def rounded(t: Timings) -> dict[str, float]:

@@ -7,8 +7,12 @@ deployment package work on its own?
   function over 250 MiB unzipped; the rest is headroom). A zip over ``DIRECT_DEPLOY_MAX`` cannot go
   through ``chalice deploy``: deploy through S3 (docs/operations.md).
 - Threads: every function of ``--sam`` carries ``infra.threads.THREAD_ENV``.
-- The package alone: unzipped into an empty folder, ``python -I -S`` with only that folder and the
-  standard library on ``sys.path`` imports ``app``, then embeds the reference sentences
+- Slimmed (``infra.package_slim``): no file of its ``CATEGORIES`` is left (tests, docs, stubs,
+  sources, zstandard's CFFI backend), and zstandard answers with its C backend.
+- The package alone: unzipped into an empty folder, ``python -I -S -B`` (nothing written, as on
+  Lambda's read-only ``/var/task``) with only that folder and the
+  standard library on ``sys.path`` imports ``app`` (timed: the ``.pyc`` the package ships count),
+  then embeds the reference sentences
   (``tests/data/semantic-reference.json``) with ``chalicelib.semantic`` from the packaged model
   folder; every cosine must reach the file's ``min_cosine``.
 
@@ -28,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from infra.package_slim import CATEGORIES, dropped
 from infra.threads import THREAD_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +54,9 @@ from chalicelib import semantic
 sentences = json.load(sys.stdin)
 queries = [semantic.embed_query(s) for s in sentences]
 documents = semantic.embed_documents(sentences)
+import zstandard
 print(json.dumps({
+    "zstd_backend": zstandard.backend,
     "sys_path": sys.path, "app": app.__file__, "model_dir": str(semantic.artifact_dir()),
     "available": semantic.available(), "reason": semantic.unavailable_reason(),
     "import_app_ms": round((imported - started) * 1000, 1),
@@ -80,6 +87,17 @@ def sizes(zip_path: Path) -> tuple[int, int]:
         return zip_path.stat().st_size, sum(i.file_size for i in z.infolist())
 
 
+def leftovers(zip_path: Path) -> dict[str, list[str]]:
+    """The files of ``zip_path`` in each of ``infra.package_slim.CATEGORIES`` (none after a slim)."""
+    out: dict[str, list[str]] = {}
+    with zipfile.ZipFile(zip_path) as z:
+        for name in z.namelist():
+            category = dropped(name, list(CATEGORIES))
+            if category is not None:
+                out.setdefault(category, []).append(name)
+    return out
+
+
 def unpinned_functions(sam: dict[str, Any]) -> list[str]:
     """Names of the template's functions whose environment lacks a ``THREAD_ENV`` value."""
     out = []
@@ -98,7 +116,7 @@ def probe(zip_path: Path, sentences: list[str]) -> dict[str, Any]:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(tmp)
         env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", **THREAD_ENV}
-        r = subprocess.run([sys.executable, "-I", "-S", "-c", PROBE, tmp], input=json.dumps(sentences),
+        r = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", PROBE, tmp], input=json.dumps(sentences),
                            capture_output=True, text=True, env=env, cwd=tmp, timeout=PROBE_TIMEOUT_S,
                            check=False)
         if r.returncode != 0:
@@ -146,6 +164,9 @@ def check(zip_path: Path, chalice_log: Path | None, sam_path: Path | None) -> li
     if zipped > DIRECT_DEPLOY_MAX:
         print(f"  over {DIRECT_DEPLOY_MAX // MIB} MiB zipped: deploy through S3, not `chalice deploy` "
               "(docs/operations.md)")
+    for category, names in sorted(leftovers(zip_path).items()):
+        problems.append(f"{len(names)} {category} file(s) left in the package, e.g. {names[0]} "
+                        "(make package slims it with infra.package_slim)")
     if sam_path is not None:
         bad = unpinned_functions(json.loads(sam_path.read_text()))
         problems += [f"{sam_path.name}: {name} lacks the thread pins {sorted(THREAD_ENV)}" for name in bad]
@@ -154,7 +175,10 @@ def check(zip_path: Path, chalice_log: Path | None, sam_path: Path | None) -> li
         found = probe(zip_path, reference["sentences"])
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
         return [*problems, str(exc)]
-    print(f"  import app from the package alone: {found['import_app_ms']} ms")
+    print(f"  import app from the package alone: {found['import_app_ms']} ms; zstandard backend "
+          f"{found['zstd_backend']}")
+    if found["zstd_backend"] != "cext":
+        problems.append(f"zstandard loaded its {found['zstd_backend']} backend, not the C extension")
     return problems + vector_problems(found, reference)
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from .. import idempotency
 from ..auth.principal import Permission
-from ..banks import rules, service, transfer
+from ..banks import rules, service, settings_read, transfer
 from ..banks.records import (
     BankPatch,
     BankRequest,
@@ -49,13 +49,20 @@ bp = Blueprint(__name__)
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
 
+def _defaults(d: settings_read.RecallSettings) -> dict[str, Any]:
+    """What a bank's null settings stand for: ``{match_threshold, ambient_floor}`` (``feed`` has no
+    service default: null is "not stated")."""
+    return {"match_threshold": d.match_threshold, "ambient_floor": d.ambient_floor}
+
+
 def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
-    """``{name, description, memories, pinned, rules, settings}``, or a trash entry's ``{name,
-    trashed_to, trashed_at}``."""
+    """``{name, description, memories, pinned, rules, settings, defaults}`` (``defaults``: what a
+    setting left ``null`` stands for), or a trash entry's ``{name, trashed_to, trashed_at}``."""
     if isinstance(bank, TrashEntry):
         return asdict(bank)
     return {"name": bank.name, "description": bank.description, "memories": bank.memories, "pinned": bank.pinned,
-            "rules": bank.rules, "settings": bank.settings.model_dump()}
+            "rules": bank.rules, "settings": bank.settings.model_dump(),
+            "defaults": _defaults(settings_read.defaults(get_tuning()))}
 
 
 BLIND_WHY = {"conflict": "states the same subject with another value", "duplicate": "says the same in other words"}
@@ -199,8 +206,9 @@ def get_bank(ctx: Ctx, bank: str):
 @endpoint(bp, "/v1/banks/{bank}", ["PATCH"], permission=WRITE, body=BankPatch, bank_scoped=True,
           responses={200: m.BankReply}, errors=("bank_not_found", "damaged"))
 def update_bank(ctx: Ctx, bank: str):
-    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``; the
-    fields given replace theirs): ``{bank}``; 404 ``bank_not_found``."""
+    """Change a bank's description and/or settings (``on_conflict``, ``match_threshold``,
+    ``ambient_floor``, ``feed``; the fields given replace theirs, ``null`` restores the default):
+    ``{bank}``; 404 ``bank_not_found``."""
     return {"bank": render_bank(service.update_bank(ctx.principal.org_id, _bank(ctx, bank), ctx.body,
                                                     actor=ctx.principal.actor))}
 

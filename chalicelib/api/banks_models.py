@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class BankMemorySource(BaseModel):
+class _Body(BaseModel):
+    """A response body: it describes the OpenAPI document and MCP output schemas, so its schema
+    is built on first use (``defer_build``), not at ``import app``."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class BankMemorySource(_Body):
     """Provenance of a memory: only the fields that are set."""
 
     session_id: str | None = None
@@ -19,7 +26,18 @@ class BankMemorySource(BaseModel):
     agent: str | None = None
 
 
-class BankMemory(BaseModel):
+class StatedDate(_Body):
+    """A date a memory's text states, resolved against when the memory was said."""
+
+    text: str
+    """The expression as written (``July 20, 2026``, ``next Friday``, ``Q3``)."""
+    start: int
+    """Start of the range it names (ms since epoch, UTC)."""
+    end: int
+    """End of that range, exclusive (ms)."""
+
+
+class BankMemory(_Body):
     """A bank memory: one sentence, its entities and tags, and how well established it is."""
 
     id: str
@@ -46,16 +64,19 @@ class BankMemory(BaseModel):
     """0 when created, +1 per change."""
     purged_at: int | None = None
     """When its content was erased (ms)."""
+    dates: list[StatedDate] | None = None
+    """The dates its text states (at most 8), which recall's time signal matches; absent when it
+    states none or was saved before dates were read (recall then reads its text)."""
 
 
-class DamagedRecord(BaseModel):
+class DamagedRecord(_Body):
     """A stored record that could not be read, left out of a listing."""
 
     id: str
     reason: str
 
 
-class DamagedRevision(BaseModel):
+class DamagedRevision(_Body):
     """A stored revision that could not be read, left out of a history."""
 
     id: str
@@ -63,17 +84,33 @@ class DamagedRevision(BaseModel):
     reason: str
 
 
-class BankSettingsOut(BaseModel):
+class BankSettingsOut(_Body):
     """A bank's settings (``PATCH /v1/banks/{bank}`` changes them)."""
 
     on_conflict: Literal["flag", "supersede"]
     """When a save detects a conflicting live memory: ``flag`` keeps both and links them,
     ``supersede`` retires the older one (never a pinned one)."""
     match_threshold: float | None
-    """The lowest match a recall hit may have (0..1); ``null``: no threshold."""
+    """The lowest match a recall, preview or hook hit may have (0..1; 0: every hit); ``null``:
+    the service's default (``defaults``)."""
+    ambient_floor: bool | None = None
+    """Whether the hook pads fewer than 3 matches with the bank's top pinned and corroborated
+    memories (marked ambient); ``null``: the service's default (``defaults``)."""
+    feed: Literal["hooks", "tools", "both"] | None = None
+    """How the bank gets its memories, which the injected system-prompt section tells the model:
+    ``hooks`` (the host's turn-completed hook, automatic), ``tools`` (only the model's own
+    memory_save / memory_observe calls) or ``both``; ``null``: not stated (the section says what
+    is true either way)."""
 
 
-class MemoryBank(BaseModel):
+class BankSettingsDefaults(_Body):
+    """What a bank's settings left ``null`` stand for now (the service's tuning)."""
+
+    match_threshold: float
+    ambient_floor: bool
+
+
+class MemoryBank(_Body):
     """A memory bank, its counts and its settings."""
 
     name: str
@@ -84,9 +121,10 @@ class MemoryBank(BaseModel):
     """Live pinned memories."""
     rules: int
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
-class TrashedBank(BaseModel):
+class TrashedBank(_Body):
     """A bank in the trash, restorable whole by ``trashed_to``."""
 
     name: str
@@ -95,14 +133,14 @@ class TrashedBank(BaseModel):
     trashed_at: int
 
 
-class BankCreated(BaseModel):
+class BankCreated(_Body):
     """The bank, and whether this request created it."""
 
     bank: MemoryBank
     created: bool
 
 
-class BankListPage(BaseModel):
+class BankListPage(_Body):
     """Banks by name, a page at a time; with ``trashed=true``, the trash entries (one page)."""
 
     banks: list[MemoryBank | TrashedBank]
@@ -110,20 +148,20 @@ class BankListPage(BaseModel):
     """Present only when more banks follow: pass it back as ``cursor``."""
 
 
-class BankReply(BaseModel):
+class BankReply(_Body):
     """One bank."""
 
     bank: MemoryBank
 
 
-class BankTrashReply(BaseModel):
+class BankTrashReply(_Body):
     """The bank moved to the trash."""
 
     trashed_to: str
     """The trash entry's id, for restoring it."""
 
 
-class BankRule(BaseModel):
+class BankRule(_Body):
     """A markdown rule of a bank."""
 
     name: str
@@ -131,7 +169,7 @@ class BankRule(BaseModel):
     updated_at: int | None = None
 
 
-class BudgetUse(BaseModel):
+class BudgetUse(_Body):
     """How much of one injection budget a turn uses, in UTF-8 bytes."""
 
     used_bytes: int
@@ -145,14 +183,14 @@ class RulesBudget(BudgetUse):
     """A rule is cut or omitted from the injection."""
 
 
-class BankRuleList(BaseModel):
+class BankRuleList(_Body):
     """The bank's rules in name order, and their size against the injection budget."""
 
     rules: list[BankRule]
     budget: RulesBudget
 
 
-class InjectionBudget(BaseModel):
+class InjectionBudget(_Body):
     """Budget use of a previewed turn: the rules (``max_rule_chars`` bytes) and the memories
     (``recall_budget_tokens`` * 4 bytes of text)."""
 
@@ -160,26 +198,26 @@ class InjectionBudget(BaseModel):
     memories: BudgetUse
 
 
-class BankRuleReply(BaseModel):
+class BankRuleReply(_Body):
     """One rule, as the listing shows it."""
 
     rule: BankRule
 
 
-class BankRuleState(BaseModel):
+class BankRuleState(_Body):
     """Whether the rule exists after the change."""
 
     exists: bool
 
 
-class SaveDetails(BaseModel):
+class SaveDetails(_Body):
     """What a reinforcement could not keep."""
 
     tags_dropped: list[str]
     """Tags beyond the cap that were not merged."""
 
 
-class RelatedMemory(BaseModel):
+class RelatedMemory(_Body):
     """A live memory the write found to say the same thing (``duplicate``) or the same thing about
     the same subject with another value (``conflict``)."""
 
@@ -197,7 +235,7 @@ class RelatedMemory(BaseModel):
     """Its text; absent for a caller that may not read the bank."""
 
 
-class MemoryUpdated(BaseModel):
+class MemoryUpdated(_Body):
     """The memory as updated and, for a new text, the live memories it duplicates or contradicts."""
 
     memory: BankMemory
@@ -205,7 +243,7 @@ class MemoryUpdated(BaseModel):
     related_checked: bool = True
 
 
-class MemorySaved(BaseModel):
+class MemorySaved(_Body):
     """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
     created: bool
@@ -221,14 +259,14 @@ class MemorySaved(BaseModel):
     details: SaveDetails | None = None
 
 
-class OpenConflict(BaseModel):
+class OpenConflict(_Body):
     """A live memory and the live memories it conflicts with that were said before it."""
 
     memory: BankMemory
     earlier: list[BankMemory]
 
 
-class ConflictPage(BaseModel):
+class ConflictPage(_Body):
     """Open conflicts, newest first, a page at a time."""
 
     conflicts: list[OpenConflict]
@@ -236,7 +274,7 @@ class ConflictPage(BaseModel):
     """Pass it back as ``cursor`` for the next page; null on the last."""
 
 
-class BankMemoryPage(BaseModel):
+class BankMemoryPage(_Body):
     """Memories newest first, a page at a time."""
 
     memories: list[BankMemory]
@@ -249,7 +287,7 @@ class BankMemoryPage(BaseModel):
     """Records left out because they could not be read (only when there are some)."""
 
 
-class BankMemoryReply(BaseModel):
+class BankMemoryReply(_Body):
     """One memory."""
 
     memory: BankMemory
@@ -270,7 +308,7 @@ class MemoryRevision(BankMemory):
     or a bank setting acting on a detected conflict."""
 
 
-class MemoryHistory(BaseModel):
+class MemoryHistory(_Body):
     """A memory's revisions, oldest first."""
 
     revisions: list[MemoryRevision]
@@ -278,20 +316,20 @@ class MemoryHistory(BaseModel):
     """Revisions left out because they could not be read (only when there are some)."""
 
 
-class BankTag(BaseModel):
+class BankTag(_Body):
     """A tag and how many live memories carry it."""
 
     tag: str
     count: int
 
 
-class BankTagList(BaseModel):
+class BankTagList(_Body):
     """Tags over live memories, most used first."""
 
     tags: list[BankTag]
 
 
-class ExportLink(BaseModel):
+class ExportLink(_Body):
     """A presigned GET of the export (``memories.jsonl``) when it is over the inline limit."""
 
     url: str
@@ -300,7 +338,7 @@ class ExportLink(BaseModel):
     """How many exported lines mark a damaged record (only when there are some)."""
 
 
-class ImportLineError(BaseModel):
+class ImportLineError(_Body):
     """A line the import rejected."""
 
     line: int
@@ -308,14 +346,14 @@ class ImportLineError(BaseModel):
     error: str
 
 
-class ImportLineRelated(BaseModel):
+class ImportLineRelated(_Body):
     """A line of an import and the live memories its memory duplicates or contradicts."""
 
     line: int
     related: list[RelatedMemory]
 
 
-class ImportReport(BaseModel):
+class ImportReport(_Body):
     """What an import wrote and rejected."""
 
     imported: int
@@ -328,7 +366,7 @@ class ImportReport(BaseModel):
     """False when some lines were not checked (past the first 50, or the bank's index not loaded)."""
 
 
-class ImportUpload(BaseModel):
+class ImportUpload(_Body):
     """A presigned PUT for a large ndjson import file."""
 
     url: str
@@ -337,7 +375,7 @@ class ImportUpload(BaseModel):
     expires_at: int
 
 
-class RecallSignals(BaseModel):
+class RecallSignals(_Body):
     """The parts of a recall score."""
 
     bm25: float
@@ -359,7 +397,7 @@ class RecallSignals(BaseModel):
     cosine's z-score over the bank, over 5, at least 0; 0 without a vector (when ``w_semantic`` > 0)."""
 
 
-class RecallHit(BaseModel):
+class RecallHit(_Body):
     """A recalled memory, its score and the signals the score is made of."""
 
     memory: BankMemory
@@ -374,7 +412,7 @@ class RecallHit(BaseModel):
     distinctive words (idf-weighted) it holds and its closeness in meaning (sentence vectors)."""
 
 
-class RecallMatch(BaseModel):
+class RecallMatch(_Body):
     """How well the best hit matched, and the bar hits were held to."""
 
     level: Literal["strong", "partial", "weak", "none"]
@@ -388,7 +426,7 @@ class RecallMatch(BaseModel):
     """The bank's match threshold: no hit under it is returned (0: off)."""
 
 
-class BankRecall(BaseModel):
+class BankRecall(_Body):
     """The best-ranked memories, how well the best one matched, and the retrieval mode that ran."""
 
     memories: list[RecallHit]
@@ -399,7 +437,7 @@ class BankRecall(BaseModel):
     ``+last-good-tuning`` when these apply)."""
 
 
-class InjectedMemory(BaseModel):
+class InjectedMemory(_Body):
     """A memory picked for injection, its score and match (0 for an ambient one), and whether the
     ambient floor added it (the injection marks those as not matched to the message)."""
 
@@ -409,7 +447,7 @@ class InjectedMemory(BaseModel):
     ambient: bool
 
 
-class InjectionPreview(BaseModel):
+class InjectionPreview(_Body):
     """Exactly what a turn asking ``query`` would get injected."""
 
     system_prompt_section: str
@@ -425,35 +463,35 @@ class InjectionPreview(BaseModel):
     budget: InjectionBudget
 
 
-class HookMessage(BaseModel):
+class HookMessage(_Body):
     """A message to append to the conversation."""
 
     role: Literal["user"]
     content: str
 
 
-class HookMutations(BaseModel):
+class HookMutations(_Body):
     """What the runtime applies to the turn."""
 
     system_prompt_append: str
     append_messages: list[HookMessage]
 
 
-class HookInjection(BaseModel):
+class HookInjection(_Body):
     """The mutations for this turn and the retrieval mode that ran."""
 
     mutations: HookMutations
     retrieval: str
 
 
-class ReloadResult(BaseModel):
+class ReloadResult(_Body):
     """The org's new config version and how many of its banks' caches were dropped here."""
 
     config_version: int
     banks: int
 
 
-class ExtractionOutcome(BaseModel):
+class ExtractionOutcome(_Body):
     """What an inline extraction job did."""
 
     status: str
@@ -466,7 +504,7 @@ class ExtractionOutcome(BaseModel):
     model_called: bool
 
 
-class TurnAccepted(BaseModel):
+class TurnAccepted(_Body):
     """Whether the turn's extraction was accepted, and how it ran."""
 
     accepted: bool
@@ -481,14 +519,14 @@ class TurnAccepted(BaseModel):
     """What the job did when it ran inline."""
 
 
-class SessionDropped(BaseModel):
+class SessionDropped(_Body):
     """Whether the session had an extraction cursor to drop."""
 
     session_id: str
     dropped: bool
 
 
-class SessionForgotten(BaseModel):
+class SessionForgotten(_Body):
     """The memories the session taught, retired or purged."""
 
     session_id: str
@@ -497,7 +535,7 @@ class SessionForgotten(BaseModel):
     memory_ids: list[str]
 
 
-class DoctorCheck(BaseModel):
+class DoctorCheck(_Body):
     """One check's result."""
 
     name: str
@@ -509,14 +547,14 @@ class DoctorCheck(BaseModel):
     """Its duration in milliseconds."""
 
 
-class DoctorReport(BaseModel):
+class DoctorReport(_Body):
     """Every check; ``ok`` when every required one passed."""
 
     ok: bool
     checks: list[DoctorCheck]
 
 
-class IndexSnapshot(BaseModel):
+class IndexSnapshot(_Body):
     """A bank's newest index snapshot in S3."""
 
     key: str
@@ -526,7 +564,7 @@ class IndexSnapshot(BaseModel):
     """Its upload, ms since epoch."""
 
 
-class VectorCoverage(BaseModel):
+class VectorCoverage(_Body):
     """How many of a bank's live memories the semantic recall signal can reach (from counters)."""
 
     model: str
@@ -537,7 +575,7 @@ class VectorCoverage(BaseModel):
     """Live memories."""
 
 
-class BankStatus(BaseModel):
+class BankStatus(_Body):
     """One live bank's position."""
 
     name: str
@@ -548,7 +586,7 @@ class BankStatus(BaseModel):
     vectors: VectorCoverage
 
 
-class ServiceStatus(BaseModel):
+class ServiceStatus(_Body):
     """What the service holds right now."""
 
     config_version: int

@@ -23,8 +23,9 @@ bp = Blueprint(__name__)
 def preview(ctx: Ctx, bank: str):
     """Preview exactly what a turn asking ``query`` would get injected: ``{system_prompt_section,
     rules, rules_truncated, memories: [{memory, score, match, ambient}], match: {level, score,
-    threshold}, message?, retrieval}``; 404 ``bank_not_found``."""
-    turn = service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query)
+    threshold}, message?, retrieval}``; ``filter`` (``search.filters``): only memories passing it
+    are recalled or pad the floor; 404 ``bank_not_found``."""
+    turn = service.preview(ctx.principal.org_id, _bank(ctx, bank), ctx.body.query, ctx.body.filter)
     injected = turn.injection
     _note_injected("preview", injected.section.text, *([injected.message] if injected.message else []))
     return render_preview(turn)

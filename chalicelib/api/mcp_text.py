@@ -180,3 +180,13 @@ def spaces(body: dict[str, Any]) -> str:
 def session(body: dict[str, Any]) -> str:
     """``session_open``: the session's id and kind."""
     return f"Session {body.get('session_id')} ({body.get('kind')}) is open: pass session_id to structured_memory."
+
+
+def sessions(body: dict[str, Any]) -> str:
+    """``session_list``: a session a line, its id first."""
+    lines = [f"{s.get('session_id')}: {s.get('kind')}"
+             + (f", child of {s['parent_session_id']}" if s.get("parent_session_id") else "")
+             + (f", workstream {s['workstream_id']}" if s.get("workstream_id") else "")
+             + (f", project {s['project_id']}" if s.get("project_id") else "")
+             for s in body.get("sessions", [])]
+    return _more(body, _numbered(lines, "No session is open for this token: open one with session_open."))

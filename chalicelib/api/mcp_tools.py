@@ -40,7 +40,7 @@ from ..banks.records import (
 from ..errors import BadRequest, CairnError, Forbidden
 from ..extraction import service as extraction
 from ..inject.service import PreviewRequest
-from ..structured import sessions
+from ..structured import listing, sessions
 from ..structured import tool as structured_tool
 from ..structured.names import MAX_DESCRIPTION, MAX_NAME
 from ..structured.scopes import SCOPES, TYPES
@@ -172,6 +172,13 @@ class SessionOpenArgs(_Args):
     kind: Literal["interactive", "coordinator"] = "interactive"
     memory_enabled: StrictBool = True
     parent_session_id: Line | None = Field(None, min_length=1, max_length=128)
+
+
+class SessionListArgs(_Args):
+    """``GET /v1/api/sessions``'s query, typed."""
+
+    limit: Annotated[int, IntRange(1, listing.PAGE_MAX, strict=True)] | None = None
+    cursor: Line | None = Field(None, max_length=2000)
 
 
 class TeamDraftArgs(_Args):
@@ -329,6 +336,15 @@ COMMON_PARAMS = {
 }
 
 
+FILTER_PARAM = Param(
+    "Only memories passing every field given compete, as if the bank held only them: entities_any / "
+    "entities_all and tags_any / tags_all (1 to 8 lower-cased handles: at least one / every one carried), "
+    "created_after / created_before (ms since epoch, exclusive, on the memory's first save) and session_id "
+    "(the conversation that first taught the memory: `session_id` of memory_observe, or a memory's "
+    "`source.session_id`).",
+    {"entities_any": ["alice"], "tags_all": ["preference"], "created_after": 1764547200000})
+
+
 def _memory_tool(name: str, title: str, description: str, args: type[BaseModel], view: Callable[..., Any],
                  permission: str, read_only: bool, **kw: Any) -> Tool:
     """A tool on one memory (``bank`` and ``memory_id`` in the path) whose result is ``{memory}``."""
@@ -378,13 +394,16 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query: BM25F over "
          "the memories' text and closeness in meaning (a question worded differently still finds its memory), plus a "
          "boost for entities the query names, corroboration, pinning and recency; "
-         "each hit has its score and signals. `tag` FILTERS (only memories carrying it); tags are never "
-         "searched as text. Call it before answering anything that may depend on what was remembered.",
+         "each hit has its score and signals. `filter` narrows which memories compete (entities, tags, creation "
+         "time, source session) before ranking, so `limit` hits come back whenever that many pass; `tag` is a "
+         "one-tag filter. Tags are never searched as text. Call it before answering anything that may depend "
+         "on what was remembered.",
          RecallArgs, recall.recall, READ, read_only=True, idempotent=True, path=("bank",), summary=text.recalled,
          params={"query": Param("What to look for, in words the memories would use (up to 4000 characters).",
                                 "which database does Alice prefer"),
                  "limit": Param(f"How many memories at most (1 to {recall.LIMIT_MAX}).", 5),
                  "tag": Param("Only memories with this tag (a filter, not a search term).", "preference"),
+                 "filter": FILTER_PARAM,
                  "as_of": Param("Recall the bank as it was at this time (ms since epoch); needs the "
                                 "admin.memories permission.", 1767225600000)}),
     Tool("memory_observe", "Observe an exchange", "Hand a finished exchange (the user's message and your "
@@ -448,7 +467,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "was cut.", PreviewArgs, inject.preview, READ, read_only=True, idempotent=True, path=("bank",),
          summary=text.preview,
          params={"query": Param("The user message of the hypothetical turn (up to 4000 characters).",
-                                "Which database should the new service use?")}),
+                                "Which database should the new service use?"),
+                 "filter": FILTER_PARAM}),
     Tool("session_open", "Open a structured-memory session", "Open a Turnstone session for structured_memory: "
          "its kind decides which scopes it may use. `kind` lists only the kinds this token may open "
          "(a coordinator needs a signed-in user, never an API key).", SessionOpenArgs,
@@ -459,14 +479,22 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                  "memory_enabled": Param("false: the session's turns get no memory injection.", True),
                  "parent_session_id": Param("Open a child (interactive) session of this coordinator session: "
                                             "`session_id` of session_open.", SESSION_ID)}),
+    Tool("session_list", "List structured-memory sessions", "List the Turnstone sessions this token may use "
+         "(its user's; an API key's own), by id: pick an existing session (one the host opened, or an earlier "
+         "conversation's) for structured_memory instead of opening a new one with session_open.",
+         SessionListArgs, structured.list_sessions, READ, read_only=True, idempotent=True, query=True,
+         summary=text.sessions,
+         params={"limit": Param(f"Sessions per page (1 to {listing.PAGE_MAX}).", 50)}),
     Tool("structured_memory", "Session memory (Turnstone)", "The Turnstone memory tool of a session opened "
-         "with session_open: action save (name, content, type, scope, description), get (name, scope), search "
-         "(query), list, or delete (name, scope). The session's kind decides which scopes it may use.",
+         "with session_open or picked from session_list: action save (name, content, type, scope, description), "
+         "get (name, scope), search (query), list, or delete (name, scope). The session's kind decides which "
+         "scopes it may use.",
          StructuredArgs, structured.session_memory, WRITE, read_only=False, destructive=True, path=("session_id",),
          outputs=(sm.StructuredMemory, sm.StructuredMemoryList, sm.StructuredMemoryDeleted),
          summary=text.structured,
-         id_sources={"session_id": IdSource("session_open", "session_id")},
-         params={"session_id": Param("The session: `session_id` of session_open.", SESSION_ID),
+         id_sources={"session_id": IdSource("session_list", "sessions.session_id")},
+         params={"session_id": Param("The session: `sessions[].session_id` of session_list (an existing one) or "
+                                     "`session_id` of session_open (a new one).", SESSION_ID),
                  "action": Param("save, get, search, list or delete.", "save"),
                  "name": Param("The memory's snake_case name (save, get, delete).", "db_choice"),
                  "content": Param("The memory's text (save; at most the deployment's max_content characters, "

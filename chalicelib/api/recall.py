@@ -11,6 +11,7 @@ from chalice import Blueprint
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..search import match
+from ..search.filters import RecallFilter
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..usage import limits, meter
 from ..validation import Line, Millis
@@ -22,12 +23,14 @@ bp = Blueprint(__name__)
 
 
 class RecallRequest(BaseModel):
-    """Body: ``{query, limit?, tag?, include_superseded?, as_of?}`` (``as_of`` in ms since epoch)."""
+    """Body: ``{query, limit?, tag?, filter?, include_superseded?, as_of?}`` (``as_of`` in ms since
+    epoch; ``filter``: ``search.filters.RecallFilter``, ``tag`` its ``tags_all: [tag]``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     limit: Annotated[int, IntRange(1, LIMIT_MAX, strict=True)] = LIMIT_DEFAULT
     tag: Line | None = Field(None, min_length=1, max_length=64)
+    filter: RecallFilter | None = None
     include_superseded: StrictBool = False
     as_of: Millis | None = None
 
@@ -49,12 +52,13 @@ def recall(ctx: Ctx, bank: str):
     {bm25, entity, corroboration, pinned, recency, ...}, contributions, match}], match: {level,
     score, threshold}, retrieval}`` (``contributions``: each signal's share of ``score``, summing
     to it; ``match``: how well a hit matches the query, 0 to 1; no hit under the bank's
-    threshold is returned, and ``match.level`` ``none`` says the bank holds no answer); 404
+    threshold is returned, and ``match.level`` ``none`` says the bank holds no answer). ``filter``
+    ranks only the memories passing it, as if the bank held only them (``search.filters``); 404
     ``bank_not_found``; 403 ``forbidden`` for ``as_of`` without ``admin.memories``."""
     b = ctx.body
     meter.note(recall=1)
     return render_recall(recall_bank(ctx.principal.org_id, _bank(ctx, bank), b.query, limit=b.limit, tag=b.tag,
-                                     include_superseded=b.include_superseded, as_of=b.as_of))
+                                     include_superseded=b.include_superseded, as_of=b.as_of, where=b.filter))
 
 
 def render_recall(result: RecallResult) -> dict[str, Any]:

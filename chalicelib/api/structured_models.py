@@ -12,7 +12,8 @@ from .banks_models import DamagedRevision
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # a response body: its schema is built on first use (OpenAPI, MCP), not at import app
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class StructuredMemory(_Body):

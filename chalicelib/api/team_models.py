@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    """A response body: it describes the OpenAPI document and MCP output schemas, so its schema
+    is built on first use (``defer_build``), not at ``import app``."""
+
+    model_config = ConfigDict(defer_build=True)
 
 # --- spaces -----------------------------------------------------------------------------------
 
 
-class TeamSpace(BaseModel):
+class TeamSpace(_Body):
     """A team space, with its stored fields and how many entries it holds."""
 
     id: str
@@ -28,14 +35,14 @@ class TeamSpace(BaseModel):
     entries: int = Field(description="Entries of the space that are not archived.")
 
 
-class TeamSpacePage(BaseModel):
+class TeamSpacePage(_Body):
     """A page of the spaces the caller may see, by id."""
 
     spaces: list[TeamSpace]
     next_cursor: str | None = Field(None, description="Present when there is a next page: pass it as `cursor`.")
 
 
-class TeamSpaceMember(BaseModel):
+class TeamSpaceMember(_Body):
     """A member's grants in a space."""
 
     spaceId: str
@@ -43,13 +50,13 @@ class TeamSpaceMember(BaseModel):
     permissions: list[str] = Field(description="Sorted grants: `context:space:read`, `context:space:write`.")
 
 
-class TeamSpaceMemberRemoved(BaseModel):
+class TeamSpaceMemberRemoved(_Body):
     """Whether the member was removed."""
 
     removed: bool = Field(description="False when the member was not in the space.")
 
 
-class TeamDenyRule(BaseModel):
+class TeamDenyRule(_Body):
     """One org deny rule: the member loses these grants in the space (every space when `spaceId` is null)."""
 
     memberId: str
@@ -57,7 +64,7 @@ class TeamDenyRule(BaseModel):
     permissions: list[str]
 
 
-class TeamDenyRules(BaseModel):
+class TeamDenyRules(_Body):
     """The org's deny rules (the whole list)."""
 
     rules: list[TeamDenyRule]
@@ -66,7 +73,7 @@ class TeamDenyRules(BaseModel):
 # --- entries ----------------------------------------------------------------------------------
 
 
-class TeamEntry(BaseModel):
+class TeamEntry(_Body):
     """A team-memory entry's metadata (its title passes DLP like its text)."""
 
     id: str
@@ -93,14 +100,14 @@ class TeamListedEntry(TeamEntry):
     snippet: str | None = Field(None, description="Up to 200 characters around the match, DLP-gated.")
 
 
-class TeamEntryPage(BaseModel):
+class TeamEntryPage(_Body):
     """A page of a space's entries, oldest first."""
 
     entries: list[TeamListedEntry]
     cursor: str | None = Field(None, description="Present when there is a next page: pass it as `cursor`.")
 
 
-class TeamMemoryLimits(BaseModel):
+class TeamMemoryLimits(_Body):
     """The team-memory caps in force."""
 
     maxUpdateBytes: int = Field(description="One update, in bytes.")
@@ -136,7 +143,7 @@ class TeamEntryDetail(TeamEntry):
     limits: TeamMemoryLimits
 
 
-class TeamUpdateResult(BaseModel):
+class TeamUpdateResult(_Body):
     """The outcome of a posted update."""
 
     duplicate: bool = Field(description="True when these bytes were already posted under this updateId.")
@@ -144,7 +151,7 @@ class TeamUpdateResult(BaseModel):
     stateVector: str | None = Field(None, description="The merged Yjs state vector, base64 (not on a duplicate).")
 
 
-class TeamEdit(BaseModel):
+class TeamEdit(_Body):
     """One edit of an entry's log."""
 
     seq: int
@@ -154,7 +161,7 @@ class TeamEdit(BaseModel):
     at: str | None = Field(description="ISO 8601 UTC with milliseconds.")
 
 
-class TeamCatchUp(BaseModel):
+class TeamCatchUp(_Body):
     """What a replica applies to catch up to `seq`: exactly one of `update`, `snapshot` or `updates`."""
 
     seq: int = Field(description="The entry's last edit sequence number.")
@@ -163,7 +170,7 @@ class TeamCatchUp(BaseModel):
     updates: list[TeamEdit] | None = Field(None, description="The edits above `sinceSeq`, oldest first.")
 
 
-class TeamHistoryEvent(BaseModel):
+class TeamHistoryEvent(_Body):
     """One line of an entry's history: a status or metadata event, or an edit."""
 
     type: Literal["status", "meta", "edit"]
@@ -176,13 +183,13 @@ class TeamHistoryEvent(BaseModel):
     size: int | None = Field(None, alias="bytes", description="The edit's size in bytes (edits only).")
 
 
-class TeamEntryHistory(BaseModel):
+class TeamEntryHistory(_Body):
     """An entry's status and metadata events and its edits, oldest first."""
 
     events: list[TeamHistoryEvent]
 
 
-class TeamAcceptedRevision(BaseModel):
+class TeamAcceptedRevision(_Body):
     """An entry's last accepted revision, as retrieval serves it."""
 
     entryId: str
@@ -198,7 +205,7 @@ class TeamAcceptedRevision(BaseModel):
 # --- retrieval --------------------------------------------------------------------------------
 
 
-class TeamRetrievedMetadata(BaseModel):
+class TeamRetrievedMetadata(_Body):
     """Where a retrieved revision comes from."""
 
     memory: dict[str, Any] = Field(description="The accepted revision's `entryId`, `revision`, `kind`, "
@@ -206,7 +213,7 @@ class TeamRetrievedMetadata(BaseModel):
     spaceId: str | None
 
 
-class TeamRetrievedEntry(BaseModel):
+class TeamRetrievedEntry(_Body):
     """One accepted revision served by retrieval."""
 
     entryId: str
@@ -218,7 +225,7 @@ class TeamRetrievedEntry(BaseModel):
     metadata: TeamRetrievedMetadata
 
 
-class TeamRetrieval(BaseModel):
+class TeamRetrieval(_Body):
     """The ranked accepted revisions and the attribution recorded for them."""
 
     results: list[TeamRetrievedEntry]
@@ -226,14 +233,14 @@ class TeamRetrieval(BaseModel):
     retrieval: str = Field(description="The retrieval mode that ran.")
 
 
-class TeamServedRevision(BaseModel):
+class TeamServedRevision(_Body):
     """An entry revision a retrieval served."""
 
     entryId: str
     revision: int | None
 
 
-class TeamAttribution(BaseModel):
+class TeamAttribution(_Body):
     """What one retrieval served from a space, and to whom."""
 
     id: str
@@ -242,7 +249,7 @@ class TeamAttribution(BaseModel):
     at: str | None = Field(description="ISO 8601 UTC with milliseconds.")
 
 
-class TeamAttributionList(BaseModel):
+class TeamAttributionList(_Body):
     """A space's attributions, newest first."""
 
     attributions: list[TeamAttribution]

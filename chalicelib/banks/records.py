@@ -29,6 +29,8 @@ MAX_SUPERSEDES = 10  # memories one save may retire (each adds its record, revis
 MIN_TEXT_BYTES = 3
 MAX_TEXT_BYTES = 2000
 
+Feed = Literal["hooks", "tools", "both"]  # how a bank gets its memories (``BankSettings.feed``)
+
 
 def check_text(text: str, field: str = "text") -> str:
     """Trim ``text`` and require body text (``validation.check_text``: no control character but
@@ -129,12 +131,17 @@ class BankSettings(BaseModel):
     ``match_threshold``: the lowest ``match`` a recall, preview or hook hit may have (0..1; 0:
     every hit); ``null``: the service's default (the ``[memory]`` tuning's ``match_threshold``).
     ``ambient_floor``: whether the hook pads fewer than 3 matches with the bank's top pinned and
-    corroborated memories (marked ambient); ``null``: the tuning's default."""
+    corroborated memories (marked ambient); ``null``: the tuning's default.
+    ``feed``: how the bank gets its memories, which the injected system-prompt section tells the
+    model: ``hooks`` (the host hands every finished turn to the turn-completed hook: saved
+    automatically), ``tools`` (only the model's own ``memory_save``/``memory_observe`` calls),
+    ``both``; ``null``: not stated, and the section says what is true either way."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     on_conflict: Literal["flag", "supersede"] = "flag"
     match_threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     ambient_floor: bool | None = None
+    feed: Feed | None = None
 
 
 class BankPatch(BaseModel):
@@ -176,6 +183,7 @@ __all__ = [
     "BankPatch",
     "BankRequest",
     "BankSettings",
+    "Feed",
     "Memory",
     "PinRequest",
     "RestoreRequest",

@@ -97,10 +97,66 @@ function newMemoryForm(name, saved) {
   return form;
 }
 
+// A setting left null stands for the service's default, which the bank names (defaults).
+function settingsText(s, d) {
+  const t = s.match_threshold === null || s.match_threshold === undefined ? `${d.match_threshold} (default)` : String(s.match_threshold);
+  const f = s.ambient_floor === null || s.ambient_floor === undefined ? `${d.ambient_floor ? "on" : "off"} (default)` : s.ambient_floor ? "on" : "off";
+  const fed = s.feed ? `fed by ${s.feed}` : "feed not stated";
+  return `Settings: on conflict ${s.on_conflict} · match threshold ${t} · ambient floor ${f} · ${fed}`;
+}
+
+// A bank's settings (PATCH v1/banks/{bank}): "Default" and an empty threshold send null. The API
+// validates (the form does not), so its message is the one shown.
+function settingsForm(name, info) {
+  const d = info.defaults || {};
+  const conflict = h("select", {name: "on_conflict"}, h("option", {value: "flag"}, "flag: keep both, linked"),
+    h("option", {value: "supersede"}, "supersede: retire the older one"));
+  const threshold = h("input", {name: "match_threshold", inputmode: "decimal", autocomplete: "off",
+    placeholder: `default: ${d.match_threshold}`});
+  const floor = h("select", {name: "ambient_floor"}, h("option", {value: ""}, `Default (${d.ambient_floor ? "on" : "off"})`),
+    h("option", {value: "true"}, "On"), h("option", {value: "false"}, "Off"));
+  const feed = h("select", {name: "feed"}, h("option", {value: ""}, "Not stated"),
+    h("option", {value: "hooks"}, "hooks: every turn is handed over automatically"),
+    h("option", {value: "tools"}, "tools: only the model's own save calls"),
+    h("option", {value: "both"}, "both"));
+  const summary = h("summary", null, "");
+  const show = (s) => {
+    conflict.value = s.on_conflict;
+    threshold.value = s.match_threshold === null || s.match_threshold === undefined ? "" : String(s.match_threshold);
+    floor.value = s.ambient_floor === null || s.ambient_floor === undefined ? "" : String(s.ambient_floor);
+    feed.value = s.feed || "";
+    summary.textContent = settingsText(s, d);
+  };
+  const writable = can("memory:write");
+  for (const c of [conflict, threshold, floor, feed]) c.disabled = !writable;
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  const form = h("form", {class: "create", "aria-label": "Bank settings", novalidate: true},
+    field("On conflict", conflict, "when a save finds a live memory that says otherwise"),
+    field("Match threshold", threshold, `0 to 1: recall returns no hit that matches less; empty: the default, now ${d.match_threshold}`),
+    field("Ambient floor", floor, "the hook pads fewer than 3 matches with the bank's top pinned and corroborated memories"),
+    field("Fed by", feed, "how the bank gets its memories: the injected section tells the model whether to save"),
+    writable ? h("button", {type: "submit"}, "Save settings") : null, msg);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clear(msg);
+    const t = threshold.value.trim();
+    const settings = {on_conflict: conflict.value, match_threshold: t === "" ? null : Number.isNaN(Number(t)) ? t : Number(t),
+      ambient_floor: floor.value === "" ? null : floor.value === "true", feed: feed.value || null};
+    try {
+      show((await patch(B(name), {settings})).bank.settings);
+      msg.append(notice("info", "Settings saved."));
+    } catch (e) {
+      msg.append(notice("error", `Save failed: ${errorText(e)}`));
+    }
+  });
+  show(info.settings || {on_conflict: "flag"});
+  return h("details", {class: "settings"}, summary, form);
+}
+
 export async function bank(host, name) {
   const info = (await get(B(name))).bank;
   const counts = h("p", {class: "counts"}, countsText(info));
-  append(host, [h("h2", null, "Bank ", h("q", null, name)), bankNav(name, ""), counts]);
+  append(host, [h("h2", null, "Bank ", h("q", null, name)), bankNav(name, ""), counts, settingsForm(name, info)]);
   const tags = await get(B(name) + "/tags").catch(() => ({tags: []}));
   const tag = h("select", {name: "tag"}, h("option", {value: ""}, "Any tag"),
     (tags.tags || []).map((t) => h("option", {value: t.tag}, `${t.tag} (${t.count})`)));
@@ -167,6 +223,8 @@ function memoryFacts(m) {
     h("dt", null, "Confidence"), h("dd", null, m.confidence),
     h("dt", null, "Status"), h("dd", {class: "status"}, m.superseded_by ? `superseded by ${m.superseded_by}` : m.invalid_at ? "forgotten" : "live"),
     h("dt", null, "Revision"), h("dd", null, String(m.revision)),
+    m.dates ? [h("dt", null, "Dates stated"), h("dd", {class: "dates"}, m.dates.map((d) => h("span", {class: "chip"},
+      `${d.text}: ${when(d.start).slice(0, 10)} to ${when(d.end - 1).slice(0, 10)}`)))] : null,
     h("dt", null, "Updated"), h("dd", null, when(m.updated_at)));
 }
 

@@ -1,10 +1,10 @@
 """The memory record: one type for every surface.
 
 A bank memory is ``{id, text, entities[], tags[], confidence, corroboration, pinned, source,
-created_at, updated_at, invalid_at?, superseded_by?, revision}`` (times in ms since epoch) whose
-id is its content fingerprint. A structured memory is the same record with ``name``,
-``description`` and ``type`` set and a UUID id; a team entry's projection carries its
-metadata in ``meta``. Stored whole (``MemoryModel.record``), replayed whole
+created_at, updated_at, invalid_at?, superseded_by?, revision, dates?}`` (times in ms since epoch)
+whose id is its content fingerprint; ``dates`` are the dates its text states (``core.dates``). A
+structured memory is the same record with ``name``, ``description`` and ``type`` set and a UUID id;
+a team entry's projection carries its metadata in ``meta``. Stored whole (``MemoryModel.record``), replayed whole
 (``RevisionModel.record``). ``decode_memory`` is the one decoder of a stored record (a record it
 rejects is damaged: lists skip it, recall never indexes it); ``salvage_memory`` is what a write
 that replaces a damaged record starts from.
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, Valid
 from ..storage.damage import MAX_SAFE_INT, MAX_TIME_MS, Damaged, clean, problem
 
 MAX_ORDER_MS = 10**15 - 1  # ord = (MAX_ORDER_MS - updated_at): newest first when read ascending
+MAX_DATES = 8  # stated dates kept per memory
 
 Confidence = Literal["stated", "inferred", "extracted"]
 
@@ -40,6 +41,25 @@ class SourceJSON(TypedDict, total=False):
     agent: str
 
 
+class StatedDate(BaseModel):
+    """A date a memory's text states (``core.dates``): the expression as written (``text``,
+    whitespace collapsed, at most 64 characters) and the range it names, ``[start, end)`` in ms
+    since epoch (UTC), resolved against when the memory was said."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: StrictStr = Field(max_length=64)
+    start: int = Field(ge=0, le=MAX_TIME_MS)
+    end: int = Field(ge=0, le=MAX_TIME_MS + 1)
+
+
+class StatedDateJSON(TypedDict):
+    """A ``StatedDate`` as clients see it."""
+
+    text: str
+    start: int
+    end: int
+
+
 class MemoryJSON(TypedDict, total=False):
     """A ``Memory`` as clients see it (``Memory.public``): optional fields only when set."""
 
@@ -58,6 +78,7 @@ class MemoryJSON(TypedDict, total=False):
     conflicts_with: list[str]
     revision: int
     purged_at: int
+    dates: list[StatedDateJSON]
     name: str
     description: str
     type: str
@@ -84,6 +105,8 @@ class Memory(BaseModel):
     conflicts_with: list[str] | None = Field(None, max_length=64)
     revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
     purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
+    # set by every write of a bank memory (``core.dates.attach``); None: states none, or written before
+    dates: list[StatedDate] | None = Field(None, max_length=MAX_DATES)
     # structured memory and team projections; None for bank memories
     name: str | None = None
     description: str | None = None

@@ -2,7 +2,8 @@
 
 Two outputs:
 
-- the **system-prompt section**: ``HEADER`` + ``PARAGRAPH``, then the bank's rules in name order,
+- the **system-prompt section**: ``HEADER`` + the paragraph the bank's ``feed`` setting picks
+  (``FEED_PARAGRAPHS``; ``PARAGRAPH`` when the bank does not say how it is fed), then the bank's rules in name order,
   each ``\\n## {name}\\n{rendered content}\\n``, within ``max_rule_chars`` UTF-8 bytes of rendered
   rule content counted cumulatively. The first rule that does not fit is cut on a character boundary to the
   bytes left and followed by ``\\n`` + the truncation marker when more than 200 bytes are left;
@@ -39,7 +40,16 @@ from ..core.records import Memory
 HEADER = "\n\n# Memory — bank: {bank}\n"
 PARAGRAPH = ("Relevant memories are provided to you when they exist. Memories from this conversation are "
              "saved automatically when the host hands its turns to Cairn; to keep something now, use "
-             "memory_save if you have that tool.\n")
+             "memory_save if you have that tool.\n")  # the bank does not say how it is fed
+FEED_PARAGRAPHS = {  # by the bank's ``feed`` setting: the sentence never contradicts how it is fed
+    "hooks": ("Relevant memories are provided to you when they exist. Memories from this conversation are "
+              "saved automatically after each turn; no save call is needed.\n"),
+    "tools": ("Relevant memories are provided to you when they exist. Nothing from this conversation is saved "
+              "unless you save it: call memory_save for one fact to keep, or memory_observe with a finished "
+              "exchange worth remembering.\n"),
+    "both": ("Relevant memories are provided to you when they exist. Memories from this conversation are "
+             "saved automatically after each turn; to keep something at once, call memory_save.\n"),
+}
 RULE = "\n## {name}\n{content}\n"
 TRUNCATED = ("[rule truncated: over the {max_rule_chars} char injection budget — trim it in the console's "
              "rules view]")
@@ -161,10 +171,12 @@ def _cut_rule(raw: str, max_bytes: int) -> str:
         keep -= over
 
 
-def render_section(bank: str, rules: Iterable[Rule], max_rule_chars: int) -> Section:
+def render_section(bank: str, rules: Iterable[Rule], max_rule_chars: int, feed: str | None = None) -> Section:
     """The system-prompt section for ``bank``. ``rules``: ``[{name, content}]`` (sorted here by
-    name); ``max_rule_chars``: budget in UTF-8 bytes of trimmed rule content, cumulative."""
-    parts = [HEADER.format(bank=bank), PARAGRAPH]
+    name); ``max_rule_chars``: budget in UTF-8 bytes of trimmed rule content, cumulative;
+    ``feed``: the bank's ``feed`` setting (``hooks``, ``tools``, ``both``; ``None``: not stated),
+    which picks the paragraph (``FEED_PARAGRAPHS``, else ``PARAGRAPH``)."""
+    parts = [HEADER.format(bank=bank), FEED_PARAGRAPHS.get(feed or "", PARAGRAPH)]
     used = 0
     included = 0
     truncated = False
@@ -245,9 +257,10 @@ def render_message(bank: str, memories: list[Memory], ambient: list[Memory] | No
 
 def render(bank: str, rules: Iterable[Rule], hits: list[Picked], ambient: list[Memory], *,
            recall_limit: int, recall_budget_tokens: int, max_rule_chars: int,
-           with_memories: bool = True) -> Injection:
-    """The whole injection for one turn (``with_memories=False``: rules only, as on step > 0)."""
-    section = render_section(bank, rules, max_rule_chars)
+           with_memories: bool = True, feed: str | None = None) -> Injection:
+    """The whole injection for one turn (``with_memories=False``: rules only, as on step > 0;
+    ``feed``: as ``render_section``)."""
+    section = render_section(bank, rules, max_rule_chars, feed)
     limit = max(0, recall_budget_tokens) * BYTES_PER_TOKEN
     if not with_memories:
         return Injection(section=section, memory_limit=limit)

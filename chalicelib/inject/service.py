@@ -5,7 +5,8 @@
 consistent BatchGetItem), takes the rules from the per-container cache keyed by ``rules_version``
 and config version (S3 only when they changed), ranks with the recall core
 (``chalicelib.search.recall``), pads with the ambient floor when few memories matched, and
-renders with ``chalicelib.inject.render``. Recall holds its hits to the bank's match threshold,
+renders with ``chalicelib.inject.render`` (the section's wording follows the bank's ``feed``
+setting). Recall holds its hits to the bank's match threshold,
 and the ambient floor pads only while the bank's setting allows it (``banks.settings_read``);
 ambient memories are marked as such in the injection. The recall and the ambient floor rank the
 bank as that one read found it, so a warm turn costs one DynamoDB read (plus the token lookup) and no S3 call.
@@ -25,6 +26,7 @@ from ..core.records import Memory
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
+from ..search.filters import RecallFilter
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, stated_at, top_memories
 from ..tuning import MemoryTuning, get_tuning
 from ..usage import keys, meter
@@ -39,10 +41,12 @@ REFUSED_NOT_ALLOWED = "none+bank-not-allowed"  # the hook injected nothing: outs
 
 
 class PreviewRequest(BaseModel):
-    """``POST /v1/banks/{bank}/preview`` body: ``{query}`` (the hypothetical user message)."""
+    """``POST /v1/banks/{bank}/preview`` body: ``{query, filter?}`` (the hypothetical user message;
+    ``filter``: only memories passing it are recalled or pad the floor, ``search.filters``)."""
 
     model_config = ConfigDict(extra="forbid")
     query: str = Field(max_length=MAX_QUERY_CHARS)
+    filter: RecallFilter | None = None
 
 
 class HookMetadata(BaseModel):
@@ -111,8 +115,9 @@ class HookResult:
 
 
 def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, require: bool = False,
-           tuning: MemoryTuning | None = None) -> Injected:
-    """Render the injection of ``bank`` for ``query``.
+           tuning: MemoryTuning | None = None, where: RecallFilter | None = None) -> Injected:
+    """Render the injection of ``bank`` for ``query``, its memories (recalled and ambient) only
+    those passing ``where`` (``search.filters``).
     ``require``: 404 ``bank_not_found`` for a missing bank, 409 ``damaged`` for a bank row that
     cannot be used (preview); otherwise either renders the bare section (the hook never denies
     a turn)."""
@@ -126,29 +131,29 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
     if row is None:  # a name no bank has: counted under one key, however many a caller makes up
         meter.set_scope(keys.UNKNOWN)
     rules = rules_cache.get_rules(org_id, bank, row.row) if row is not None else []
+    wanted = recall_settings(row, tuning)
     hits: list[Picked] = []
     retrieval = RETRIEVAL if with_memories and row is not None else RULES_ONLY
     ambient = []
     match: float | None = None
     threshold: float | None = None
     if with_memories and row is not None and query.strip():
-        wanted = recall_settings(row, tuning)
         threshold = wanted.match_threshold or None
         with timing.phase("rank"):
             result = recall(org_id, [bank], query, limit=tuning.recall_limit, tuning=tuning, rows=rows,
-                            min_match=threshold)
+                            min_match=threshold, where=where)
         retrieval = result.retrieval
         match = result.match
         hits = newer_side([Picked(memory=h.memory, score=h.score, match=h.match) for h in result.hits])
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
         if len(hits) < floor and wanted.ambient_floor:
             with timing.phase("floor"):
-                ambient = top_memories(org_id, bank, floor + len(hits), rows=rows)
+                ambient = top_memories(org_id, bank, floor + len(hits), rows=rows, where=where)
             ambient = [m for m in ambient if not _said_again(m, [*(h.memory for h in hits), *ambient])]
     with timing.phase("render"):
         injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                            recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
-                           with_memories=with_memories)
+                           with_memories=with_memories, feed=wanted.feed)
     return Injected(injection, retrieval, match, threshold)
 
 
@@ -168,11 +173,12 @@ def _said_again(memory: Memory, others: list[Memory]) -> bool:
     return any(memory.id in (o.conflicts_with or []) and stated_at(o) > stated_at(memory) for o in others)
 
 
-def preview(org_id: str, bank: str, query: str) -> Injected:
-    """Exactly what the hook would inject for ``query`` as the newest user message. 404
-    ``bank_not_found`` when the bank does not exist, 409 ``damaged`` when its row is unusable."""
+def preview(org_id: str, bank: str, query: str, where: RecallFilter | None = None) -> Injected:
+    """Exactly what the hook would inject for ``query`` as the newest user message (with
+    ``where``, of the memories passing it only). 404 ``bank_not_found`` when the bank does not
+    exist, 409 ``damaged`` when its row is unusable."""
     check_name(bank)
-    return inject(org_id, bank, query, require=True)
+    return inject(org_id, bank, query, require=True, where=where)
 
 
 def hook_bank(metadata: HookMetadata) -> str:

@@ -17,6 +17,20 @@ naming the org, bank, incarnation and the clock it has applied. Freshness, given
   with zstd; ``.tar.gz`` ones written before are read too) and catch up, else rebuild from
   ``core.store.iter_records_any_order``.
 
+Snapshots left on the way (``leave_due_snapshot``): the container that brings an index
+``Settings.snapshot_every`` changes past the bank's last snapshot, a reader catching up or a
+writer applying its commit (a writer that holds no index of the bank loads it when its commit lands
+on a lane position that is a multiple of ``snapshot_every / lanes``), claims the snapshot on the
+bank row (``store.claim_snapshot``: one container per ``snapshot_every`` changes, at most one per
+``snapshot_min_interval_s``) and uploads it, so a cold container replays about that many changes
+at most. A snapshot is one S3 object written whole, named by the clock total it holds, with its
+clock inside; a loader takes only one of this incarnation and format whose clock the bank's covers,
+opens every segment before trusting it, and catches up from its clock, so a snapshot a write
+overtook is only older, never wrong. A purge deletes the bank's snapshots after its transaction;
+one uploaded by a container that caught up before the purge could land after that delete, so
+the writer catches the index up again after the upload and deletes its snapshot if that meets a
+purge (it rebuilds).
+
 Directories and snapshots carry the document format they were written in (``schema.FORMAT``:
 ``format`` in ``cairn.json``, ``v<FORMAT>`` in the snapshot key). One of another format is never
 opened: the bank is rebuilt from its records (a cold rebuild leaves a snapshot of the current
@@ -29,8 +43,10 @@ records if they follow the cache's positions directly, or catches those lanes up
 on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
 threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-directories and the arrays recall keeps per segment (``BankIndex.memory_bytes``) exceed
-``Settings.index_cache_mb`` (default 400). A trashed bank's successor has a
+resident memory the open banks add (``BankIndex.resident_bytes``: the directories twice, mapped
+and copied, and the arrays recall keeps per segment) exceeds ``Settings.index_cache_mb`` (default
+400). A bank written in many small commits is merged by the cache's merge thread
+(``IndexCache.schedule_merge``, ``merge_plan``). A trashed bank's successor has a
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
 
@@ -52,6 +68,7 @@ import hashlib
 import io
 import json
 import os
+import queue
 import shutil
 import tarfile
 import tempfile
@@ -74,7 +91,7 @@ from .. import metrics, patterns
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Memory
-from ..core.store import BankHead, BankRow, Clock, split_seq
+from ..core.store import BankHead, BankRow, Clock, KnownBank, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
@@ -144,6 +161,39 @@ def MERGE_TIERED(writer, segments):
     return [s for s in segments if s not in merge]
 
 
+# Background merging (``IndexCache.schedule_merge``): the import path commits every 23 records,
+# so MERGE_TIERED leaves up to nine segments per size tier (17 at 100k memories), each with its
+# own copy of the vocabulary's terms and a pass of every query. A bank of at least
+# MERGE_MIN_DOCS documents with more than MERGE_MAX_SEGMENTS segments has its smallest ones
+# merged by the cache's merge thread, at most MERGE_MAX_DOCS documents at a time (the bank's
+# lock is held meanwhile, as for a write's own tier merge), each merged segment at most
+# MERGE_RATIO times the documents merged with it (the tiers are powers of ten apart).
+MERGE_MIN_DOCS = 5000
+MERGE_MAX_SEGMENTS = 4
+MERGE_MAX_DOCS = 25000
+MERGE_RATIO = 10
+
+
+# an open segment file is resident twice: its pages mapped, and the copy Whoosh makes of each part
+OPEN_FILE_COPIES = 2
+
+
+def merge_plan(segments: list) -> list:
+    """The segments a background merge rewrites into one (smallest first), or ``[]``: see
+    ``MERGE_MAX_SEGMENTS``."""
+    sizes = [s.doc_count_all() for s in segments]
+    if len(segments) <= MERGE_MAX_SEGMENTS or sum(sizes) < MERGE_MIN_DOCS:
+        return []
+    plan: list = []
+    total = 0
+    for n, seg in sorted(zip(sizes, segments, strict=True), key=lambda x: x[0]):
+        if plan and (total + n > MERGE_MAX_DOCS or n > MERGE_RATIO * total):
+            break
+        plan.append(seg)
+        total += n
+    return plan if len(plan) > 1 else []
+
+
 def _same_deletions(a, b) -> bool:
     """Whether two ``Segment`` objects of one segment id mark the same documents deleted."""
     if a.deleted_count() != b.deleted_count():
@@ -181,6 +231,9 @@ class BankIndex:
     _reader_gen: int = -1  # the commit generation the open reader shows
     stats_cache: dict = field(default_factory=dict)
     id_lookups: dict[str, IdLookup] = field(default_factory=dict)
+    snapshot_base: int = 0  # the clock total of the snapshot it was loaded from or last left
+    snapshot_tried_ms: float = 0.0  # when this container last tried to claim one (time.monotonic() ms)
+    head: BankHead | None = None  # the bank as last read when this index was made fresh (its lane rows)
 
     @property
     def seq(self) -> int:
@@ -260,6 +313,41 @@ class BankIndex:
                 lookup = self.id_lookups[sid] = IdLookup(leaf)
             out.extend(off + d for d in lookup.find(leaf, ids) if not leaf.is_deleted(d))
         return out
+
+    def segments(self) -> list:
+        """The segments the open reader shows (Whoosh ``Segment`` objects; callers hold the bank
+        lock or accept a view one commit old)."""
+        return [leaf.segment() for leaf, _off in self.reader().leaf_readers() if leaf.segment() is not None]
+
+    def merge(self) -> bool:
+        """Merge the segments ``merge_plan`` picks into one (call holding the bank's lock);
+        returns whether it did. The clock and the documents are unchanged."""
+        plan = {s.segment_id() for s in merge_plan(self.segments())}
+        if not plan:
+            return False
+
+        def policy(writer, segments):
+            chosen = [s for s in segments if s.segment_id() in plan]
+            _rewrite(writer, chosen)
+            return [s for s in segments if s.segment_id() not in plan]
+
+        writer = self.ix.writer(codec=codec())
+        try:
+            writer.commit(mergetype=policy)
+        except BaseException:
+            writer.cancel()
+            raise
+        self._refresh()
+        self.measure()
+        return True
+
+    def resident_bytes(self) -> int:
+        """What the open bank adds to the process's resident memory, the figure the cache's
+        budget holds: Whoosh maps each segment file and copies every part of it it opens
+        (``BufferFile`` wraps the mapped bytes in a ``BytesIO``), so twice the directory's bytes,
+        plus ``memory_bytes``. Measured by ``python -m bench.cache_memory`` (RSS growth per bank
+        opened, within 20%)."""
+        return OPEN_FILE_COPIES * self.size_bytes + self.memory_bytes()
 
     def memory_bytes(self) -> int:
         """Bytes of the per-segment arrays kept in memory (recall's columns, decoded postings and
@@ -400,7 +488,11 @@ class IndexCache:
         self._mu = threading.Lock()
         self._locks: dict[tuple[str, str], threading.RLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
-        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0}
+        self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0,
+                         "merges": 0, "replayed": 0}
+        self._merges: queue.Queue[tuple[str, str]] = queue.Queue()
+        self._merging: set[tuple[str, str]] = set()
+        self._merger: threading.Thread | None = None
 
     # --- locking and bookkeeping ----------------------------------------------------------
 
@@ -447,7 +539,7 @@ class IndexCache:
         return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
-        total = sum(e.size_bytes + e.memory_bytes() for e in list(self.entries.values()))
+        total = sum(e.resident_bytes() for e in list(self.entries.values()))
         if total <= self.budget_bytes:
             return
         for key in list(self.entries):
@@ -462,7 +554,7 @@ class IndexCache:
                 entry = self.entries.get(key)
                 if entry is None:
                     continue
-                total -= entry.size_bytes + entry.memory_bytes()
+                total -= entry.resident_bytes()
                 self._forget(key)
                 self.counters["evictions"] += 1
             finally:
@@ -474,10 +566,12 @@ class IndexCache:
         """The cached index of ``bank`` as it is (no freshness check), or ``None``."""
         return self.entries.get((org_id, bank))
 
-    def known_lanes(self, org_id: str, banks: Iterable[str]) -> dict[str, tuple[str, int]]:
-        """``{bank: (incarnation, lanes)}`` of the banks cached here: the lane rows a recall can
-        read in the same call as the bank rows (``core.store.get_bank_rows``)."""
-        return {b: (e.inc, len(e.clock.positions)) for b in banks if (e := self.entries.get((org_id, b))) is not None}
+    def known(self, org_id: str, banks: Iterable[str]) -> dict[str, KnownBank]:
+        """``{bank: KnownBank}`` of the banks cached here, each with the bank as last read when
+        its index was made fresh: the lane rows a recall reuses while the bank's version has not
+        moved (``core.store.get_bank_rows``)."""
+        return {b: KnownBank(e.inc, len(e.clock.positions), e.head) for b in banks
+                if (e := self.entries.get((org_id, b))) is not None}
 
     def fresh(self, org_id: str, bank: str, head: BankHead) -> BankIndex:
         """The bank's index caught up to at least ``head.clock`` (call holding the bank's lock).
@@ -489,12 +583,18 @@ class IndexCache:
                                   or len(entry.clock.positions) != len(head.clock.positions)):
             self._forget(key)  # trashed and re-created, or restored: another incarnation
             entry = None
+        moved = entry is None
         if entry is None:
             entry = self._open_cold(org_id, bank, head)
             with self._mu:
                 self.entries[key] = entry
         if not entry.clock.covers(head.clock):
             self.catch_up(entry, head.clock)
+            self.schedule_merge(key)
+            moved = True
+        if moved:
+            self.leave_due_snapshot(entry, head.row)
+        entry.head = head  # the index covers the lane rows read: the next recall may reuse them
         self._touch(key)
         self._evict(keep=key)
         return entry
@@ -520,6 +620,7 @@ class IndexCache:
         self.counters["catchups"] += 1
         started = time.perf_counter()
         have = entry.clock.positions
+        before = entry.clock.total
         if lanes is None:
             lanes = range(len(have)) if upto is None else [i for i, (a, b) in
                                                            enumerate(zip(have, upto.positions, strict=True)) if a < b]
@@ -530,6 +631,7 @@ class IndexCache:
         except StaleHistory:
             self.rebuild_into(entry)  # emits the rebuild's metric
             return -1
+        self.counters["replayed"] += entry.clock.total - before
         metrics.index_catch_up(_ms_since(started), changes=applied, source="revisions")
         return applied
 
@@ -627,8 +729,11 @@ class IndexCache:
         lane's order; a gap in a lane (another writer committed in between) is filled from
         DynamoDB first. A purge drops the bank's index and directory: the next read rebuilds."""
         key = (org_id, bank)
-        if key not in self.entries or not changes:
-            return  # not cached here: the next recall loads it
+        if not changes:
+            return
+        if key not in self.entries:
+            self._snapshot_uncached(org_id, bank, row, changes)  # else the next recall loads it
+            return
         with self.lock(org_id, bank):
             entry = self.entries.get(key)
             if entry is None or entry.inc != row.incarnation:
@@ -641,7 +746,106 @@ class IndexCache:
             except StaleHistory:
                 self.catch_up(entry, lanes=sorted({split_seq(seq)[0] for seq, _rec in changes}))
                 entry.apply(changes)  # whatever the catch-up did not already bring
+            self.leave_due_snapshot(entry, row)
             self._touch(key)
+            self.schedule_merge(key)
+
+    # --- background merging ---------------------------------------------------------------
+
+    def schedule_merge(self, key: tuple[str, str]) -> bool:
+        """Queue the bank for the merge thread when ``merge_plan`` finds segments to merge
+        (started on first use, a daemon); returns whether it was queued."""
+        entry = self.entries.get(key)
+        if entry is None or not merge_plan(entry.segments()):
+            return False
+        with self._mu:
+            if key in self._merging:
+                return False
+            self._merging.add(key)
+            if self._merger is None or not self._merger.is_alive():
+                self._merger = threading.Thread(target=self._merge_loop, name="cairn-index-merge", daemon=True)
+                self._merger.start()
+        self._merges.put(key)
+        return True
+
+    def wait_merges(self) -> None:
+        """Block until every queued merge is done (tests and benchmarks)."""
+        self._merges.join()
+
+    def _merge_loop(self) -> None:
+        while True:
+            key = self._merges.get()
+            try:
+                with self.lock(*key):
+                    with self._mu:
+                        self._merging.discard(key)
+                    entry = self.entries.get(key)
+                    if entry is not None and entry.merge():
+                        self.counters["merges"] += 1
+                        self.schedule_merge(key)  # more to merge: another bounded step, queued before this one ends
+            except Exception as exc:  # noqa: BLE001 - a failed merge leaves the segments as they were
+                metrics.emit("index", {"MergeFailures": 1}, {"reason": type(exc).__name__})
+            finally:
+                self._merges.task_done()
+
+    # --- snapshots left by readers and writers ----------------------------------------------
+
+    def leave_due_snapshot(self, entry: BankIndex, row: BankRow) -> str | None:
+        """Upload the entry's snapshot when the bank moved ``Settings.snapshot_every`` changes past
+        the last one claimed or written (``row``: the bank row as just read or committed; lock
+        held), so no cold container replays more than about that many. One container wins each
+        (``store.claim_snapshot``: a conditional update of the bank row, at most one per
+        ``snapshot_min_interval_s``); a lost claim is retried by this container only after that
+        interval. Never raises: a failure is counted (``SnapshotWriteFailures``) and the recall
+        or write goes on. Returns the key written, or ``None``."""
+        settings = get_settings()
+        every, interval_ms = settings.snapshot_every, settings.snapshot_min_interval_s * 1000
+        if entry.seq - max(entry.snapshot_base, _row_int(row, "snapshot_claim"), _row_int(row, "snapshot_seq")) < every:
+            return None
+        now = time.monotonic() * 1000
+        if entry.snapshot_tried_ms and now - entry.snapshot_tried_ms < interval_ms:
+            return None
+        entry.snapshot_tried_ms = now
+        try:
+            if not store.claim_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, every=every, at=now_ms(),
+                                        min_interval_ms=int(interval_ms)):
+                return None
+            return self._checked_snapshot(entry)
+        except Exception as exc:  # noqa: BLE001 - the index is current: serve it anyway
+            metrics.emit("index", {"SnapshotWriteFailures": 1}, {"reason": type(exc).__name__})
+            return None
+
+    def _checked_snapshot(self, entry: BankIndex) -> str | None:
+        """Write the entry's snapshot, then catch the entry up in every lane: a purge committed
+        meanwhile (its bank's snapshots deleted before this one landed) makes the catch-up
+        rebuild, and the snapshot just written, which may hold the purged text, is deleted.
+        Returns the key that stays, or ``None``."""
+        key = self.write_snapshot(entry)
+        if self.catch_up(entry) < 0:
+            blobs.delete(key)
+            return None
+        self.counters["snapshots_left"] += 1
+        return key
+
+    def _snapshot_uncached(self, org_id: str, bank: str, row: BankRow, changes: list[tuple[int, Memory]]) -> None:
+        """A writer whose container holds no index of the bank: when a change lands on a lane
+        position that is a multiple of ``snapshot_every / lanes`` (about every ``snapshot_every``
+        changes of the bank, lanes filling evenly), read the bank's head and, when a snapshot is
+        due, load the index (``fresh``, which leaves it). Never raises."""
+        stride = max(1, get_settings().snapshot_every // max(1, store.lane_count(row)))
+        if not any(split_seq(seq)[1] % stride == 0 for seq, _rec in changes):
+            return
+        try:
+            head = store.get_bank_head(org_id, bank)
+            if head is None or head.incarnation != row.incarnation:
+                return
+            due = max(_row_int(head.row, "snapshot_claim"), _row_int(head.row, "snapshot_seq"))
+            if head.clock.total - due < get_settings().snapshot_every:
+                return
+            with self.lock(org_id, bank):
+                self.fresh(org_id, bank, head)
+        except Exception as exc:  # noqa: BLE001 - the write is committed: never fail it for a snapshot
+            metrics.emit("index", {"SnapshotWriteFailures": 1}, {"reason": type(exc).__name__})
 
     # --- snapshots ------------------------------------------------------------------------
 
@@ -676,7 +880,8 @@ class IndexCache:
                 ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
-                entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock)
+                entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock,
+                                  snapshot_base=snap_clock.total)
                 entry.measure()
                 return entry
             except Exception as exc:  # noqa: BLE001 - a bad snapshot is skipped: rebuild instead
@@ -702,6 +907,7 @@ class IndexCache:
         key = snapshot_key(entry.org_id, entry.bank, entry.seq)
         packed = zstandard.ZstdCompressor(level=SNAPSHOT_ZSTD_LEVEL).compress(buf.getvalue())
         blobs.put_bytes(key, packed, "application/zstd")
+        entry.snapshot_base = max(entry.snapshot_base, entry.seq)
         store.record_snapshot(entry.org_id, entry.bank, entry.inc, entry.seq, key, now_ms())
         current, drop = _snapshots(entry.org_id, entry.bank)
         kept: set[int] = set()
@@ -768,6 +974,13 @@ def _extract(key: str, data: bytes, dst: str) -> None:
         plain = gzip.decompress(data)
     with tarfile.open(fileobj=io.BytesIO(plain), mode="r:") as tar:
         tar.extractall(dst, filter="data")
+
+
+def _row_int(row: BankRow, name: str) -> int:
+    """A bank row's counter ``name`` (``snapshot_seq``, ``snapshot_claim``), 0 when unset or not
+    a number."""
+    value = getattr(row, name, None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
 
 
 def _zero(clock: Clock) -> Clock:

@@ -16,6 +16,10 @@ A hit's ``match`` is the greater of two parts:
   ``SEM_ZERO`` (0) to ``SEM_ONE`` (1) and clipped; 0 without either vector (``w_semantic`` 0, a
   query the model does not cover).
 
+A query's date expressions (``core.dates.expressions``: ``Q3``, ``July 20``, ``2026-07-20``) are
+matched by recall's time signal against the dates a memory states: their words are neither
+names nor terms of the lexical part (unless the query has no other term).
+
 A query that names something no memory mentions (a word written as a name, ``names``, with a
 term no memory holds) is about a subject the bank does not know: every hit's match is its
 lexical part, at most ``UNKNOWN_CAP`` (weak). Its look-alikes are close in meaning and share its
@@ -34,6 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..core import dates
 from .analyzers import memory_analyzer, query_terms
 
 Key = tuple[int, int]  # (leaf, document number)
@@ -79,6 +84,8 @@ def names(query: str) -> list[str]:
     letters and digits ("fp3910022638d5023e", "eu-west-1", "v2"); a possessive ``'s`` dropped.
     A hyphen alone does not make a name ("cross-platform", "to-do")."""
     out = []
+    for expression in dates.expressions(query):
+        query = query.replace(expression, " ")
     for i, raw in enumerate(query.split()):
         w = raw.strip(_EDGE)
         for tail in ("'s", "\u2019s"):
@@ -112,6 +119,11 @@ class Matcher:
     def __call__(self, key: Key) -> float:
         lex, cos = self.parts(key)
         return combine(lex, cos, self.unknown_name())
+
+    def __post_init__(self) -> None:
+        if self.query:  # a date's words are the time signal's (module docstring)
+            said = {t for e in dates.expressions(self.query) for t in query_terms(memory_analyzer(), e)}
+            self.terms = tuple(t for t in self.terms if t not in said) or self.terms
 
     def parts(self, key: Key) -> tuple[float, float | None]:
         """``(lexical part, cosine)`` of document ``key`` (the cosine ``None`` without vectors)."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..core.records import Memory
 from ..core.store import BankHead
 from . import index as index_mod
-from .recall import _TEXT_FIELDS, _allowed, _bm25f, _entity_hits, _pick, _stored, analyse
+from .recall import _TEXT_FIELDS, _bm25f, _entity_hits, _pick, _stored, analyse
 from .scorer import CorpusStats
 
 FETCH = 10  # candidates per source
@@ -53,7 +53,7 @@ def _near(readers: list[Any], cache: dict, text: str, vector: np.ndarray | None,
         return []
     stats = CorpusStats([(r, cache) for r in readers], False)
     data = [stats.data(i) for i in range(len(readers))]
-    allowed = [_allowed(stats, i, readers[i], None) for i in range(len(readers))]
+    allowed = [stats.segments[i].keep for i in range(len(readers))]  # live documents only
     if exclude is not None:
         allowed = [a & np.array([x != exclude for x in sd.ids], dtype=bool) if exclude in sd.ids else a
                    for a, sd in zip(allowed, data, strict=True)]

@@ -10,7 +10,8 @@ DynamoDB and nothing from S3.
 Candidates: the top ``fetch_limit`` BM25F hits (analysed query tokens OR-ed, each looked up in
 the postings, never a query parser, so ``?`` and ``*`` are plain text) plus the ``fetch_limit``
 newest memories whose entity handles the query names (a first-person query also names ``user``).
-Both honour the live flag and the tag filter before any cut. Candidates are re-ranked by the full
+Both honour the live flag and the recall's filter (``filters``: the memories that pass are the
+corpus, statistics included) before any cut. Candidates are re-ranked by the full
 score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
 nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
 recall) where lexical evidence is weak, and may bring in memories near it in meaning.
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics, semantic
+from .. import metrics, semantic, timing
 from ..banks.settings_read import recall_settings
 from ..clock import now_ms
 from ..core import store
@@ -51,11 +52,12 @@ from ..tuning import (
     tuning_problem,
 )
 from ..usage import meter
-from . import fusion
+from . import filters, fusion
 from . import index as index_mod
 from . import match as match_mod
 from . import signals as signals_mod
 from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
+from .filters import RecallFilter
 from .schema import read_record
 from .scorer import CorpusStats, SegmentData, full_scores
 
@@ -107,12 +109,13 @@ class RecallResult:
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankHead]:
     """The banks ``banks`` (``BankHead``: row, lane clock, counters; absent and damaged ones left
     out) and, in the same BatchGetItem, the global and the org's config version rows: one
-    consistent DynamoDB read when this container's indexes know the banks' lanes
-    (``core.store.get_bank_rows``). A moved global version drops this container's index caches and
-    tuning (an operator-level reload); a moved org version drops the org's indexes only (the org's
-    ``POST /v1/reload`` in another container)."""
+    consistent DynamoDB read while no write moved the lanes of the banks this container's
+    indexes know (``core.store.get_bank_rows``: each bank's version item). A moved global
+    version drops this container's index caches and tuning (an operator-level reload); a moved
+    org version drops the org's indexes only (the org's ``POST /v1/reload`` in another
+    container)."""
     cache = index_mod.active_cache()
-    read = store.get_bank_rows(org_id, banks, cache.known_lanes(org_id, banks))
+    read = store.get_bank_rows(org_id, banks, cache.known(org_id, banks))
     if set_config_version(read.version):
         cache.drop()
     if set_org_config_version(org_id, read.org_version):
@@ -145,18 +148,19 @@ Key = tuple[int, int]  # (leaf, document number)
 def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit: int, tag: str | None,
           include_superseded: bool, tuning: MemoryTuning, filter: Callable[[Memory], bool] | None,
           now: int, query_vector: np.ndarray | None = None,
-          min_match: float | None = None) -> tuple[list[Hit], int]:
+          min_match: float | None = None, where: RecallFilter | None = None) -> tuple[list[Hit], int]:
     """Rank over ``(segment reader, stats cache, bank)`` leaves as one corpus.
 
     Vectorised over each segment's documents (numpy): BM25F summed per document over the query's
     (field, term) pairs from the decoded postings (``scorer.SegmentData.postings``), entity hits
-    counted from the entity postings, both masked by the documents that count (``_allowed``);
+    counted from the entity postings, both masked by the documents that count (the corpus's);
     candidates picked by ``_pick``; the full score (``scorer.full_scores``) over the candidates'
     arrays. Only the returned hits' records are decoded (every examined candidate's, when a
-    ``filter`` must see it). ``query_vector``: the query's unit sentence vector, for the semantic
-    signal (``fusion``: only while ``w_semantic`` > 0). Each hit carries its ``match``
-    (``search.match``); with ``min_match``, candidates under it are passed over (the ranking of
-    the others is unchanged)."""
+    ``filter`` must see it). ``where`` (with ``tag``, its ``tags_all``): the memories that pass
+    are the corpus, its statistics included (``filters.narrow``). ``query_vector``: the query's
+    unit sentence vector, for the semantic signal (``fusion``: only while ``w_semantic`` > 0).
+    Each hit carries its ``match`` (``search.match``); with ``min_match``, candidates under it
+    are passed over (the ranking of the others is unchanged)."""
     leaves = [leaf for leaf in leaves if leaf[0].doc_count_all() > 0]  # an empty index has no segment
     if not leaves:
         return [], 0
@@ -165,9 +169,10 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     vector = query_vector if tuning.w_semantic > 0 else None
     if not pairs and not q.entity_keys and vector is None:
         return [], 0
-    stats = CorpusStats([(r, c) for r, c, _ in leaves], include_superseded)
     readers = [r for r, _c, _b in leaves]
-    allowed = [_allowed(stats, i, readers[i], tag) for i in range(len(leaves))]
+    stats = filters.narrow(CorpusStats([(r, c) for r, c, _ in leaves], include_superseded), readers,
+                           filters.with_tag(where, tag))
+    allowed = [stats.segments[i].keep for i in range(len(leaves))]  # the corpus: only its documents rank
     bm = _bm25f(stats, readers, pairs, allowed)
     ent = _entity_hits(stats, readers, q.entity_keys, allowed)
     data = [stats.data(i) for i in range(len(leaves))]
@@ -366,18 +371,6 @@ def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: 
     return docs[keep].astype(np.int64), sums[keep]
 
 
-def _allowed(stats: CorpusStats, i: int, reader: Any, tag: str | None) -> np.ndarray:
-    """Leaf ``i``'s documents that may rank (bool mask): counted by the corpus statistics (not
-    deleted, live unless retired ones rank too) and, with ``tag``, carrying it."""
-    keep = stats.segments[i].keep
-    if not tag:
-        return keep
-    ids, _w = stats.data(i).postings(reader, "tags", tag)
-    tagged = np.zeros(len(keep), dtype=bool)
-    tagged[ids] = True
-    return keep & tagged
-
-
 def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
            allowed: list[np.ndarray]) -> list[Sparse]:
     """Per leaf: the documents matched (masked by ``allowed``) and their BM25F. Per (field, term)
@@ -541,10 +534,11 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
            filter: Callable[[Memory], bool] | None = None,
            now: int | None = None, require: bool = False,
            analysed: QueryTerms | None = None, rows: dict[str, BankHead] | None = None,
-           min_match: float | None = None) -> RecallResult:
+           min_match: float | None = None, where: RecallFilter | None = None) -> RecallResult:
     """Rank the memories of ``banks`` (bank names or internal namespace keys) as ONE corpus.
 
-    ``limit``: 1..100 hits; ``tag``: only memories carrying that handle (applied before the cut);
+    ``limit``: 1..100 hits; ``where``: only memories passing it rank, as if the banks held only them
+    (``filters``); ``tag``: the single tag filter, ``where``'s ``tags_all: [tag]``;
     ``include_superseded``: rank retired memories too; ``as_of``: ms since epoch, rank the banks as
     they stood then (slower: see the module docstring); ``filter``: a caller's visibility test on
     each candidate; ``now``: the clock for recency (ms, default now); ``require``: raise 404
@@ -558,22 +552,24 @@ def recall(org_id: str, banks: list[str], query: str, *, limit: int, tag: str | 
     started = time.perf_counter()
     _check(query, limit)
     if rows is None:
-        rows = read_rows(org_id, banks)
+        with timing.phase("bank"):
+            rows = read_rows(org_id, banks)
     tuning = tuning or get_tuning()
     if require:
         _require(org_id, banks, rows)
     tag = tag.strip().lower() if tag else None
     present = [b for b in dict.fromkeys(banks) if b in rows]
-    if as_of is not None:
-        result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
-                               include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
-                               filter=filter, min_match=min_match)
-    else:
-        vector, mode = query_vector(query, tuning)
-        result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
-                              include_superseded=include_superseded, tuning=tuning, filter=filter,
-                              now=now_ms() if now is None else now, query_vector=vector, mode=mode,
-                              min_match=min_match)
+    with timing.phase("rank"):
+        if as_of is not None:
+            result = _recall_as_of(org_id, present, rows, query, limit=limit, tag=tag,
+                                   include_superseded=include_superseded, as_of=int(as_of), tuning=tuning,
+                                   filter=filter, min_match=min_match, where=where)
+        else:
+            vector, mode = query_vector(query, tuning)
+            result = _recall_warm(org_id, present, rows, analysed or query, limit=limit, tag=tag,
+                                  include_superseded=include_superseded, tuning=tuning, filter=filter,
+                                  now=now_ms() if now is None else now, query_vector=vector, mode=mode,
+                                  min_match=min_match, where=where)
     metrics.recall_latency((time.perf_counter() - started) * 1000, banks=len(present),
                            candidates=result.candidates, retrieval=result.retrieval)
     return result
@@ -607,7 +603,8 @@ def query_vector(query: str, tuning: MemoryTuning) -> tuple[np.ndarray | None, s
 def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str | QueryTerms, *,
                  limit: int, tag: str | None, include_superseded: bool, tuning: MemoryTuning,
                  filter: Callable[[Memory], bool] | None, now: int, query_vector: np.ndarray | None = None,
-                 mode: str = RETRIEVAL, min_match: float | None = None) -> RecallResult:
+                 mode: str = RETRIEVAL, min_match: float | None = None,
+                 where: RecallFilter | None = None) -> RecallResult:
     """Rank ``banks`` through this container's cached indexes, each caught up to its row first."""
     cache = index_mod.active_cache()
     with cache.locked((org_id, b) for b in banks):
@@ -617,7 +614,8 @@ def _recall_warm(org_id: str, banks: list[str], rows: dict[str, BankHead], query
             for leaf, _off in entry.reader().leaf_readers():
                 leaves.append((leaf, entry.stats_cache, b))
         hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
-                        tuning=tuning, filter=filter, now=now, query_vector=query_vector, min_match=min_match)
+                        tuning=tuning, filter=filter, now=now, query_vector=query_vector, min_match=min_match,
+                        where=where)
     return RecallResult(hits, _mode(mode), n, min_match)
 
 
@@ -650,7 +648,8 @@ def state_as_of(inc: str, as_of: int) -> list[Memory]:
 
 def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankHead], query: str, *, limit: int,
                   tag: str | None, include_superseded: bool, as_of: int, tuning: MemoryTuning,
-                  filter: Callable[[Memory], bool] | None, min_match: float | None = None) -> RecallResult:
+                  filter: Callable[[Memory], bool] | None, min_match: float | None = None,
+                  where: RecallFilter | None = None) -> RecallResult:
     leaves: list[tuple[Any, dict, str]] = []
     for b in banks:
         ix = index_mod.transient_index(state_as_of(rows[b].incarnation, as_of))
@@ -658,30 +657,34 @@ def _recall_as_of(org_id: str, banks: list[str], rows: dict[str, BankHead], quer
         for leaf, _off in reader.leaf_readers():
             leaves.append((leaf, {}, b))
     hits, n = _rank(leaves, query, limit=limit, tag=tag, include_superseded=include_superseded,
-                    tuning=tuning, filter=filter, now=as_of, min_match=min_match)
+                    tuning=tuning, filter=filter, now=as_of, min_match=min_match, where=where)
     return RecallResult(hits, _mode(RETRIEVAL_AS_OF), n, min_match)
 
 
 def recall_bank(org_id: str, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
-                include_superseded: bool = False, as_of: int | None = None) -> RecallResult:
+                include_superseded: bool = False, as_of: int | None = None,
+                where: RecallFilter | None = None) -> RecallResult:
     """``POST /v1/banks/{bank}/recall``: ``recall`` of one bank that must exist, ``limit`` defaulting
-    to ``LIMIT_DEFAULT``, hits held to the bank's match threshold (``banks.settings_read``). Raises
-    400 ``validation_error`` and 404 ``bank_not_found``."""
-    rows = read_rows(org_id, [bank])
+    to ``LIMIT_DEFAULT``, hits held to the bank's match threshold (``banks.settings_read``), only
+    memories passing ``where`` ranked (``filters``). Raises 400 ``validation_error`` and 404
+    ``bank_not_found``."""
+    with timing.phase("bank"):
+        rows = read_rows(org_id, [bank])
     tuning = get_tuning()
     threshold = recall_settings(rows.get(bank), tuning).match_threshold
     return recall(org_id, [bank], query, limit=limit or LIMIT_DEFAULT, tag=tag,
                   include_superseded=include_superseded, as_of=as_of, require=True, tuning=tuning, rows=rows,
-                  min_match=threshold or None)
+                  min_match=threshold or None, where=where)
 
 
 # --- the ambient floor, freshness and maintenance ------------------------------------------
 
-def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | None = None) -> list[Memory]:
+def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | None = None,
+                 where: RecallFilter | None = None) -> list[Memory]:
     """The bank's top ``n`` live memories: pinned desc, corroboration desc, ``updated_at`` desc,
-    id asc (the injection's ambient floor), ordered over the segments' columns. A missing bank
-    has none. ``rows``: the bank as this turn already read it (``read_rows``), else one
-    consistent read here."""
+    id asc (the injection's ambient floor), ordered over the segments' columns; only those passing
+    ``where`` (``filters``). A missing bank has none. ``rows``: the bank as this turn already read
+    it (``read_rows``), else one consistent read here."""
     if n <= 0:
         return []
     row = (read_rows(org_id, [bank]) if rows is None else rows).get(bank)
@@ -691,7 +694,7 @@ def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | 
     with cache.lock(org_id, bank):
         entry = cache.fresh(org_id, bank, row)
         readers = [leaf for leaf, _off in entry.reader().leaf_readers() if leaf.doc_count_all() > 0]
-        stats = CorpusStats([(r, entry.stats_cache) for r in readers], False)
+        stats = filters.narrow(CorpusStats([(r, entry.stats_cache) for r in readers], False), readers, where)
         data = [stats.data(i) for i in range(len(readers))]
         docs = [np.flatnonzero(seg.keep) for seg in stats.segments]
         keys = _ordered(data, docs, n)

@@ -17,7 +17,9 @@ taken from ``updated_at``. Ties: ``updated_at`` desc, then id asc.
 
 from __future__ import annotations
 
+import copy
 import math
+import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -54,6 +56,16 @@ _RECORD_COLUMNS = ("id", "updated_at", "pinned", "corroboration")
 # lookup. Larger segments would save a little more per query (0.1 ms at 10k memories) but cost a
 # cold container's first recall 5 ms per 2,500-document segment.
 TERM_SET_MAX_DOCS = 1000
+
+
+# what a cached term's entry costs beside its arrays' data: two numpy array headers, the key and
+# value tuples, the dict slot (measured with tracemalloc)
+_ENTRY_BYTES = 400
+
+
+def _set_bytes(keys: frozenset[bytes] | None) -> int:
+    """The memory a set of term keys holds: its table and each bytes object."""
+    return 0 if not keys else sys.getsizeof(keys) + sum(map(sys.getsizeof, keys))
 
 
 def _leaf_key(reader: Any) -> tuple:
@@ -145,9 +157,9 @@ class SegmentData:
         if got is None:
             if self._keys is None and self.n <= TERM_SET_MAX_DOCS:
                 self._keys = term_keys(reader)
-                self.nbytes += 60 * len(self._keys or ())
+                self.nbytes += _set_bytes(self._keys)
             got = self._postings[key] = posting_arrays(reader, fieldname, text, self._keys)
-            self.nbytes += got[0].nbytes + got[1].nbytes + 100
+            self.nbytes += got[0].nbytes + got[1].nbytes + _ENTRY_BYTES
         return got
 
     def term_parts(self, reader: Any, fieldname: str, text: str, avgfl: float) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +179,7 @@ class SegmentData:
         nrm = norm[lens[ids]] if lens is not None else norm[0]
         part = (w * (K1 + 1)) / (w + nrm)
         if got is None:
-            self.nbytes += part.nbytes + 100
+            self.nbytes += part.nbytes + _ENTRY_BYTES
         self._parts[key] = (avgfl, ids, part)
         return ids, part
 
@@ -223,12 +235,23 @@ class _SegmentStats:
                 dead_ids = dead_ids[keep[dead_ids]]  # a deleted document is not counted twice
                 excluded = frozenset(dead_ids.tolist())
                 keep[dead_ids] = False
+        self.excluded = excluded
+        self.recount(keep, data)
+
+    def recount(self, keep: np.ndarray, data: SegmentData) -> None:
+        """Count the documents of ``keep`` (a bool mask over the segment's documents, then read-only)."""
         keep.setflags(write=False)
-        self.keep, self.excluded = keep, excluded
+        self.keep = keep
         self.n = int(keep.sum())
         table = _byte_lengths()
         self.lengths = {f: (int(table[lens[keep]].sum()) if (lens := data.lengths.get(f)) is not None else 0)
                         for f in TEXT_FIELDS}
+
+    def narrowed(self, within: np.ndarray, data: SegmentData) -> _SegmentStats:
+        """These statistics over only the kept documents that ``within`` (a bool mask) holds."""
+        out = copy.copy(self)
+        out.recount(self.keep & within, data)
+        return out
 
 
 class CorpusStats:
@@ -241,7 +264,8 @@ class CorpusStats:
     records computes the same figures whatever path built its segments."""
 
     def __init__(self, leaves: list[tuple[Any, dict]], include_dead: bool) -> None:
-        self.leaves = []
+        # (reader, its bank's cache dict, the key its figures are cached under (None: never), figures)
+        self.leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
         self.n = 0
         self.lengths = {f: 0 for f in TEXT_FIELDS}
         self._data: list[SegmentData] = []
@@ -276,6 +300,30 @@ class CorpusStats:
         self._segments = [seg for _r, _c, _k, seg in self.leaves]
         self._idf: dict[tuple[str, str], float] = {}
 
+    def narrowed(self, within: list[np.ndarray]) -> CorpusStats:
+        """These statistics over only the documents that ``within`` holds (per leaf, in order, a
+        bool mask over its documents): the corpus of a filtered recall (``filters``), as if the
+        bank held only those documents. Document frequencies are then counted per query, never
+        cached (the filter varies)."""
+        out = copy.copy(self)
+        out.restrict(within)
+        return out
+
+    def restrict(self, within: list[np.ndarray]) -> None:
+        """Narrow these statistics in place to the documents of ``within`` (see ``narrowed``)."""
+        leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
+        self.n = 0
+        self.lengths = {f: 0 for f in TEXT_FIELDS}
+        for (reader, cache, _key, seg), m, d in zip(self.leaves, within, self._data, strict=True):
+            part = seg.narrowed(m, d)
+            leaves.append((reader, cache, None, part))
+            self.n += part.n
+            for f in TEXT_FIELDS:
+                self.lengths[f] += part.lengths[f]
+        self.leaves = leaves
+        self._segments = [seg for _r, _c, _k, seg in leaves]
+        self._idf = {}
+
     def data(self, i: int) -> SegmentData:
         """Leaf ``i``'s per-document values (cached by segment id in its bank's cache dict)."""
         return self._data[i]
@@ -291,11 +339,12 @@ class CorpusStats:
         total = 0
         for i, (reader, cache, key, seg) in enumerate(self.leaves):
             ck = (key, fieldname, text)
-            n = cache.get(ck)
+            n = cache.get(ck) if key is not None else None  # a narrowed corpus has no key
             if n is None:
                 ids, _w = self._data[i].postings(reader, fieldname, text)
                 n = len(ids) if seg.n == self._data[i].n else int(np.count_nonzero(seg.keep[ids]))
-                cache[ck] = n
+                if key is not None:
+                    cache[ck] = n
             total += n
         return total
 

@@ -10,11 +10,13 @@ Each has a weight in ``MemoryTuning`` (0 turns it off: not computed, not in the 
   the query, weights scaled to sum 1, form the expansion; ``prf`` is a document's BM25F over
   them, each term's score times its weight. The ``fetch_limit`` best documents by ``prf`` join
   the candidates (a second pass over the postings, in the same recall).
-- **time** (0 or 1): a query with a date expression (``in May 2023``, ``last week``, ``3 days
-  ago``, ``yesterday``; ranges in UTC, relative to the recall's ``now``) favours memories whose
-  ``created_at`` falls in one of its ranges; a question about when (``when``, ``what date``,
-  ``how long ago``) without one favours memories that state a time (a month, weekday, year,
-  ``yesterday``, ``last week``, ``ago``...).
+- **time** (0 to 1): a query with a date expression (``in May 2023``, ``last week``, ``3 days
+  ago``, ``yesterday``, ``2026-07-20``, ``Q3``, ``next Friday``; ranges in UTC, relative to the
+  recall's ``now``) favours memories whose ``created_at`` falls in one of its ranges (1) or that
+  state a date (``core.dates``: the record's ``dates``) inside a date the query states (the share
+  of the memory's date inside it: the very day 1, its month 1/31); a question about when
+  (``when``, ``what date``, ``how long ago``) without one favours memories that state a date (1)
+  over those that only mention a time (a weekday, ``ago``, an ordinal...: ``VAGUE_TIME``).
 - **neighbour**: the best ``neighbour_hits`` candidates after the above (score > 0) are strong
   hits; a memory of the same ``source.session_id`` whose ``created_at`` and ``updated_at`` are
   within ``neighbour_window_minutes`` of a strong hit's ``created_at`` (the ``NEIGHBOUR_SCAN``
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import patterns
+from ..core import dates
 from ..core.records import Memory
 from ..tuning import MemoryTuning
 from .analyzers import memory_analyzer
@@ -42,6 +45,7 @@ from .analyzers import memory_analyzer
 Key = tuple[int, int]  # (leaf, document number)
 MINUTE_MS = 60_000
 NEIGHBOUR_SCAN = 64  # documents examined per strong hit: a bulk import saves thousands at one time
+VAGUE_TIME = 0.5  # a "when" question's time signal for a memory that mentions a time but states no date
 TEXT_FIELDS = ("text", "name", "description")
 
 
@@ -236,7 +240,9 @@ def date_ranges(query: str, now: int) -> list[tuple[int, int]]:
     (ms): a month with or without a day and year (a month without a year: its latest
     occurrence not after ``now``), ``in 2023``, ``yesterday``, ``today``, ``last week``/
     ``weekend``/``month``/``year``, ``this week``/``month``/``year``, ``N days``/``weeks``/
-    ``months``/``years ago`` (a span around that day: a day, a week, a month, a year)."""
+    ``months``/``years ago`` (a span around that day: a day, a week, a month, a year), and the
+    dates it states as a memory would (``core.dates.stated``: ``2026-07-20``, ``Q3``, ``next
+    Friday``...)."""
     ref = datetime.fromtimestamp(now / 1000, tz=UTC)
     day0 = ref.replace(hour=0, minute=0, second=0, microsecond=0)
     out: list[tuple[datetime, datetime]] = []
@@ -259,7 +265,8 @@ def date_ranges(query: str, now: int) -> list[tuple[int, int]]:
         y = int(m["year"] or 0)
         out.append((datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)))
     out += [_relative(m, ref, day0) for m in _RELATIVE.hits(query)]
-    return [(int(a.timestamp() * 1000), int(b.timestamp() * 1000)) for a, b in out]
+    spans = [(int(a.timestamp() * 1000), int(b.timestamp() * 1000)) for a, b in out]
+    return list(dict.fromkeys(spans + [(d.start, d.end) for d in dates.stated(query, now)]))
 
 
 def _relative(m: patterns.Match, ref: datetime, day0: datetime) -> tuple[datetime, datetime]:
@@ -295,27 +302,45 @@ def states_time(text: str) -> bool:
     return bool(_STATES_TIME.search(text))
 
 
+def time_value(query_ranges: list[tuple[int, int]], spans: list[tuple[int, int]], when: bool, rec: Memory) -> float:
+    """The ``time`` signal of record ``rec`` (module docstring) for a query with the date ranges
+    ``query_ranges`` (``date_ranges``, for ``created_at``) and the dates it states ``spans``
+    (``core.dates.stated``, exact) or, with neither, asking when (``when``): 1 when ``created_at``
+    falls in a range, else the greatest share of a date ``rec`` states that lies in a span (a
+    memory stating that very day 1, one stating its month 1/31)."""
+    if query_ranges:
+        if any(a <= rec.created_at < b for a, b in query_ranges):
+            return 1.0
+        return max((max(0, min(b, e) - max(a, s)) / (e - s) for a, b in spans for s, e in dates.ranges(rec) if e > s),
+                   default=0.0)
+    if not when:
+        return 0.0
+    return 1.0 if dates.ranges(rec) else VAGUE_TIME if states_time(rec.text or "") else 0.0
+
+
 def _time_test(r: Ranking) -> Callable[[list[Key]], np.ndarray] | None:
-    """The ``time`` signal (module docstring) of a list of keys, as float64 0/1, or ``None`` when
-    the query neither names a date nor asks when. A date range is matched on the ``created_at``
-    column; whether a memory states a time needs its text (its record: 0 when it does not decode)."""
+    """The ``time`` signal (module docstring) of a list of keys, as float64 in [0, 1], or
+    ``None`` when the query neither names a date nor asks when. A date range is matched on the
+    ``created_at`` column first; the dates a memory states need its record (0 when it does not
+    decode)."""
     if not r.query:
         return None
     ranges = date_ranges(r.query, r.now)
-    if ranges:
-        def in_range(ks: list[Key]) -> np.ndarray:
-            c = np.array([r.data[i].created_at[d] for i, d in ks], dtype=np.int64)
-            hit = np.zeros(len(ks), dtype=bool)
-            for a, b in ranges:
-                hit |= (c >= a) & (c < b)
-            return hit.astype(np.float64)
-        return in_range
-    if is_when(r.query):
-        def stated(ks: list[Key]) -> np.ndarray:
-            return np.array([1.0 if (rec := r.record(k)) is not None and states_time(rec.text or "") else 0.0
-                             for k in ks], dtype=np.float64)
-        return stated
-    return None
+    spans = [(d.start, d.end) for d in dates.stated(r.query, r.now)]
+    when = not ranges and is_when(r.query)
+    if not ranges and not when:
+        return None
+
+    def one(k: Key) -> float:
+        c = int(r.data[k[0]].created_at[k[1]])
+        if any(a <= c < b for a, b in ranges):
+            return 1.0
+        rec = r.record(k)
+        return 0.0 if rec is None else time_value(ranges, spans, when, rec)
+
+    def test(ks: list[Key]) -> np.ndarray:
+        return np.array([one(k) for k in ks], dtype=np.float64)
+    return test
 
 
 # --- neighbourhood ---------------------------------------------------------------------------
@@ -354,5 +379,5 @@ def _neighbours(r: Ranking, keys: list[Key], totals: np.ndarray, upd: np.ndarray
     return out
 
 
-__all__ = ["BASE_PARTS", "Ranking", "active", "apply", "contributions", "date_ranges", "expansion", "is_when",
-           "states_time"]
+__all__ = ["BASE_PARTS", "VAGUE_TIME", "Ranking", "active", "apply", "contributions", "date_ranges", "expansion",
+           "is_when", "states_time", "time_value"]

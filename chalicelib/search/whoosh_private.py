@@ -182,10 +182,23 @@ class RecordColumn(columns.Column):
                 yield self[d]
 
 
+def _frequency_values(weights: Sequence[float], values: Sequence[bytes]) -> bool:
+    """Whether each value is the Frequency format's (``pack_uint`` of the whole weight): true of
+    every text field's postings; such values are left out of an inlined list and rebuilt from
+    the weights when read (``_InlinedMatcher``)."""
+    return len(values) == len(weights) and all(w.is_integer() and 0 <= w <= 0xFFFFFFFF and v == _UINT.pack(int(w))
+                                               for w, v in zip(weights, values, strict=True))
+
+
+_UINT = struct.Struct("!I")
+
+
 class _InliningPostingsWriter(whoosh3.W3PostingsWriter):
     """``W3PostingsWriter`` whose short posting lists really are inlined into their term info:
     Whoosh 2.7.5's ``finish_postings`` calls ``terminfo.set_inline``, which ``W3TermInfo`` does
-    not have (its method is ``set_inlined``), so any ``inlinelimit`` above 1 fails."""
+    not have (its method is ``set_inlined``), so any ``inlinelimit`` above 1 fails. The inlined
+    tuple is pickled, where a value (4 bytes, a frequency) costs about 50: values that are the
+    weights' frequencies are stored as ``None`` instead, a one-byte pickle."""
 
     def finish_postings(self) -> Any:
         if not self.written() and 0 < len(self) < self._inlinelimit:
@@ -196,6 +209,8 @@ class _InliningPostingsWriter(whoosh3.W3PostingsWriter):
             ws = self._weights
             weights = () if all(w == 1.0 for w in ws) else tuple(int(w) if w.is_integer() else w for w in ws)
             terminfo.set_inlined(self._ids, weights, self._values)
+            if _frequency_values(ws, self._values):
+                terminfo._inlined = (terminfo._inlined[0], weights, None)  # see _InlinedMatcher.value
             self._terminfo = None
             return terminfo
         return super().finish_postings()
@@ -203,9 +218,12 @@ class _InliningPostingsWriter(whoosh3.W3PostingsWriter):
 
 class _InlinedMatcher(ListMatcher):
     """``ListMatcher`` over inlined postings whose value is ``b""`` when the format keeps none
-    (Whoosh's returns ``""``, which a merge's posting pool refuses)."""
+    (Whoosh's returns ``""``, which a merge's posting pool refuses), and the frequency its weight
+    stands for when the values were left out (``None``: ``_InliningPostingsWriter``)."""
 
     def value(self) -> Any:
+        if self._values is None:
+            return _UINT.pack(int(self.weight()))
         return super().value() if self._values else b""
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pycrdt import merge_updates
-
 from .. import clock
 from ..storage.damage import Damaged
 from ..storage.txn import Retry
@@ -87,6 +85,8 @@ def _compact_leased(org_id: str, entry_id: str, lease: int) -> Compaction:
     row, parts = read
     upto, old = row.log_seq, row.compacted_seq
     if upto > old:
+        from pycrdt import merge_updates  # on first use: only the team area loads the CRDT library
+
         # parts already start with the S3 state when old > 0: the new object is a superset of it
         try:
             state = merge_updates(*parts) if parts else b"\x00\x00"

@@ -20,10 +20,9 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlparse
 
-from pycrdt import Doc
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from .. import audit, clock, patterns
@@ -46,6 +45,9 @@ from ..validation import Line, check_text
 from . import canonical, dlp, merge, permissions, spaces, store
 from .limits import Limits, get_limits
 from .store import KINDS, STATUSES, Entry, EntryDoc, LogRow, Space, Tx
+
+if TYPE_CHECKING:
+    from pycrdt import Doc  # loaded on first use (team.merge)
 
 EDITABLE = ("draft", "accepted")
 UPDATE_ID = patterns.compile(r"[A-Za-z0-9_-]{8,64}")

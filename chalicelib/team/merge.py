@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-
-from pycrdt import Doc, Text, get_update
+from typing import TYPE_CHECKING
 
 from ..errors import Conflict, Unprocessable
 from ..storage.damage import Damaged
 from ..validation import InvalidInput, text_problem
+
+if TYPE_CHECKING:
+    from pycrdt import Doc
 
 ROOT = "content"
 
@@ -203,6 +205,8 @@ def load(state_parts: list[bytes], *, entry_id: str = "?", client_id: int | None
     """A ``Doc`` (of Yjs client ``client_id``, when it will edit) with the root text ``content``
     and every update of ``state_parts`` applied. Raises ``Damaged`` (409 ``damaged``) when a
     stored part does not decode (a corrupt S3 ``state.bin`` or log payload of entry ``entry_id``)."""
+    from pycrdt import Doc, Text  # on first use: only the team routes load the CRDT library
+
     doc: Doc = Doc() if client_id is None else Doc(client_id=client_id)
     doc.get(ROOT, type=Text)
     for part in state_parts:
@@ -233,6 +237,8 @@ def replacement(state_parts: list[bytes], text: str, client_id: int, *, entry_id
     made of ``state_parts`` into ``text``: one deletion and one insertion between the common
     prefix and suffix, so concurrent edits elsewhere in the text merge with it. ``None`` when the
     text is already ``text``. Raises ``Damaged`` as ``load``."""
+    from pycrdt import Text
+
     doc = load(state_parts, entry_id=entry_id, client_id=client_id)
     ytext = doc.get(ROOT, type=Text)
     old = str(ytext)
@@ -254,6 +260,8 @@ def replacement(state_parts: list[bytes], text: str, client_id: int, *, entry_id
 
 def text_of(doc: Doc) -> str:
     """The plain text of the root ``content``."""
+    from pycrdt import Text
+
     return str(doc.get(ROOT, type=Text))
 
 
@@ -287,6 +295,8 @@ def apply(state_parts: list[bytes], update: bytes, insp: Inspection | None = Non
     clocks the server lacks stay pending; or a deletion of clocks the merged state lacks) or
     ``Damaged`` (the stored state of entry ``entry_id`` does not decode).
     """
+    from pycrdt import get_update
+
     insp = insp or inspect(update)
     doc = load(state_parts, entry_id=entry_id)
     before = doc.get_state()

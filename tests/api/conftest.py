@@ -163,3 +163,12 @@ class Api:
 
     def delete(self, path, **kw):
         return self.call("DELETE", path, **kw)
+
+
+@pytest.fixture
+def cache(tmp_path, aws):
+    """A recall index cache of the test's own, active for the test (one container)."""
+    from chalicelib.search import index
+    c = index.IndexCache(str(tmp_path / "cache"))
+    with index.using(c):
+        yield c

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
+from chalicelib.core import dates
 from chalicelib.core.records import Memory
 from chalicelib.search.analyzers import cjk_analyzer, entity_keys, has_cjk, memory_analyzer, query_terms
-from chalicelib.search.signals import NEIGHBOUR_SCAN, date_ranges, is_when, states_time
+from chalicelib.search.signals import NEIGHBOUR_SCAN, VAGUE_TIME, date_ranges, is_when, states_time
 from chalicelib.tuning import MemoryTuning
 
 K1, B = 1.2, 0.75
@@ -92,8 +93,10 @@ class Reference:
 
 def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int,  # noqa: C901 - written plain, in the documentation's order
           tag: str | None) -> list[Ranked]:
+    if tag is not None:  # a filter narrows the corpus, its statistics included
+        c = _corpus([d for d in c.docs if tag in d.rec.tags])
     corpus, n, avgfl = c.docs, c.n, c.avgfl
-    pool = [d for d in corpus if tag is None or tag in d.rec.tags]
+    pool = corpus
     terms = query_terms(memory_analyzer(), query)
     pairs = [(f, t) for t in terms for f in ("text", "name", "description")]
     pairs += [("cjk", t) for t in query_terms(cjk_analyzer(), query)]
@@ -212,9 +215,19 @@ def _feedback(c: Corpus, pool: list[Doc], top: list[Ranked], query: set[str], tu
 
 
 def _time(query: str, now: int, r: Memory) -> float:
-    """1.0 when ``r``'s time matches the query's date ranges or, for a question about when with none,
-    when its text states a time (the expressions are ``chalicelib.search.signals``' own)."""
+    """1.0 when ``r``'s ``created_at`` falls in one of the query's date ranges, else the greatest
+    share (counted in quarter days) of a date it states inside a date the query states or, for a
+    question about when with none, 1.0 when it states a date; ``VAGUE_TIME`` when it only mentions
+    a time (the expressions are ``chalicelib.search.signals``' and ``chalicelib.core.dates``' own)."""
     ranges = date_ranges(query, now)
+    spans = dates.ranges(r)
     if ranges:
-        return 1.0 if any(a <= r.created_at < b for a, b in ranges) else 0.0
-    return 1.0 if is_when(query) and states_time(r.text or "") else 0.0
+        if any(a <= r.created_at < b for a, b in ranges):
+            return 1.0
+        q = DAY_MS // 4
+        shares = [len(set(range(s, e, q)) & set(range(a, b, q))) / len(range(s, e, q))
+                  for a, b in ((d.start, d.end) for d in dates.stated(query, now)) for s, e in spans]
+        return max(shares, default=0.0)
+    if not is_when(query):
+        return 0.0
+    return 1.0 if spans else VAGUE_TIME if states_time(r.text or "") else 0.0

@@ -741,6 +741,7 @@ MCP_TOOLS: dict[tuple[str, str], dict[str, Builder]] = {
         "interactive": _mcp_tool("session_open", {"kind": "interactive", "memory_enabled": True},
                                  touches=(("owner", "*"),)),  # the caller's own user
         "child": _mcp_tool("session_open", lambda w: {"parent_session_id": w.session}, touches=_owner)},
+    (MCP_ROW, "session_list"): {"list": _mcp_tool("session_list", {"limit": 50})},
     (MCP_ROW, "structured_memory"): {
         "save": _mcp_tool("structured_memory", lambda w: {
             "session_id": w.session, "action": "save", "name": "tea", "content": "User likes tea",

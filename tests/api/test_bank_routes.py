@@ -14,7 +14,8 @@ from tests.api.state import assert_unchanged, dump
 
 R = "/v1/banks/main/rules"
 
-DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None, "feed": None}
+DEFAULTS = {"match_threshold": 0.35, "ambient_floor": True}  # what the settings left null stand for
 
 
 def _audit(action: str) -> list:
@@ -136,7 +137,7 @@ def test_patch_bank_description(api):
     assert s == 200, b
     assert b == {"bank": {"name": "main", "description": "My agent's\nmain bank.", "memories": 3, "pinned": 0,
                           "rules": 1,
-                          "settings": DEFAULT_SETTINGS}}
+                          "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}}
     assert api.get("/v1/banks/main")[1] == b
     assert _bank_row().incarnation == inc
     [event] = _audit("bank.update")
@@ -161,6 +162,9 @@ def test_patch_bank_description(api):
     ({"settings": {"on_conflict": None}}, "settings.on_conflict"),
     ({"settings": {"match_threshold": 1.5}}, "settings.match_threshold"),
     ({"settings": {"match_threshold": "0.5"}}, "settings.match_threshold"),
+    ({"settings": {"feed": "sometimes"}}, "settings.feed"),
+    ({"settings": {"feed": "Hooks"}}, "settings.feed"),
+    ({"settings": {"feed": ["hooks", "tools"]}}, "settings.feed"),
     ({"description": "ok", "settings": {"on_conflict": "supersede", "auto": True}}, "settings.auto"),
 ])
 def test_patch_bank_bad_input_writes_nothing(api, body, field):
@@ -184,6 +188,29 @@ def test_patch_bank_settings(api):
         ("settings.match_threshold",), ("settings.on_conflict",)]
     s, b = api.patch("/v1/banks/main", {"settings": DEFAULT_SETTINGS})
     assert b["bank"]["settings"] == DEFAULT_SETTINGS
+
+
+def test_patch_bank_feed_is_kept_cleared_and_audited(api):
+    api.post("/v1/banks", {"name": "main"})
+    s, b = api.patch("/v1/banks/main", {"settings": {"feed": "tools"}})
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "feed": "tools"}, b
+    s, b = api.patch("/v1/banks/main", {"settings": {"on_conflict": "supersede"}})  # feed stays
+    assert b["bank"]["settings"] == {**DEFAULT_SETTINGS, "feed": "tools", "on_conflict": "supersede"}
+    s, b = api.patch("/v1/banks/main", {"settings": {"feed": None}})  # null: not stated again
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "on_conflict": "supersede"}
+    assert api.get("/v1/banks/main")[1] == b
+    assert [e.details.as_dict()["fields"] for e in _audit("bank.update") if "settings.feed" in
+            e.details.as_dict()["fields"]] == [["settings.feed"], ["settings.feed"]]
+
+
+def test_a_null_setting_restores_the_default_the_bank_names(api, monkeypatch):
+    api.post("/v1/banks", {"name": "main"})
+    s, b = api.patch("/v1/banks/main", {"settings": {"match_threshold": 0.6, "ambient_floor": False}})
+    assert s == 200 and b["bank"]["settings"] == {**DEFAULT_SETTINGS, "match_threshold": 0.6, "ambient_floor": False}
+    s, b = api.patch("/v1/banks/main", {"settings": {"match_threshold": None, "ambient_floor": None}})
+    assert s == 200 and b["bank"]["settings"] == DEFAULT_SETTINGS and b["bank"]["defaults"] == DEFAULTS
+    monkeypatch.setenv("CAIRN_MEMORY_MATCH_THRESHOLD", "0.5")  # the defaults are the running tuning's
+    assert api.get("/v1/banks/main")[1]["bank"]["defaults"] == {**DEFAULTS, "match_threshold": 0.5}
 
 
 def test_patch_bank_refusals_write_nothing(api):
@@ -233,7 +260,7 @@ def test_list_banks_pages_by_name(api):
     _s, b = api.get("/v1/banks?limit=4")
     last = api.get(f"/v1/banks?limit=4&cursor={b['next_cursor']}")[1]
     assert last == {"banks": [{"name": "echo", "description": "", "memories": 1, "pinned": 0, "rules": 0,
-                                  "settings": DEFAULT_SETTINGS}]}
+                                  "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}]}
     confined = mint(user_id="dana", permissions=["memory:read"], banks=["echo", "bravo", "zulu"])
     assert _names(api, token=confined, limit=1) == (["bravo", "echo"], 2)
 
@@ -292,7 +319,7 @@ def test_list_banks_pages_past_a_thousand_banks(api):
         assert names == ours  # each exactly once, in order; no trash, namespace or other org's bank
     _s, b = api.get("/v1/banks?limit=1&cursor=" + store.encode_cursor("banks", "default", {"after": "bank-00499"}))
     assert b["banks"] == [{"name": "bank-00500", "description": "", "memories": 1, "pinned": 0,
-                          "rules": 0, "settings": DEFAULT_SETTINGS}]
+                          "rules": 0, "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}]
 
 
 def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(api):

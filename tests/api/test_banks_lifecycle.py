@@ -27,14 +27,15 @@ def _snapshot(api, bank="proj"):
             "memories": mems, "history": hist}
 
 
-DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}
+DEFAULT_SETTINGS = {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None, "feed": None}
+DEFAULTS = {"match_threshold": 0.35, "ambient_floor": True}  # what the settings left null stand for
 
 
 def test_create_ensure_list(api):
     s, b = api.post("/v1/banks", {"name": "alpha", "description": "first"})
     assert s == 201 and b == {"created": True, "bank": {"name": "alpha", "description": "first", "memories": 0,
                                                          "pinned": 0, "rules": 0,
-                                                         "settings": DEFAULT_SETTINGS}}
+                                                         "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}}
     s, b = api.post("/v1/banks", {"name": "alpha", "description": "ignored"})
     assert s == 200 and b["created"] is False and b["bank"]["description"] == "first"
     api.post("/v1/banks", {"name": "beta"})
@@ -50,7 +51,7 @@ def test_trash_and_restore_whole(api):
     _seed(api)
     before = _snapshot(api)
     assert before["bank"] == {"name": "proj", "description": "", "memories": 1, "pinned": 1, "rules": 2,
-                              "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}
+                              "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}
     s, t = api.delete("/v1/banks/proj")
     assert s == 200 and t["trashed_to"]
     assert (api.get("/v1/banks/proj")[1]["code"]) == "bank_not_found"
@@ -82,7 +83,7 @@ def test_trash_twice_and_name_reuse(api):
     assert api.get("/v1/banks/proj/rules")[1]["rules"] == []
     assert api.get("/v1/banks/proj")[1]["bank"] == {"name": "proj", "description": "", "memories": 1,
                                                     "pinned": 0, "rules": 0,
-                                                    "settings": DEFAULT_SETTINGS}
+                                                    "settings": DEFAULT_SETTINGS, "defaults": DEFAULTS}
     # restoring while a live bank holds the name is 409 bank_exists, and changes nothing
     snap = dump()
     s, e = api.post("/v1/banks/proj/restore", {"trashed_to": t1["trashed_to"]})

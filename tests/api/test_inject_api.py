@@ -79,6 +79,29 @@ def test_preview_missing_bank_is_404_and_hook_never_denies(api):
                                   "append_messages": []}, "retrieval": "rules-only"}
 
 
+@pytest.mark.parametrize("feed,says,never", [
+    ("tools", "Nothing from this conversation is saved unless you save it", "saved automatically"),
+    ("hooks", "saved automatically after each turn; no save call is needed", "unless you save it"),
+    ("both", "saved automatically after each turn; to keep something at once, call memory_save",
+     "no save call is needed"),
+    (None, "saved automatically when the host hands its turns to Cairn", "no save call is needed"),
+])
+def test_the_section_tells_the_model_how_the_bank_is_fed(api, feed, says, never):
+    seed(api)
+    assert api.patch("/v1/banks/main", {"settings": {"feed": "tools" if feed is None else feed}})[0] == 200
+    if feed is None:  # set, then cleared: a bank that does not say how it is fed
+        assert api.patch("/v1/banks/main", {"settings": {"feed": None}})[0] == 200
+    _, pv = api.post("/v1/banks/main/preview", {"query": "green tea"})
+    status, hook = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "green tea"}]})
+    assert status == 200 and hook["mutations"]["system_prompt_append"] == pv["system_prompt_section"]
+    section = pv["system_prompt_section"]
+    assert section.startswith(HEAD.format(bank="main")) and says in section and never not in section
+    assert "## style\nAnswer briefly." in section  # the rules follow as before
+    _, later = api.post("/v1/hooks/pre-generate", {"messages": [{"role": "user", "content": "green tea"}],
+                                                  "step": 1})
+    assert later["mutations"]["system_prompt_append"] == section  # a rules-only step says the same
+
+
 def test_hook_equals_preview_for_newest_user_message(api):
     seed(api)
     _, pv = api.post("/v1/banks/main/preview", {"query": "who maintains billing?"})

@@ -60,7 +60,7 @@ from tests.api.route_fixtures import (
     missing_tool_fixtures,
     tool_rows,
 )
-from tests.api.state import plain
+from tests.api.state import is_version_name, plain
 
 STACK = "cairn-isomatrix"
 ALL_KINDS = ("person", "api_key", "service")
@@ -354,7 +354,9 @@ def capture(prefix: str, bucket: str, placement: Placement) -> dict[tuple[str, .
         for name, table in dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tables.items():
             logical = name[len(prefix):]
             for it in table.all_items():
-                items.append((logical, {k: _plain(v) for k, v in it.attrs.items()}))
+                a = {k: _plain(v) for k, v in it.attrs.items()}
+                if not (logical == "banks" and is_version_name(a.get("name"))):  # bookkeeping (tests/api/state.py)
+                    items.append((logical, a))
         keys = s3_backends[DEFAULT_ACCOUNT_ID]["global"].buckets[bucket].keys
         objects = {k: keys[k].value for k in list(keys.keys())}
     placement.learn(items)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import app  # noqa: F401 - the app's modules
 import chalicelib
 from chalicelib import patterns
+from chalicelib.core import dates
 from chalicelib.extraction import models as extraction_models
 from chalicelib.extraction.parse import parse_candidates
 from chalicelib.extraction.transcript import Window
@@ -121,6 +122,7 @@ _TEXTS = ["%" * N, "a@" * (N // 2), "@a." * (N // 3), "1 " * (N // 2), "1-" * (N
           "password is " * (N // 12), "password: " + "a " * (N // 2), "api_key" * (N // 7), "sk-" * (N // 3),
           "glagent-" * (N // 8), "AKIA" * (N // 4), "-----BEGIN " * (N // 11), "xoxb-1-" * (N // 7),
           "a" * N, "a." * (N // 2), "A1-" * (N // 3), "may 1, " * (N // 7), "in 2020 " * (N // 8),
+          "the 20th of " * (N // 12), "2026-07-" * (N // 8), "Q3 " * (N // 3),
           "3 days ago " * (N // 11), "```" * (N // 3), "``` x" * (N // 5), "# " * (N // 2), "= \n" * (N // 3),
           "\\" * N, '"' * N, "[" * N, "é" * N, "東京" * (N // 2), "\u2028" * N]
 
@@ -147,6 +149,7 @@ def test_text_readers_are_linear_on_adversarial_texts(text):
     signals.date_ranges(text, 1_700_000_000_000)
     signals.is_when(text)
     signals.states_time(text)
+    dates.stated(text, 1_700_000_000_000)
     extraction_models.OfflineExtractor().extract(Window(lines=[("user", text)], end=1, last_id=None))
     with pytest.raises(Exception):  # noqa: B017 - any refusal: the point is that it ends
         parse_candidates(text)

@@ -13,7 +13,7 @@ from tests.api.conftest import Api, mint
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
-              "context_preview", "space_list", "team_search"}
+              "context_preview", "session_list", "space_list", "team_search"}
 ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_observe", "memory_update", "memory_forget",
                           "memory_pin", "memory_supersede", "rule_set", "session_open", "structured_memory",
                           "team_draft"}
@@ -213,8 +213,8 @@ def test_a_token_lists_only_the_tools_its_permissions_allow(client, mcp):
     assert set(listed) == READ_TOOLS
     assert all(t["annotations"]["readOnlyHint"] is True for t in listed.values())
     confined = Mcp(client, mint(permissions=["memory:read", "memory:write"], banks=["main"]))
-    assert set(confined.tools()) == ALL_TOOLS - {"session_open", "structured_memory", "space_list", "team_search",
-                                                 "team_draft"}
+    assert set(confined.tools()) == ALL_TOOLS - {"session_open", "session_list", "structured_memory", "space_list",
+                                                 "team_search", "team_draft"}
     assert "bank_list" in confined.tools()  # lists only its own banks, as the REST route does
     nothing = Mcp(client, mint(permissions=[]))
     assert set(nothing.tools()) == {"space_list", "team_search"}  # as the REST routes, they rely on space grants

@@ -126,6 +126,13 @@ def test_an_id_its_producing_tool_does_not_output_is_a_problem(registry):
     assert "team_search.space_ids: its source space_list is no tool" in problems(registry)
 
 
+def test_a_structured_session_id_comes_from_the_session_listing():
+    assert TOOLS["structured_memory"].id_sources["session_id"] == IdSource("session_list", "sessions.session_id")
+    listing = TOOLS["session_list"]
+    assert listing.read_only and listing.view.__name__ == "list_sessions"  # GET /v1/api/sessions, its checks
+    assert "session_list" in definition("structured_memory")["inputSchema"]["properties"]["session_id"]["description"]
+
+
 def test_the_deprecated_camel_case_names_are_read_but_never_advertised():
     for name, old, new in (("team_search", "spaceIds", "space_ids"), ("team_draft", "spaceId", "space_id"),
                            ("team_draft", "entryId", "entry_id")):

@@ -268,6 +268,38 @@ def test_session_open_offers_and_allows_only_the_kinds_the_token_may_open(client
         "session_not_found"
 
 
+def test_session_list_picks_an_existing_session_with_the_rest_listing_checks(client, mcp, api):
+    alice_token = mint(user_id="alice", permissions=RW)
+    alice = Mcp(client, alice_token)
+    status, opened = api.post("/v1/api/sessions", {"kind": "interactive"}, token=alice_token)  # the host's
+    assert status == 201, opened
+    assert api.post("/v1/api/sessions", {"kind": "interactive"}, token=mint(user_id="olga", permissions=RW))[0] == 201
+    key = Mcp(client, mint(kind="api_key", permissions=RW))
+    keys_own = ok(key.call("session_open"))["session_id"]
+
+    listed = alice.call("session_list")
+    ids = [s["session_id"] for s in ok(listed)["sessions"]]
+    assert ids == [opened["session_id"]]  # alice's own: neither olga's nor the API key's
+    assert listed["content"][0]["text"] == f"1. {opened['session_id']}: interactive"
+    assert ok(alice.call("structured_memory", session_id=ids[0], action="save", name="db_choice",
+                         content="Billing uses Postgres.", scope="user", description="Billing's database"))
+    assert [s["session_id"] for s in ok(key.call("session_list"))["sessions"]] == [keys_own]
+    assert len(ok(mcp.call("session_list"))["sessions"]) == 3  # a service principal: every session of the org
+    assert ok(alice.call("session_list")) == api.get("/v1/api/sessions", token=alice_token)[1]  # REST's body
+    page = ok(mcp.call("session_list", limit=2))
+    assert len(page["sessions"]) == 2 and page["next_cursor"]
+    rest = ok(mcp.call("session_list", cursor=page["next_cursor"]))["sessions"]
+    assert len(rest) == 1 and rest[0]["session_id"] not in [s["session_id"] for s in page["sessions"]]
+    assert err(alice.call("session_list", limit=0)) == "validation_error"
+    assert err(alice.call("session_list", limit="5")) == "validation_error"
+    reader = Mcp(client, mint(user_id="alice", permissions=["memory:read"]))
+    assert "session_list" in reader.tools() and "session_open" not in reader.tools()
+    assert [s["session_id"] for s in ok(reader.call("session_list"))["sessions"]] == [opened["session_id"]]
+    confined = Mcp(client, mint(user_id="alice", permissions=RW, banks=["main"]))
+    assert "session_list" not in confined.tools()
+    assert err(confined.call("session_list")) == "forbidden"
+
+
 def test_space_list_gives_the_ids_team_search_takes(client, team):
     alice = _agent(client, "alice")
     spaces = ok(alice.call("space_list"))["spaces"]

@@ -238,13 +238,14 @@ def test_tags_most_used_first(api):
 def test_list_order_paging_filters(api, monkeypatch):
     from chalicelib import clock
     from chalicelib.banks import service
-    from chalicelib.core import store
+    from chalicelib.core.store import keys, lanes, queries, txn
     t = {"now": 1_700_000_000_000}
     def fake():
         return t["now"]
 
-    for mod in (clock, service, store):
-        monkeypatch.setattr(mod, "now_ms", fake)
+    for mod in (clock, service, keys, lanes, queries, txn):
+        if hasattr(mod, "now_ms"):
+            monkeypatch.setattr(mod, "now_ms", fake)
     ids = []
     for i in range(7):
         t["now"] += 0 if i in (3, 4) else 1000  # items 2, 3 and 4 share one updated_at
@@ -307,7 +308,9 @@ def test_counts_through_everything(api):
     assert counts(api) == {"memories": 1, "pinned": 0, "rules": 0}
     _s, listing = api.get("/v1/banks")
     assert listing["banks"] == [{"name": "sem", "description": "", "memories": 1, "pinned": 0, "rules": 0,
-                                 "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None}}]
+                                 "settings": {"on_conflict": "flag", "match_threshold": None, "ambient_floor": None,
+                                              "feed": None},
+                                 "defaults": {"match_threshold": 0.35, "ambient_floor": True}}]
 
 
 def test_purge_and_import_after_pointer_takeover(api):

@@ -59,8 +59,9 @@ def test_key_ranges_are_disjoint_ordered_and_leave_out_only_pointers():
 
 def test_parallel_read_matches_one_sequential_query(aws, monkeypatch):
     from chalicelib.core import store
-    monkeypatch.setattr(store, "_CHUNK", 3)  # many hand-overs per range
-    monkeypatch.setattr(store, "_AHEAD", 1)  # readers wait on the consumer
+    from chalicelib.core.store import parallel as reads
+    monkeypatch.setattr(reads, "_CHUNK", 3)  # many hand-overs per range
+    monkeypatch.setattr(reads, "_AHEAD", 1)  # readers wait on the consumer
     inc = _bank_with_edges("o", "edges", 40)
     sequential = [_key(r) for r in store.iter_records_any_order(inc, threads=1, ranges=[store.KeyRange(None, None)])]
     parallel = [_key(r) for r in store.iter_records_any_order(inc)]

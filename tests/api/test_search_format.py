@@ -358,3 +358,151 @@ def test_a_term_looked_up_through_the_segments_term_keys_finds_the_same_postings
     assert sum(len(posting_arrays(seg, f, t, keys)[0]) for f, t in looked) > len(looked)
     from whoosh.reading import EmptyReader
     assert term_keys(EmptyReader(schema())) is None
+
+
+def test_inlined_postings_keep_their_frequencies_through_matchers_and_merges_in_a_few_bytes(tmp_path):
+    """A short posting list inlined in its term info leaves its values out when they are the
+    weights' frequencies, and its term info stays small (a frequency value pickles to about 50
+    bytes); Whoosh's matcher still reads each posting's frequency, and a merge of such segments
+    keeps every frequency."""
+    from whoosh import index as whoosh_index
+    from whoosh.codec.whoosh3 import W3TermInfo
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    texts = ["zebra zebra zebra quokka", "quokka lemur", "lemur lemur", "okapi"]
+    for k, t in enumerate(texts, start=1):  # one segment per record: each term's list inlined
+        entry.apply([(k, Memory(id=f"fp{k:016x}", text=t, entities=["ana"], created_at=k, updated_at=k))])
+
+    def freqs(reader) -> dict:
+        """``{(term, memory id): (frequency, weight)}`` through Whoosh's own matchers."""
+        out: dict = {}
+        for leaf, _off in reader.leaf_readers():
+            ids = leaf.column_reader("id")
+            for term in ("zebra", "quokka", "lemur", "okapi"):
+                if ("text", term.encode()) not in leaf:
+                    continue
+                m = leaf.postings("text", term)
+                while m.is_active():
+                    out[(term, ids[m.id()])] = (m.value_as("frequency"), m.weight())
+                    m.next()
+        return out
+
+    before = freqs(entry.reader())
+    assert len(before) == 6
+    assert before[("zebra", "fp0000000000000001")] == (3, 3.0)
+    assert before[("lemur", "fp0000000000000003")] == (2, 2.0)
+    for leaf, _off in entry.reader().leaf_readers():
+        info = W3TermInfo.from_bytes(leaf._terms._tindex[leaf._terms._keycoder("text", b"quokka")]) \
+            if ("text", b"quokka") in leaf else None
+        if info is not None:
+            assert info.is_inlined() and info.inlined_postings()[2] is None
+            assert len(info.to_bytes()) < 40
+    writer = entry.ix.writer()
+    writer.commit(optimize=True)  # one segment from all of them
+    entry.close_reader()
+    assert len(entry.reader().leaf_readers()) == 1
+    assert freqs(entry.reader()) == before
+
+
+def test_merge_plan_merges_the_smallest_segments_geometrically_and_only_when_there_are_too_many():
+    """Background merges: nothing below ``MERGE_MIN_DOCS`` or up to ``MERGE_MAX_SEGMENTS``
+    segments; else the smallest segments, each at most ``MERGE_RATIO`` times those merged with
+    it, at most ``MERGE_MAX_DOCS`` documents."""
+    from chalicelib.search import index
+
+    class Seg:
+        def __init__(self, n):
+            self.n = n
+
+        def doc_count_all(self):
+            return self.n
+
+    def plan(sizes):
+        return sorted(s.n for s in index.merge_plan([Seg(n) for n in sizes]))
+
+    assert plan([10, 10, 10, 10, 10, 10]) == []  # a small bank: the write path's tiers only
+    assert plan([23000, 23000, 2300, 2300]) == []  # few segments
+    assert plan([23000, 23000, 23000, 23000, 2300, 2300, 230, 23, 23]) == [23, 23, 230, 2300, 2300]
+    assert plan([23000, 23000, 23000, 23000, 5000, 1]) == []  # 5000 > 10 x 1: not rewritten for one
+    assert plan([24000, 24000, 24000, 24000, 20000, 6000, 5000]) == [5000, 6000]  # at most MERGE_MAX_DOCS
+
+
+def test_a_background_merge_leaves_fewer_segments_and_the_same_ranking(tmp_path):
+    """A bank indexed in many small commits (as the import path commits) is merged by the
+    cache's merge thread into fewer segments: every document stays, recall ranks the same."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.recall import _rank
+    from chalicelib.tuning import MemoryTuning
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    words = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "yuzu"]
+    recs = [Memory(id=f"fp{i:016x}", text=f"{words[i % 8]} {words[(i * 3) % 8]} note {i}", entities=[f"p{i % 5}"],
+                   created_at=i, updated_at=i) for i in range(5400)]
+    for start in range(0, len(recs), 600):  # nine segments: one short of the write path's tier merge
+        entry.apply([(k, r) for k, r in enumerate(recs[start:start + 600], start=start + 1)])
+    for start in range(5400, 5400 + 23 * 4, 23):  # a few import-sized commits on top
+        more = [Memory(id=f"fq{i:016x}", text=f"plum kiwi later {i}", created_at=i, updated_at=i)
+                for i in range(start, start + 23)]
+        entry.apply([(k, r) for k, r in enumerate(more, start=start + 1)])
+    cache = index.IndexCache(str(tmp_path / "root"))
+    cache.entries[("o", "b")] = entry
+    tuning = MemoryTuning()
+
+    def ranked():
+        leaves = [(leaf, entry.stats_cache, "b") for leaf, _off in entry.reader().leaf_readers()]
+        hits, _n = _rank(leaves, "plum kiwi", limit=20, tag=None, include_superseded=False, tuning=tuning,
+                         filter=None, now=10_000)
+        return [(h.memory.id, round(h.score, 9)) for h in hits]
+
+    before, segments = ranked(), len(entry.segments())
+    assert segments > index.MERGE_MAX_SEGMENTS
+    assert cache.schedule_merge(("o", "b"))
+    cache.wait_merges()
+    assert cache.counters["merges"] >= 1
+    assert len(entry.segments()) < segments
+    assert entry.reader().doc_count() == 5400 + 92
+    assert ranked() == before
+
+
+def schema_():
+    from chalicelib.search.schema import schema
+    return schema()
+
+
+def test_the_cache_budget_holds_what_an_open_bank_keeps_resident(tmp_path):
+    """An open bank's segment files are resident twice (mapped, and Whoosh's copy of each part),
+    so the budget counts ``resident_bytes``: two banks whose files and arrays fit the budget once
+    but not twice do not both stay."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    cache = index.IndexCache(str(tmp_path / "root"), budget_mb=1000)
+    for b in ("b1", "b2"):
+        path = str(tmp_path / b)
+        os.makedirs(path)
+        ix = whoosh_index.create_in(path, schema_(), indexname=index.INDEX_NAME)
+        entry = index.BankIndex("o", b, "inc", path, ix, clock=Clock((0,)))
+        entry.apply([(k, Memory(id=f"fp{k:016x}", text=f"memory {k} of {b}", created_at=k, updated_at=k))
+                     for k in range(1, 301)])
+        cache.entries[("o", b)] = entry
+    one = cache.entries[("o", "b1")]
+    assert one.resident_bytes() == index.OPEN_FILE_COPIES * one.size_bytes + one.memory_bytes() > one.size_bytes
+    files_and_arrays = sum(e.size_bytes + e.memory_bytes() for e in cache.entries.values())
+    cache.budget_bytes = files_and_arrays + 1024
+    cache._evict(keep=("o", "b2"))
+    assert list(cache.entries) == [("o", "b2")]

@@ -276,12 +276,18 @@ def test_warm_recall_makes_one_dynamodb_call_and_no_s3_call(pair, call_counter):
     assert calls == [("dynamodb.BatchGetItem", "cairn-test-banks"), ("dynamodb.UpdateItem", "cairn-test-usage")], \
         counter.calls
     assert not [c for c in counter.calls if c[0].startswith("s3.")]
-    # behind by one write from another container: one more key query, still no S3
+    # behind by one write from another container: its moved version costs the read of the
+    # lane rows, then one key query of the lane behind; still no S3
     ok(_b.call("POST", "/v1/banks/main/memories", {"text": "Bob likes cocoa"}))
     counter.calls.clear()
     a.recall("cocoa")
     calls = [c[0] for c in counter.calls if "tokens" not in c[1]]
-    assert calls == ["dynamodb.BatchGetItem", "dynamodb.Query", "dynamodb.UpdateItem"], counter.calls
+    assert calls == ["dynamodb.BatchGetItem", "dynamodb.BatchGetItem", "dynamodb.Query", "dynamodb.UpdateItem"], \
+        counter.calls
+    counter.calls.clear()
+    a.recall("cocoa")  # caught up: one read again
+    calls = [c[0] for c in counter.calls if "tokens" not in c[1]]
+    assert calls == ["dynamodb.BatchGetItem", "dynamodb.UpdateItem"], counter.calls
 
 
 def test_config_version_moved_drops_the_cache(aws, tmp_path):
@@ -369,3 +375,54 @@ def test_concurrent_writers_in_two_containers_agree(pair):
     for x in (a, b, c):
         assert x.cache.get("default", "main").clock == head.clock
     check(a, b)
+
+
+def _ids(c, query):
+    return {m["memory"]["id"] for m in c.recall(query)["memories"]}
+
+
+def test_a_write_acknowledged_in_one_container_is_seen_by_the_next_recall_in_the_other_in_every_lane(pair):
+    """Both containers warm, then writes into each of the bank's lanes alternate between them:
+    after each acknowledged write, the other container's very next recall holds it (its cached
+    lane rows are reused only while the bank's version has not moved)."""
+    a, b = pair
+    lanes = 16
+    texts = other_lanes("marmalade jar number", lanes)
+    assert sorted(lane_of_text(t) for t in texts) == list(range(lanes))
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    for c in (a, b):
+        _ids(c, "toast")
+        _ids(c, "toast")  # second read: the cached lane rows are in use from here on
+    seen: set[str] = set()
+    for i, text in enumerate(texts):
+        writer, reader = (a, b) if i % 2 == 0 else (b, a)
+        saved = ok(writer.call("POST", "/v1/banks/main/memories", {"text": text}))["memory"]["id"]
+        seen.add(saved)
+        assert seen <= _ids(reader, "marmalade jar"), (i, lane_of_text(text))
+        assert seen <= _ids(writer, "marmalade jar"), (i, lane_of_text(text))
+
+
+def test_a_write_cut_short_before_its_version_moved_shows_once_acknowledged(pair, monkeypatch):
+    """A writer that stops after its commit and before moving the bank's version never
+    acknowledged the write; the client's retry does, and from then on every container sees it
+    (the same text is found stored, or the same Idempotency-Key replays the answer)."""
+    from chalicelib.core.store import txn
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    for c in (a, b):
+        _ids(c, "toast")
+        _ids(c, "toast")
+    real = txn.bump_versions
+
+    def stopped(org_id, incs):
+        raise RuntimeError("the container stopped here")
+
+    for retry in ({}, {"Idempotency-Key": "k-1"}):
+        text = "quince paste note" if not retry else "medlar jelly note"
+        monkeypatch.setattr(txn, "bump_versions", stopped)
+        status, _body = a.call("POST", "/v1/banks/main/memories", {"text": text}, headers=retry)
+        assert status >= 500  # committed, not acknowledged
+        monkeypatch.setattr(txn, "bump_versions", real)
+        status, body = a.call("POST", "/v1/banks/main/memories", {"text": text}, headers=retry)
+        assert status in (200, 201), body
+        assert body["memory"]["id"] in _ids(b, text.split()[0]), retry

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 
 def _emf(out: str, event: str) -> list[dict]:
     return [d for d in (json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"'))
@@ -16,14 +14,6 @@ def _emf(out: str, event: str) -> list[dict]:
 
 def _metric_names(line: dict) -> set[str]:
     return {m["Name"] for m in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
-
-
-@pytest.fixture
-def cache(tmp_path, aws):
-    from chalicelib.search import index
-    c = index.IndexCache(str(tmp_path / "cache"))
-    with index.using(c):
-        yield c
 
 
 def _save(bank: str, text: str) -> None:

@@ -14,14 +14,6 @@ NOW = 1_800_000_000_000
 DAY = 86_400_000
 
 
-@pytest.fixture
-def cache(tmp_path, aws):
-    from chalicelib.search import index
-    c = index.IndexCache(str(tmp_path / "cache"))
-    with index.using(c):
-        yield c
-
-
 def save(api, text, bank="main", **kw):
     status, body = api.post(f"/v1/banks/{bank}/memories", {"text": text, **kw})
     assert status in (200, 201), body

@@ -43,7 +43,8 @@ def test_bank_create_list_trash_restore(http):
     assert r.status_code == 201, r.text
     assert r.json() == {"bank": {"name": name, "description": "e2e", "memories": 0, "pinned": 0, "rules": 0,
                                  "settings": {"on_conflict": "flag", "match_threshold": None,
-                                              "ambient_floor": None}}, "created": True}
+                                              "ambient_floor": None, "feed": None},
+                                 "defaults": {"match_threshold": 0.35, "ambient_floor": True}}, "created": True}
     r = http.post("/v1/banks", json={"name": name})
     assert r.status_code == 200 and r.json()["created"] is False
     assert http.get(f"/v1/banks/{name}").json()["bank"]["name"] == name

@@ -401,6 +401,60 @@ def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
     assert ok(http.get(f"/v1/banks/{bank}/rules/style"))["rule"]["content"] == content
 
 
+def test_bank_settings_show_the_effective_defaults_and_save_with_errors_shown(open_page, seeded, site):
+    http = seeded["http"]
+    bank = unique("settings-")
+    ok(http.post("/v1/banks", json={"name": bank}), 201)
+    d = ok(http.get(f"/v1/banks/{bank}"))["bank"]["defaults"]
+    floor_default = "on" if d["ambient_floor"] else "off"
+    page = open_page(f"banks/{bank}")
+    wait_view(page, "bank")
+    summary = page.locator("details.settings summary")
+    expect(summary).to_have_text(f"Settings: on conflict flag · match threshold {d['match_threshold']} (default) · "
+                                 f"ambient floor {floor_default} (default) · feed not stated")
+    summary.click()
+    form = page.get_by_role("form", name="Bank settings")
+    expect(form.get_by_label("Match threshold")).to_have_attribute("placeholder", f"default: {d['match_threshold']}")
+    expect(form.get_by_label("Ambient floor")).to_contain_text(f"Default ({floor_default})")
+
+    def save(status):
+        with page.expect_response(lambda r: r.request.method == "PATCH" and r.url.endswith(f"/v1/banks/{bank}")) as r:
+            form.get_by_role("button", name="Save settings").click()
+        assert r.value.status == status, r.value.text()
+
+    form.get_by_label("Match threshold").fill("1.5")  # the API refuses it, says why, and writes nothing
+    save(400)
+    expect(form.get_by_role("alert")).to_contain_text("Save failed")
+    expect(form.get_by_role("alert")).to_contain_text("validation_error")
+    assert ok(http.get(f"/v1/banks/{bank}"))["bank"]["settings"]["match_threshold"] is None
+
+    form.get_by_label("On conflict").select_option("supersede")
+    form.get_by_label("Match threshold").fill("0.5")
+    form.get_by_label("Ambient floor").select_option("false")
+    form.get_by_label("Fed by").select_option("tools")
+    save(200)
+    expect(summary).to_have_text("Settings: on conflict supersede · match threshold 0.5 · ambient floor off · "
+                                 "fed by tools")
+    assert ok(http.get(f"/v1/banks/{bank}"))["bank"]["settings"] == {
+        "on_conflict": "supersede", "match_threshold": 0.5, "ambient_floor": False, "feed": "tools"}
+    shot(page, site, "bank-settings")
+
+    form.get_by_label("Match threshold").fill("")  # empty and "Default" give the setting back to the service
+    form.get_by_label("Ambient floor").select_option("")
+    form.get_by_label("Fed by").select_option("")
+    save(200)
+    expect(summary).to_contain_text(f"match threshold {d['match_threshold']} (default)")
+    assert ok(http.get(f"/v1/banks/{bank}"))["bank"]["settings"] == {
+        "on_conflict": "supersede", "match_threshold": None, "ambient_floor": None, "feed": None}
+
+    reader = mint(http, unique("reader-"), ["memory:read"])["token"]  # sees the settings, cannot change them
+    ro = open_page(f"banks/{bank}", token=reader)
+    wait_view(ro, "bank")
+    ro.locator("details.settings summary").click()
+    expect(ro.get_by_label("On conflict")).to_be_disabled()
+    expect(ro.get_by_role("button", name="Save settings")).to_have_count(0)
+
+
 def test_recall_bars_add_up_to_the_score_and_preview_shows_the_exact_injection(open_page, seeded, site):
     http, bank = seeded["http"], seeded["bank"]
     page = open_page(f"banks/{bank}/recall")

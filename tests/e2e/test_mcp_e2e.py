@@ -31,7 +31,7 @@ from infra.local.launch import free_port
 from .harness import ROOT
 
 READ_TOOLS = {"bank_list", "memory_recall", "memory_get", "memory_list", "memory_history", "rules_list",
-              "context_preview", "space_list", "team_search"}
+              "context_preview", "session_list", "space_list", "team_search"}
 ALL_TOOLS = READ_TOOLS | {"bank_create", "memory_save", "memory_observe", "memory_update", "memory_forget",
                           "memory_pin", "memory_supersede", "rule_set", "session_open", "structured_memory",
                           "team_draft"}
@@ -424,6 +424,9 @@ def test_an_agent_session_drives_the_tools_with_ids_from_earlier_results(stack, 
     assert r.status_code == 200, r.text
     token = person_token(http, user, ["memory:read", "memory:write"])
     bank = uid("notes")
+    r = http.post("/v1/api/sessions", json={"kind": "interactive"}, token=token)  # the host opened it
+    assert r.status_code == 201, r.text
+    hosts = r.json()["session_id"]
 
     async def go():
         async with over_http(stack, token, "auto") as client:
@@ -441,6 +444,21 @@ def test_an_agent_session_drives_the_tools_with_ids_from_earlier_results(stack, 
             assert pinned["memory"]["pinned"] is True
             tagged = await agent.ok("memory_list", bank=bank, tag="process")
             assert [m["text"] for m in tagged["memories"]] == ["Deploys are frozen on Fridays."]
+            # conversations in: the exchange is extracted by the stack's worker, then recalled by a filter
+            observed = await agent.ok("memory_observe", bank=bank, messages=[
+                {"role": "user", "content": "Hi! Remember that I prefer tabs over spaces."},
+                {"role": "assistant", "content": "Got it."}])
+            assert observed["accepted"] is True and observed["queued"] is True
+            for _ in range(240):  # the worker runs the job within seconds
+                learnt = await agent.ok("memory_recall", bank=bank, query="what do I prefer, tabs or spaces",
+                                        filter={"session_id": observed["session_id"]})
+                if learnt["memories"]:
+                    break
+                await asyncio.sleep(0.25)
+            assert [h["memory"]["text"] for h in learnt["memories"]] == ["The user prefers tabs over spaces."]
+            infra = await agent.ok("memory_recall", bank=bank, query="staging database and deploys",
+                                   filter={"tags_any": ["infra"]})
+            assert [h["memory"]["text"] for h in infra["memories"]] == ["The staging database is called heron."]
 
             spaces = await agent.ok("space_list")
             space = next(s["id"] for s in spaces["spaces"] if s["name"] == space_name)
@@ -464,6 +482,15 @@ def test_an_agent_session_drives_the_tools_with_ids_from_earlier_results(stack, 
             noted = await agent.ok("memory_save", bank=bank, text="Billing moved to Postgres in May.",
                                    session_id=session["session_id"])
             assert noted["bank_created"] is False and noted["memory"]["source"]["session_id"] == session["session_id"]
+
+            listed = await agent.ok("session_list")  # the host's session, picked from a result
+            picked = next(s["session_id"] for s in listed["sessions"] if s["kind"] == "interactive"
+                          and s["parent_session_id"] is None)
+            assert picked == hosts
+            await agent.ok("structured_memory", session_id=picked, action="save", name="editor",
+                           content="Uses vim.", scope="user", description="The user's editor")
+            mine = await agent.ok("structured_memory", session_id=picked, action="list")
+            assert "editor" in [m["name"] for m in mine["memories"]]
 
     run(go())
 

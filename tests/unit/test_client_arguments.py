@@ -64,3 +64,34 @@ def test_an_import_takes_a_path_as_an_export_does(tmp_path):
     with pytest.raises(FileNotFoundError):
         ndjson_bytes(str(tmp_path / "missing.jsonl"))  # never the path's own text, imported as a line
     assert ndjson_bytes('  {"text": "inline"}\n') == b'  {"text": "inline"}\n'  # NDJSON text still works
+
+
+def test_recall_and_preview_send_the_filter():
+    """``filter`` goes in the body as given (a mapping, or the generated ``RecallFilter`` model,
+    its unset fields left out); without it the body has none."""
+    from cairn_client import models
+
+    bodies: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        if request.url.path.endswith("/recall"):
+            return httpx.Response(200, json={"memories": [], "match": {"level": "none", "score": None,
+                                                                       "threshold": 0.35},
+                                             "retrieval": "bm25-entity"})
+        return httpx.Response(200, json={"system_prompt_section": "", "rules": 0, "rules_truncated": False,
+                                         "memories": [], "match": {"level": "none", "score": None, "threshold": 0.35},
+                                         "retrieval": "bm25-entity",
+                                         "budget": {"rules": {"used_bytes": 0, "limit_bytes": 1, "truncated": False},
+                                                    "memories": {"used_bytes": 0, "limit_bytes": 1}}})
+    c = Cairn("http://cairn.test", "cairn_t", transport=httpx.MockTransport(answer))
+    c.banks.recall("main", "deploy", filter={"tags_all": ["ops"], "session_id": None})
+    c.banks.recall("main", "deploy", filter=models.RecallFilter.model_validate(
+        {"entities_any": ["alice"], "created_after": 1764547200000}), tag="ops")
+    c.banks.preview("main", "deploy", filter={"session_id": "s1"})
+    c.banks.recall("main", "deploy")
+    assert bodies == [{"query": "deploy", "filter": {"tags_all": ["ops"]}},
+                      {"query": "deploy", "tag": "ops", "filter": {"entities_any": ["alice"],
+                                                                   "created_after": 1764547200000}},
+                      {"query": "deploy", "filter": {"session_id": "s1"}},
+                      {"query": "deploy"}]

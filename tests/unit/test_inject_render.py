@@ -36,6 +36,21 @@ def test_section_header_only_without_rules():
     assert s.text == HEAD and s.rules == 0 and s.truncated is False
 
 
+def test_the_paragraph_follows_the_feed_setting():
+    tools = render_section("main", [], 6000, "tools").text
+    hooks = render_section("main", [], 6000, "hooks").text
+    both = render_section("main", [], 6000, "both").text
+    assert render_section("main", [], 6000, None).text == HEAD
+    assert len({tools, hooks, both, HEAD}) == 4 and all(t.startswith("\n\n# Memory — bank: main\n")
+                                                        for t in (tools, hooks, both))
+    assert "memory_save" in tools and "memory_observe" in tools and "saved automatically" not in tools
+    assert "no save call is needed" in hooks and "no save call is needed" not in both + HEAD
+    assert "saved automatically" in both and "memory_save" in both
+    r = render("main", [{"name": "r", "content": "be kind"}], [], [], recall_limit=5, recall_budget_tokens=100,
+               max_rule_chars=6000, feed="tools")
+    assert r.section.text == tools + "\n## r\nbe kind\n"
+
+
 def test_rules_in_name_order_and_trimmed():
     s = render_section("main", [{"name": "zeta", "content": "  last\n\n"}, {"name": "alpha", "content": "\nfirst "}],
                        6000)

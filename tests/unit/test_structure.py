@@ -5,7 +5,7 @@ Each rule is one test. A failure prints every violation as ``path:line: what`` a
 the list is the to-do. Each checker is also run on a small snippet that breaks its rule, so a
 checker that can no longer find anything fails too.
 
-- only the bank write path (``core/store.py``) and the storage modules of non-bank records run
+- only the bank write path (``core/store/txn.py``) and the storage modules of non-bank records run
   ``storage.txn.run_transaction`` (``RUN_TRANSACTION_CALLERS``);
 - only ``storage/`` and the areas' storage modules (``STORAGE_MODULES``) import a pynamodb model;
 - no function outside ``chalicelib/api/`` is annotated to return ``dict[str, Any]``;
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # module (path from the repository root) -> why it may run a DynamoDB transaction itself
 RUN_TRANSACTION_CALLERS: dict[str, str] = {
-    "chalicelib/core/store.py": "the one bank write path: bank row, seq condition, retries, index notify",
+    "chalicelib/core/store/txn.py": "the one bank write path: bank row, seq condition, retries, index notify",
     "chalicelib/auth/store.py": "tokens: principals and their bearer tokens, no bank involved",
     "chalicelib/team/store.py": "team spaces, memberships and entries: org-scoped records, not bank memories",
     "chalicelib/structured/objects.py": "structured objects (sessions, projects, workstreams): not bank memories",
@@ -43,7 +43,10 @@ TXN_MODULE = "chalicelib.storage.txn"  # defines run_transaction
 
 # the areas' storage modules: they (and chalicelib/storage/) may import pynamodb models.
 STORAGE_MODULES: dict[str, str] = {
-    "chalicelib/core/store.py": "banks, memories, revisions",
+    "chalicelib/core/store/lanes.py": "bank rows, lane rows, version items, config version rows",
+    "chalicelib/core/store/queries.py": "memories, pointers, revisions",
+    "chalicelib/core/store/parallel.py": "memories (a whole bank's ranges)",
+    "chalicelib/core/store/txn.py": "banks, memories, revisions (the staged changes)",
     "chalicelib/structured/objects.py": "structured objects",
     "chalicelib/team/store.py": "team spaces, entries, updates, events, attributions, rates",
     "chalicelib/auth/store.py": "tokens",
@@ -409,7 +412,7 @@ def unit_test_imports(rel: str, tree: ast.AST) -> list[Violation]:
 
 
 def test_only_the_write_path_and_non_bank_storage_modules_run_transactions():
-    """``run_transaction`` is used by ``core/store.py`` (every bank write) and by the storage
+    """``run_transaction`` is used by ``core/store/txn.py`` (every bank write) and by the storage
     modules of records that are not bank memories (``RUN_TRANSACTION_CALLERS``); nowhere else."""
     found = [v for rel in _production_files() if rel not in RUN_TRANSACTION_CALLERS
              and _module_name(rel) != TXN_MODULE for v in run_transaction_uses(rel, _parse(rel))]

@@ -188,6 +188,20 @@ def clean_body(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
 
 
+RecallFilter = models.RecallFilter | Mapping[str, Any]
+"""A recall or preview ``filter``: the model, or a mapping of its fields (``entities_any``,
+``entities_all``, ``tags_any``, ``tags_all``, ``created_after``, ``created_before``, ``session_id``)."""
+
+
+def filter_body(value: RecallFilter | None) -> dict[str, Any] | None:
+    """A ``filter`` as its JSON object (fields left ``None`` out), or ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    return clean_body(value)
+
+
 def parse(op: Op, response: httpx.Response) -> Any:
     """A success answer as the document describes it: its model from ``cairn_client.models`` when
     the document names one for that status, else the decoded JSON (objects as ``Record``), else the

@@ -20,12 +20,14 @@ from . import _core
 from . import _responses as r
 from ._core import (
     USER_AGENT,
+    RecallFilter,
     RetryPolicy,
     Sink,
     Surface,
     clean_body,
     clean_query,
     field_of,
+    filter_body,
     header_token_problem,
     json_body,
     may_retry_connect,
@@ -312,7 +314,8 @@ class Banks(Surface):
     def update(self, bank: str, description: str | None = None, *,
                      settings: dict[str, Any] | None = None) -> r.UpdateBank:
         """Change the description and/or settings (``on_conflict``: ``flag`` or ``supersede``,
-        ``match_threshold``; the fields given replace theirs): ``{bank}``."""
+        ``match_threshold``, ``ambient_floor``, ``feed``: ``hooks``, ``tools`` or ``both``; the
+        fields given replace theirs): ``{bank}``."""
         return self._t.call("update_bank", path={"bank": bank},
                                   json=clean_body({"description": description, "settings": settings}))
 
@@ -333,16 +336,20 @@ class Banks(Surface):
 
     @operation("recall")
     def recall(self, bank: str, query: str, *, limit: int | None = None, tag: str | None = None,
-                     include_superseded: bool | None = None, as_of: int | None = None) -> r.Recall:
-        """Ranked recall: ``{memories: [{memory, score, signals}], retrieval}`` (``as_of``: ms since epoch)."""
-        body = clean_body({"query": query, "limit": limit, "tag": tag, "include_superseded": include_superseded,
-                           "as_of": as_of})
+                     filter: RecallFilter | None = None, include_superseded: bool | None = None,
+                     as_of: int | None = None) -> r.Recall:
+        """Ranked recall: ``{memories: [{memory, score, signals}], retrieval}`` (``as_of``: ms since epoch;
+        ``filter``: only memories passing it rank, e.g. ``{"tags_all": ["decision"], "created_after": ms}``)."""
+        body = clean_body({"query": query, "limit": limit, "tag": tag, "filter": filter_body(filter),
+                           "include_superseded": include_superseded, "as_of": as_of})
         return self._t.call("recall", path={"bank": bank}, json=body)
 
     @operation("preview")
-    def preview(self, bank: str, query: str) -> r.Preview:
-        """What would be injected for ``query``: ``{system_prompt_section, rules, memories, ...}``."""
-        return self._t.call("preview", path={"bank": bank}, json={"query": query})
+    def preview(self, bank: str, query: str, *, filter: RecallFilter | None = None) -> r.Preview:
+        """What would be injected for ``query``: ``{system_prompt_section, rules, memories, ...}`` (``filter``:
+        only memories passing it are injected)."""
+        return self._t.call("preview", path={"bank": bank},
+                                  json=clean_body({"query": query, "filter": filter_body(filter)}))
 
     @operation("forget_session")
     def forget_session(self, bank: str, session_id: str, *, purge: bool | None = None) -> r.ForgetSession:

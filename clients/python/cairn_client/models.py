@@ -192,6 +192,17 @@ class BankSettings(BaseModel):
         MatchThreshold | None, Field(title="Match Threshold")
     ] = None
     ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
+    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")] = (
+        None
+    )
+
+
+class BankSettingsDefaults(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    match_threshold: Annotated[float, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool, Field(title="Ambient Floor")]
 
 
 class BankSettingsOut(BaseModel):
@@ -200,6 +211,10 @@ class BankSettingsOut(BaseModel):
     )
     on_conflict: Annotated[Literal["flag", "supersede"], Field(title="On Conflict")]
     match_threshold: Annotated[float | None, Field(title="Match Threshold")]
+    ambient_floor: Annotated[bool | None, Field(title="Ambient Floor")] = None
+    feed: Annotated[Literal["hooks", "tools", "both"] | None, Field(title="Feed")] = (
+        None
+    )
 
 
 class BankTag(BaseModel):
@@ -897,6 +912,7 @@ class MemoryBank(BaseModel):
     pinned: Annotated[int, Field(title="Pinned")]
     rules: Annotated[int, Field(title="Rules")]
     settings: BankSettingsOut
+    defaults: BankSettingsDefaults
 
 
 class MemoryImportProblem(BaseModel):
@@ -954,33 +970,6 @@ class MemoryListQuery(BaseModel):
         Limit12 | Limit13 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 100
-
-
-class MemoryRevision(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    id: Annotated[str, Field(title="Id")]
-    text: Annotated[str, Field(title="Text")]
-    entities: Annotated[list[str], Field(title="Entities")]
-    tags: Annotated[list[str], Field(title="Tags")]
-    confidence: Annotated[
-        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
-    ]
-    corroboration: Annotated[int, Field(title="Corroboration")]
-    pinned: Annotated[bool, Field(title="Pinned")]
-    source: BankMemorySource
-    created_at: Annotated[int, Field(title="Created At")]
-    updated_at: Annotated[int, Field(title="Updated At")]
-    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
-    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
-    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
-    revision: Annotated[int, Field(title="Revision")]
-    purged_at: Annotated[int | None, Field(title="Purged At")] = None
-    op: Annotated[str, Field(title="Op")]
-    seq: Annotated[int, Field(title="Seq")]
-    actor: Annotated[str | None, Field(title="Actor")]
-    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemoryTargetQuery(BaseModel):
@@ -1163,13 +1152,6 @@ class PinRequest(BaseModel):
     pinned: Annotated[bool, Field(title="Pinned")]
 
 
-class PreviewRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    query: Annotated[str, Field(max_length=4000, title="Query")]
-
-
 class Project(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1236,6 +1218,175 @@ class ProjectRequest(BaseModel):
     active: Annotated[bool | None, Field(title="Active")] = True
 
 
+class EntitiesAnyItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class EntitiesAny(RootModel[list[EntitiesAnyItem]]):
+    root: Annotated[
+        list[EntitiesAnyItem],
+        Field(
+            description="Only memories carrying at least one of these entities.",
+            examples=[["alice", "billing-service"]],
+            max_length=8,
+            min_length=1,
+            title="Entities Any",
+        ),
+    ] = None
+
+
+class EntitiesAllItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class EntitiesAll(RootModel[list[EntitiesAllItem]]):
+    root: Annotated[
+        list[EntitiesAllItem],
+        Field(
+            description="Only memories carrying every one of these entities.",
+            examples=[["alice"]],
+            max_length=8,
+            min_length=1,
+            title="Entities All",
+        ),
+    ] = None
+
+
+class TagsAnyItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class TagsAny(RootModel[list[TagsAnyItem]]):
+    root: Annotated[
+        list[TagsAnyItem],
+        Field(
+            description="Only memories carrying at least one of these tags.",
+            examples=[["preference", "decision"]],
+            max_length=8,
+            min_length=1,
+            title="Tags Any",
+        ),
+    ] = None
+
+
+class TagsAllItem(RootModel[str]):
+    root: Annotated[str, Field(max_length=64, min_length=1)]
+
+
+class TagsAll(RootModel[list[TagsAllItem]]):
+    root: Annotated[
+        list[TagsAllItem],
+        Field(
+            description="Only memories carrying every one of these tags.",
+            examples=[["preference"]],
+            max_length=8,
+            min_length=1,
+            title="Tags All",
+        ),
+    ] = None
+
+
+class CreatedAfter(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="Only memories first saved after this time (ms since epoch, exclusive).",
+            examples=[1764547200000],
+            ge=0,
+            le=253402300799999,
+            title="Created After",
+        ),
+    ] = None
+
+
+class CreatedBefore(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="Only memories first saved before this time (ms since epoch, exclusive).",
+            examples=[1767225600000],
+            ge=0,
+            le=253402300799999,
+            title="Created Before",
+        ),
+    ] = None
+
+
+class SessionId1(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="Only memories first taught by this conversation session (their source.session_id: saved with it, or extracted from its turns).",
+            examples=["conv-2026-12-07"],
+            max_length=256,
+            min_length=1,
+            title="Session Id",
+        ),
+    ] = None
+
+
+class RecallFilter(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    entities_any: Annotated[
+        EntitiesAny | None,
+        Field(
+            description="Only memories carrying at least one of these entities.",
+            examples=[["alice", "billing-service"]],
+            title="Entities Any",
+        ),
+    ] = None
+    entities_all: Annotated[
+        EntitiesAll | None,
+        Field(
+            description="Only memories carrying every one of these entities.",
+            examples=[["alice"]],
+            title="Entities All",
+        ),
+    ] = None
+    tags_any: Annotated[
+        TagsAny | None,
+        Field(
+            description="Only memories carrying at least one of these tags.",
+            examples=[["preference", "decision"]],
+            title="Tags Any",
+        ),
+    ] = None
+    tags_all: Annotated[
+        TagsAll | None,
+        Field(
+            description="Only memories carrying every one of these tags.",
+            examples=[["preference"]],
+            title="Tags All",
+        ),
+    ] = None
+    created_after: Annotated[
+        CreatedAfter | None,
+        Field(
+            description="Only memories first saved after this time (ms since epoch, exclusive).",
+            examples=[1764547200000],
+            title="Created After",
+        ),
+    ] = None
+    created_before: Annotated[
+        CreatedBefore | None,
+        Field(
+            description="Only memories first saved before this time (ms since epoch, exclusive).",
+            examples=[1767225600000],
+            title="Created Before",
+        ),
+    ] = None
+    session_id: Annotated[
+        SessionId1 | None,
+        Field(
+            description="Only memories first taught by this conversation session (their source.session_id: saved with it, or extracted from its turns).",
+            examples=["conv-2026-12-07"],
+            title="Session Id",
+        ),
+    ] = None
+
+
 class RecallMatch(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1260,6 +1411,7 @@ class RecallRequest(BaseModel):
     query: Annotated[str, Field(max_length=4000, min_length=1, title="Query")]
     limit: Annotated[int | None, Field(ge=1, le=100, title="Limit")] = 6
     tag: Annotated[Tag | None, Field(title="Tag")] = None
+    filter: RecallFilter | None = None
     include_superseded: Annotated[bool | None, Field(title="Include Superseded")] = (
         False
     )
@@ -1386,7 +1538,7 @@ class Tags(RootModel[list[str]]):
     root: Annotated[list[str], Field(max_length=64, title="Tags")] = None
 
 
-class SessionId1(RootModel[str]):
+class SessionId2(RootModel[str]):
     root: Annotated[str, Field(max_length=256, min_length=1, title="Session Id")] = None
 
 
@@ -1413,7 +1565,7 @@ class SaveRequest(BaseModel):
     entities: Annotated[Entities | None, Field(title="Entities")] = None
     tags: Annotated[Tags | None, Field(title="Tags")] = None
     pinned: Annotated[bool | None, Field(title="Pinned")] = None
-    session_id: Annotated[SessionId1 | None, Field(title="Session Id")] = None
+    session_id: Annotated[SessionId2 | None, Field(title="Session Id")] = None
     supersedes: Annotated[
         Supersedes | None,
         Field(
@@ -1580,6 +1732,15 @@ class SpacesQuery(BaseModel):
         Limit15 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
+class StatedDate(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    text: Annotated[str, Field(title="Text")]
+    start: Annotated[int, Field(title="Start")]
+    end: Annotated[int, Field(title="End")]
 
 
 class Limit16(RootModel[int]):
@@ -2561,6 +2722,7 @@ class BankMemory(BaseModel):
     conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
 
 
 class BankMemoryPage(BaseModel):
@@ -2682,12 +2844,32 @@ class McpError(BaseModel):
     error: McpErrorObject
 
 
-class MemoryHistory(BaseModel):
+class MemoryRevision(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
-    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
+    id: Annotated[str, Field(title="Id")]
+    text: Annotated[str, Field(title="Text")]
+    entities: Annotated[list[str], Field(title="Entities")]
+    tags: Annotated[list[str], Field(title="Tags")]
+    confidence: Annotated[
+        Literal["stated", "inferred", "extracted"], Field(title="Confidence")
+    ]
+    corroboration: Annotated[int, Field(title="Corroboration")]
+    pinned: Annotated[bool, Field(title="Pinned")]
+    source: BankMemorySource
+    created_at: Annotated[int, Field(title="Created At")]
+    updated_at: Annotated[int, Field(title="Updated At")]
+    invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
+    superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
+    revision: Annotated[int, Field(title="Revision")]
+    purged_at: Annotated[int | None, Field(title="Purged At")] = None
+    dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
+    op: Annotated[str, Field(title="Op")]
+    seq: Annotated[int, Field(title="Seq")]
+    actor: Annotated[str | None, Field(title="Actor")]
+    why: Annotated[str | None, Field(title="Why")] = None
 
 
 class MemorySaved(BaseModel):
@@ -2729,6 +2911,14 @@ class OpenConflict(BaseModel):
     )
     memory: BankMemory
     earlier: Annotated[list[BankMemory], Field(title="Earlier")]
+
+
+class PreviewRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    query: Annotated[str, Field(max_length=4000, title="Query")]
+    filter: RecallFilter | None = None
 
 
 class RecallHit(BaseModel):
@@ -3011,6 +3201,14 @@ class McpAnswer(RootModel[McpResult | McpError]):
             title="McpAnswer",
         ),
     ]
+
+
+class MemoryHistory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    revisions: Annotated[list[MemoryRevision], Field(title="Revisions")]
+    damaged: Annotated[list[DamagedRevision] | None, Field(title="Damaged")] = None
 
 
 class TeamRetrieval(BaseModel):
