@@ -201,3 +201,18 @@ def test_a_cold_large_bank_answers_related_checked_false_and_is_never_rebuilt_on
     assert index_mod.active_cache().counters["rebuilds"] == rebuilds
     api.post(B + "/recall", {"query": "Heron launch"})  # a recall loads it into this container
     assert save(api, NEW)["related_checked"] is True
+
+
+def test_saves_after_the_global_random_is_reseeded_keep_every_memory_findable(api):
+    """Whoosh names index segments from the global ``random``, which a caller may seed (a test
+    framework does, per example): segments written after the same seed must still be distinct,
+    so each save's related look-up and recall see every memory."""
+    import random
+    texts = [f"The {w} service writes its audit log to bucket {w}-logs." for w in
+             ("orchid", "walnut", "saffron", "pebble", "juniper", "quartz", "lantern", "meadow")]
+    for text in texts:
+        random.seed(1234)
+        save(api, text)
+    s, body = api.post(B + "/recall", {"query": "audit log bucket", "limit": 20})
+    assert s == 200, body
+    assert sorted(h["memory"]["text"] for h in body["memories"]) == sorted(texts)
