@@ -18,7 +18,7 @@ import numpy as np
 from ..core.records import Memory
 from ..core.store import BankHead
 from . import index as index_mod
-from .recall import _TEXT_FIELDS, _bm25f, _entity_hits, _pick, _stored, analyse
+from .recall import TEXT_FIELDS, analyse, bm25f, entity_hits, pick, stored_record
 from .scorer import CorpusStats
 
 FETCH = 10  # candidates per source
@@ -58,10 +58,10 @@ def _near(readers: list[Any], cache: dict, text: str, vector: np.ndarray | None,
         allowed = [a & np.array([x != exclude for x in sd.ids], dtype=bool) if exclude in sd.ids else a
                    for a, sd in zip(allowed, data, strict=True)]
     q = analyse(text)
-    bm = _bm25f(stats, readers, [(f, t) for t in q.terms for f in _TEXT_FIELDS], allowed)
-    ent = _entity_hits(stats, readers, tuple(dict.fromkeys([*handles, *q.entity_keys])), allowed)
-    keys = dict.fromkeys(_pick(data, [d for d, _v in bm], [v for _d, v in bm], FETCH, None))
-    keys.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, FETCH, None)))
+    bm = bm25f(stats, readers, [(f, t) for t in q.terms for f in TEXT_FIELDS], allowed)
+    ent = entity_hits(stats, readers, tuple(dict.fromkeys([*handles, *q.entity_keys])), allowed)
+    keys = dict.fromkeys(pick(data, [d for d, _v in bm], [v for _d, v in bm], FETCH, None))
+    keys.update(dict.fromkeys(pick(data, [d for d, _v in ent], None, FETCH, None)))
     sims: dict[tuple[int, int], float] = {}
     if vector is not None:
         for i, sd in enumerate(data):
@@ -75,7 +75,7 @@ def _near(readers: list[Any], cache: dict, text: str, vector: np.ndarray | None,
             sims.update({k: float(cos[k[1]]) for k in keys if k[0] == i})
     out = []
     for i, d in keys:
-        rec = _stored(readers[i], d, data[i])
+        rec = stored_record(readers[i], d, data[i])
         if rec is not None and rec.live:
             out.append(Neighbour(rec, sims.get((i, d), 0.0)))
     out.sort(key=lambda n: (-n.similarity, n.memory.id))

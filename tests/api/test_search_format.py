@@ -168,7 +168,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     import zlib
 
     from chalicelib.search import whoosh_private
-    from chalicelib.search.recall import _stored
+    from chalicelib.search.recall import stored_record
     from chalicelib.search.scorer import SegmentData
     ix = _damaged_index(tmp_path, b'{"text":"damson tree pruning"}')
 
@@ -178,7 +178,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     monkeypatch.setattr(whoosh_private.zlib, "decompress", broken)
     capsys.readouterr()
     with ix.reader() as reader:
-        assert _stored(reader, 0, SegmentData(reader)) is None  # one segment: the reader is the leaf
+        assert stored_record(reader, 0, SegmentData(reader)) is None  # one segment: the reader is the leaf
     (line,) = _emf(capsys.readouterr().out, "damaged")
     assert line["kind"] == "index_document" and line["reason"] == "error"
 
