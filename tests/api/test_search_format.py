@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from tests.api.lanes import word
+
 NOW = 1_900_000_000_000
 
 
@@ -224,7 +226,7 @@ def test_snapshots_of_another_format_are_never_loaded_and_go_with_the_next_snaps
     from chalicelib.storage import blobs
     with index.using(index.IndexCache(str(tmp_path / "w"))):
         for i in range(3):
-            _save("s", f"snapshot format memory {i} about limes")
+            _save("s", f"snapshot format memory {word(i)} about limes")
     prefix = index.snapshot_prefix("o", "s")
     blobs.put_bytes(prefix + "3.tar.gz", b"a snapshot of the first format", "application/gzip")
     blobs.put_bytes(prefix + "2.v1.tar.gz", b"another", "application/gzip")
