@@ -7,7 +7,8 @@ A pair is judged on:
 
 - **subject**: the two memories' entity handles when both have some (disjoint handles: another
   subject, never related); the names each text states otherwise (capitalised words that are not
-  the sentence's first: a name both state is the subject, a name only one states is a value);
+  the sentence's first unless a second capitalised word follows it, as in "Aisha Bello leads":
+  a name both state is the subject, a name only one states is a value);
 - **similarity**: the cosine of the two sentence vectors (``chalicelib.semantic``), in [-1, 1];
 - **values** (``values``): what a statement can disagree on, each a lower-cased token: numbers
   and anything holding a digit (versions, times, sizes, ``us-west-2``), URLs, ``#channels``,
@@ -171,13 +172,22 @@ def statement(text: str, handles: frozenset[str] = frozenset()) -> Statement:
             continue
         if _is_value(w):
             values.add(low)
-        elif w[:1].isupper() and low not in _NOT_NAMES and (not opens or w[1:2].isupper()):
+        elif w[:1].isupper() and low not in _NOT_NAMES and (not opens or w[1:2].isupper() or _named_on(toks, i)):
             names.add(low)
             values.add(low)
     stems = frozenset(low[:STEM] for w, _o in toks if (low := w.lower()).isalpha() and len(low) > 2
                       and low not in values and low not in subject and low not in STOP and low not in CUES)
     return Statement(frozenset(names), frozenset(values), frozenset(cues), frozenset(w.lower() for w, _o in toks),
                      stems)
+
+
+def _named_on(toks: list[tuple[str, bool]], i: int) -> bool:
+    """Whether the word after ``toks[i]`` continues a name (capitalised, inside the sentence): a
+    sentence opening with a two-word name ("Aisha Bello leads...") names its first word too."""
+    if i + 1 >= len(toks):
+        return False
+    w, opens = toks[i + 1]
+    return w[:1].isupper() and not opens and w.lower() not in _NOT_NAMES and not _is_value(w)
 
 
 def same_subject(a_handles: frozenset[str], b_handles: frozenset[str], a: Statement, b: Statement) -> bool:

@@ -32,6 +32,14 @@ def test_values_names_and_cues_leave_out_the_subject_and_the_opening_word():
     assert "launc" in s.stems and "heron" not in s.words - {"heron"}
 
 
+def test_a_sentence_opening_with_a_two_word_name_names_both_words():
+    assert st("Aisha Bello leads the Linnet project.", "linnet").names == {"aisha", "bello"}
+    assert st("Production runs Linnet 3.0.", "linnet").names == set()  # one capitalised opening word
+    v = verdict("Aisha Bello leads the Linnet project.", "If Linnet needs a decision, Aisha Bello makes the call.",
+                0.8, handles=("linnet",))
+    assert v is not None and v.relation == "duplicate"
+
+
 def test_another_value_of_one_kind_on_one_attribute_is_a_conflict():
     v = verdict("Heron launches on June 15.", "Heron's launch is on July 20.", 0.8)
     assert v is not None and v.relation == "conflict" and "july" in v.why
