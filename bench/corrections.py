@@ -6,7 +6,8 @@ the knowledge-update set (``bench/knowledge_update``), through the service's RES
   with its subject's entity handle); each save's ``related`` is a prediction ``(related memory,
   saved memory, relation)``. Then each question is recalled (limit ``LIMIT``): the current fact
   first (``score_questions``), the no-answer questions left empty and the gold memories lost with
-  the bank's match threshold on against the same recall with the threshold 0.
+  the bank's match threshold on against the same recall with the threshold 0; and what ranked
+  first when the current fact did not (``causes``).
 - **supersede**: what ``on_conflict: supersede`` would retire, from the flag bank's detections
   (each detected conflict retires its earlier side; tests/api/test_related.py holds the service
   to that): the look-alike pairs linked (``score_pairs``' count) and those with either memory
@@ -109,6 +110,35 @@ def wild(rest: Rest) -> list[ku.Prediction]:
     return preds
 
 
+CAUSES = ("current first", "older first, linked", "older first, not linked", "same subject first",
+          "other subject first", "nothing returned")
+
+
+def causes(results: dict[str, list[str]], preds: list[ku.Prediction], split: str) -> dict[str, int]:
+    """Why each question about a corrected fact of ``split`` has (or lacks) its current memory
+    first: the first hit is the current one; the older one, linked as a conflict (the newer-first
+    rule failed) or not (detection missed it); another memory of the same subject or of another
+    one (ranking); nothing. ``results``: question id -> set ids best first."""
+    linked = {frozenset((p.first, p.second)) for p in preds if p.label == "conflict"}
+    subject = {m.id: m.subject for m in ku.bank()}
+    out = dict.fromkeys(CAUSES, 0)
+    for q in ku.split_questions(split):
+        if q.kind != "current":
+            continue
+        top = (results.get(q.id) or [None])[0]
+        if top is None:
+            cause = "nothing returned"
+        elif top in q.gold:
+            cause = "current first"
+        elif top in q.stale:
+            cause = "older first, linked" if any(frozenset((o, g)) in linked for o in q.stale for g in q.gold) \
+                else "older first, not linked"
+        else:
+            cause = "same subject first" if subject.get(top) == q.subject else "other subject first"
+        out[cause] += 1
+    return out
+
+
 def _score(s: ku.LinkScore) -> dict[str, Any]:
     return {"precision": round(s.precision, 3), "recall": round(s.recall, 3), "tp": s.tp, "fp": s.fp, "fn": s.fn}
 
@@ -134,7 +164,8 @@ def figures() -> dict[str, Any]:
                        "lookalikes_retired_supersede": round(gone / len(looks), 3) if looks else 0.0,
                        "lookalikes_retired_count": f"{gone}/{len(looks)}",
                        "current_first": round(qs.current_first, 3), "current_first_threshold_off": round(first_off, 3),
-                       "no_answer_empty": round(qs.no_answer_empty, 3), "gold_loss": round(qs.gold_loss, 3)}
+                       "no_answer_empty": round(qs.no_answer_empty, 3), "gold_loss": round(qs.gold_loss, 3),
+                       "current_first_causes": causes(with_threshold, preds, split)}
     w = ku.score_pairs(wild(rest), gold=ku.wild())
     data["wild"] = {"conflict": _score(w.conflict), "duplicate": _score(w.duplicate),
                     "lookalikes_linked": f"{w.lookalikes_linked}/{w.lookalikes}"}
@@ -162,6 +193,10 @@ def run() -> tuple[dict[str, Any], list[str]]:
                   f"{d['lookalikes_retired_count']} | "
                   f"{d['current_first']} ({d['current_first_threshold_off']}) | {d['no_answer_empty']} | "
                   f"{d['gold_loss']} |")
+    md += ["", "Questions about a corrected fact, by what ranked first (with the threshold on):", "",
+           "| part | " + " | ".join(CAUSES) + " |", "|---|" + "---|" * len(CAUSES)]
+    md += [f"| {split} | " + " | ".join(str(data[split]["current_first_causes"][c]) for c in CAUSES) + " |"
+           for split in SPLITS]
     w = data["wild"]
     md += ["", f"Wild pairs (36, free wording, no target): conflict P {w['conflict']['precision']} / R "
            f"{w['conflict']['recall']}, duplicate P {w['duplicate']['precision']} / R {w['duplicate']['recall']}, "
