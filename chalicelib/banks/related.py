@@ -19,7 +19,8 @@ A pair is judged on:
 ``relate`` keeps the candidates of the written memory's subject and judges the nearest of them
 (and any as near): one statement per attribute, so the nearest of its subject is the one it can
 restate or correct. ``judge`` answers ``conflict`` when the similarity is at least
-``Thresholds.conflict``, the nearest stands ``Thresholds.margin`` above the next of its subject,
+``Thresholds.conflict``, the nearest stands ``Thresholds.margin`` above the next of its subject
+(or the later names a value of it beside a new one with a correction word: "moved from X to Y"),
 and either both state a value of one kind the other does not while sharing a content word
 (``stems``: "launch", "budget"; two values of one kind on different attributes, a design doc's
 URL and the code's, share none) or the later corrects (a cue only it has); ``duplicate`` when the
@@ -253,7 +254,8 @@ def relate(later: Statement, handles: frozenset[str], candidates: list[Candidate
     ``handles``) duplicates or contradicts, best first, at most ``MAX_RELATED``. Only the
     candidates of its subject count, and of those only the nearest and any other as near as it
     (one statement per attribute: the nearest of its subject is the one it can restate or
-    correct); a conflict only when it stands at least ``thresholds.margin`` above the next."""
+    correct); a conflict only when it stands at least ``thresholds.margin`` above the next, or
+    the later corrects it by naming its value (``_names_the_old_value``)."""
     mine = sorted((c for c in candidates if same_subject(c.handles, handles, c.statement, later)),
                   key=lambda c: -c.similarity)
     if not mine:
@@ -265,6 +267,13 @@ def relate(later: Statement, handles: frozenset[str], candidates: list[Candidate
         if c is not mine[0] and c.similarity < mine[0].similarity:
             break
         v = judge(c.statement, later, c.similarity, subject=True, thresholds=thresholds)
-        if v is not None and (clear or v.relation == "duplicate"):
+        if v is not None and (clear or v.relation == "duplicate" or _names_the_old_value(c.statement, later)):
             out.append((c.id, v))
     return out
+
+
+def _names_the_old_value(earlier: Statement, later: Statement) -> bool:
+    """Whether ``later`` corrects ``earlier`` by name: a correction word it alone has, a value of
+    ``earlier`` and a new one ("moved from us-west-2 to ca-central-1")."""
+    return bool(later.cues - earlier.cues) and bool(earlier.values & later.values) \
+        and bool(later.values - earlier.values)

@@ -82,3 +82,14 @@ def test_relate_judges_only_the_nearest_of_the_subject_and_a_conflict_needs_a_ma
     other = r.Candidate("d", st("Puffin launches on June 15.", "puffin"), frozenset({"puffin"}), 0.95)
     assert [i for i, _v in r.relate(later, frozenset({"heron"}), [near, far, other])] == ["a"]
     assert r.relate(later, frozenset({"heron"}), [near, close]) == []  # too close to call
+
+
+def test_a_correction_naming_the_old_value_needs_no_margin():
+    later = st("Stonechat was moved from us-west-2 to ca-central-1.", "stonechat")
+    hosted = r.Candidate("a", st("We host Stonechat out of us-west-2.", "stonechat"), frozenset({"stonechat"}), 0.64)
+    code = r.Candidate("b", st("Stonechat's repository is https://git.example.com/stonechat.", "stonechat"),
+                       frozenset({"stonechat"}), 0.62)
+    got = r.relate(later, frozenset({"stonechat"}), [hosted, code])
+    assert [(i, v.relation) for i, v in got] == [("a", "conflict")]
+    unnamed = st("Stonechat now runs in ca-central-1.", "stonechat")  # no value of the old memory: a margin
+    assert r.relate(unnamed, frozenset({"stonechat"}), [hosted, code]) == []
