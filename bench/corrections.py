@@ -125,7 +125,7 @@ def causes(results: dict[str, list[str]], preds: list[ku.Prediction], split: str
     for q in ku.split_questions(split):
         if q.kind != "current":
             continue
-        top = (results.get(q.id) or [None])[0]
+        top = next(iter(results.get(q.id) or ()), None)
         if top is None:
             cause = "nothing returned"
         elif top in q.gold:
