@@ -60,6 +60,9 @@ class BankMemory(_Body):
     conflicts_with: list[str] | None = None
     """Live memories detected, when one of the two was saved, to state the same thing about the
     same subject with another value; cleared when either side retires."""
+    observed_at: int | None = None
+    """When the statement was made (ms), as its writer gave it (save, import line, extraction);
+    absent when that is when it was saved."""
     revision: int
     """0 when created, +1 per change."""
     purged_at: int | None = None

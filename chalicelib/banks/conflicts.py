@@ -5,7 +5,8 @@ A conflict link is the ``conflicts_with`` list of both memories (each names the 
 in the transaction that saves the later one; a retiring memory (supersede, forget) leaves every
 partner's list in its own transaction. With the bank's ``on_conflict: supersede`` the earlier
 memory of a detected conflict is retired instead (``superseded_by`` the later, its history's
-``why`` naming the detection and the setting), except a pinned one, which is linked.
+``why`` naming the detection and the setting), except a pinned one and one said after the memory
+being written (``core.records.stated_at``), which are linked.
 Duplicates are reported, never linked.
 """
 
@@ -16,7 +17,7 @@ from typing import Literal
 
 from .. import semantic
 from ..clock import now_ms
-from ..core.records import Memory, RelatedMemory
+from ..core.records import Memory, RelatedMemory, stated_at
 from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
 from ..fingerprint import FINGERPRINT_RE
 from . import related
@@ -70,7 +71,8 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
     """What saving the new memory ``rec`` stages for the conflicts ``detection`` found, each
     partner read again (still live: its revision is the write's condition): ``(rec with its
     links, the partners' writes, {id: action})``. ``on_conflict``: ``flag`` links both,
-    ``supersede`` retires the partner (a pinned one is linked)."""
+    ``supersede`` retires the partner (linked instead when pinned, or said after ``rec``: an
+    ``observed_at`` earlier than its statement)."""
     writes: list[Write] = []
     actions: dict[str, Action] = {}
     links: list[str] = list(rec.conflicts_with or [])
@@ -84,7 +86,7 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
         old = record_of(item)
         if not old.live or old.id == rec.id:
             continue
-        if on_conflict == "supersede" and not old.pinned:
+        if on_conflict == "supersede" and not old.pinned and stated_at(old) <= stated_at(rec):
             new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
                                          "revision": old.revision + 1, "updated_at": now})
             writes.append(Write(new, old, "supersede", item.fp,
@@ -128,7 +130,7 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
 @dataclass(frozen=True)
 class OpenConflict:
     """A live memory and the live memories it conflicts with that were said before it
-    (``search.recall.stated_at``'s rule: created, or last reinforced)."""
+    (``core.records.stated_at``: observed, created or last reinforced)."""
 
     memory: Memory
     earlier: list[Memory]
@@ -143,8 +145,6 @@ def open_conflicts(inc: str, *, limit: int, start: dict[str, str] | None,
     with a link to an earlier live one (so a pair is listed once, under its later side), and
     the stored keys to continue after (``None``: the last page). Reads the bank's live records
     up to ``limit`` matches (``core.store.query_memories_page``) and each partner by id."""
-    from ..search.recall import stated_at  # search imports the banks area, not the reverse
-
     found: dict[str, list[Memory]] = {}
 
     def earlier(rec: Memory) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import audit, idempotency
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Confidence, Memory, RelatedMemory, SaveResult, Source
+from ..core.records import Confidence, Memory, RelatedMemory, SaveResult, Source, stated_at
 from ..core.store import (
     BankRow,
     BankTx,
@@ -48,6 +48,7 @@ from .records import (
     BankSettings,
     SaveRequest,
     UpdateRequest,
+    check_observed_at,
     check_text,
     normalize_handles,
 )
@@ -337,6 +338,7 @@ class _Save:
     source: Source
     revive: bool = False
     supersedes: list[str] = field(default_factory=list)
+    observed_at: int | None = None  # when the statement was made (ms), when its writer said so
 
 
 @dataclass
@@ -385,14 +387,16 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
     if existing is None or existing.purged_at is not None or t.guard is not None:
         rec = Memory(id=t.id, text=save.text, entities=save.entities, tags=save.tags, confidence=save.confidence,
                      corroboration=0, pinned=save.pinned, source=save.source, created_at=now, updated_at=now,
-                     revision=0 if existing is None else existing.revision + 1)
+                     observed_at=save.observed_at, revision=0 if existing is None else existing.revision + 1)
         return rec, "create", []
     merged, dropped = _merge_tags(existing.tags, save.tags)
     update: dict[str, Any] = {
         "corroboration": existing.corroboration + 1, "revision": existing.revision + 1,
         "pinned": existing.pinned or save.pinned,
         "confidence": "stated" if save.confidence == "stated" else existing.confidence,
-        "tags": merged, "updated_at": now}
+        "tags": merged, "updated_at": now,
+        # said again: now, or when its writer says, never earlier than it was last said
+        "observed_at": None if save.observed_at is None else max(save.observed_at, stated_at(existing))}
     op = "reinforce"
     if not existing.live:
         if not save.revive:
@@ -431,7 +435,8 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     save = _Save(text=text, entities=normalize_handles(req.entities, "entities"),
                  tags=normalize_handles(req.tags, "tags"), fp=fingerprint(text), pinned=bool(req.pinned),
                  confidence=confidence, source=source or Source(session_id=req.session_id),
-                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
+                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])),
+                 observed_at=check_observed_at(req.observed_at, now_ms()))
     found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect \
         else conflicts.Detection(checked=False)
 

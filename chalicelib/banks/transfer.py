@@ -34,7 +34,7 @@ from ..storage.damage import Damaged
 from ..storage.txn import TransactionTooLarge
 from ..validation import Line, Millis
 from . import conflicts
-from .records import check_text, normalize_handles
+from .records import check_observed_at, check_text, normalize_handles
 from .service import require_bank
 
 # DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
@@ -154,6 +154,7 @@ class _Line(BaseModel):
     superseded_by: Line | None = Field(None, max_length=64)
     revision: int = Field(0, ge=0)
     purged_at: Millis | None = None
+    observed_at: Millis | None = None
 
 
 def _parse_line(raw: bytes, now: int) -> Memory | None:
@@ -166,6 +167,7 @@ def _parse_line(raw: bytes, now: int) -> Memory | None:
         text = check_text(line.text)
         entities = normalize_handles(line.entities, "entities")
         tags = normalize_handles(line.tags, "tags")
+        observed = check_observed_at(line.observed_at, now)
     except BadRequest as exc:
         raise ValueError(exc.message) from None
     mid = line.id or fingerprint(text)
@@ -178,7 +180,7 @@ def _parse_line(raw: bytes, now: int) -> Memory | None:
             "id": mid, "text": text, "entities": entities, "tags": tags, "confidence": line.confidence,
             "corroboration": line.corroboration, "pinned": line.pinned, "source": line.source,
             "created_at": created, "updated_at": updated, "invalid_at": line.invalid_at,
-            "superseded_by": line.superseded_by, "revision": line.revision})
+            "superseded_by": line.superseded_by, "revision": line.revision, "observed_at": observed})
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None

@@ -76,6 +76,7 @@ class MemoryJSON(TypedDict, total=False):
     invalid_at: int
     superseded_by: str
     conflicts_with: list[str]
+    observed_at: int
     revision: int
     purged_at: int
     dates: list[StatedDateJSON]
@@ -103,6 +104,8 @@ class Memory(BaseModel):
     superseded_by: str | None = None
     # live memories this one was detected to contradict (``banks.conflicts``), both sides linked
     conflicts_with: list[str] | None = Field(None, max_length=64)
+    # when the statement was made (ms), given by its writer (an import line, extraction); None: when saved
+    observed_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
     purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     # set by every write of a bank memory (``core.dates.attach``); None: states none, or written before
@@ -143,6 +146,15 @@ class Memory(BaseModel):
     def order_key(self) -> str:
         """The ``order-index`` sort key: newest ``updated_at`` first, then id ascending."""
         return f"{MAX_ORDER_MS - self.updated_at:015d}#{self.id}"
+
+
+def stated_at(rec: Memory) -> int:
+    """When ``rec`` was last said (ms since epoch): the ``observed_at`` its writer gave, else its
+    ``created_at``, or its last reinforcement (``updated_at`` of a memory saved again,
+    ``corroboration`` > 0). Never a date its text mentions (that is the event's date)."""
+    if rec.observed_at is not None:
+        return rec.observed_at
+    return max(rec.created_at, rec.updated_at) if rec.corroboration > 0 else rec.created_at
 
 
 def validation_reason(exc: ValidationError) -> str:

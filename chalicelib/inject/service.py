@@ -22,12 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import audit, timing
 from ..auth.principal import Principal
 from ..banks.settings_read import recall_settings
-from ..core.records import Memory
+from ..core.records import Memory, stated_at
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
 from ..search.filters import RecallFilter
-from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, stated_at, top_memories
+from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
 from ..usage import keys, meter
 from ..validation import Line

@@ -40,7 +40,7 @@ from .. import metrics, semantic, timing
 from ..banks.settings_read import recall_settings
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Memory
+from ..core.records import Memory, stated_at
 from ..core.store import CONFIG_NAME, CONFIG_ORG, BankHead
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
@@ -232,12 +232,6 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
 
 
 NEWER_DEPTH = 10  # candidates past the limit whose conflict links are read (each read decodes a record)
-
-
-def stated_at(rec: Memory) -> int:
-    """When ``rec`` was last said (ms): its ``created_at``, or its last reinforcement (``updated_at``
-    of a memory saved again, ``corroboration`` > 0). Never a date its text mentions."""
-    return max(rec.created_at, rec.updated_at) if rec.corroboration > 0 else rec.created_at
 
 
 def newer_first(order: list[int], ids: list[str], record: Callable[[int], Memory | None], *,

@@ -216,3 +216,55 @@ def test_saves_after_the_global_random_is_reseeded_keep_every_memory_findable(ap
     s, body = api.post(B + "/recall", {"query": "audit log bucket", "limit": 20})
     assert s == 200, body
     assert sorted(h["memory"]["text"] for h in body["memories"]) == sorted(texts)
+
+
+def test_observed_at_makes_an_earlier_statement_saved_later_rank_second(api):
+    """A transcript's older statement saved after the correction: ``observed_at`` says when it was
+    said, so the correction, said later, ranks first and the injection shows it alone."""
+    from chalicelib.clock import now_ms
+    new = save(api, NEW)["memory"]
+    said = now_ms() - 30 * 86_400_000
+    body = save(api, OLD, observed_at=said)
+    old = body["memory"]
+    assert old["observed_at"] == said and "observed_at" not in new
+    assert [(r["id"], r["relation"]) for r in body["related"]] == [(new["id"], "conflict")]
+    s, got = api.post(B + "/recall", {"query": "When is Heron's public launch?"})
+    assert s == 200, got
+    assert [h["memory"]["id"] for h in got["memories"]][:2] == [new["id"], old["id"]]
+    s, preview = api.post(B + "/preview", {"query": "When is Heron's public launch?"})
+    assert s == 200 and "July 20" in preview["message"] and "June 15" not in preview["message"], preview
+
+
+def test_on_conflict_supersede_never_retires_a_memory_said_after_the_one_written(api):
+    from chalicelib.clock import now_ms
+    api.post(B + "/memories", {"text": OTHER})
+    api.patch(B, {"settings": {"on_conflict": "supersede"}})
+    new = save(api, NEW)["memory"]
+    body = save(api, OLD, observed_at=now_ms() - 86_400_000)
+    assert [(r["id"], r["action"]) for r in body["related"]] == [(new["id"], "linked")]
+    assert "invalid_at" not in memory(api, new["id"]) and "invalid_at" not in body["memory"]
+
+
+@pytest.mark.parametrize("ahead, code", [(3_600_000, "validation_error"), (None, "validation_error")])
+def test_observed_at_in_the_future_or_negative_is_refused_and_writes_nothing(api, ahead, code):
+    from chalicelib.clock import now_ms
+    save(api, OTHER)
+    value = now_ms() + ahead if ahead is not None else -1
+    s, body = api.post(M, {"text": OLD, "entities": ["heron"], "observed_at": value})
+    assert (s, body["code"]) == (400, code) and body["details"]["field"] == "observed_at", body
+    assert [m["text"] for m in api.get(M)[1]["memories"]] == [OTHER]
+
+
+def test_an_import_line_keeps_its_observed_at_and_one_in_the_future_is_a_line_error(api):
+    import json
+
+    from chalicelib.clock import now_ms
+    said = now_ms() - 86_400_000
+    lines = [{"text": OLD, "entities": ["heron"], "observed_at": said},
+             {"text": OTHER, "observed_at": now_ms() + 3_600_000}]
+    s, report = api.post(B + "/import", raw="\n".join(json.dumps(x) for x in lines),
+                         headers={"Content-Type": "application/x-ndjson"})
+    assert s == 200, report
+    assert report["imported"] == 1 and [e["line"] for e in report["errors"]] == [2]
+    assert "observed_at" in report["errors"][0]["error"]
+    assert [m["observed_at"] for m in api.get(M)[1]["memories"]] == [said]

@@ -1557,6 +1557,18 @@ class Supersedes(RootModel[list[Supersede]]):
     ] = None
 
 
+class ObservedAt(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="When the statement was made (ms since epoch), when it was not just now (a transcript, a note from earlier): between two conflicting memories the later statement ranks first. At most 5 minutes ahead of the server's clock.",
+            ge=0,
+            le=253402300799999,
+            title="Observed At",
+        ),
+    ] = None
+
+
 class SaveRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1578,6 +1590,13 @@ class SaveRequest(BaseModel):
         Field(
             description="Bring back the retired (forgotten or superseded) memory with this text; without it such a save is 409 memory_retired and writes nothing.",
             title="Revive",
+        ),
+    ] = None
+    observed_at: Annotated[
+        ObservedAt | None,
+        Field(
+            description="When the statement was made (ms since epoch), when it was not just now (a transcript, a note from earlier): between two conflicting memories the later statement ranks first. At most 5 minutes ahead of the server's clock.",
+            title="Observed At",
         ),
     ] = None
 
@@ -2720,6 +2739,7 @@ class BankMemory(BaseModel):
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
     conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
+    observed_at: Annotated[int | None, Field(title="Observed At")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
@@ -2863,6 +2883,7 @@ class MemoryRevision(BaseModel):
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
     conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
+    observed_at: Annotated[int | None, Field(title="Observed At")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
