@@ -88,9 +88,11 @@ lint: venv
 clean:
 	rm -rf build .pytest_cache
 
-# The committed OpenAPI document (openapi.json), from the routes' declarations.
+# The committed OpenAPI document (openapi.json) and the route table app.py registers at import
+# (chalicelib/api/route_table.py), from the routes' declarations.
 openapi: venv
 	$(BIN)/python -c "import app; from chalicelib.api.openapi import dumps; print(dumps(), end='')" > openapi.json
+	$(BIN)/python -m chalicelib.api.areas > chalicelib/api/route_table.py.new && mv chalicelib/api/route_table.py.new chalicelib/api/route_table.py
 
 # The Python client's generated modules (models, operation table, response types, sync client) from
 # openapi.json: run after `make openapi`; tests/unit/test_client.py fails while they are stale.

@@ -23,6 +23,12 @@ semantic embedder's speed and memory in a fresh process (``bench/embed.py``; in 
 ``--replay`` the cold first recall after 10k writes since the last snapshot (``bench/replay.py``; in
 the default run); ``--fleet`` the fleet simulation of index caches (``bench/fleet.py``; in the
 default run);
+``--fleet-scale`` every fleet-scale figure side by side in one results file (``bench/fleet_scale.py``:
+recall across banks, the cold first recall after unsnapshotted writes, ranking at each of ``--sizes``
+beside bm25s's fair path and tantivy, index bytes, cache accounting against RSS, ``import app`` and
+the package's sizes, the fleet table; never by default), sized by ``--sizes``, ``--fanout-banks 1,10,50``,
+``--fanout-size 1000``, ``--replay-writes 10000``, ``--cache-banks 20`` and ``--fleet-recalls``
+(``--fleet-scale-jobs 2``: two pieces at once, only on an otherwise idle machine);
 ``--writers 1,8,32``, ``--contention-seconds 20`` and ``--contention-seed 10000`` (memories in the
 bank beforehand) size the contention part;
 ``--stack-root PATH`` runs the local (cold) part on another checkout's launcher, and the turn part
@@ -103,6 +109,13 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
     simple = _simple_part(part)
     if simple is not None:
         return simple
+    if part == "fleet_scale":
+        from . import fleet_scale
+        data, md = fleet_scale.run({k: getattr(args, k) for k in (
+            "sizes", "fanout_banks", "fanout_size", "replay_writes", "cache_banks", "fleet_recalls")}
+            | {"startup_repeat": 5, "jobs": args.fleet_scale_jobs})
+        ok = not any("error" in p["data"] for p in data["pieces"].values())
+        return data, md, ok, ok
     root = args.stack_root.resolve() if args.stack_root else None
     good = True
     if part == "turn":
@@ -185,6 +198,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the cold-first-recall-after-10k-unsnapshotted-writes part only (in-process moto)")
     ap.add_argument("--fleet", action="store_true",
                     help="run the fleet simulation of the index caches only (measures 4 bank sizes, then simulates)")
+    ap.add_argument("--fleet-scale", action="store_true",
+                    help="every fleet-scale figure side by side in one results file (bench/fleet_scale.py; "
+                         "never by default)")
+    ap.add_argument("--fanout-banks", type=_sizes, default=[1, 10, 50], help="fleet-scale: bank counts recalled across")
+    ap.add_argument("--fanout-size", type=_at_least(1), default=1000,
+                    help="fleet-scale: memories per bank recalled across")
+    ap.add_argument("--replay-writes", type=_at_least(1), default=10000,
+                    help="fleet-scale: writes since the last scheduled snapshot before the cold first recall")
+    ap.add_argument("--cache-banks", type=_at_least(2), default=20,
+                    help="fleet-scale: banks of 1k the cache accounting opens")
+    ap.add_argument("--fleet-recalls", type=_at_least(100), default=None,
+                    help="fleet-scale: recalls the fleet simulation counts (default: bench.fleet's)")
+    ap.add_argument("--fleet-scale-jobs", type=_at_least(1), default=1,
+                    help="fleet-scale: pieces run at once (default 1; 2 only on an otherwise idle machine)")
     ap.add_argument("--stack-root", type=Path, default=None,
                     help="local part: measure the launcher of this checkout (e.g. an older one) instead")
     ap.add_argument("--tune", action="store_true", help="also run the weight grid on the tune split")
@@ -197,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
                  or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet
-                 or args.fanout or args.save or args.knowledge_update)
+                 or args.fanout or args.fleet_scale or args.save or args.knowledge_update)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -212,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     written = []
     for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "save",
-                 "cold", "turn", "extraction", "fanout", "knowledge_update"):
-        if not ((every and part not in ("cold", "turn", "extraction", "fanout", "knowledge_update"))
+                 "cold", "turn", "extraction", "fanout", "fleet_scale", "knowledge_update"):
+        if not ((every and part not in ("cold", "turn", "extraction", "fanout", "fleet_scale", "knowledge_update"))
                 or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)

@@ -3,14 +3,19 @@ under in-process moto, on the lexical path (no sentence model: the read of the b
 measured, and an older checkout without the model runs the same code).
 
 Per bank count: the recall's p50/p95 in ms over ``QUERIES`` queries once every bank is warm
-(its second recall: the first reads each bank's lane rows and makes the index fresh), the AWS
-calls of one warm recall, and the first recall after another container wrote into one of the
-banks (that bank's lane rows are read again). The corpus: synthetic sentences over a made-up
-vocabulary imported through ``chalicelib.banks.transfer.import_lines``.
+(its second recall: the first reads each bank's lane rows and makes the index fresh), moto's
+share of each recall (the time inside moto's request handler, ``BotocoreStubber.process_request``:
+what DynamoDB itself would do; botocore's and pynamodb's work on the answer stay in Cairn's share)
+and Cairn's share (the rest, p50), the AWS calls of one warm recall, and the first recall after
+another container wrote into one of the banks (that bank's lane rows are read again). The corpus:
+synthetic sentences over a made-up vocabulary imported through
+``chalicelib.banks.transfer.import_lines``.
 
-``python -m bench.fanout [--banks 1,10,50] [--size 1000] [--root PATH]``: with ``--root``, the
-same measurement runs on that checkout's code in a process of its own (its ``.venv``), and both
-are printed side by side. ``python -m bench --fanout`` runs it as a part of ``make bench``.
+``python -m bench.fanout [--banks 1,10,50] [--size 1000] [--root PATH] [--profile]``: with
+``--root``, the same measurement runs on that checkout's code in a process of its own (its
+``.venv``), and both are printed side by side; ``--profile`` prints where the warm recalls of the
+largest bank count spend their time (cProfile, the calling thread only: the parallel batch reads'
+threads show as a wait). ``python -m bench --fanout`` runs it as a part of ``make bench``.
 """
 
 from __future__ import annotations
@@ -42,10 +47,24 @@ def _p(values: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, int(q * len(s)))], 2)
 
 
-def measure(bank_counts: list[int], size: int) -> dict[str, Any]:
+def _profile(recall: Any, banks: list[str], queries: list[str]) -> None:
+    """Print the 30 functions a warm recall of ``banks`` per query spends most time in
+    (cumulative), to stderr."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    prof.runcall(lambda: [recall(ORG, banks, q, limit=10) for q in queries])
+    pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+
+
+def measure(bank_counts: list[int], size: int, profile: bool = False) -> dict[str, Any]:
     """The figures of this checkout (see the module docstring): ``{banks: {n: {...}}}``."""
     os.environ["CAIRN_MODEL_DIR"] = tempfile.mkdtemp(prefix="no-model-")  # the lexical path
-    from bench.harness import CallCounter, backend, fast_moto_transactions
+    from unittest import mock
+
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    from bench.harness import CallCounter, Timer, backend, fast_moto_transactions
 
     counter = CallCounter()
     counter.install()
@@ -68,12 +87,19 @@ def measure(bank_counts: list[int], size: int) -> dict[str, Any]:
             with index.using(cache):
                 for _ in range(2):  # cold, then the first read that can reuse lane rows
                     recall.recall(ORG, banks, "kata note", limit=10)
-                times = []
-                for _q in range(QUERIES):
-                    words = " ".join(rng.sample(WORDS, 2))
-                    t0 = time.perf_counter()
-                    recall.recall(ORG, banks, words, limit=10)
-                    times.append((time.perf_counter() - t0) * 1000)
+                times, moto_ms = [], []
+                moto = Timer()
+                with mock.patch.object(BotocoreStubber, "process_request", moto.wrap(BotocoreStubber.process_request)):
+                    for _q in range(QUERIES):
+                        words = " ".join(rng.sample(WORDS, 2))
+                        moto.ms = 0.0
+                        t0 = time.perf_counter()
+                        recall.recall(ORG, banks, words, limit=10)
+                        times.append((time.perf_counter() - t0) * 1000)
+                        moto_ms.append(moto.ms)
+                if profile and n == max(bank_counts):
+                    queries = [" ".join(rng.sample(WORDS, 2)) for _q in range(QUERIES)]
+                    _profile(recall.recall, banks, queries)
                 counter.calls.clear()
                 counter.on = True
                 recall.recall(ORG, banks, "kata note", limit=10)
@@ -90,6 +116,8 @@ def measure(bank_counts: list[int], size: int) -> dict[str, Any]:
                     recall.recall(ORG, banks, "kata note", limit=10)
                     after_write = (time.perf_counter() - t0) * 1000
             out["banks"][str(n)] = {"p50_ms": _p(times, 0.5), "p95_ms": _p(times, 0.95), "calls": calls,
+                                    "moto_ms": round(sum(moto_ms) / len(moto_ms), 2),
+                                    "cairn_p50_ms": _p([t - m for t, m in zip(times, moto_ms, strict=True)], 0.5),
                                     "after_write_ms": round(after_write, 2)}
     return out
 
@@ -109,20 +137,28 @@ def _other(root: Path, bank_counts: list[int], size: int) -> dict[str, Any]:
 def table(here: dict[str, Any], there: dict[str, Any] | None) -> list[str]:
     """Markdown lines: one row per bank count, this checkout (and ``there``) side by side."""
     md = ["## Recall across banks (in-process moto, lexical path)", "",
-          f"Banks of {here['size']} memories each; p50/p95 of {QUERIES} warm recalls; calls of one warm recall; "
-          "the first recall after another container wrote into one of the banks.", "",
-          "| banks | p50 ms | p95 ms | x one bank | AWS calls (warm) | after a write ms |"
-          + (" before: p50 ms | before: x one bank | before: calls |" if there else ""),
-          "|---|---|---|---|---|---|" + ("---|---|---|" if there else "")]
-    one = here["banks"][min(here["banks"], key=int)]["p50_ms"]
+          f"Banks of {here['size']} memories each; p50/p95 of {QUERIES} warm recalls; moto's share (mean: time in "
+          "moto's request handler) and Cairn's (the rest, p50); calls of one warm recall; the first recall after "
+          "another container wrote into one of the banks.", "",
+          "| banks | p50 ms | p95 ms | x one bank | moto ms | Cairn's share ms | Cairn's x one bank | AWS calls (warm) "
+          "| after a write ms |"
+          + (" before: p50 ms | before: x one bank | before: Cairn's share ms | before: Cairn's x one bank "
+             "| before: calls |" if there else ""),
+          "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|---|" if there else "")]
+    first = here["banks"][min(here["banks"], key=int)]
+    one, cairn_one = first["p50_ms"], first.get("cairn_p50_ms") or 1.0
     for n, r in sorted(here["banks"].items(), key=lambda kv: int(kv[0])):
         calls = ", ".join(f"{k.split('.', 1)[-1]} {v}" for k, v in sorted(r["calls"].items()))
-        row = f"| {n} | {r['p50_ms']} | {r['p95_ms']} | {r['p50_ms'] / one:.1f}x | {calls} | {r['after_write_ms']} |"
+        row = (f"| {n} | {r['p50_ms']} | {r['p95_ms']} | {r['p50_ms'] / one:.1f}x | {r.get('moto_ms', '-')} | "
+               f"{r.get('cairn_p50_ms', '-')} | {r.get('cairn_p50_ms', 0) / cairn_one:.1f}x | {calls} | "
+               f"{r['after_write_ms']} |")
         if there and "banks" in there and n in there["banks"]:
             b = there["banks"][n]
-            bone = there["banks"][min(there["banks"], key=int)]["p50_ms"]
+            bfirst = there["banks"][min(there["banks"], key=int)]
+            bone, bcairn = bfirst["p50_ms"], bfirst.get("cairn_p50_ms") or 1.0
             bcalls = ", ".join(f"{k.split('.', 1)[-1]} {v}" for k, v in sorted(b["calls"].items()))
-            row += f" {b['p50_ms']} | {b['p50_ms'] / bone:.1f}x | {bcalls} |"
+            row += (f" {b['p50_ms']} | {b['p50_ms'] / bone:.1f}x | {b.get('cairn_p50_ms', '-')} | "
+                    f"{b.get('cairn_p50_ms', 0) / bcairn:.1f}x | {bcalls} |")
         md.append(row)
     if there and "error" in there:
         md += ["", f"The other checkout failed: `{there['error'][-300:]}`"]
@@ -130,10 +166,10 @@ def table(here: dict[str, Any], there: dict[str, Any] | None) -> list[str]:
 
 
 def run(bank_counts: list[int] | None = None, size: int = 1000,
-        root: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+        root: Path | None = None, profile: bool = False) -> tuple[dict[str, Any], list[str]]:
     """``make bench``'s part: ``(data, markdown lines)``."""
     counts = bank_counts or [1, 10, 50]
-    here = measure(counts, size)
+    here = measure(counts, size, profile)
     there = _other(root, counts, size) if root is not None else None
     return {"here": here, "before": there}, table(here, there)
 
@@ -144,12 +180,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--root", type=Path, default=None, help="another checkout to measure beside this one")
     ap.add_argument("--json", action="store_true", help="print this checkout's figures as one JSON line")
+    ap.add_argument("--profile", action="store_true", help="print where the largest bank count's recalls spend time")
     args = ap.parse_args()
     counts = [int(x) for x in args.banks.split(",") if x.strip()]
     if args.json:
         print(json.dumps(measure(counts, args.size)))
         return
-    _data, md = run(counts, args.size, args.root)
+    _data, md = run(counts, args.size, args.root, args.profile)
     print("\n".join(md))
 
 

@@ -23,19 +23,20 @@ Measured (once per run, in this process, the real code):
   a new container's first recall (``search.recall.recall`` with the bank row given: the snapshot's
   S3 list and download, timed apart as moto's; its extraction and opening, the first ranking);
   warm recall latency (p50 over ``QUERIES`` queries, query embedding included when the model is
-  available); the bytes the cache accounts for the bank once warm (``BankIndex.size_bytes +
-  memory_bytes()``), what the process's resident memory grew by for it (one bank, loaded and
+  available); the bytes the cache accounts for the bank once warm (``BankIndex.resident_bytes()``,
+  what its budget holds), what the process's resident memory grew by for it (one bank, loaded and
   warm: noisy, the allocator keeps what it freed) and the snapshot's size.
 
 Modelled: sizes between those measured by log-log interpolation (beyond them, extrapolation);
 S3's download as ``S3_FIRST_BYTE_MS`` + bytes at ``S3_MB_PER_S`` (moto's in-process time is not
 S3's); the consistent bank read as ``BANK_READ_MS`` per recall. The caches are real
 ``IndexCache`` objects whose entries are ``BankIndex`` records with no index behind them, sized
-to the measured accounting: the class's own LRU order and ``_evict`` decide what leaves for the
-first ``crosscheck`` recalls, and ``Lru`` (the same policy with a running total, checked against
-it recall by recall) for the fleet's; ``Gdsf`` (GreedyDual-Size-Frequency) is the alternative
-policy compared. ``choose`` picks per stage the best hit rate whose peak accounted bytes, scaled
-by the measured resident-to-accounted ratio, fit the stage's memory with ``HEADROOM``.
+to the measured accounting and costing the modelled miss to load: the class's own
+GreedyDual-Size-Frequency order and ``_evict`` decide what leaves for the first ``crosscheck``
+recalls, and ``Gdsf`` (the same policy, checked against it recall by recall) for the fleet's;
+``Lru`` (least recently used, the cache's policy before) is the alternative compared.
+``choose`` picks per stage the best hit rate whose peak accounted bytes, scaled by the measured
+resident-to-accounted ratio, fit the stage's memory with ``HEADROOM``.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def measure_size(n: int, root: str) -> dict[str, Any]:
                     warm.append((time.perf_counter() - started) * 1000)
             rss_added = rss_mb() - rss_before  # this process's growth for one bank, loaded and warm
             loaded = cache.get(ORG, bank)
-            accounted = loaded.size_bytes + loaded.memory_bytes() if loaded is not None else 0
+            accounted = loaded.resident_bytes() if loaded is not None else 0
     for cache in caches:
         cache.drop()
     cold.sort()
@@ -229,19 +230,20 @@ def fleet_sizes(rng: random.Random) -> list[int]:
     return sizes
 
 
-def _stub(cache: Any, bank: int, accounted: int) -> Any:
-    """A ``BankIndex`` with no index behind it, accounted as ``accounted`` bytes."""
+def _stub(cache: Any, bank: int, files: int, load_ms: float) -> Any:
+    """A ``BankIndex`` with no index behind it, of ``files`` bytes of files, that took
+    ``load_ms`` to load."""
     from chalicelib.core.store import Clock
     from chalicelib.search import index
     return index.BankIndex(f"org{bank // BANKS_PER_ORG}", f"bank{bank}", "inc",
-                           os.path.join(cache.root, "none", str(bank)), None, clock=Clock((0,)), size_bytes=accounted)
+                           os.path.join(cache.root, "none", str(bank)), None, clock=Clock((0,)), size_bytes=files,
+                           load_ms=load_ms)
 
 
 class Lru:
-    """``IndexCache``'s policy with a running total: a recall moves its bank to the recent end;
-    a new bank goes in, then the least recent others leave until the total is within the budget
-    (the new one stays even when alone over it). ``crosscheck`` holds it to the real class:
-    ``IndexCache._evict`` sums every entry on each call, too slow for a fleet's worth of recalls."""
+    """Least recently used, the cache's policy before GDSF: a recall moves its bank to the
+    recent end; a new bank goes in, then the least recent others leave until the total is within
+    the budget (the new one stays even when alone over it)."""
 
     def __init__(self, budget_bytes: int) -> None:
         from collections import OrderedDict
@@ -264,32 +266,34 @@ class Lru:
 
 
 class Gdsf:
-    """The alternative compared with the cache's LRU: GreedyDual-Size-Frequency. A bank's priority
-    is the clock plus its recalls times its miss cost (ms) over its bytes; the lowest leaves and
-    its priority becomes the clock. Small banks that cost nearly as much to load as large ones
-    stay longer."""
+    """``IndexCache``'s policy, GreedyDual-Size-Frequency, with a running total: a bank's priority
+    is the clock plus its recalls times its miss cost (ms, at least 1) over its bytes (of equal
+    priorities the one set first is the lower); the lowest leaves and its priority becomes the
+    clock. Small banks that cost nearly as much to load as large ones stay longer. ``crosscheck``
+    holds it to the real class."""
 
     def __init__(self, budget_bytes: int) -> None:
-        self.budget, self.total, self.clock = budget_bytes, 0, 0.0
-        self.entries: dict[int, tuple[float, int, int]] = {}  # bank -> (priority, recalls, bytes)
-        self.heap: list[tuple[float, int]] = []
+        self.budget, self.total, self.clock, self.pushes = budget_bytes, 0, 0.0, 0
+        self.entries: dict[int, tuple[int, int, int]] = {}  # bank -> (push, recalls, bytes)
+        self.heap: list[tuple[float, int, int]] = []  # (priority, push, bank)
 
     def recall(self, bank: int, size: int, cost: float = 1.0) -> bool:
         hit = bank in self.entries
         freq = self.entries[bank][1] + 1 if hit else 1
         if not hit:
             self.total += size
-        prio = self.clock + freq * cost / max(size, 1)
-        self.entries[bank] = (prio, freq, size)
-        heapq.heappush(self.heap, (prio, bank))
+        prio = self.clock + freq * max(cost, 1.0) / max(size, 1)
+        self.pushes += 1
+        self.entries[bank] = (self.pushes, freq, size)
+        heapq.heappush(self.heap, (prio, self.pushes, bank))
         kept = None
         while self.total > self.budget and self.heap:
-            p, b = heapq.heappop(self.heap)
+            p, push, b = heapq.heappop(self.heap)
             cur = self.entries.get(b)
-            if cur is None or cur[0] != p:
+            if cur is None or cur[0] != push:
                 continue  # a stale heap item
             if b == bank:
-                kept = (p, b)  # the bank just recalled stays, as with the LRU
+                kept = (p, push, b)  # the bank just recalled stays, even alone over the budget
                 continue
             self.clock = p
             self.total -= cur[2]
@@ -301,30 +305,29 @@ class Gdsf:
 
 def crosscheck(model: CostModel, budget_mb: float, root: str, recalls: int = 5000) -> int:
     """Drive a real ``IndexCache`` (``BankIndex`` records with no index behind them, sized to
-    the accounting, through its ``_touch`` and ``_evict``) and ``Lru`` with the same recalls of
-    one container; raise ``AssertionError`` at the first recall they disagree on. Returns the
-    recalls compared."""
+    the accounting, through its ``admit``, ``_touch`` and ``_evict``) and ``Gdsf`` with the same
+    recalls of one container; raise ``AssertionError`` at the first recall they disagree on.
+    Returns the recalls compared."""
     from chalicelib.search import index
     rng = random.Random(SEED + 1)
     sizes = fleet_sizes(rng)
     cache = index.IndexCache(os.path.join(root, "crosscheck"), budget_mb)
-    lru = Lru(cache.budget_bytes)
+    gdsf = Gdsf(cache.budget_bytes)
     weights = [1.0 / (r + 1) ** ACCESS_EXPONENT for r in range(len(sizes))]
     for b in rng.choices(range(len(sizes)), weights=weights, k=recalls):
-        size = int(model.at("accounted_bytes", sizes[b]))
+        n = sizes[b]
         key = (f"org{b // BANKS_PER_ORG}", f"bank{b}")
         hit = key in cache.entries
-        if hit:
-            cache._touch(key)
-        else:
-            cache.entries[key] = _stub(cache, b, size)
-            cache._evict(keep=key)
-        assert lru.recall(b, size) == hit, b
-        assert [int(k[1][4:]) for k in cache.entries] == list(lru.entries), b
+        if not hit:  # files counted twice (mapped and copied): half the accounted bytes
+            cache.admit(key, _stub(cache, b, int(model.at("accounted_bytes", n)) // 2, model.miss_ms(n)))
+        cache._touch(key)
+        cache._evict(keep=key)
+        assert gdsf.recall(b, cache.entries[key].resident_bytes(), model.miss_ms(n)) == hit, b
+        assert sorted(int(k[1][4:]) for k in cache.entries) == sorted(gdsf.entries), b
     return recalls
 
 
-POLICIES: dict[str, type[Lru] | type[Gdsf]] = {"lru": Lru, "gdsf": Gdsf}
+POLICIES: dict[str, type[Lru] | type[Gdsf]] = {"gdsf": Gdsf, "lru": Lru}
 
 
 def simulate(model: CostModel, budget_mb: float, policy: str = "lru") -> dict[str, Any]:
@@ -442,8 +445,8 @@ def markdown(out: dict[str, Any]) -> list[str]:
                   f"{m['rss_added_bytes']:,} | {m['cold_ms']} | {m['cold_moto_s3_ms']} | {m['cold_cairn_ms']} | "
                   f"{m['warm_p50_ms']} | {m['warm_p95_ms']} |")
     md += ["", f"Simulated (modelled: S3 {S3_FIRST_BYTE_MS:g} ms + {S3_MB_PER_S:g} MB/s, bank read "
-           f"{BANK_READ_MS:g} ms; `lru` is the cache's policy, checked against `IndexCache._evict` over "
-           f"{out['crosscheck_recalls']:,} recalls; `gdsf` the alternative):", "",
+           f"{BANK_READ_MS:g} ms; `gdsf` is the cache's policy, checked against `IndexCache._evict` over "
+           f"{out['crosscheck_recalls']:,} recalls; `lru` the one before):", "",
            "| stage | policy | budget (MB) | hit rate | cold-start rate | p50 (ms) | p95 | p99 | mean | "
            "held MB (mean) | peak accounted MB | container starts |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
@@ -28,6 +28,7 @@ from .errors import BadRequest, Conflict
 from .settings import get_settings
 from .storage.tables import IdempotencyModel, bind
 from .usage import meter
+from .validation import Model
 
 # The record's ``status`` when ``body[RESULT]`` holds the domain result (``_StoredSave``). Records
 # written before hold an HTTP status (200/201) and the rendered body, whose memory is
@@ -78,12 +79,12 @@ def make(token_id: str, route: str, client_key: str | None, body: bytes) -> Idem
     return IdemKey(key=f"{token_id}|{route}|{client_key}", request_digest=digest, token_id=token_id)
 
 
-class _RevisionRef(BaseModel):
+class _RevisionRef(Model):
     bank_key: str
     seq: int
 
 
-class _StoredSave(BaseModel):
+class _StoredSave(Model):
     """The stored form of a ``SaveResult``: the memory as a reference to its revision."""
 
     created: bool

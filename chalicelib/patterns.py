@@ -115,27 +115,52 @@ _UNANCHORED, _ANCHOR_START, _ANCHOR_BOTH = (re2._Anchor.UNANCHORED, re2._Anchor.
 
 
 class Pattern:
-    """An RE2 pattern with ``re.Pattern``'s methods (``sub`` takes a literal replacement)."""
+    """An RE2 pattern with ``re.Pattern``'s methods (``sub`` takes a literal replacement).
 
-    __slots__ = ("_re", "_rx", "groups", "names", "pattern")
+    ``lazy``: compiled on first use, not when made (``compile`` makes every module-level pattern
+    so: RE2's compiling of them all was a tenth of ``import app``); a pattern RE2 refuses then
+    raises at its first use, and ``tests/api/test_linear_patterns.py`` uses every one."""
 
-    def __init__(self, regex: str) -> None:
+    __slots__ = ("_groups", "_names", "_rx", "pattern")
+
+    def __init__(self, regex: str, lazy: bool = False) -> None:
         self.pattern = regex
+        self._rx: Any = None
+        if not lazy:
+            self._build()
+
+    def _build(self) -> Any:
+        """Compile (once; a race compiles twice, harmlessly): the compiled RE2 object. Raises
+        ``ValueError`` when RE2 refuses the pattern or it matches the empty text."""
         try:
-            self._re = re2.compile(regex.encode("utf-8"), _OPTIONS)
+            compiled = re2.compile(self.pattern.encode("utf-8"), _OPTIONS)
         except re2.error as exc:
-            raise ValueError(f"RE2 refuses the pattern {regex!r}: {exc}") from None
+            raise ValueError(f"RE2 refuses the pattern {self.pattern!r}: {exc}") from None
         # the compiled RE2 object of google-re2's wrapper (pinned in requirements.txt): its Match
         # gives every group's byte span at once, without a match object per call
-        self._rx = self._re._regexp
+        rx = compiled._regexp
         # a match of nothing would step the scan into the middle of a UTF-8 sequence
-        if self._spans(_UNANCHORED, b"", 0) is not None:
-            raise ValueError(f"the pattern {regex!r} matches the empty text")
-        self.groups: int = self._re.groups
-        self.names: dict[str, int] = {k.decode("utf-8"): v for k, v in self._re.groupindex.items()}
+        if rx.Match(_UNANCHORED, b"", 0, 0)[0][0] >= 0:
+            raise ValueError(f"the pattern {self.pattern!r} matches the empty text")
+        self._groups: int = compiled.groups
+        self._names: dict[str, int] = {k.decode("utf-8"): v for k, v in compiled.groupindex.items()}
+        self._rx = rx
+        return rx
+
+    @property
+    def groups(self) -> int:
+        if self._rx is None:
+            self._build()
+        return self._groups
+
+    @property
+    def names(self) -> dict[str, int]:
+        if self._rx is None:
+            self._build()
+        return self._names
 
     def _spans(self, anchor: object, b: bytes, pos: int) -> list[tuple[int, int]] | None:
-        spans = self._rx.Match(anchor, b, pos, len(b))
+        spans = (self._rx or self._build()).Match(anchor, b, pos, len(b))
         return None if spans[0][0] < 0 else spans
 
     def _one(self, anchor: object, text: str) -> Match | None:
@@ -203,8 +228,8 @@ PATTERNS: list[Pattern | StdPattern] = []
 
 def compile(regex: str) -> Pattern:
     """``regex`` compiled by RE2 (flags inline: ``(?i)``, ``(?s)``); raises ``ValueError`` when
-    RE2 refuses it (a look-around, a back-reference)."""
-    p = Pattern(regex)
+    RE2 refuses it (a look-around, a back-reference) at its first use."""
+    p = Pattern(regex, lazy=True)
     PATTERNS.append(p)
     return p
 
@@ -224,7 +249,7 @@ def from_stdlib(regex: re.Pattern[str]) -> Pattern:
     ``(?!\\w)`` (RE2 has no look-ahead) becomes a consumed non-word character, outside the
     groups ``findall`` yields (the whole pattern becomes group 1 when it has none); a repeat
     counted past RE2's bound has no upper bound (``_split_repeats``). Raises
-    ``ValueError`` when RE2 cannot read it."""
+    ``ValueError`` when RE2 cannot read it (RE2's own refusal: at its first use)."""
     source, flags = regex.pattern, ""
     if regex.flags & re.IGNORECASE:
         flags += "i"

@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     openai_api_key: str = Field("unused", repr=False, description="API key of that endpoint (never logged).")
     model_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one extraction model call, seconds.")
     index_dir: str = Field("", description="Directory of the recall indexes; empty: a private one per process.")
-    index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before LRU eviction, MB.")
+    index_cache_mb: float = Field(400.0, ge=0, description="Size of the cached recall indexes before eviction, MB.")
     snapshot_every: int = Field(1000, ge=1, le=1_000_000, description="Changes since a bank's last index snapshot "
                                 "after which the container that catches up to them (a reader, or a writer) leaves "
                                 "a new one: a cold container replays about this many at most.")

@@ -28,10 +28,11 @@ import threading
 import tomllib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .settings import is_configured
+from .validation import Model
 
 log = logging.getLogger("cairn.tuning")
 
@@ -43,7 +44,7 @@ _MAX_WEIGHT = 1000.0  # a signal's weight: far above any tuned one, far below wh
 _YEAR_S = 366 * 24 * 3600
 
 
-class MemoryTuning(BaseModel):
+class MemoryTuning(Model):
     """The ``[memory]`` settings (the recall interface). Units: counts, UTF-8
     bytes (``max_content``, ``max_rule_chars``), seconds (``nudge_cooldown``), tokens
     (``recall_budget_tokens``, 4 bytes each), days (``decay_half_life_days``), minutes

@@ -31,7 +31,7 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
 from . import patterns
 from .errors import BadRequest
@@ -39,6 +39,15 @@ from .errors import BadRequest
 MAX_SAFE_INT = 2**53 - 1
 MAX_TIME_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 MAX_DEPTH = 64
+
+
+class Model(BaseModel):
+    """The base of chalicelib's pydantic models: each builds its validator and schema on first use
+    (``defer_build``), not when its module is imported, so ``import app`` does not pay for every
+    route's models (``tests/api/test_startup.py`` holds every model to it). Validation, errors and
+    schemas are the same as built at once."""
+
+    model_config = ConfigDict(defer_build=True)
 
 # one class each, run on every string of every body; they must find lone surrogates (RE2 cannot)
 _EVERY_STRING = "one class, on every string of a body, finding lone surrogates"

@@ -5,9 +5,10 @@ and what a cold start imports arrives compiled.
 - ``--drop``: the categories of ``CATEGORIES`` whose files leave the zip (``make package`` names
   them in ``PACKAGE_DROP``). A licence file (``LICENSE``, ``COPYING``, ``NOTICE``, ``AUTHORS``)
   and anything under a ``*.dist-info`` folder always stay.
-- ``--compile``: the modules a cold start imports (``import app``, then ``chalicelib.semantic``'s
-  model and one embedding, as ``infra.package_check``'s probe does), found by running the slimmed
-  package alone, get an unchecked-hash ``.pyc`` beside their source (``__pycache__``). Lambda's
+- ``--compile``: the modules a cold start imports (``import app``; every module of ``chalicelib``,
+  as the first request or event that needs one imports it; ``chalicelib.semantic``'s model and
+  one embedding, as ``infra.package_check``'s probe does), found by running the slimmed package
+  alone, get an unchecked-hash ``.pyc`` beside their source (``__pycache__``). Lambda's
   ``/var/task`` is read-only: without one, every cold container compiles every module it imports.
   The build's Python must be the runtime's (3.11): a ``.pyc`` is tied to its minor version.
 
@@ -84,6 +85,10 @@ PROBE = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import app
+import importlib, pkgutil, chalicelib
+# every module of the service: app.py registers every route and event, each module imported on first use
+for info in pkgutil.walk_packages(chalicelib.__path__, "chalicelib."):
+    importlib.import_module(info.name)
 from chalicelib import semantic
 semantic.embed_query("warm the model")
 import zstandard

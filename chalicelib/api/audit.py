@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .. import audit
 from ..auth.principal import Permission
 from ..errors import BadRequest
+from ..validation import Model
 from .http import Ctx, IntRange, endpoint, parse_query
 
 bp = Blueprint(__name__)
@@ -20,7 +21,7 @@ MAX_MS = 9_999_999_999_999  # the 13 digits an event's time key holds
 PAGE_MAX, PAGE_DEFAULT = 500, 100
 
 
-class EventsQuery(BaseModel):
+class EventsQuery(Model):
     """``?action=&actor=&target=&since=&until=&limit=&cursor=``: ``action`` one of
     ``audit.ACTIONS``; ``actor`` (``<kind>:<user or token id>``) and ``target`` exact values; events
     with ``since <= at < until`` (ms since the epoch, ``until`` greater than ``since``); ``limit``
@@ -54,7 +55,7 @@ class EventsQuery(BaseModel):
         return self
 
 
-class OrgAuditEvent(BaseModel):
+class OrgAuditEvent(Model):
     """One audit event: who did what to which target, never memory text."""
 
     id: str = Field(description="The event's position: `<at, 13 digits>#<hex>`.")
@@ -65,7 +66,7 @@ class OrgAuditEvent(BaseModel):
     at: int | None = Field(description="ms since epoch.")
 
 
-class OrgAuditEventPage(BaseModel):
+class OrgAuditEventPage(Model):
     """A page of the org's audit events, oldest first."""
 
     events: list[OrgAuditEvent]

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
 from .. import idempotency
 from ..auth.principal import Permission
@@ -30,13 +30,14 @@ from ..inject.render import Rule, Section, render_section
 from ..names import check_name
 from ..settings import get_settings
 from ..tuning import get_tuning
-from . import banks_models as m
+from ..validation import Model
 from .http import (
     Ctx,
     IntRange,
     QueryBool,
     Raw,
     Reply,
+    ResponseModels,
     damaged_header,
     endpoint,
     parse_json,
@@ -45,6 +46,7 @@ from .http import (
 )
 
 bp = Blueprint(__name__)
+m = ResponseModels("chalicelib.api.banks_models")
 
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
@@ -119,7 +121,7 @@ def render_import(result: ImportResult, *, readable: bool = True) -> dict[str, A
     return body
 
 
-class BanksQuery(BaseModel):
+class BanksQuery(Model):
     """``GET /v1/banks?limit=&cursor=&trashed=``: ``limit`` within 1..``BANKS_PAGE_MAX`` (default
     ``BANKS_PAGE_DEFAULT``); the trash listing (``trashed=true``) is one page, without either."""
 
@@ -135,7 +137,7 @@ def _page_limit_schema(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"type": "integer", "minimum": 1}, {"const": ""}]
 
 
-class MemoriesQuery(BaseModel):
+class MemoriesQuery(Model):
     """``GET /v1/banks/{bank}/memories?limit=&cursor=&tag=&include_superseded=``: ``limit`` within
     1..``Settings.memories_page_max`` (default ``Settings.memories_page_default``), read first."""
 
@@ -154,7 +156,7 @@ class MemoriesQuery(BaseModel):
         return IntRange(1, settings.memories_page_max).parse(v, "limit", settings.memories_page_default)
 
 
-class ExportQuery(BaseModel):
+class ExportQuery(Model):
     """``GET /v1/banks/{bank}/export?history=``."""
 
     history: QueryBool = False
@@ -296,7 +298,7 @@ def list_memories(ctx: Ctx, bank: str):
                                              include_superseded=q.include_superseded, text=q.q))
 
 
-class ConflictsQuery(BaseModel):
+class ConflictsQuery(Model):
     """``GET /v1/banks/{bank}/conflicts?limit=&cursor=``."""
 
     limit: Annotated[int, IntRange(1, 100)] = 20

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Rate
 
-from ..events import extraction, reload, schedules
+from ..events import reload, schedules
 from ..logs import configure_logging
 
 bp = Blueprint(__name__)
@@ -27,6 +27,8 @@ S3_PATTERN = {"source": ["aws.s3"], "detail-type": list(reload.RULE_EVENTS)}
 @bp.on_sqs_message(queue_arn=QUEUE_ARN_PLACEHOLDER, batch_size=10)
 def run_extraction(event):
     """Extraction jobs: a partial batch response, so one bad message never blocks the others."""
+    from ..events import extraction  # the extractor loads on the first job, not at import app
+
     return extraction.handle_batch([r.to_dict() for r in event])
 
 

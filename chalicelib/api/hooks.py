@@ -13,15 +13,15 @@ import dataclasses
 from typing import Annotated
 
 from chalice import Blueprint
-from pydantic import BaseModel
 
 from .. import doctor, status
 from ..auth.principal import Permission
 from ..extraction import service
-from . import banks_models as m
-from .http import Ctx, IntRange, Reply, endpoint, parse_query
+from ..validation import Model
+from .http import Ctx, IntRange, Reply, ResponseModels, endpoint, parse_query
 
 bp = Blueprint(__name__)
+m = ResponseModels("chalicelib.api.banks_models")
 
 WRITE, ADMIN = Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
@@ -61,7 +61,7 @@ def run_doctor(ctx: Ctx):
     return doctor.run_checks(ctx.principal.actor, ctx.principal.org_id)
 
 
-class StatusQuery(BaseModel):
+class StatusQuery(Model):
     """``GET /v1/status?limit=&cursor=``: ``limit`` within 1..``status.PAGE_MAX`` (default
     ``status.PAGE_DEFAULT``); ``cursor`` from the previous page."""
 

@@ -14,6 +14,7 @@ paths, so no Chalice-shaped error body ever reaches a client.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -144,15 +145,26 @@ def misconfigured(err: ConfigError) -> CairnError:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _error_message(e: Any) -> str:
+    """A pydantic error's message; a string's length bound in characters (pydantic says "items"
+    for a string type of ours, as for a list)."""
+    kind, ctx, value = e.get("type"), e.get("ctx") or {}, e.get("input")
+    if kind in ("too_long", "too_short") and isinstance(value, str):
+        bound = ctx.get("max_length" if kind == "too_long" else "min_length")
+        word = "at most" if kind == "too_long" else "at least"
+        return f"Value should have {word} {bound} character{'' if bound == 1 else 's'}, not {len(value)}"
+    return str(e.get("msg"))
+
+
 def validation_failure(exc: ValidationError) -> BadRequest:
     """A pydantic ``ValidationError`` as 400 ``validation_error`` naming the first bad field
     (``details: {field, errors: [{field, message}]}``)."""
     errs = exc.errors()
     first = errs[0] if errs else {"loc": (), "msg": "invalid"}
     loc = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    return BadRequest(f"Invalid field '{loc}': {first.get('msg')}.",
+    return BadRequest(f"Invalid field '{loc}': {_error_message(first)}.",
                       details={"field": loc, "errors": [{"field": ".".join(str(p) for p in e.get("loc", ())),
-                                                         "message": e.get("msg")} for e in errs[:20]]})
+                                                         "message": _error_message(e)} for e in errs[:20]]})
 
 
 def parse_json(raw: bytes, model: type[BaseModel] | None) -> Any:
@@ -340,9 +352,43 @@ class Raw:
 NO_BODY = Raw("", "No body.")
 
 
-Responses = dict[int, "type[BaseModel] | Raw | tuple[type[BaseModel] | Raw, ...]"]
-"""A route's success responses: status -> the pydantic model of its JSON body, a ``Raw`` body, or a
-tuple of these (one status, several media types)."""
+@dataclass(frozen=True)
+class ModelRef:
+    """A response model named by its module and class, imported when the OpenAPI document or an
+    MCP output schema needs it (``ResponseModels``)."""
+
+    module: str
+    name: str
+
+    def resolve(self) -> type[BaseModel]:
+        model: type[BaseModel] = getattr(importlib.import_module(self.module), self.name)
+        return model
+
+
+class ResponseModels:
+    """A module of response models as route declarations see it: with
+    ``m = ResponseModels("chalicelib.api.banks_models")``, ``m.Bank`` is a ``ModelRef``, so
+    ``responses={200: m.Bank}`` does not import the module. Response models serve only the OpenAPI
+    document and MCP output schemas (views render plain dicts), so ``import app`` builds none."""
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return ModelRef(self._module, name)
+
+
+Responses = dict[int, "type[BaseModel] | ModelRef | Raw | tuple[type[BaseModel] | ModelRef | Raw, ...]"]
+"""A route's success responses: status -> the pydantic model of its JSON body (or a ``ModelRef``
+to it), a ``Raw`` body, or a tuple of these (one status, several media types)."""
+
+
+def _resolved(declared: Any) -> Any:
+    if isinstance(declared, tuple):
+        return tuple(_resolved(d) for d in declared)
+    return declared.resolve() if isinstance(declared, ModelRef) else declared
 
 
 @dataclass(frozen=True)
@@ -358,7 +404,7 @@ class Route:
     bank_scoped: bool
     public: bool = False
     query: type[BaseModel] | None = None
-    responses: Responses = field(default_factory=dict)
+    declared: Responses = field(default_factory=dict)
     errors: tuple[str, ...] = ()
     name: str = ""
     doc: str = ""
@@ -366,6 +412,12 @@ class Route:
     envelope: str = "error"
     meter: str = "none"
     cost: Callable[[Ctx], int] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def responses(self) -> Responses:
+        """The success responses as declared, every ``ModelRef`` imported: status -> model, ``Raw``
+        or a tuple of these."""
+        return {status: _resolved(d) for status, d in self.declared.items()}
 
 
 ROUTES: list[Route] = []
@@ -429,6 +481,23 @@ def endpoint(bp: Blueprint | Chalice, path: str, methods: list[str] | None = Non
         return view
 
     return wrap
+
+
+def serve(app: Chalice, path: str, params: dict[str, str], load: Callable[[], None], envelope: str) -> Response:
+    """Answer the request ``app`` is serving with the route declared at ``path`` for its method, as
+    the handler ``endpoint`` registers does, once ``load()`` imported the module that declares it
+    (``chalicelib.api.areas``). A module that fails to load answers ``internal_error`` (500) in
+    the route's ``envelope``, with the request id, as any failure of a view would."""
+    request = _current(app)
+    try:
+        load()
+    except Exception as exc:  # noqa: BLE001 - a route whose module cannot load still answers in the API's shape
+        request_id = _request_id(request)
+        response = _error(envelope, as_cairn_error(exc, request_id), request)
+        response.headers["X-Request-Id"] = request_id
+        return response
+    route = next(r for r in ROUTES if r.path == path and request.method in r.methods)
+    return _handle(request, route, cast(Callable[..., Any], route.view), params)
 
 
 def _handle(request: Request, route: Route, view: Callable[..., Any], params: dict[str, str]) -> Response:
@@ -622,11 +691,12 @@ def unexpected_error(exc: Exception, request_id: str) -> CairnError:
     return CairnError("An internal error occurred.", code="internal_error", details={"request_id": request_id})
 
 
-def finalize(app: Chalice) -> None:
+def finalize(app: Chalice, envelopes: Mapping[str, str] | None = None) -> None:
     """After every blueprint is registered: answer 405 ``method_not_allowed`` on known paths
     for the methods they lack, and 404 ``not_found`` on unknown paths (catch-all routes up to
-    ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest)."""
-    envelopes = {r.path: r.envelope for r in ROUTES}
+    ``CATCH_ALL_DEPTH`` segments; on AWS the gateway response in infra/ covers the rest).
+    ``envelopes``: path -> error envelope of routes not declared yet (``areas.envelopes``)."""
+    envelopes = {**(envelopes or {}), **{r.path: r.envelope for r in ROUTES}}
     for path, entries in list(app.routes.items()):
         missing = [m for m in ALL_METHODS if m not in entries]
         if missing:

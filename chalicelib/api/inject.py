@@ -10,12 +10,12 @@ from ..inject import reload, service
 from ..inject.render import BYTES_PER_TOKEN
 from ..inject.service import RULES_ONLY
 from ..usage import meter
-from . import banks_models as m
 from .banks import ADMIN, READ, _bank, rules_budget
-from .http import Ctx, endpoint
+from .http import Ctx, ResponseModels, endpoint
 from .recall import render_match
 
 bp = Blueprint(__name__)
+m = ResponseModels("chalicelib.api.banks_models")
 
 
 @endpoint(bp, "/v1/banks/{bank}/preview", ["POST"], permission=READ, body=service.PreviewRequest, bank_scoped=True,

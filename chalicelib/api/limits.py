@@ -10,12 +10,13 @@ from dataclasses import asdict
 from typing import Annotated
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
 from .. import audit
 from ..auth.principal import Permission
 from ..settings import LIMIT_MAX
 from ..usage import limits
+from ..validation import Model
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
@@ -23,7 +24,7 @@ bp = Blueprint(__name__)
 Bound = Annotated[StrictInt | None, Field(ge=1, le=LIMIT_MAX)]
 
 
-class LimitValues(BaseModel):
+class LimitValues(Model):
     """One value per limit (0 = no limit)."""
 
     requests_per_minute: int = Field(description="Requests per minute of one token (bucket refill).")
@@ -36,7 +37,7 @@ class LimitValues(BaseModel):
     org_burst: int = Field(description="Requests all the org's tokens may send at once.")
 
 
-class OrgLimitValues(BaseModel):
+class OrgLimitValues(Model):
     """The org admin's own values (null: none set, the operator's limit applies)."""
 
     requests_per_minute: int | None = None
@@ -48,7 +49,7 @@ class OrgLimitValues(BaseModel):
     org_burst: int | None = None
 
 
-class UsageLimits(BaseModel):
+class UsageLimits(Model):
     """``effective``: the limits in force; ``operator``: the ceilings (the defaults unless the
     operator set the org's own), which an org admin cannot pass; ``org``: the org admin's own
     lower values."""
@@ -58,7 +59,7 @@ class UsageLimits(BaseModel):
     org: OrgLimitValues
 
 
-class LimitsPatch(BaseModel):
+class LimitsPatch(Model):
     """Body of ``PUT /v1/usage/limits``: the org's own values to set (at least 1, at most the
     operator's limit), ``null`` to drop one (back to the operator's limit); an absent field is
     left as it is."""

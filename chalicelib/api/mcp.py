@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, RootModel, StrictInt, StrictStr
 
 from ..errors import CairnError, Forbidden
 from ..names import check_name
 from ..settings import get_settings
+from ..validation import Model
 from .http import NO_BODY, Ctx, Reply, endpoint
 
 bp = Blueprint(__name__)
@@ -34,7 +35,7 @@ INSTRUCTIONS = ("Cairn is this agent's long-term memory. Before answering anythi
 BANK_HEADER = "x-cairn-bank"
 
 
-class McpMessage(BaseModel):
+class McpMessage(Model):
     """One JSON-RPC 2.0 message: a request (``id``, ``method``, ``params``), a notification (no
     ``id``) or a response to the server (``result`` or ``error``)."""
 
@@ -46,7 +47,7 @@ class McpMessage(BaseModel):
     params: dict[str, Any] | None = None
 
 
-class McpErrorData(BaseModel):
+class McpErrorData(Model):
     """What ``data`` of an error from Cairn holds."""
 
     model_config = ConfigDict(extra="allow")
@@ -54,7 +55,7 @@ class McpErrorData(BaseModel):
     details: dict[str, Any] | None = None
 
 
-class McpErrorObject(BaseModel):
+class McpErrorObject(Model):
     """The ``error`` member."""
 
     code: int = Field(description="The JSON-RPC code: -32700 parse error, -32600 invalid request, -32601 method "
@@ -64,7 +65,7 @@ class McpErrorObject(BaseModel):
     data: McpErrorData
 
 
-class McpError(BaseModel):
+class McpError(Model):
     """A JSON-RPC error response (``id`` null when the request's could not be read)."""
 
     jsonrpc: Literal["2.0"]
@@ -72,7 +73,7 @@ class McpError(BaseModel):
     error: McpErrorObject
 
 
-class McpResult(BaseModel):
+class McpResult(Model):
     """A JSON-RPC response with the method's ``result`` (an MCP ``InitializeResult``,
     ``DiscoverResult``, ``ListToolsResult``, ``CallToolResult``...)."""
 
@@ -84,6 +85,8 @@ class McpResult(BaseModel):
 class McpAnswer(RootModel[McpResult | McpError]):
     """The answer to a request: its result, or the error of a request that was read (protocol
     versions before 2026-07-28 answer those with 200)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 def _check_origin(ctx: Ctx) -> None:

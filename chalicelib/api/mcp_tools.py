@@ -48,7 +48,7 @@ from ..team import entries
 from ..team.permissions import SPACES_PAGE_MAX
 from ..team.retrieval import MAX_SPACES, RetrieveBody
 from ..usage import meter as usage_meter
-from ..validation import Line, Text
+from ..validation import Line, Model, Text
 from . import banks, hooks, inject, recall, structured, team
 from . import mcp_text as text
 from . import structured_models as sm
@@ -65,7 +65,7 @@ BANK_HELP = ("The bank's name (lowercase letters, digits, '-' and '_'). Optional
 
 # --- arguments ------------------------------------------------------------------------------
 
-class _Args(BaseModel):
+class _Args(Model):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 

@@ -6,22 +6,23 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..auth.principal import Principal
+from ..validation import Model
 from . import openapi
 from .http import Ctx, Reply, endpoint
 
 bp = Blueprint(__name__)
 
 
-class ServiceHealth(BaseModel):
+class ServiceHealth(Model):
     """The service is up."""
 
     status: Literal["ok"]
 
 
-class CallerToken(BaseModel):
+class CallerToken(Model):
     """The calling token: who it is and what it may do, never its secret."""
 
     token_id: str
@@ -33,7 +34,7 @@ class CallerToken(BaseModel):
     expires_at: int | None = Field(description="ms since epoch; null: never.")
 
 
-class OpenApiDocument(BaseModel):
+class OpenApiDocument(Model):
     """The OpenAPI 3.1 document of this API."""
 
     model_config = ConfigDict(extra="allow")

@@ -19,6 +19,8 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from .. import patterns
 from ..errors import CODES
+from ..validation import Model
+from . import areas
 from .http import ROUTES, Raw, Route
 from .mcp import McpError
 
@@ -228,7 +230,7 @@ def _operation(route: Route, method: str, refs: dict[Any, Any], defs: dict[str, 
     return op
 
 
-class Error(BaseModel):
+class Error(Model):
     """Every error's body."""
 
     error: str
@@ -258,7 +260,8 @@ def _gather(routes: list[Route]) -> _Schemas:
 
 @cache
 def document() -> dict[str, Any]:
-    """The OpenAPI 3.1 document as a JSON-ready dict (built once per process)."""
+    """The OpenAPI 3.1 document as a JSON-ready dict (built once per process, every area loaded)."""
+    areas.load_all()
     routes = sorted(ROUTES, key=lambda r: (r.path, r.methods))
     refs, defs = _gather(routes).build()
     names = [r.name for r in routes]

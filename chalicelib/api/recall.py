@@ -8,21 +8,21 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictStr
 
 from ..search import match
 from ..search.filters import RecallFilter
 from ..search.recall import LIMIT_DEFAULT, LIMIT_MAX, MAX_QUERY_CHARS, RecallResult, recall_bank
 from ..usage import limits, meter
-from ..validation import Line, Millis
-from . import banks_models as m
+from ..validation import Line, Millis, Model
 from .banks import ADMIN, READ, _bank
-from .http import Ctx, IntRange, endpoint
+from .http import Ctx, IntRange, ResponseModels, endpoint
 
 bp = Blueprint(__name__)
+m = ResponseModels("chalicelib.api.banks_models")
 
 
-class RecallRequest(BaseModel):
+class RecallRequest(Model):
     """Body: ``{query, limit?, tag?, filter?, include_superseded?, as_of?}`` (``as_of`` in ms since
     epoch; ``filter``: ``search.filters.RecallFilter``, ``tag`` its ``tags_all: [tag]``)."""
 

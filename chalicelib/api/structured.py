@@ -11,7 +11,7 @@ import dataclasses
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from .. import validation
 from ..auth.principal import Permission
@@ -30,29 +30,10 @@ from ..structured import (
     workstreams,
 )
 from ..usage import meter
-from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query, render_history
-from .structured_models import (
-    AdminMemoryDeleted,
-    MemoryAuditPage,
-    MemoryImportReport,
-    MemoryToolResult,
-    Project,
-    ProjectMember,
-    ProjectMemberRemoved,
-    ProjectPage,
-    SessionContext,
-    SessionEnded,
-    StructuredMemory,
-    StructuredMemoryDeleted,
-    StructuredMemoryHistory,
-    StructuredMemoryList,
-    StructuredSession,
-    StructuredSessionPage,
-    Workstream,
-    WorkstreamPage,
-)
+from .http import Ctx, IntRange, Reply, ResponseModels, damaged_header, endpoint, parse_query, render_history
 
 bp = Blueprint(__name__)
+sm = ResponseModels("chalicelib.api.structured_models")
 
 READ, WRITE, ADMIN = Permission.MEMORY_READ, Permission.MEMORY_WRITE, Permission.ADMIN_MEMORIES
 
@@ -131,7 +112,7 @@ CursorParam = Annotated[str | None, WithJsonSchema(
     {"type": "string", "description": "The `next_cursor` of the previous page."}), _ABSENT]
 
 
-class AdminMemoryListQuery(BaseModel):
+class AdminMemoryListQuery(validation.Model):
     """``GET /v1/api/admin/memories?type=&scope=&scope_id=&limit=``, checked in this order with
     the REST API's messages (400 ``invalid_type``, ``invalid_scope``, ``limit must be an
     integer``); limit clamped to 1..200 (default 100)."""
@@ -151,7 +132,7 @@ class AdminMemoryListQuery(BaseModel):
         return _clamp(v, 100, 200)
 
 
-class AdminMemorySearchQuery(BaseModel):
+class AdminMemorySearchQuery(validation.Model):
     """``GET /v1/api/admin/memories/search?q=&type=&scope=&scope_id=&limit=``: ``q`` first (400
     ``query is required``), then as ``AdminMemoryListQuery``; limit clamped to 1..50 (default 20)."""
 
@@ -179,7 +160,7 @@ class AdminMemorySearchQuery(BaseModel):
         return _clamp(v, 20, 50)
 
 
-class MemoryAuditQuery(BaseModel):
+class MemoryAuditQuery(validation.Model):
     """``GET /v1/api/admin/audit?action=&since=&cursor=&limit=``: ``action`` one of
     ``admin.AUDIT_ACTIONS`` (all when empty), ``since`` ms since the epoch, limit clamped to
     1..500 (default 100)."""
@@ -211,7 +192,7 @@ class MemoryAuditQuery(BaseModel):
         return _clamp(v, 100, 500)
 
 
-class StructuredPageQuery(BaseModel):
+class StructuredPageQuery(validation.Model):
     """``GET /v1/api/workstreams|projects|sessions?limit=&cursor=``: ``limit`` within
     1..``listing.PAGE_MAX`` (default ``listing.PAGE_DEFAULT``)."""
 
@@ -229,7 +210,7 @@ def _page(name: str, page: listing.Page[Any], render: Any = dataclasses.asdict) 
     return Reply(200, body, headers=damaged_header(page.damaged))
 
 
-class RestListQuery(BaseModel):
+class RestListQuery(validation.Model):
     """``GET /v1/api/memories?type=&scope=&scope_id=``: type checked (400 ``invalid_type``); the
     scope rules are ``scopes.rest_envelope``'s, and they answer before ``limit`` is read
     (``RestListLimit``)."""
@@ -242,7 +223,7 @@ class RestListQuery(BaseModel):
     _check_type = field_validator("type")(_type)
 
 
-class RestListLimit(BaseModel):
+class RestListLimit(validation.Model):
     """``?limit=`` of ``GET /v1/api/memories``: 1..200 (default 100) with Turnstone's messages."""
 
     model_config = ConfigDict(extra="ignore")
@@ -254,7 +235,7 @@ class MemoryListQuery(RestListLimit, RestListQuery):
     in two steps (``RestListQuery``, then ``RestListLimit``) so that the scope rules answer first."""
 
 
-class MemoryTargetQuery(BaseModel):
+class MemoryTargetQuery(validation.Model):
     """``?scope=&scope_id=`` of ``GET``/``DELETE /v1/api/memories/{name}``, checked by
     ``scopes.rest_target`` (global when empty)."""
 
@@ -263,7 +244,7 @@ class MemoryTargetQuery(BaseModel):
     scope_id: ScopeIdParam = None
 
 
-class RestSearchBody(BaseModel):
+class RestSearchBody(validation.Model):
     """Body of ``POST /v1/api/memories/search``: ``{query, type?, limit?, scope?, scope_id?}``,
     checked in this order with Turnstone's messages: query (400 ``query is required``), type
     ("type must be a string", ``invalid_type``), limit 1..50 (default 20), scope and scope_id
@@ -302,7 +283,7 @@ _REST_SCOPE_ERRORS = ("invalid_type", "invalid_scope", "workstream_not_found", "
 _PROJECT_ERRORS = ("project_not_found", "damaged")
 
 @endpoint(bp, "/v1/api/memories", ["GET"], permission=READ, query=MemoryListQuery,
-          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
+          responses={200: sm.StructuredMemoryList}, errors=_REST_SCOPE_ERRORS)
 def list_structured_memories(ctx: Ctx):
     """List structured memories, newest first.
 
@@ -314,7 +295,7 @@ def list_structured_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories", ["POST"], permission=WRITE, body=memories.RestSave,
-          responses={201: StructuredMemory, 200: StructuredMemory},
+          responses={201: sm.StructuredMemory, 200: sm.StructuredMemory},
           errors=("invalid_name", *_REST_SCOPE_ERRORS, "quota_exceeded"))
 def save_structured_memory(ctx: Ctx):
     """Save a structured memory (an upsert of its name, scope and scope_id).
@@ -325,7 +306,7 @@ def save_structured_memory(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/search", ["POST"], permission=READ, body=RestSearchBody,
-          responses={200: StructuredMemoryList}, errors=_REST_SCOPE_ERRORS, meter="read")
+          responses={200: sm.StructuredMemoryList}, errors=_REST_SCOPE_ERRORS, meter="read")
 def search_structured_memories(ctx: Ctx):
     """Search structured memories, best first.
 
@@ -338,7 +319,7 @@ def search_structured_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["GET"], permission=READ, query=MemoryTargetQuery,
-          responses={200: StructuredMemory}, errors=("invalid_name", "memory_not_found", *_REST_SCOPE_ERRORS))
+          responses={200: sm.StructuredMemory}, errors=("invalid_name", "memory_not_found", *_REST_SCOPE_ERRORS))
 def get_structured_memory(ctx: Ctx, name: str):
     """Get a structured memory by name.
 
@@ -349,7 +330,7 @@ def get_structured_memory(ctx: Ctx, name: str):
 
 
 @endpoint(bp, "/v1/api/memories/{name}", ["DELETE"], permission=WRITE, query=MemoryTargetQuery,
-          responses={200: StructuredMemoryDeleted},
+          responses={200: sm.StructuredMemoryDeleted},
           errors=("invalid_name", "memory_not_found", *_REST_SCOPE_ERRORS))
 def delete_structured_memory(ctx: Ctx, name: str):
     """Delete a structured memory by name.
@@ -364,7 +345,7 @@ def delete_structured_memory(ctx: Ctx, name: str):
 # --- workstreams, projects, sessions --------------------------------------------------------
 
 @endpoint(bp, "/v1/api/workstreams", ["POST"], permission=WRITE, body=workstreams.WorkstreamRequest,
-          responses={201: Workstream}, errors=("workstream_exists",))
+          responses={201: sm.Workstream}, errors=("workstream_exists",))
 def create_workstream(ctx: Ctx):
     """Create a workstream owned by the caller.
 
@@ -373,7 +354,7 @@ def create_workstream(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/workstreams", ["GET"], permission=READ, query=StructuredPageQuery,
-          responses={200: WorkstreamPage})
+          responses={200: sm.WorkstreamPage})
 def list_workstreams(ctx: Ctx):
     """List workstreams by id.
 
@@ -384,7 +365,7 @@ def list_workstreams(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/projects", ["GET"], permission=READ, query=StructuredPageQuery,
-          responses={200: ProjectPage})
+          responses={200: sm.ProjectPage})
 def list_projects(ctx: Ctx):
     """List projects by id.
 
@@ -395,7 +376,7 @@ def list_projects(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/projects", ["POST"], permission=WRITE, body=projects.ProjectRequest,
-          responses={201: Project}, errors=("project_exists",))
+          responses={201: sm.Project}, errors=("project_exists",))
 def create_project(ctx: Ctx):
     """Create a project owned by the caller.
 
@@ -404,7 +385,7 @@ def create_project(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}", ["PATCH"], permission=WRITE, body=projects.ProjectPatch,
-          responses={200: Project}, errors=_PROJECT_ERRORS)
+          responses={200: sm.Project}, errors=_PROJECT_ERRORS)
 def patch_project(ctx: Ctx, project_id: str):
     """Activate or deactivate a project.
 
@@ -413,7 +394,7 @@ def patch_project(ctx: Ctx, project_id: str):
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["PUT"], permission=WRITE,
-          body=projects.MemberRequest, responses={200: ProjectMember}, errors=_PROJECT_ERRORS)
+          body=projects.MemberRequest, responses={200: sm.ProjectMember}, errors=_PROJECT_ERRORS)
 def put_project_member(ctx: Ctx, project_id: str, user_id: str):
     """Add a project member or change its access.
 
@@ -422,7 +403,7 @@ def put_project_member(ctx: Ctx, project_id: str, user_id: str):
 
 
 @endpoint(bp, "/v1/api/projects/{project_id}/members/{user_id}", ["DELETE"], permission=WRITE,
-          responses={200: ProjectMemberRemoved}, errors=(*_PROJECT_ERRORS, "member_not_found"))
+          responses={200: sm.ProjectMemberRemoved}, errors=(*_PROJECT_ERRORS, "member_not_found"))
 def delete_project_member(ctx: Ctx, project_id: str, user_id: str):
     """Remove a project member.
 
@@ -439,7 +420,7 @@ def _session(s: sessions.Session) -> dict[str, Any]:
 
 
 @endpoint(bp, "/v1/api/sessions", ["POST"], permission=READ, body=sessions.SessionRequest,
-          responses={201: StructuredSession},
+          responses={201: sm.StructuredSession},
           errors=("coordinator_requires_user", "project_access_denied", "workstream_not_found",
                   "project_not_found", "session_not_found", "conflict", "damaged"))
 def create_session(ctx: Ctx):
@@ -451,7 +432,7 @@ def create_session(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/sessions", ["GET"], permission=READ, query=StructuredPageQuery,
-          responses={200: StructuredSessionPage})
+          responses={200: sm.StructuredSessionPage})
 def list_sessions(ctx: Ctx):
     """List sessions by id.
 
@@ -461,7 +442,7 @@ def list_sessions(ctx: Ctx):
     return _page("sessions", sessions.list_page(ctx.principal, limit=q.limit, cursor=q.cursor), _session)
 
 
-@endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ, responses={200: SessionEnded},
+@endpoint(bp, "/v1/api/sessions/{session_id}", ["DELETE"], permission=READ, responses={200: sm.SessionEnded},
           errors=("session_not_found", "damaged"))
 def delete_session(ctx: Ctx, session_id: str):
     """End a session (its memories stay).
@@ -472,7 +453,7 @@ def delete_session(ctx: Ctx, session_id: str):
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/memory", ["POST"], permission=READ, body=tool.ToolCall,
-          responses={201: StructuredMemory, 200: MemoryToolResult},
+          responses={201: sm.StructuredMemory, 200: sm.MemoryToolResult},
           errors=("invalid_name", "invalid_type", "invalid_scope", "scope_unavailable", "scope_forbidden",
                   "coordinator_only", "project_access_denied", "project_read_only", "session_not_found",
                   "memory_not_found", "project_inactive", "damaged", "quota_exceeded"))
@@ -484,7 +465,7 @@ def session_memory(ctx: Ctx, session_id: str):
 
 
 @endpoint(bp, "/v1/api/sessions/{session_id}/context", ["POST"], permission=READ, body=context.ContextRequest,
-          responses={200: SessionContext}, errors=("session_not_found", "damaged"), meter="read")
+          responses={200: sm.SessionContext}, errors=("session_not_found", "damaged"), meter="read")
 def session_context(ctx: Ctx, session_id: str):
     """Get a turn's memory injection for a session.
 
@@ -499,7 +480,7 @@ def session_context(ctx: Ctx, session_id: str):
 # --- admin ------------------------------------------------------------------------------------
 
 @endpoint(bp, "/v1/api/admin/memories", ["GET"], permission=ADMIN, query=AdminMemoryListQuery,
-          responses={200: StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
+          responses={200: sm.StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
 def admin_list_memories(ctx: Ctx):
     """List memories across every scope (admin), newest first.
 
@@ -510,7 +491,7 @@ def admin_list_memories(ctx: Ctx):
 
 
 @endpoint(bp, "/v1/api/admin/memories/search", ["GET"], permission=ADMIN, query=AdminMemorySearchQuery,
-          responses={200: StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
+          responses={200: sm.StructuredMemoryList}, errors=("invalid_type", "invalid_scope", "damaged"))
 def admin_search_memories(ctx: Ctx):
     """Search memories across every scope (admin), best first.
 
@@ -522,7 +503,7 @@ def admin_search_memories(ctx: Ctx):
 
 @endpoint(bp, "/v1/api/admin/memories/import", ["POST"], permission=ADMIN,
           body_types=("application/x-ndjson", "application/json", "text/plain"),
-          responses={200: MemoryImportReport}, errors=("damaged", "quota_exceeded"))
+          responses={200: sm.MemoryImportReport}, errors=("damaged", "quota_exceeded"))
 def admin_import(ctx: Ctx):
     """Import Turnstone memory rows (admin) from ndjson.
 
@@ -532,7 +513,7 @@ def admin_import(ctx: Ctx):
             "errors": [{"line": line, "error": error} for line, error in r.errors]}
 
 
-@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN, responses={200: StructuredMemory},
+@endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN, responses={200: sm.StructuredMemory},
           errors=("memory_not_found", "damaged"))
 def admin_get_memory(ctx: Ctx, memory_id: str):
     """Get a memory by id (admin).
@@ -542,7 +523,7 @@ def admin_get_memory(ctx: Ctx, memory_id: str):
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["PATCH"], permission=ADMIN, body=admin.DescriptionPatch,
-          responses={200: StructuredMemory}, errors=("memory_not_found", "damaged"))
+          responses={200: sm.StructuredMemory}, errors=("memory_not_found", "damaged"))
 def admin_patch_memory(ctx: Ctx, memory_id: str):
     """Change a memory's description (admin).
 
@@ -552,7 +533,7 @@ def admin_patch_memory(ctx: Ctx, memory_id: str):
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["DELETE"], permission=ADMIN,
-          responses={200: AdminMemoryDeleted}, errors=("memory_not_found", "damaged"))
+          responses={200: sm.AdminMemoryDeleted}, errors=("memory_not_found", "damaged"))
 def admin_delete_memory(ctx: Ctx, memory_id: str):
     """Delete a memory by id (admin).
 
@@ -568,7 +549,7 @@ def _revision_row(rec: Memory) -> dict[str, Any]:
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}/history", ["GET"], permission=ADMIN,
-          responses={200: StructuredMemoryHistory}, errors=("memory_not_found", "damaged"))
+          responses={200: sm.StructuredMemoryHistory}, errors=("memory_not_found", "damaged"))
 def admin_memory_history(ctx: Ctx, memory_id: str):
     """A memory's revisions by id (admin), oldest first, a deleted memory's included.
 
@@ -577,7 +558,7 @@ def admin_memory_history(ctx: Ctx, memory_id: str):
 
 
 @endpoint(bp, "/v1/api/admin/audit", ["GET"], permission=ADMIN, query=MemoryAuditQuery,
-          responses={200: MemoryAuditPage})
+          responses={200: sm.MemoryAuditPage})
 def admin_memory_audit(ctx: Ctx):
     """List memory audit events (admin), oldest first.
 

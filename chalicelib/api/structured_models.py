@@ -52,6 +52,8 @@ class MemoryToolResult(RootModel[StructuredMemory | StructuredMemoryList | Struc
     """The memory tool's result: what the REST equivalent answers (a memory for save and get, a
     list for search and list, the deletion for delete)."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class Workstream(_Body):
     """A workstream."""

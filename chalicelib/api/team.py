@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from ..auth.principal import Permission
 from ..errors import BadRequest
@@ -16,10 +16,11 @@ from ..team import accept, dlp, entries, permissions, retrieval, spaces
 from ..team.limits import get_limits
 from ..team.merge import b64
 from ..team.store import KINDS, STATUSES, Attribution, Entry, LogRow, Space
-from . import team_models as m
-from .http import Ctx, IntRange, Reply, damaged_header, endpoint, parse_query
+from ..validation import Model
+from .http import Ctx, IntRange, Reply, ResponseModels, damaged_header, endpoint, parse_query
 
 bp = Blueprint(__name__)
+m = ResponseModels("chalicelib.api.team_models")
 
 ADMIN = Permission.CONTEXT_ADMIN
 BASE = "/api/v1/context"
@@ -119,7 +120,7 @@ def _required_space(schema: dict[str, Any]) -> None:
     schema["required"] = ["spaceId"]
 
 
-class EntriesQuery(BaseModel):
+class EntriesQuery(Model):
     """``GET .../entries?spaceId=&status=&kind=&q=&limit=&cursor=``: ``limit`` 1..200 (default 50)
     is read first; ``entries.list_entries`` checks the rest (400 ``validation_error`` naming it)."""
 
@@ -132,7 +133,7 @@ class EntriesQuery(BaseModel):
     cursor: str | None = None
 
 
-class SpacesQuery(BaseModel):
+class SpacesQuery(Model):
     """``GET .../spaces?limit=&cursor=``: ``limit`` 1..``permissions.SPACES_PAGE_MAX`` (default
     ``permissions.SPACES_PAGE_DEFAULT``)."""
 
@@ -140,7 +141,7 @@ class SpacesQuery(BaseModel):
     cursor: str | None = None
 
 
-class UpdatesQuery(BaseModel):
+class UpdatesQuery(Model):
     """``GET .../entries/{id}/updates?stateVector=`` or ``?sinceSeq=`` (0..10**12, default 0): both
     present, even empty, is 400 "Give sinceSeq or stateVector, not both." before either is read."""
 
@@ -155,7 +156,7 @@ class UpdatesQuery(BaseModel):
         return data
 
 
-class AttributionsQuery(BaseModel):
+class AttributionsQuery(Model):
     """``GET .../attributions?spaceId=&limit=``: ``limit`` 1..1000 (default 100) is read first;
     ``retrieval.attributions`` checks ``spaceId``."""
 

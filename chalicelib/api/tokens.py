@@ -10,16 +10,17 @@ from dataclasses import asdict
 from typing import Any
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..auth import tokens
 from ..auth.principal import Permission
+from ..validation import Model
 from .http import Ctx, endpoint
 
 bp = Blueprint(__name__)
 
 
-class TokenInfo(BaseModel):
+class TokenInfo(Model):
     """A token as the API shows it: never its secret (times in ms since the epoch, null when unset)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -43,14 +44,14 @@ class MintedToken(TokenInfo):
     token: str = Field(description="The secret bearer token, `cairn_...`.")
 
 
-class TokenList(BaseModel):
+class TokenList(Model):
     """The org's tokens, oldest first, without secrets."""
 
     model_config = ConfigDict(extra="forbid")
     tokens: list[TokenInfo]
 
 
-class RevokedToken(BaseModel):
+class RevokedToken(Model):
     """The token revoked (``revoked_at`` set)."""
 
     model_config = ConfigDict(extra="forbid")

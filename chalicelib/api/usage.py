@@ -7,19 +7,20 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from chalice import Blueprint
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .. import clock
 from ..auth.principal import Permission
 from ..errors import BadRequest
 from ..usage import report
+from ..validation import Model
 from .http import Ctx, IntRange, Raw, Reply, endpoint, parse_query
 
 bp = Blueprint(__name__)
 MAX_MS = 9_999_999_999_999
 
 
-class UsageQuery(BaseModel):
+class UsageQuery(Model):
     """``?from=&to=&granularity=hour|day&group_by=bank|token|operation&format=json|csv``: ``from``
     and ``to`` in ms since the epoch (default: the last 24 hours up to now), at most 93 days apart;
     every UTC hour overlapping ``[from, to)`` counts."""
@@ -43,7 +44,7 @@ class UsageQuery(BaseModel):
         return self
 
 
-class UsageTotals(BaseModel):
+class UsageTotals(Model):
     """Summed counters: requests (``operations``: by operation), memories saved (created or
     resurrected) and reinforced, recalls, previews, per-turn hooks, session contexts, characters and
     estimated tokens injected (UTF-8 bytes / 4), extraction jobs with the model's input and output
@@ -73,7 +74,7 @@ class UsagePoint(UsageTotals):
     start: int
 
 
-class UsageGroup(BaseModel):
+class UsageGroup(Model):
     """One bank (``space:<id>``, ``scope:<namespace>``, ``org`` for requests naming no bank), token
     or operation: its totals and series. Grouped by operation, a group counts its requests only."""
 
@@ -82,7 +83,7 @@ class UsageGroup(BaseModel):
     series: list[UsagePoint]
 
 
-class UsageReport(BaseModel):
+class UsageReport(Model):
     """What the org used over ``[from, to)``."""
 
     model_config = ConfigDict(populate_by_name=True)

@@ -13,19 +13,19 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from .. import clock
 from ..errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
 from ..names import check_name
 from ..settings import get_settings
-from ..validation import MAX_TIME_MS, Line
+from ..validation import MAX_TIME_MS, Line, Model
 from . import store
 from .principal import KINDS, PERMISSIONS, Principal
 from .store import TokenRow
 
 
-class MintRequest(BaseModel):
+class MintRequest(Model):
     """Body of ``POST /v1/api/admin/tokens``."""
 
     model_config = ConfigDict(extra="forbid")

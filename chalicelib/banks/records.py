@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from .. import validation
 from ..core.records import (  # noqa: F401 - re-exported
@@ -20,7 +20,7 @@ from ..core.records import (  # noqa: F401 - re-exported
 )
 from ..errors import BadRequest
 from ..names import NAME_RE
-from ..validation import MAX_TIME_MS, Line, Text
+from ..validation import MAX_TIME_MS, Line, Model, Text
 
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
@@ -83,7 +83,7 @@ def normalize_handles(values: list[str] | None, field: str, *, strict: bool = Tr
     return out[:MAX_HANDLES]
 
 
-class SaveRequest(BaseModel):
+class SaveRequest(Model):
     """Body of ``POST /v1/banks/{bank}/memories``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -104,7 +104,7 @@ class SaveRequest(BaseModel):
         "statement ranks first. At most 5 minutes ahead of the server's clock.")
 
 
-class UpdateRequest(BaseModel):
+class UpdateRequest(Model):
     """Body of ``PATCH /v1/banks/{bank}/memories/{id}``: only the fields given change."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -114,21 +114,21 @@ class UpdateRequest(BaseModel):
     pinned: StrictBool | None = None
 
 
-class PinRequest(BaseModel):
+class PinRequest(Model):
     """Body of ``POST .../{id}/pin``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     pinned: StrictBool
 
 
-class SupersedeRequest(BaseModel):
+class SupersedeRequest(Model):
     """Body of ``POST .../{id}/supersede``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     superseded_by: Line = Field(min_length=1, max_length=64)
 
 
-class BankRequest(BaseModel):
+class BankRequest(Model):
     """Body of ``POST /v1/banks``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -137,7 +137,7 @@ class BankRequest(BaseModel):
     description: Text = Field("", max_length=1000)
 
 
-class BankSettings(BaseModel):
+class BankSettings(Model):
     """A bank's settings (``PATCH /v1/banks/{bank}`` ``settings``; every field has a default).
 
     ``on_conflict``: what a save does when it detects that a live memory states the same thing
@@ -159,7 +159,7 @@ class BankSettings(BaseModel):
     feed: Feed | None = None
 
 
-class BankPatch(BaseModel):
+class BankPatch(Model):
     """Body of ``PATCH /v1/banks/{bank}``: the new ``description`` (body text, up to 1000
     characters; ``""`` clears it) and/or ``settings`` (the fields given replace theirs; the
     others stay)."""
@@ -169,7 +169,7 @@ class BankPatch(BaseModel):
     settings: BankSettings | None = None
 
 
-class RestoreRequest(BaseModel):
+class RestoreRequest(Model):
     """Body of ``POST /v1/banks/{bank}/restore``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -185,7 +185,7 @@ def _rule_bytes(content: str) -> str:
     return content
 
 
-class RuleRequest(BaseModel):
+class RuleRequest(Model):
     """Body of ``PUT /v1/banks/{bank}/rules/{name}``: up to 64 KiB (65,536 UTF-8 bytes) of markdown."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from .. import audit
 from ..clock import now_ms
@@ -32,7 +32,7 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import TransactionTooLarge
-from ..validation import Line, Millis
+from ..validation import Line, Millis, Model
 from . import conflicts
 from .records import check_observed_at, check_text, normalize_handles
 from .service import require_bank
@@ -47,7 +47,7 @@ BATCH_LANES = 4
 RECORD_ITEMS = 4
 
 
-class ImportUploadRequest(BaseModel):
+class ImportUploadRequest(Model):
     """``{s3_key}`` naming a file uploaded through ``import-uploads``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -138,8 +138,12 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
     return Export(damaged=damaged, url=blobs.presign_get(key, ttl), expires_at=now_ms() + ttl * 1000)
 
 
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _Line(Model):
+    """An import line: an exported record (``Memory``'s fields, and ``op``/``seq`` on a history
+    export). Any other field is refused (``_unknown``): a save's ``supersedes`` or ``revive`` on
+    a line would otherwise pass silently and do nothing."""
+
+    model_config = ConfigDict(extra="allow")
     id: str | None = None
     text: str
     entities: list[str] = Field(default_factory=list)
@@ -157,10 +161,28 @@ class _Line(BaseModel):
     observed_at: Millis | None = None
 
 
-def _parse_line(raw: bytes, now: int) -> Memory | None:
+class _Parsed(NamedTuple):
+    """A line's record and whether the line says when it was written (``created_at`` or
+    ``updated_at``): a line that does not is never newer than a stored record of its id."""
+
+    rec: Memory
+    dated: bool
+
+
+def _unknown(line: _Line) -> list[str]:
+    """The fields of ``line`` that no exported record has, sorted."""
+    known = set(Memory.model_fields) | {"op", "seq"}
+    return sorted(k for k in (line.model_extra or {}) if k not in known)
+
+
+def _parse_line(raw: bytes, now: int) -> _Parsed | None:
     """One line as a record (``now``, ms: its times when it has none); ``None`` for a purged
-    tombstone (content-free: nothing to import). Raises ``ValueError`` with a message for a bad line."""
+    tombstone (content-free: nothing to import). Raises ``ValueError`` with a message for a bad line
+    (one with a field no exported record has included)."""
     line = parse_line(raw, _Line)
+    if unknown := _unknown(line):
+        raise ValueError(f"unknown field(s) {', '.join(unknown)[:200]}: an import line is an exported "
+                         "record (supersedes and revive are a save's, not an import's)")
     if line.purged_at is not None:
         return None
     try:
@@ -176,11 +198,12 @@ def _parse_line(raw: bytes, now: int) -> Memory | None:
     created = line.created_at if line.created_at is not None else (line.updated_at or now)
     updated = line.updated_at if line.updated_at is not None else created
     try:
-        return Memory.model_validate({
+        return _Parsed(Memory.model_validate({
             "id": mid, "text": text, "entities": entities, "tags": tags, "confidence": line.confidence,
             "corroboration": line.corroboration, "pinned": line.pinned, "source": line.source,
             "created_at": created, "updated_at": updated, "invalid_at": line.invalid_at,
-            "superseded_by": line.superseded_by, "revision": line.revision, "observed_at": observed})
+            "superseded_by": line.superseded_by, "revision": line.revision, "observed_at": observed}),
+            line.created_at is not None or line.updated_at is not None)
     except ValidationError as exc:
         e = exc.errors()[0]
         raise ValueError(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}") from None
@@ -206,13 +229,14 @@ def _winners(lines: Iterable[bytes], out: ImportResult, now: int) -> list[_Winne
         if not raw.strip():
             continue
         try:
-            rec = _parse_line(raw, now)
+            parsed = _parse_line(raw, now)
         except ValueError as exc:
             out.errors.append(LineError(n, str(exc)))
             continue
-        if rec is None:
+        if parsed is None:
             out.skipped += 1
             continue
+        rec = parsed.rec
         cur = winners.get(rec.id)
         if cur is not None:
             out.skipped += 1  # one of the two lines of this id loses
@@ -226,17 +250,18 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
                  progress: Callable[[int], Any] | None = None) -> ImportResult:
     """Import ndjson ``lines`` into ``bank`` (created on first use).
 
-    Per id the winning line (highest revision, then the later line) is applied when it is newer
-    than the stored record. Every valid line is counted once: ``imported`` (a winner applied),
-    ``skipped`` (beaten by another line of its id, not newer than the stored record, or a purged
-    tombstone, which carries no content) or in ``errors`` (a bad line, a winner whose text is
-    another memory's: ``duplicate_text``, a live line not newer than the retired memory of its id:
-    ``memory_retired``, or, once the bank's memory quota is reached after some
+    Per id the winning line (highest revision, then the later line) is applied when it is newer than the
+    stored record (``_is_stale``: a line stating no time is not newer at the same revision). A line
+    with a field no exported record has is an error. Every valid line is counted once: ``imported``
+    (a winner applied), ``skipped`` (beaten by another line of its id, not newer than the stored
+    record, or a purged tombstone, which carries no content) or in ``errors`` (a bad line, a winner
+    whose text is another memory's: ``duplicate_text``, a live line not newer than the retired
+    memory of its id: ``memory_retired``, or, once the bank's memory quota is reached after some
     batches committed, every line not applied: ``quota_exceeded``; when the first batch already
-    passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count
-    as nothing. ``progress``, when given, is called with the number of records each batch handled.
-    The import is one audit event, ``bank.import`` with its counts, written after its last batch
-    (and when it stops with some batches committed): a bulk write spans many transactions.
+    passes the quota, 429 ``quota_exceeded`` is raised and nothing is written). Blank lines count as
+    nothing. ``progress``, when given, is called with the number of records each batch handled. The
+    import is one audit event, ``bank.import`` with its counts, written after its last batch (and
+    when it stops with some batches committed): a bulk write spans many transactions.
     """
     check_name(bank)
     out = ImportResult()
@@ -261,7 +286,8 @@ def _related_lines(org_id: str, bank: str, ordered: list[_Winner], out: ImportRe
     was not loadable here, or when lines past the cap went unchecked)."""
     checked = 0
     for w in ordered:
-        rec = _parse_line(w.raw, now)
+        parsed = _parse_line(w.raw, now)
+        rec = parsed.rec if parsed is not None else None
         if rec is None or not rec.live or not rec.text:
             continue
         if checked == IMPORT_RELATED_MAX:
@@ -309,7 +335,7 @@ def _first_text_wins(ordered: list[_Winner], out: ImportResult) -> list[_Winner]
 
 
 def _write_batch(org_id: str, bank: str, batch: list[_Winner], actor: str, now: int) -> ImportResult:
-    records = [(w.n, rec) for w in batch if (rec := _parse_line(w.raw, now)) is not None]
+    records = [(w.n, p) for w in batch if (p := _parse_line(w.raw, now)) is not None]
 
     def attempt(btx: BankTx) -> ImportResult:
         return _import_batch(btx, bank, records, actor)
@@ -341,22 +367,27 @@ class _Batch:
     result: ImportResult = field(default_factory=ImportResult)
 
 
-def _is_stale(rec: Memory, prev: Memory | None, guard: Any) -> bool:
-    """Whether the stored ``prev`` (readable: no ``guard``) is as new as or newer than ``rec``."""
-    return prev is not None and guard is None and (
-        rec.revision < prev.revision or (rec.revision == prev.revision and rec.updated_at <= prev.updated_at))
+def _is_stale(line: _Parsed, prev: Memory | None, guard: Any) -> bool:
+    """Whether the stored ``prev`` (readable: no ``guard``) is as new as or newer than the line's
+    record: a lower revision, or the same one and not a later ``updated_at``; a line without times
+    is not newer at the same revision (re-importing bare texts changes nothing)."""
+    rec = line.rec
+    return prev is not None and guard is None and (rec.revision < prev.revision or (
+        rec.revision == prev.revision and (not line.dated or rec.updated_at <= prev.updated_at)))
 
 
-def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, rec: Memory, fp: str) -> None:
+def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, line: _Parsed, fp: str) -> None:
     """Add line ``n``'s record to ``plan``: skipped when stale (an error ``memory_retired`` when
     the line is live and the stored record retired), an error when its text is another memory's,
     else a write and its pointer move."""
+    rec = line.rec
     item = known.get(rec.id)
     prev, guard = current(item) if item is not None else (None, None)
-    if _is_stale(rec, prev, guard):
+    if _is_stale(line, prev, guard):
         if prev is not None and rec.live and not prev.live:  # a live line of a retired memory: never a revival
             plan.result.errors.append(LineError(n, f"memory_retired: memory '{prev.id}' has this text and is "
-                                                   "retired; save it with revive: true to bring it back"))
+                                                   "retired; an import never revives: save the text with "
+                                                   "revive: true to bring it back"))
         else:
             plan.result.skipped += 1
         return
@@ -375,18 +406,18 @@ def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, rec: Memory, fp
     plan.moves.append((old_fp or "", fp if ptr is None else "", fp if ptr is not None else ""))
 
 
-def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, Memory]], actor: str) -> ImportResult:
-    """Stage one batch of ``(line number, record)`` winners: ``imported`` applied, ``skipped`` as
-    not newer than stored, ``errors``."""
+def _import_batch(btx: BankTx, bank: str, batch: list[tuple[int, _Parsed]], actor: str) -> ImportResult:
+    """Stage one batch of ``(line number, parsed line)`` winners: ``imported`` applied, ``skipped``
+    as not newer than stored, ``errors``."""
     row, fresh = btx.row_or_new(bank)
     inc = fresh.incarnation
-    fps = [fingerprint(rec.text) for _n, rec in batch]
+    fps = [fingerprint(p.rec.text) for _n, p in batch]
     # the batch's records and their text's pointers in one read (empty for a new bank)
-    known = get_items(inc, [k for (_n, rec), fp in zip(batch, fps, strict=True)
-                            for k in (rec.id, store.pointer_key(fp))]) if row is not None else {}
+    known = get_items(inc, [k for (_n, p), fp in zip(batch, fps, strict=True)
+                            for k in (p.rec.id, store.pointer_key(fp))]) if row is not None else {}
     plan = _Batch()
-    for (n, rec), fp in zip(batch, fps, strict=True):
-        _plan(plan, inc, known, n, rec, fp)
+    for (n, p), fp in zip(batch, fps, strict=True):
+        _plan(plan, inc, known, n, p, fp)
     if not plan.writes:
         return plan.result
     btx.stage(bank, row, plan.writes, actor, fresh=fresh)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, StrictStr, ValidationError
 
 from ..storage.damage import MAX_SAFE_INT, MAX_TIME_MS, Damaged, clean, problem
+from ..validation import Model
 
 MAX_ORDER_MS = 10**15 - 1  # ord = (MAX_ORDER_MS - updated_at): newest first when read ascending
 MAX_DATES = 8  # stated dates kept per memory
@@ -24,7 +25,7 @@ MAX_DATES = 8  # stated dates kept per memory
 Confidence = Literal["stated", "inferred", "extracted"]
 
 
-class Source(BaseModel):
+class Source(Model):
     """Provenance: the session, team entry or agent that taught the memory."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,7 +42,7 @@ class SourceJSON(TypedDict, total=False):
     agent: str
 
 
-class StatedDate(BaseModel):
+class StatedDate(Model):
     """A date a memory's text states (``core.dates``): the expression as written (``text``,
     whitespace collapsed, at most 64 characters) and the range it names, ``[start, end)`` in ms
     since epoch (UTC), resolved against when the memory was said."""
@@ -86,7 +87,7 @@ class MemoryJSON(TypedDict, total=False):
     meta: dict[str, Any]
 
 
-class Memory(BaseModel):
+class Memory(Model):
     """One memory record (the bank worker's ``memories.jsonl`` line)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -216,7 +217,7 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
     return Memory(id=key, text="", created_at=now, updated_at=now)
 
 
-class RelatedMemory(BaseModel):
+class RelatedMemory(Model):
     """A live memory a write found to say the same (``duplicate``) or to contradict it
     (``conflict``): its ``id``, ``score`` (sentence similarity, in [-1, 1]), ``why`` (a sentence
     for a person) and ``text`` (left out for a caller that may not read the bank); ``action``:
@@ -230,7 +231,7 @@ class RelatedMemory(BaseModel):
     action: Literal["linked", "superseded", "none"] = "none"
 
 
-class SaveResult(BaseModel):
+class SaveResult(Model):
     """What a save did: ``created`` (a new, resurrected or repaired memory, else a
     reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
     records gone), the tags beyond the cap that a reinforcement could not merge and whether the save

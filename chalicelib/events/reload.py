@@ -22,10 +22,6 @@ from typing import Any, TypedDict
 from urllib.parse import unquote_plus
 
 from ..errors import CairnError
-from ..inject.reload import (
-    reload,  # drops every cache of this container, bumps the global version
-    reload_invalid,
-)
 from ..names import NAME_RE
 from ..settings import get_settings
 from ..tuning import CONFIG_KEY
@@ -93,6 +89,9 @@ def reload_config(*, deleted: bool = False) -> ReloadResult:
     re-reads the tuning it gives (layered over the file and under the environment,
     ``chalicelib.tuning``); when it is valid it becomes the last good one; an invalid one is logged,
     and every container, warm or cold, runs the last good one and reports the problem."""
+    # loaded here, not at import app: the injection code behind it serves the routes that need it
+    from ..inject.reload import reload, reload_invalid  # reload drops every cache of this container
+
     try:
         version = reload(actor=RELOAD_ACTOR).config_version
     except CairnError as exc:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 
 from .. import audit, metrics
 from ..banks import rules as bank_rules
@@ -43,7 +43,7 @@ from ..storage.damage import Damaged
 from ..storage.tables import bind
 from ..team.dlp import holds_secret
 from ..usage import extraction as usage_x
-from ..validation import text_problem
+from ..validation import Model, text_problem
 from . import store
 from .models import Extractor, ModelUsage, get_extractor
 from .parse import Candidate
@@ -68,7 +68,7 @@ def tuning():
     return get_tuning()
 
 
-class TurnJob(BaseModel):
+class TurnJob(Model):
     """The durable job one turn-completed hook enqueues (the SQS message body, JSON).
 
     ``messages`` are the last ``extraction_window`` messages of the hook (each clipped), and

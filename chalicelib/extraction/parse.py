@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .. import patterns
 from ..banks.records import normalize_handles
+from ..validation import Model
 
 _FENCE = patterns.compile(rf"(?s)```[A-Za-z0-9_-]*[{patterns.SPACE}]*\n?(.*?)```")
 # where an array of objects (or an empty one) can start: decoding at every "[" of "[[[[..." is
@@ -30,7 +31,7 @@ class ExtractionParseError(ValueError):
     code = "invalid_model_output"
 
 
-class Candidate(BaseModel):
+class Candidate(Model):
     """One extracted item: a memory (``kind`` = memory) or a standing instruction for the bank's
     ``learned`` rule (``kind`` = rule). ``text`` is one self-contained sentence."""
 

@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from ..auth.principal import Principal
 from ..banks.records import MAX_SESSION_ID
 from ..names import check_name
-from ..validation import Line
+from ..validation import Line, Model
 from . import job as jobs
 
 MAX_HOOK_MESSAGES = 10000
@@ -21,7 +21,7 @@ OBSERVED_SESSION = "observe"
 """The session of an observed exchange sent without a ``session_id``."""
 
 
-class TurnCompletedRequest(BaseModel):
+class TurnCompletedRequest(Model):
     """Body of ``POST /v1/hooks/turn-completed``: the session's messages (``{role, content,
     id?}``; content a string or text parts) and ``metadata.memory_bank`` choosing the bank."""
 
@@ -36,14 +36,14 @@ class TurnCompletedRequest(BaseModel):
     cursor does not skip them (``memory_observe`` and the client's ``memories.observe`` send it)."""
 
 
-class SessionDeletedRequest(BaseModel):
+class SessionDeletedRequest(Model):
     """Body of ``POST /v1/hooks/session-deleted``."""
 
     model_config = ConfigDict(extra="forbid")
     session_id: Line = Field(min_length=1, max_length=MAX_SESSION_ID)
 
 
-class ForgetSessionRequest(BaseModel):
+class ForgetSessionRequest(Model):
     """Body of ``POST /v1/banks/{bank}/forget-session``: ``purge`` erases instead of retiring."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .. import audit, timing
 from ..auth.principal import Principal
@@ -30,7 +30,7 @@ from ..search.filters import RecallFilter
 from ..search.recall import MAX_QUERY_CHARS, RETRIEVAL, read_rows, recall, top_memories
 from ..tuning import MemoryTuning, get_tuning
 from ..usage import keys, meter
-from ..validation import Line
+from ..validation import Line, Model
 from . import rules_cache
 from .render import AMBIENT_FLOOR, Injection, Picked, render
 
@@ -40,7 +40,7 @@ REFUSED_INVALID_NAME = "none+invalid-bank-name"  # the hook injected nothing: no
 REFUSED_NOT_ALLOWED = "none+bank-not-allowed"  # the hook injected nothing: outside the allow-list
 
 
-class PreviewRequest(BaseModel):
+class PreviewRequest(Model):
     """``POST /v1/banks/{bank}/preview`` body: ``{query, filter?}`` (the hypothetical user message;
     ``filter``: only memories passing it are recalled or pad the floor, ``search.filters``)."""
 
@@ -49,14 +49,14 @@ class PreviewRequest(BaseModel):
     filter: RecallFilter | None = None
 
 
-class HookMetadata(BaseModel):
+class HookMetadata(Model):
     """The hook's ``metadata``: ``memory_bank`` picks the bank; other keys are the harness's."""
 
     model_config = ConfigDict(extra="allow")
     memory_bank: str | None = None
 
 
-class HookRequest(BaseModel):
+class HookRequest(Model):
     """``POST /v1/hooks/pre-generate`` body: ``{messages, metadata?, session_id?, step?}``.
     ``messages``: ``[{role, content}]``, content a string or a list of parts ``{type?, text?}``."""
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from ..banks.records import MAX_HANDLE_CHARS, MAX_HANDLES, MAX_SESSION_ID
-from ..validation import Line, Millis
+from ..validation import Line, Millis, Model
 from .schema import session_key
 from .scorer import CorpusStats, SegmentData
 
@@ -44,11 +44,11 @@ Handle = Annotated[Line, Field(min_length=1, max_length=MAX_HANDLE_CHARS), After
 Handles = Annotated[list[Handle], Field(min_length=1, max_length=MAX_HANDLES)]
 
 
-class RecallFilter(BaseModel):
-    """``{entities_any?, entities_all?, tags_any?, tags_all?, created_after?, created_before?,
-    session_id?}``: only memories passing every field given rank (module docstring). Handle lists
-    hold 1 to ``MAX_HANDLES`` handles of up to ``MAX_HANDLE_CHARS`` characters; times are ms since
-    epoch and ``created_after`` must be below ``created_before``."""
+class RecallFilter(Model):
+    """Which memories compete in a recall: only those passing every field given rank, and the
+    ranking's statistics count only them. Each handle list holds 1 to 8 handles of up to 64
+    characters (compared lower-cased); times are ms since epoch, and created_after must be below
+    created_before."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     entities_any: Handles | None = Field(None, description="Only memories carrying at least one of these "

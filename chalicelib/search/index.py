@@ -42,10 +42,14 @@ A writer updates its own cache at once: ``IndexCache.on_commit`` is registered w
 records if they follow the cache's positions directly, or catches those lanes up from DynamoDB
 on a gap.
 One lock per bank serialises writers and readers of an index in this process (chalice local is
-threaded; Whoosh allows one writer per index). Least recently used banks are evicted when the
-resident memory the open banks add (``BankIndex.resident_bytes``: the directories twice, mapped
-and copied, and the arrays recall keeps per segment) exceeds ``Settings.index_cache_mb`` (default
-400). A bank written in many small commits is merged by the cache's merge thread
+threaded; Whoosh allows one writer per index). Banks are evicted when the resident memory the
+open banks add (``BankIndex.resident_bytes``: the directories twice, mapped and copied, and the
+arrays recall keeps per segment; a running total) exceeds ``Settings.index_cache_mb`` (default
+400; the stages set theirs), the one of lowest GreedyDual-Size-Frequency priority first: the
+cache's clock plus the bank's uses times what its cold load took (ms) over its resident bytes,
+the clock rising to each evicted bank's priority, so a small bank costly to load stays longer
+than a large one used as often, and banks not used for a while age out. A bank written in many
+small commits is merged by the cache's merge thread
 (``IndexCache.schedule_merge``, ``merge_plan``). A trashed bank's successor has a
 new incarnation and so its own index. Catch-ups, snapshot loads and rebuilds each emit their
 metric (``metrics.index_catch_up``, ``metrics.index_rebuild``).
@@ -65,6 +69,7 @@ import contextlib
 import contextvars
 import gzip
 import hashlib
+import heapq
 import io
 import json
 import os
@@ -76,7 +81,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -233,6 +238,10 @@ class BankIndex:
     id_lookups: dict[str, IdLookup] = field(default_factory=dict)
     snapshot_base: int = 0  # the clock total of the snapshot it was loaded from or last left
     snapshot_tried_ms: float = 0.0  # when this container last tried to claim one (time.monotonic() ms)
+    load_ms: float = 0.0  # what its cold load took in this container (the eviction's cost of a miss)
+    uses: int = 0  # reads and writes it served since it was loaded
+    priority: float = 0.0  # its eviction priority (``IndexCache._prioritise``)
+    heap_seq: int = 0  # its current item in the cache's eviction heap
     head: BankHead | None = None  # the bank as last read when this index was made fresh (its lane rows)
 
     @property
@@ -470,13 +479,47 @@ def private_root() -> str:
         return _private[1]
 
 
+class BankLock:
+    """A re-entrant lock (``threading.RLock``'s interface) that calls ``on_release`` while still
+    held, at its outermost release: every change to a bank's index is made under its lock, so the
+    cache's running total of resident bytes is brought in step on every path that changed it."""
+
+    __slots__ = ("_depth", "_lock", "_on_release")
+
+    def __init__(self, on_release: Callable[[], None]) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0  # changed only by the thread holding the lock
+        self._on_release = on_release
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self._depth += 1
+        return got
+
+    def release(self) -> None:
+        try:
+            if self._depth == 1:
+                self._on_release()
+        finally:
+            self._depth -= 1
+            self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class IndexCache:
     """The recall index cache of one container (a process normally holds one; tests create two
     with separate roots to play two Lambda containers sharing only DynamoDB and S3).
 
     ``root``: directory for the indexes (default ``Settings.index_dir``, else ``private_root()``,
-    never shared with another process); ``budget_mb``: size budget in MB before LRU eviction (default
-    ``Settings.index_cache_mb``, 400).
+    never shared with another process); ``budget_mb``: size budget in MB before eviction (default
+    ``Settings.index_cache_mb``, 400), lowest GreedyDual-Size-Frequency priority first (module
+    docstring).
     """
 
     def __init__(self, root: str | None = None, budget_mb: float | None = None) -> None:
@@ -486,8 +529,15 @@ class IndexCache:
         self.budget_bytes = int(budget * 1024 * 1024)
         os.makedirs(self.root, exist_ok=True)
         self._mu = threading.Lock()
-        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self._locks: dict[tuple[str, str], BankLock] = {}
         self.entries: OrderedDict[tuple[str, str], BankIndex] = OrderedDict()
+        # the resident bytes each entry was last accounted at, and their sum (``resident_total``)
+        self._resident: dict[tuple[str, str], int] = {}
+        self.resident_total = 0
+        # eviction order: (priority, push, key) items, stale once their entry is pushed again or gone
+        self._heap: list[tuple[float, int, tuple[str, str]]] = []
+        self._pushes = 0
+        self.gdsf_clock = 0.0  # rises to each evicted entry's priority
         self.counters = {"catchups": 0, "snapshot_loads": 0, "rebuilds": 0, "evictions": 0, "snapshots_left": 0,
                          "merges": 0, "replayed": 0}
         self._merges: queue.Queue[tuple[str, str]] = queue.Queue()
@@ -496,13 +546,14 @@ class IndexCache:
 
     # --- locking and bookkeeping ----------------------------------------------------------
 
-    def lock(self, org_id: str, bank: str) -> threading.RLock:
-        """The lock of one bank's index in this cache (writers and readers take it)."""
+    def lock(self, org_id: str, bank: str) -> BankLock:
+        """The lock of one bank's index in this cache (writers and readers take it; whoever
+        changes an entry holds it, and its last release accounts the entry's resident bytes)."""
         key = (org_id, bank)
         with self._mu:
             lk = self._locks.get(key)
             if lk is None:
-                lk = self._locks[key] = threading.RLock()
+                lk = self._locks[key] = BankLock(lambda: self._account(key))
             return lk
 
     @contextlib.contextmanager
@@ -518,13 +569,50 @@ class IndexCache:
         return os.path.join(self.root, h, inc)
 
     def _touch(self, key: tuple[str, str]) -> None:
+        """Count a use of the entry of ``key`` (a recall's or a write's) in its priority."""
         with self._mu:
-            if key in self.entries:
-                self.entries.move_to_end(key)
+            entry = self.entries.get(key)
+            if entry is not None:
+                entry.uses += 1
+                self._prioritise(key, entry)
+
+    def _prioritise(self, key: tuple[str, str], entry: BankIndex) -> None:
+        """Set the entry's GreedyDual-Size-Frequency priority, ``gdsf_clock + uses * load_ms /
+        resident bytes`` (load at least 1 ms), and push it on the eviction heap (``_mu`` held)."""
+        size = self._resident.get(key) or entry.resident_bytes()
+        entry.priority = self.gdsf_clock + entry.uses * max(entry.load_ms, 1.0) / max(size, 1)
+        self._pushes += 1
+        entry.heap_seq = self._pushes
+        heapq.heappush(self._heap, (entry.priority, entry.heap_seq, key))
+        if len(self._heap) > 4 * len(self.entries) + 64:  # mostly stale items: keep the current ones
+            self._heap = [(e.priority, e.heap_seq, k) for k, e in self.entries.items()]
+            heapq.heapify(self._heap)
+
+    def _account(self, key: tuple[str, str]) -> None:
+        """Bring ``resident_total`` in step with the entry of ``key`` (added, grown, shrunk or
+        gone): O(that entry's segments), whatever the number of entries."""
+        entry = self.entries.get(key)
+        now = entry.resident_bytes() if entry is not None else 0
+        with self._mu:
+            if self.entries.get(key) is not entry:
+                return  # replaced or dropped meanwhile: whoever did it accounted it
+            before = self._resident.pop(key, 0)
+            if entry is not None:
+                self._resident[key] = now
+            self.resident_total += now - before
+
+    def admit(self, key: tuple[str, str], entry: BankIndex) -> None:
+        """Hold ``entry`` as the index of ``key`` (``(org_id, bank)``; its lock held), accounted."""
+        with self._mu:
+            self.entries[key] = entry
+        self._account(key)
+        with self._mu:
+            self._prioritise(key, entry)
 
     def _forget(self, key: tuple[str, str]) -> None:
         with self._mu:
             entry = self.entries.pop(key, None)
+            self.resident_total -= self._resident.pop(key, 0)
         if entry is not None:
             entry.close_reader()
             shutil.rmtree(entry.path, ignore_errors=True)
@@ -539,26 +627,49 @@ class IndexCache:
         return len(keys)
 
     def _evict(self, keep: tuple[str, str]) -> None:
-        total = sum(e.resident_bytes() for e in list(self.entries.values()))
-        if total <= self.budget_bytes:
+        """Drop the entries of lowest priority, other than ``keep`` and those in use, until
+        ``resident_total`` is within the budget: O(1) while it is, O(log entries) an eviction."""
+        if self.resident_total <= self.budget_bytes:
             return
-        for key in list(self.entries):
-            if total <= self.budget_bytes:
-                break
-            if key == keep:
-                continue
-            lk = self.lock(*key)
-            if not lk.acquire(blocking=False):
-                continue  # in use: evict another
-            try:
-                entry = self.entries.get(key)
-                if entry is None:
-                    continue
-                total -= entry.resident_bytes()
+        passed: list[tuple[float, int, tuple[str, str]]] = []
+        try:
+            while self.resident_total > self.budget_bytes:
+                item = self._lowest()
+                if item is None:
+                    return
+                if item[2] == keep or not self._drop_at(item):
+                    passed.append(item)  # kept, or in use: evict another
+        finally:
+            with self._mu:
+                for item in passed:
+                    heapq.heappush(self._heap, item)
+
+    def _lowest(self) -> tuple[float, int, tuple[str, str]] | None:
+        """Pop the eviction heap's lowest current item (stale ones are discarded), or ``None``."""
+        with self._mu:
+            while self._heap:
+                item = heapq.heappop(self._heap)
+                entry = self.entries.get(item[2])
+                if entry is not None and entry.heap_seq == item[1]:
+                    return item
+        return None
+
+    def _drop_at(self, item: tuple[float, int, tuple[str, str]]) -> bool:
+        """Evict the entry of a popped heap item unless its bank is in use; True when it is gone
+        (the cache's clock then rises to its priority)."""
+        key = item[2]
+        lk = self.lock(*key)
+        if not lk.acquire(blocking=False):
+            return False
+        try:
+            entry = self.entries.get(key)
+            if entry is not None and entry.heap_seq == item[1]:
                 self._forget(key)
+                self.gdsf_clock = item[0]
                 self.counters["evictions"] += 1
-            finally:
-                lk.release()
+            return True  # gone, or used again meanwhile (its newer item stays on the heap)
+        finally:
+            lk.release()
 
     # --- freshness ------------------------------------------------------------------------
 
@@ -585,9 +696,10 @@ class IndexCache:
             entry = None
         moved = entry is None
         if entry is None:
+            started = time.perf_counter()
             entry = self._open_cold(org_id, bank, head)
-            with self._mu:
-                self.entries[key] = entry
+            entry.load_ms = _ms_since(started)
+            self.admit(key, entry)
         if not entry.clock.covers(head.clock):
             self.catch_up(entry, head.clock)
             self.schedule_merge(key)
@@ -595,6 +707,8 @@ class IndexCache:
         if moved:
             self.leave_due_snapshot(entry, head.row)
         entry.head = head  # the index covers the lane rows read: the next recall may reuse them
+        if moved:
+            self._account(key)  # before the budget is checked (the lock's release accounts it again)
         self._touch(key)
         self._evict(keep=key)
         return entry

@@ -7,13 +7,13 @@ version rows: the global one, org ``_system`` name ``!config``, and the org's ow
 caught up if behind (``index.IndexCache.fresh``), then Whoosh only: no record is read from
 DynamoDB and nothing from S3.
 
-Candidates: the top ``fetch_limit`` BM25F hits (analysed query tokens OR-ed, each looked up in
-the postings, never a query parser, so ``?`` and ``*`` are plain text) plus the ``fetch_limit``
-newest memories whose entity handles the query names (a first-person query also names ``user``).
-Both honour the live flag and the recall's filter (``filters``: the memories that pass are the
-corpus, statistics included) before any cut. Candidates are re-ranked by the full
-score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches nothing returns
-nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
+Candidates: the top ``fetch_limit`` BM25F hits (or the recall's ``limit`` when greater; analysed
+query tokens OR-ed, each looked up in the postings, never a query parser, so ``?`` and ``*`` are
+plain text) plus as many of the newest memories whose entity handles the query names (a first-person
+query also names ``user``). Both honour the live flag and the recall's filter (``filters``: the
+memories that pass are the corpus, statistics included) before any cut. Candidates are re-ranked by
+the full score (``scorer.full_score``); ties by ``updated_at`` desc, id asc. A query that matches
+nothing returns nothing. The semantic signal (``fusion``) then adds the query's sentence vector (embedded once per
 recall) where lexical evidence is weak, and may bring in memories near it in meaning.
 ``retrieval`` names the mode that ran: ``bm25-entity+semantic`` (the signal ran),
 ``bm25-entity+semantic-unavailable`` (``w_semantic`` > 0 but the model is not available),
@@ -186,7 +186,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         return decoded[key]
 
     accept = None if filter is None else (lambda key: (rec := record(key)) is not None and filter(rec))
-    fetch = tuning.fetch_limit
+    fetch = max(tuning.fetch_limit, limit)  # the pool never caps a recall below its own limit
     cands = dict.fromkeys(pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
     cands.update(dict.fromkeys(pick(data, [d for d, _v in ent], None, fetch, accept)))
     if not cands and vector is None:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .. import audit
 from ..clock import now_ms
@@ -45,7 +45,7 @@ from ..core.store import (
     write,
 )
 from ..errors import CairnError, NotFound
-from ..validation import check_line
+from ..validation import Model, check_line
 from . import memories, objects
 from .memories import Listing, Row
 from .names import normalize_description, normalize_name
@@ -118,7 +118,7 @@ def history_by_id(org_id: str, memory_id: str) -> History:
     return memory_history(brow.incarnation, memory_id)
 
 
-class DescriptionPatch(BaseModel):
+class DescriptionPatch(Model):
     """Body of ``PATCH /v1/api/admin/memories/{memory_id}``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -177,7 +177,7 @@ def audit_page(org_id: str, *, action: str, since: int, cursor: str | None, limi
 
 # --- import ---------------------------------------------------------------------------------
 
-class TurnstoneRow(BaseModel):
+class TurnstoneRow(Model):
     """One line of a Turnstone ``structured_memories`` export."""
 
     model_config = ConfigDict(extra="ignore")

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .. import patterns, timing
 from ..auth.principal import Principal
 from ..clock import now_ms
+from ..validation import Model
 from . import memories, objects, scopes, sessions
 from .memories import Row
 
@@ -53,7 +54,7 @@ _ATTR = {'"': "&quot;"}
 _BREAKS = patterns.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-class ContextRequest(BaseModel):
+class ContextRequest(Model):
     """Body of ``POST /v1/api/sessions/{id}/context``: chat messages ``{role, content}`` where
     content is a string or a list of parts (``{type: "text", text}`` parts are read)."""
 

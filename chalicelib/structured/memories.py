@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from .. import audit
 from ..auth.principal import Principal
@@ -51,7 +51,7 @@ from ..core.store import (
 )
 from ..errors import BadRequest, NotFound
 from ..storage.damage import MAX_SAFE_INT, Damaged, time_ms
-from ..validation import MAX_TIME_MS, check_text
+from ..validation import MAX_TIME_MS, Model, check_text
 from . import objects
 from .names import normalize_description, normalize_name
 from .scopes import TYPES, Target, check_type, optional_str, rest_target
@@ -247,7 +247,7 @@ def save(org_id: str, target: Target, name: object, content: object, description
     return Saved(created, rows(org_id, [rec])[0])
 
 
-class RestSave(BaseModel):
+class RestSave(Model):
     """Body of ``POST /v1/api/memories``: ``{name, description, content, type?, scope?,
     scope_id?}``, checked in this order with Turnstone's messages: name (400 ``invalid_name``),
     description, content up to 65536 characters (``validation_error``), type (``invalid_type``),

@@ -10,18 +10,18 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from ..auth.principal import Permission, Principal
 from ..errors import Conflict, Forbidden, NotFound
-from ..validation import Line
+from ..validation import Line, Model
 from . import listing, objects
 from .workstreams import check_id
 
 Access = Literal["read", "write"]
 
 
-class ProjectRequest(BaseModel):
+class ProjectRequest(Model):
     """Body of ``POST /v1/api/projects``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -30,14 +30,14 @@ class ProjectRequest(BaseModel):
     active: StrictBool = True
 
 
-class MemberRequest(BaseModel):
+class MemberRequest(Model):
     """Body of ``PUT /v1/api/projects/{id}/members/{user_id}``."""
 
     model_config = ConfigDict(extra="forbid")
     access: Access
 
 
-class ProjectPatch(BaseModel):
+class ProjectPatch(Model):
     """Body of ``PATCH /v1/api/projects/{id}``: activate or deactivate."""
 
     model_config = ConfigDict(extra="forbid")

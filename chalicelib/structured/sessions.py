@@ -18,16 +18,16 @@ import dataclasses
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Forbidden, NotFound
-from ..validation import Line
+from ..validation import Line, Model
 from . import listing, objects, projects, workstreams
 from .workstreams import check_id
 
 
-class SessionRequest(BaseModel):
+class SessionRequest(Model):
     """Body of ``POST /v1/api/sessions``."""
 
     model_config = ConfigDict(extra="forbid")

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest
+from ..validation import Model
 from . import memories, scopes, sessions
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
 
 
-class ToolCall(BaseModel):
+class ToolCall(Model):
     """Body of ``POST /v1/api/sessions/{id}/memory``; values are checked by ``run`` with
     Turnstone's messages, so they are loosely typed here."""
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..auth.principal import Permission, Principal
 from ..errors import BadRequest, Conflict, NotFound
-from ..validation import Line
+from ..validation import Line, Model
 from . import listing, objects
 
 ID_RE = objects.ID_RE
 
 
-class WorkstreamRequest(BaseModel):
+class WorkstreamRequest(Model):
     """Body of ``POST /v1/api/workstreams``."""
 
     model_config = ConfigDict(extra="forbid")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 
 from .. import audit, clock
 from ..auth.principal import Principal
@@ -29,19 +29,19 @@ from ..core import store as core_store
 from ..core.records import Memory, Source
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..storage.damage import Damaged
-from ..validation import Line
+from ..validation import Line, Model
 from . import canonical, dlp, entries, permissions, store
 from .store import Entry, EntryDoc, Space
 
 
-class AcceptBody(BaseModel):
+class AcceptBody(Model):
     """Body of ``POST /entries/{id}/accept``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     document_sha256: StrictStr = Field(alias="documentSha256", pattern=r"^[0-9a-f]{64}$")
 
 
-class SupersedeBody(BaseModel):
+class SupersedeBody(Model):
     """Body of ``POST /entries/{id}/supersede``: the accepted entry of the same space that replaces it."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

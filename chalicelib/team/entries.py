@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import ConfigDict, Field, StrictStr, field_validator
 
 from .. import audit, clock, patterns
 from ..auth.principal import Principal
@@ -41,7 +41,7 @@ from ..errors import (
 from ..storage.damage import Damaged, time_ms
 from ..storage.txn import Retry
 from ..usage import meter
-from ..validation import Line, check_text
+from ..validation import Line, Model, check_text
 from . import canonical, dlp, merge, permissions, spaces, store
 from .limits import Limits, get_limits
 from .store import KINDS, STATUSES, Entry, EntryDoc, LogRow, Space, Tx
@@ -58,7 +58,7 @@ ENTRY_LINK = patterns.compile(r"entry:(ent_[0-9a-f]{20})")
 
 # --- request bodies ---------------------------------------------------------------------------
 
-class _In(BaseModel):
+class _In(Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 

@@ -12,12 +12,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 
 from .. import clock
 from ..auth.principal import Principal
 from ..errors import BadRequest
-from ..validation import Line
+from ..validation import Line, Model
 from . import permissions, store
 from .accept import namespace
 from .store import Attribution, Tx
@@ -25,7 +25,7 @@ from .store import Attribution, Tx
 MAX_SPACES = 20  # spaces one retrieval searches
 
 
-class RetrieveBody(BaseModel):
+class RetrieveBody(Model):
     """Body of ``POST /api/v1/context/memory/retrieve``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from .. import audit, clock
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
-from ..validation import Line, check_line
+from ..validation import Line, Model, check_line
 from . import store
 from .dlp import POLICIES
 from .store import Space, Tx
@@ -36,7 +36,7 @@ Policy = Literal["redact", "drop", "block_source"]
 assert set(POLICIES) == {"redact", "drop", "block_source"}
 
 
-class _In(BaseModel):
+class _In(Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 

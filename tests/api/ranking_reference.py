@@ -122,8 +122,9 @@ def _rank(c: Corpus, query: str, *, limit: int, tuning: MemoryTuning, now: int, 
         return -d.rec.updated_at, d.rec.id
 
     fetch = tuning.fetch_limit
-    cands = {d.rec.id: d for d in sorted(matched, key=lambda d: (-bm25[d.rec.id], *newest(d)))[:fetch]}
-    cands.update({d.rec.id: d for d in sorted([d for d in pool if d.rec.id in ents], key=newest)[:fetch]})
+    pick = max(fetch, limit)  # the candidates are never fewer than the recall's limit
+    cands = {d.rec.id: d for d in sorted(matched, key=lambda d: (-bm25[d.rec.id], *newest(d)))[:pick]}
+    cands.update({d.rec.id: d for d in sorted([d for d in pool if d.rec.id in ents], key=newest)[:pick]})
 
     def score(d: Doc) -> Ranked:
         r = d.rec

@@ -119,6 +119,10 @@ def test_the_filter_is_typed_and_described_in_the_tools_list():
                                           "created_after", "created_before", "session_id"}
         for name, field in obj["properties"].items():
             assert len(field.get("description", "")) >= 10 and field.get("examples"), (tool, name)
+        # what a model reads states the bounds the server holds, and no name of the code's
+        from chalicelib.banks.records import MAX_HANDLE_CHARS, MAX_HANDLES
+        assert f"1 to {MAX_HANDLES} handles of up to {MAX_HANDLE_CHARS}" in " ".join(obj["description"].split())
+        assert not any(w in obj["description"] for w in ("MAX_", "docstring", "``"))
 
 
 @pytest.mark.parametrize(("where", "field"), [
@@ -170,3 +174,13 @@ def test_session_id_is_the_session_that_first_taught_the_memory(api, cache, monk
     a = recall(api, "deploy fridays tea", limit=10, filter={"session_id": "conv-a"})
     b = recall(api, "deploy fridays tea", limit=10, filter={"session_id": "conv-b"})
     assert len(a) == 1 and "deploy" in a[0] and len(b) == 1 and "tea" in b[0]
+
+
+@pytest.mark.parametrize(("where", "message"), [
+    ({"entities_any": ["x" * 65]}, "at most 64 characters, not 65"),
+    ({"session_id": ""}, "at least 1 character, not 0"),
+    ({"tags_all": ["a"] * 9}, "at most 8 items"),
+])
+def test_a_length_error_counts_characters_for_a_text_and_items_for_a_list(api, where, message):
+    status, body = api.post("/v1/banks/main/recall", {"query": "deploy", "filter": where})
+    assert status == 400 and message in body["error"] and message in body["details"]["errors"][0]["message"], body

@@ -501,7 +501,7 @@ def test_the_cache_budget_holds_what_an_open_bank_keeps_resident(tmp_path):
         entry = index.BankIndex("o", b, "inc", path, ix, clock=Clock((0,)))
         entry.apply([(k, Memory(id=f"fp{k:016x}", text=f"memory {k} of {b}", created_at=k, updated_at=k))
                      for k in range(1, 301)])
-        cache.entries[("o", b)] = entry
+        cache.admit(("o", b), entry)
     one = cache.entries[("o", "b1")]
     assert one.resident_bytes() == index.OPEN_FILE_COPIES * one.size_bytes + one.memory_bytes() > one.size_bytes
     files_and_arrays = sum(e.size_bytes + e.memory_bytes() for e in cache.entries.values())

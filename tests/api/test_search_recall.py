@@ -165,6 +165,14 @@ def test_limit_default_and_bounds(api, cache):
     assert status == 400 and body["code"] == "validation_error"
 
 
+def test_a_limit_above_the_candidate_pool_still_returns_every_passing_memory(api, cache, monkeypatch):
+    """The candidate pool (``fetch_limit``) never caps a recall below its own ``limit``."""
+    monkeypatch.setenv("CAIRN_MEMORY_FETCH_LIMIT", "3")
+    for i in range(9):
+        save(api, f"pool probe memory {i}")
+    assert len(recall(api, "probe", limit=8)) == 8
+
+
 def test_forgotten_and_superseded(api, cache):
     a = save(api, "The office wifi password rotates monthly")
     b = save(api, "The office wifi password rotates weekly")

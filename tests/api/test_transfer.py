@@ -122,6 +122,40 @@ def test_import_rules(api):
     assert api.get("/v1/banks/imp")[1]["bank"]["memories"] == 3
 
 
+def test_reimporting_bare_texts_changes_no_stored_memory(api):
+    """A line stating no time is not newer than the stored memory of its text: a second import of
+    the same bare lines keeps the saved entities, tags and times (it replaced them before)."""
+    _, saved = api.post("/v1/banks/bare/memories", {"text": "Original fact saved by the API",
+                                                    "entities": ["x"], "tags": ["keep"]})
+    before = saved["memory"]
+    s, r = _import(api, "bare", [{"text": "Original fact saved by the API"}, {"text": "A second bare fact"}])
+    assert s == 200 and r == {"imported": 1, "skipped": 1, "errors": []}, r
+    after = api.get(f"/v1/banks/bare/memories/{before['id']}")[1]["memory"]
+    assert after == before
+    # a higher revision still says it is newer, with or without times
+    s, r = _import(api, "bare", [{"text": "Original fact saved by the API", "revision": 1, "tags": ["new"]}])
+    assert r == {"imported": 1, "skipped": 0, "errors": []}
+    assert api.get(f"/v1/banks/bare/memories/{before['id']}")[1]["memory"]["tags"] == ["new"]
+
+
+def test_an_import_line_with_a_field_no_record_has_is_refused(api):
+    """``supersedes`` or ``revive`` on a line would do nothing: the line is an error, nothing of it
+    is written, and the other lines are applied."""
+    _, kept = api.post("/v1/banks/odd/memories", {"text": "The decision we kept"})
+    s, r = _import(api, "odd", [
+        {"text": "A replacement through import", "supersedes": [kept["memory"]["id"]]},
+        {"text": "Bring an old text back", "revive": True},
+        {"text": "An exported record with its fields", "op": "save", "seq": 3, "bogus": 1},
+        {"text": "A plain good line"},
+    ])
+    assert s == 200 and r["imported"] == 1, r
+    assert [e["line"] for e in r["errors"]] == [1, 2, 3]
+    assert "supersedes" in r["errors"][0]["error"] and "revive" in r["errors"][1]["error"]
+    assert "bogus" in r["errors"][2]["error"] and "op" not in r["errors"][2]["error"].split(":")[0]
+    texts = {m["text"] for m in api.get("/v1/banks/odd/memories")[1]["memories"]}
+    assert texts == {"The decision we kept", "A plain good line"}
+
+
 def test_import_duplicate_text_reported(api):
     _s, r = _import(api, "dup", [{"id": "fp00000000000000aa", "text": "same text"},
                                 {"id": "fp00000000000000bb", "text": "SAME  text"}])
