@@ -390,7 +390,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                                      "memory_list): each is retired in the same write, or nothing is written.",
                                      ["3f2a9c0d5e7b1a64"]),
                  "revive": Param("true: bring back the forgotten or superseded memory with exactly this text.",
-                                 False)}),
+                                 False),
+                 "observed_at": Param("When the statement was made, in ms since epoch, when that was not just now "
+                                      "(from an older transcript or note): of two conflicting memories the one said "
+                                      "later ranks first. Leave it out for something said now.", 1796600000000)}),
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query: BM25F over "
          "the memories' text and closeness in meaning (a question worded differently still finds its memory), plus a "
          "boost for entities the query names, corroboration, pinning and recency; "
