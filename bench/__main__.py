@@ -2,13 +2,16 @@
 
 Writes ``bench/results/bench-<UTC timestamp>-<part>.md`` and ``.json`` per part that ran
 (``quality``, ``speed``, ``local``, ``contention``, ``mcp``, ``cold``, ``turn``, ``extraction``,
-``embed``, ``startup``, ``replay``, ``fleet``), and ``latest-<part>.md``/``.json`` when that part produced
-figures. Options: ``--quality`` /
+``embed``, ``startup``, ``replay``, ``fleet``, ``save``, ``knowledge_update``), and
+``latest-<part>.md``/``.json`` when that part produced figures. Options: ``--quality`` /
 ``--speed`` / ``--local`` / ``--contention`` / ``--mcp`` run those parts only (default: all five, and the
 embedder part); ``--cold`` the cold first
 structured context on the local stack (``bench/cold.py``, never by default: it imports 10k memories);
 ``--turn`` the per-turn paths (pre-generate hook and structured context, phase by phase) on the
 local stack (``bench/turn.py``, never by default: it imports 10k memories twice);
+``--save`` the save latency at 10k memories, warm and cold container (``bench/save_latency.py``, in the
+default run; with ``--stack-root`` beside that checkout); ``--knowledge-update`` write-time detection and
+the newer statement first on the knowledge-update set (``bench/corrections.py``, never by default);
 ``--fanout`` recall across 1, 10 and 50 banks of 1k (``bench/fanout.py``, never by default; with
 ``--stack-root`` that checkout beside this one); ``--extraction`` the extraction set's precision and
 recall per split for today's extractor (``bench/extraction_set.py``, under in-process moto; never by
@@ -90,10 +93,11 @@ def _simple_part(part: str) -> tuple[dict, list[str], bool, bool] | None:
     checks = {"embed": _no_error, "mcp": _no_error,
               "startup": lambda d: not any("error" in v for v in d.values()),
               "replay": lambda d: not any("error" in r for r in d["settings"].values()),
-              "fleet": lambda d: True, "extraction": lambda d: True}
+              "fleet": lambda d: True, "extraction": lambda d: True, "knowledge_update": lambda d: True}
     if part not in checks:
         return None
-    module = importlib.import_module(f".{'extraction_set' if part == 'extraction' else part}", __package__)
+    modules = {"extraction": "extraction_set", "knowledge_update": "corrections"}
+    module = importlib.import_module(f".{modules.get(part, part)}", __package__)
     data, md = module.run()
     ok = checks[part](data)
     return data, md, ok, ok
@@ -123,6 +127,10 @@ def _run_part(part: str, args: argparse.Namespace, counter: Any) -> tuple[dict, 
         data, md = cold.run(root)
         good = "error" not in data
         ok = good and root is None
+    elif part == "save":
+        from . import save_latency
+        data, md = save_latency.run(root)
+        ok = good = "error" not in data
     elif part == "fanout":
         from . import fanout
         data, md = fanout.run(root=root)
@@ -178,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
                          "checkout; never by default: it imports 51k memories)")
     ap.add_argument("--embed", action="store_true",
                     help="run the embedder part only: query and document embedding time, model load, RSS")
+    ap.add_argument("--save", action="store_true",
+                    help="run the save-latency part only (local stack, 10k memories, warm and cold container; "
+                         "with --stack-root, that checkout beside this one)")
+    ap.add_argument("--knowledge-update", action="store_true",
+                    help="run the knowledge-update set through the service: write-time detection per split, "
+                         "the current fact first, look-alikes retired under on_conflict: supersede")
     ap.add_argument("--startup", action="store_true",
                     help="run the Lambda start part only: import app against its third-party imports alone")
     ap.add_argument("--replay", action="store_true",
@@ -210,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     every = not (args.quality or args.speed or args.local or args.contention or args.mcp or args.cold
                  or args.turn or args.extraction or args.embed or args.startup or args.replay or args.fleet
-                 or args.fanout or args.fleet_scale)
+                 or args.fanout or args.fleet_scale or args.save or args.knowledge_update)
 
     from .harness import CallCounter, fake_aws_env
     fake_aws_env()
@@ -224,9 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = False
     written = []
-    for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "cold",
-                 "turn", "extraction", "fanout", "fleet_scale"):
-        if not ((every and part not in ("cold", "turn", "extraction", "fanout", "fleet_scale")) or getattr(args, part)):
+    for part in ("startup", "embed", "quality", "speed", "replay", "fleet", "local", "contention", "mcp", "save",
+                 "cold", "turn", "extraction", "fanout", "fleet_scale", "knowledge_update"):
+        if not ((every and part not in ("cold", "turn", "extraction", "fanout", "fleet_scale", "knowledge_update"))
+                or getattr(args, part)):
             continue
         data, md, ok, good = _run_part(part, args, counter)
         failed = failed or not good

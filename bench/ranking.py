@@ -186,20 +186,20 @@ def _per_query(one: Any, n: int) -> dict[str, float]:
 
 def _time_scoring(leaves: list[Any], items: list[str], k: int) -> dict[str, float]:
     """p50/p95 ms of BM25F alone over ``items`` (analysed beforehand): the corpus statistics, the
-    scores of the query's terms and the ``k`` best documents (``recall._bm25f`` and ``_pick``), no
+    scores of the query's terms and the ``k`` best documents (``recall.bm25f`` and ``pick``), no
     record decoded, no other signal: the work of bm25s's fair path, after 5 warm-up queries."""
     from chalicelib.search import recall as recall_mod
     from chalicelib.search.scorer import CorpusStats
 
     readers = [r for r, _c, _b in leaves]
-    pairs = [[(f, t) for t in recall_mod.analyse(q).terms for f in recall_mod._TEXT_FIELDS] for q in items]
+    pairs = [[(f, t) for t in recall_mod.analyse(q).terms for f in recall_mod.TEXT_FIELDS] for q in items]
 
     def one(j: int) -> None:
         stats = CorpusStats([(r, c) for r, c, _b in leaves], False)
         allowed = [stats.segments[i].keep for i in range(len(readers))]
-        bm = recall_mod._bm25f(stats, readers, pairs[j], allowed)
+        bm = recall_mod.bm25f(stats, readers, pairs[j], allowed)
         data = [stats.data(i) for i in range(len(readers))]
-        recall_mod._pick(data, [d for d, _v in bm], [v for _d, v in bm], k, None)
+        recall_mod.pick(data, [d for d, _v in bm], [v for _d, v in bm], k, None)
 
     return _per_query(one, len(items))
 

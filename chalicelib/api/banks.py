@@ -24,7 +24,7 @@ from ..banks.records import (
 )
 from ..banks.service import Bank, MemoryPage, TrashEntry
 from ..banks.transfer import ImportResult
-from ..core.records import SaveResult
+from ..core.records import RelatedMemory, SaveResult
 from ..errors import BadRequest
 from ..inject.render import Rule, Section, render_section
 from ..names import check_name
@@ -67,10 +67,25 @@ def render_bank(bank: Bank | TrashEntry) -> dict[str, Any]:
             "defaults": _defaults(settings_read.defaults(get_tuning()))}
 
 
-def render_save(result: SaveResult) -> tuple[int, dict[str, Any]]:
-    """201 ``{created: true, bank_created, memory}`` / 200 ``{created: false, bank_created, memory}``,
-    plus ``details.tags_dropped`` when a reinforcement dropped tags."""
-    body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created}
+BLIND_WHY = {"conflict": "states the same subject with another value", "duplicate": "says the same in other words"}
+
+
+def render_related(related: list[RelatedMemory], *, readable: bool) -> list[dict[str, Any]]:
+    """A write's ``related``: ``{id, relation, score, why, action, text?}`` each. For a caller that
+    may not read the bank no ``text`` and a ``why`` naming no value of the other memory (a
+    write-only token learns nothing it could not read)."""
+    if readable:
+        return [r.model_dump(exclude_none=True) for r in related]
+    return [{**r.model_dump(exclude_none=True, exclude={"text"}), "why": BLIND_WHY[r.relation]} for r in related]
+
+
+def render_save(result: SaveResult, *, readable: bool = True) -> tuple[int, dict[str, Any]]:
+    """201 ``{created: true, bank_created, memory, related, related_checked}`` / 200 ``{created:
+    false, ...}``, plus ``details.tags_dropped`` when a reinforcement dropped tags. ``readable``:
+    whether the caller may read the bank (``render_related``)."""
+    body: dict[str, Any] = {"created": result.created, "bank_created": result.bank_created,
+                            "related": render_related(result.related, readable=readable),
+                            "related_checked": result.related_checked}
     if result.memory is not None:
         body["memory"] = result.memory.public()
     if result.tags_dropped:
@@ -92,9 +107,18 @@ def render_page(page: MemoryPage) -> dict[str, Any]:
     return body
 
 
-def render_import(result: ImportResult) -> dict[str, Any]:
-    """``{imported, skipped, errors: [{line, error}]}``."""
-    return asdict(result)
+def render_import(result: ImportResult, *, readable: bool = True) -> dict[str, Any]:
+    """``{imported, skipped, errors: [{line, error}]}``, plus ``related: [{line, related}]`` when
+    lines duplicate or contradict live memories (``render_related``) and ``related_checked: false``
+    when some lines were not checked."""
+    body: dict[str, Any] = {"imported": result.imported, "skipped": result.skipped,
+                            "errors": [asdict(e) for e in result.errors]}
+    if result.related:
+        body["related"] = [{"line": r.line, "related": render_related(r.related, readable=readable)}
+                           for r in result.related]
+    if not result.related_checked:
+        body["related_checked"] = False
+    return body
 
 
 class BanksQuery(Model):
@@ -259,7 +283,7 @@ def save_memory(ctx: Ctx, bank: str):
     bank = _bank(ctx, bank)
     idem = idempotency.make(ctx.principal.token_id, f"save:{bank}", ctx.header("idempotency-key"), ctx.raw_body)
     status, body = render_save(service.save_memory(ctx.principal.org_id, bank, ctx.body, actor=ctx.principal.actor,
-                                                   idem=idem))
+                                                   idem=idem), readable=ctx.principal.has(READ))
     return Reply(status, body)
 
 
@@ -274,6 +298,26 @@ def list_memories(ctx: Ctx, bank: str):
                                              include_superseded=q.include_superseded, text=q.q))
 
 
+class ConflictsQuery(Model):
+    """``GET /v1/banks/{bank}/conflicts?limit=&cursor=``."""
+
+    limit: Annotated[int, IntRange(1, 100)] = 20
+    cursor: str | None = None
+
+
+@endpoint(bp, "/v1/banks/{bank}/conflicts", ["GET"], permission=READ, bank_scoped=True, query=ConflictsQuery,
+          responses={200: m.ConflictPage}, errors=("bank_not_found", "damaged"))
+def list_conflicts(ctx: Ctx, bank: str):
+    """Open conflicts: ``{conflicts: [{memory, earlier: [memory]}], next_cursor}``, newest first: each
+    live memory linked as conflicting with live memories said before it. Resolve one by
+    superseding either side (``POST .../memories/{id}/supersede``)."""
+    bank = _bank(ctx, bank)
+    q = parse_query(ctx.query, ConflictsQuery)
+    page = service.list_conflicts(ctx.principal.org_id, bank, limit=q.limit, cursor=q.cursor)
+    return {"conflicts": [{"memory": c.memory.public(), "earlier": [e.public() for e in c.earlier]}
+                          for c in page.conflicts], "next_cursor": page.next_cursor}
+
+
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["GET"], permission=READ, bank_scoped=True,
           responses={200: m.BankMemoryReply}, errors=("bank_not_found", "memory_not_found", "damaged"))
 def get_memory(ctx: Ctx, bank: str, memory_id: str):
@@ -282,12 +326,16 @@ def get_memory(ctx: Ctx, bank: str, memory_id: str):
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["PATCH"], permission=WRITE, body=UpdateRequest,
-          bank_scoped=True, responses={200: m.BankMemoryReply},
+          bank_scoped=True, responses={200: m.MemoryUpdated},
           errors=("bank_not_found", "memory_not_found", "memory_retired", "duplicate_text", "damaged"))
 def update_memory(ctx: Ctx, bank: str, memory_id: str):
-    """Revise a memory in place: ``{memory}``."""
-    return {"memory": service.update_memory(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
-                                            actor=ctx.principal.actor).public()}
+    """Revise a memory in place: ``{memory, related, related_checked}`` (``related``: for a new
+    text, the live memories it duplicates or contradicts, reported, not linked)."""
+    done = service.update_memory_related(ctx.principal.org_id, _bank(ctx, bank), memory_id, ctx.body,
+                                         actor=ctx.principal.actor)
+    readable = ctx.principal.has(READ)
+    return {"memory": done.memory.public(), "related_checked": done.related_checked,
+            "related": render_related(done.related, readable=readable)}
 
 
 @endpoint(bp, "/v1/banks/{bank}/memories/{memory_id}", ["DELETE"], permission=WRITE, bank_scoped=True,
@@ -366,8 +414,10 @@ def import_bank(ctx: Ctx, bank: str):
     ctype = (ctx.header("content-type") or "").split(";")[0].strip().lower()
     if ctype == "application/json":
         req = parse_json(ctx.raw_body, transfer.ImportUploadRequest)
-        return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor))
-    return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor))
+        return render_import(transfer.import_upload(ctx.principal.org_id, bank, req.s3_key, actor=ctx.principal.actor),
+                             readable=ctx.principal.has(READ))
+    return render_import(transfer.import_ndjson(ctx.principal.org_id, bank, ctx.raw_body, actor=ctx.principal.actor),
+                         readable=ctx.principal.has(READ))
 
 
 @endpoint(bp, "/v1/banks/{bank}/import-uploads", ["POST"], permission=WRITE, bank_scoped=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Body(BaseModel):
@@ -57,6 +57,12 @@ class BankMemory(_Body):
     """When it was tombstoned or superseded (ms); absent while live."""
     superseded_by: str | None = None
     """The id of the memory that replaced it."""
+    conflicts_with: list[str] | None = None
+    """Live memories detected, when one of the two was saved, to state the same thing about the
+    same subject with another value; cleared when either side retires."""
+    observed_at: int | None = None
+    """When the statement was made (ms), as its writer gave it (save, import line, extraction);
+    absent when that is when it was saved."""
     revision: int
     """0 when created, +1 per change."""
     purged_at: int | None = None
@@ -214,16 +220,61 @@ class SaveDetails(_Body):
     """Tags beyond the cap that were not merged."""
 
 
+class RelatedMemory(_Body):
+    """A live memory the write found to say the same thing (``duplicate``) or the same thing about
+    the same subject with another value (``conflict``)."""
+
+    id: str
+    relation: Literal["duplicate", "conflict"]
+    score: float
+    """Sentence similarity of the two memories, in [-1, 1]."""
+    why: str
+    """Why, in a sentence (the values that differ, the correction word)."""
+    action: Literal["linked", "superseded", "none"] = "none"
+    """What the write did: ``linked`` (both memories' ``conflicts_with``), ``superseded`` (the
+    bank's ``on_conflict: supersede`` retired it), ``none`` (a duplicate: consider not saving it,
+    or ``supersedes`` to replace it)."""
+    text: str | None = None
+    """Its text; absent for a caller that may not read the bank."""
+
+
+class MemoryUpdated(_Body):
+    """The memory as updated and, for a new text, the live memories it duplicates or contradicts."""
+
+    memory: BankMemory
+    related: list[RelatedMemory] = Field(default_factory=list)
+    related_checked: bool = True
+
+
 class MemorySaved(_Body):
     """The memory as saved: ``created`` for new (or revived) text, else a reinforcement."""
 
     created: bool
+    related: list[RelatedMemory] = Field(default_factory=list)
+    """Up to 5 live memories this one duplicates or contradicts, best first."""
+    related_checked: bool = True
+    """False when the bank's index was not loaded in this container and the look-up was skipped."""
     bank_created: bool = False
     """True when this save created the bank (a bank is created on first use: a misspelt name makes a
     new bank)."""
     memory: BankMemory | None = None
     """Absent only when an idempotent replay finds its bank's records gone."""
     details: SaveDetails | None = None
+
+
+class OpenConflict(_Body):
+    """A live memory and the live memories it conflicts with that were said before it."""
+
+    memory: BankMemory
+    earlier: list[BankMemory]
+
+
+class ConflictPage(_Body):
+    """Open conflicts, newest first, a page at a time."""
+
+    conflicts: list[OpenConflict]
+    next_cursor: str | None
+    """Pass it back as ``cursor`` for the next page; null on the last."""
 
 
 class BankMemoryPage(_Body):
@@ -298,12 +349,24 @@ class ImportLineError(_Body):
     error: str
 
 
+class ImportLineRelated(_Body):
+    """A line of an import and the live memories its memory duplicates or contradicts."""
+
+    line: int
+    related: list[RelatedMemory]
+
+
 class ImportReport(_Body):
     """What an import wrote and rejected."""
 
     imported: int
     skipped: int
     errors: list[ImportLineError]
+    related: list[ImportLineRelated] | None = None
+    """Lines (the first 50 live ones) whose memory duplicates or contradicts a live memory the bank
+    held before the import: reported, not linked."""
+    related_checked: bool = True
+    """False when some lines were not checked (past the first 50, or the bank's index not loaded)."""
 
 
 class ImportUpload(_Body):

@@ -53,7 +53,25 @@ def memory_saved(body: dict[str, Any]) -> str:
                      "forget this memory and save it in the intended bank (bank_list names the banks).")
     if (body.get("details") or {}).get("tags_dropped"):
         lines.append(f"Tags dropped (at most 8): {', '.join(body['details']['tags_dropped'])}")
+    lines += [_related(r) for r in body.get("related") or []]
+    if body.get("related_checked") is False:
+        lines.append("Related memories were not checked (the bank's index is not loaded here yet); "
+                     "memory_recall the subject to see whether this duplicates or contradicts a memory.")
     return "\n".join(lines)
+
+
+def _related(r: dict[str, Any]) -> str:
+    """One related memory of a save, with what to do about it."""
+    said = f" \"{r['text']}\"" if r.get("text") else ""
+    if r.get("relation") == "duplicate":
+        return (f"Possible duplicate of memory {r.get('id')}{said} ({r.get('why')}). If they say the same, forget "
+                f"the one saved now (memory_forget) or keep one and supersede the other.")
+    if r.get("action") == "superseded":
+        return (f"Contradicted memory {r.get('id')}{said} ({r.get('why')}) and retired it (the bank's "
+                f"on_conflict: supersede); if that was wrong, save its text with revive: true.")
+    return (f"Conflicts with memory {r.get('id')}{said} ({r.get('why')}); both are kept and linked, recall "
+            f"ranks the newer first. If the new one corrects it, retire the old one: memory_supersede "
+            f"id={r.get('id')} superseded_by=<the new id> (or save with supersedes next time).")
 
 
 def observed(body: dict[str, Any]) -> str:

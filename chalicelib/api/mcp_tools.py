@@ -374,7 +374,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "queries naming them; tags let recall filter on them. The bank is created on first use: the result "
          "says so (bank_created: true), so check a new bank's name. To correct a fact, save the new sentence "
          "with supersedes: [the old memory's id] (one call retires the old one). A text that was forgotten "
-         "or superseded answers memory_retired unless revive: true.", MemorySaveArgs, banks.save_memory, WRITE,
+         "or superseded answers memory_retired unless revive: true. The result lists related memories: a "
+         "duplicate (the same in other words: keep one) or a conflict (the same subject with another value: "
+         "if the new sentence corrects the old, supersede the old one; if unsure, ask the user).",
+         MemorySaveArgs, banks.save_memory, WRITE,
          read_only=False, path=("bank",), summary=text.memory_saved,
          id_sources={"session_id": IdSource("session_open", "session_id")},
          params={"text": Param(f"The memory: one self-contained sentence of {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 "
@@ -387,7 +390,10 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                                      "memory_list): each is retired in the same write, or nothing is written.",
                                      ["3f2a9c0d5e7b1a64"]),
                  "revive": Param("true: bring back the forgotten or superseded memory with exactly this text.",
-                                 False)}),
+                                 False),
+                 "observed_at": Param("When the statement was made, in ms since epoch, when that was not just now "
+                                      "(from an older transcript or note): of two conflicting memories the one said "
+                                      "later ranks first. Leave it out for something said now.", 1796600000000)}),
     Tool("memory_recall", "Recall memories", "Find the memories of a bank best ranked for a query: BM25F over "
          "the memories' text and closeness in meaning (a question worded differently still finds its memory), plus a "
          "boost for entities the query names, corroboration, pinning and recency; "

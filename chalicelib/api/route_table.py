@@ -22,6 +22,7 @@ ROUTES: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
     ('banks', '/v1/banks/{bank}/rules/{name}', ('DELETE',), 'delete_rule', 'error'),
     ('banks', '/v1/banks/{bank}/memories', ('POST',), 'save_memory', 'error'),
     ('banks', '/v1/banks/{bank}/memories', ('GET',), 'list_memories', 'error'),
+    ('banks', '/v1/banks/{bank}/conflicts', ('GET',), 'list_conflicts', 'error'),
     ('banks', '/v1/banks/{bank}/memories/{memory_id}', ('GET',), 'get_memory', 'error'),
     ('banks', '/v1/banks/{bank}/memories/{memory_id}', ('PATCH',), 'update_memory', 'error'),
     ('banks', '/v1/banks/{bank}/memories/{memory_id}', ('DELETE',), 'delete_memory', 'error'),

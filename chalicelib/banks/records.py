@@ -20,7 +20,7 @@ from ..core.records import (  # noqa: F401 - re-exported
 )
 from ..errors import BadRequest
 from ..names import NAME_RE
-from ..validation import Line, Model, Text
+from ..validation import MAX_TIME_MS, Line, Model, Text
 
 MAX_HANDLES = 8
 MAX_HANDLE_CHARS = 64
@@ -28,6 +28,7 @@ MAX_SESSION_ID = 256  # characters of a session id (hooks, provenance, ``source.
 MAX_SUPERSEDES = 10  # memories one save may retire (each adds its record, revision and audit event)
 MIN_TEXT_BYTES = 3
 MAX_TEXT_BYTES = 2000
+OBSERVED_SKEW_MS = 5 * 60 * 1000  # how far ahead of ours the clock of a writer giving observed_at may run
 
 Feed = Literal["hooks", "tools", "both"]  # how a bank gets its memories (``BankSettings.feed``)
 
@@ -41,6 +42,16 @@ def check_text(text: str, field: str = "text") -> str:
         raise BadRequest(f"{field} must be {MIN_TEXT_BYTES} to {MAX_TEXT_BYTES} UTF-8 bytes after trimming (got {n}).",
                          details={"field": field, "bytes": n})
     return stripped
+
+
+def check_observed_at(value: int | None, now: int, field: str = "observed_at") -> int | None:
+    """``value`` (ms since epoch: when the statement was made) unless it is later than ``now``
+    (ms) by more than ``OBSERVED_SKEW_MS``: then 400 ``validation_error`` naming ``field``."""
+    if value is not None and value > now + OBSERVED_SKEW_MS:
+        raise BadRequest(f"{field} is in the future: it is when the statement was made (ms since epoch), "
+                         f"at most {OBSERVED_SKEW_MS // 60000} minutes ahead of the server's clock.",
+                         details={"field": field, "value": value, "now": now})
+    return value
 
 
 def normalize_handles(values: list[str] | None, field: str, *, strict: bool = True) -> list[str]:
@@ -87,6 +98,10 @@ class SaveRequest(Model):
     revive: StrictBool | None = Field(
         None, description="Bring back the retired (forgotten or superseded) memory with this text; "
         "without it such a save is 409 memory_retired and writes nothing.")
+    observed_at: StrictInt | None = Field(
+        None, ge=0, le=MAX_TIME_MS, description="When the statement was made (ms since epoch), when it was "
+        "not just now (a transcript, a note from earlier): between two conflicting memories the later "
+        "statement ranks first. At most 5 minutes ahead of the server's clock.")
 
 
 class UpdateRequest(Model):

@@ -18,7 +18,7 @@ from typing import Any
 from .. import audit, idempotency
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Confidence, Memory, SaveResult, Source
+from ..core.records import Confidence, Memory, RelatedMemory, SaveResult, Source, stated_at
 from ..core.store import (
     BankRow,
     BankTx,
@@ -41,12 +41,14 @@ from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import Retry
+from . import conflicts
 from .records import (
     MAX_HANDLES,
     BankPatch,
     BankSettings,
     SaveRequest,
     UpdateRequest,
+    check_observed_at,
     check_text,
     normalize_handles,
 )
@@ -336,6 +338,7 @@ class _Save:
     source: Source
     revive: bool = False
     supersedes: list[str] = field(default_factory=list)
+    observed_at: int | None = None  # when the statement was made (ms), when its writer said so
 
 
 @dataclass
@@ -384,14 +387,16 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
     if existing is None or existing.purged_at is not None or t.guard is not None:
         rec = Memory(id=t.id, text=save.text, entities=save.entities, tags=save.tags, confidence=save.confidence,
                      corroboration=0, pinned=save.pinned, source=save.source, created_at=now, updated_at=now,
-                     revision=0 if existing is None else existing.revision + 1)
+                     observed_at=save.observed_at, revision=0 if existing is None else existing.revision + 1)
         return rec, "create", []
     merged, dropped = _merge_tags(existing.tags, save.tags)
     update: dict[str, Any] = {
         "corroboration": existing.corroboration + 1, "revision": existing.revision + 1,
         "pinned": existing.pinned or save.pinned,
         "confidence": "stated" if save.confidence == "stated" else existing.confidence,
-        "tags": merged, "updated_at": now}
+        "tags": merged, "updated_at": now,
+        # said again: now, or when its writer says, never earlier than it was last said
+        "observed_at": None if save.observed_at is None else max(save.observed_at, stated_at(existing))}
     op = "reinforce"
     if not existing.live:
         if not save.revive:
@@ -402,9 +407,11 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
 
 
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
-                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True) -> SaveResult:
-    """Save one memory (the bank worker's ``memory::save``).
-
+                confidence: Confidence = "stated", source: Source | None = None, audited: bool = True,
+                detect: bool = True) -> SaveResult:
+    """Save one memory (the bank worker's ``memory::save``). First it looks up the live memories
+    the text duplicates or contradicts (``banks.conflicts``; not with ``detect=False``): the
+    result's ``related``; a new memory's conflicts are linked, or retired (``on_conflict``).
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
@@ -428,7 +435,10 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
     save = _Save(text=text, entities=normalize_handles(req.entities, "entities"),
                  tags=normalize_handles(req.tags, "tags"), fp=fingerprint(text), pinned=bool(req.pinned),
                  confidence=confidence, source=source or Source(session_id=req.session_id),
-                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])))
+                 revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])),
+                 observed_at=check_observed_at(req.observed_at, now_ms()))
+    found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect \
+        else conflicts.Detection(checked=False)
 
     def attempt(btx: BankTx) -> SaveResult:
         replay = idempotency.replay(idem)
@@ -438,22 +448,35 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
         target = _find_target(fresh.incarnation, row is not None, save)
         rec, op, dropped = _saved_record(save, target)
         retiring = _superseded_writes(bank, row, rec, save.supersedes)
-        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring], actor,
-                            fresh=fresh)
+        rec, links, actions = _conflict_writes(row, rec, op, found, {w.record.id for w in retiring})
+        changes = btx.stage(bank, row, [Write(rec, target.existing, op, save.fp, target.guard), *retiring, *links],
+                            actor, fresh=fresh)
         if not target.has_pointer:
             btx.put_pointer(fresh.incarnation, save.fp, rec.id)
         else:  # found through the pointer: it must still name this memory when the save commits
             btx.check_pointer(fresh.incarnation, save.fp, rec.id)
-        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped, bank_created=row is None)
+        result = SaveResult(created=op != "reinforce", memory=rec, tags_dropped=dropped, bank_created=row is None,
+                            related=conflicts.answer(found, actions), related_checked=found.checked)
         idempotency.add_to(btx.tx, idem, result, revision=(fresh.incarnation, changes[0][0]))
         if audited:
             audit.add_to(btx.tx, org_id, "memory.save", actor, f"{bank}/{rec.id}", {"bank": bank, "op": op})
-            for w in retiring:
+            for w in [*retiring, *(w for w in links if w.op == "supersede")]:
                 audit.add_to(btx.tx, org_id, "memory.supersede", actor, f"{bank}/{w.record.id}",
                              {"bank": bank, "op": "supersede"})
         return result
 
     return store.write(org_id, attempt)
+
+
+def _conflict_writes(row: BankRow | None, rec: Memory, op: str, found: conflicts.Detection,
+                     retiring: set[str]) -> tuple[Memory, list[Write], dict[str, conflicts.Action]]:
+    """``(rec with its conflict links, the partners' writes, {id: action})`` for a save's
+    detected conflicts (``banks.conflicts.link_writes``, the bank's ``on_conflict``): only a
+    memory this save creates links; the memories ``supersedes`` retires are left to it."""
+    if row is None or op not in ("create", "revive") or not found.found:
+        return rec, [], {}
+    kept = conflicts.Detection([(m, v) for m, v in found.found if m.id not in retiring], found.checked)
+    return conflicts.link_writes(row, rec, kept, settings_of(row).on_conflict)
 
 
 def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list[str]) -> list[Write]:
@@ -477,9 +500,15 @@ def _superseded_writes(bank: str, row: BankRow | None, winner: Memory, ids: list
         if old.pinned:
             raise Conflict(f"Memory '{mid}' is pinned and cannot be superseded; unpin it first.",
                            details={"memory_id": mid})
-        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "revision": old.revision + 1,
-                                     "updated_at": now})
+        new = old.model_copy(update={"invalid_at": now, "superseded_by": winner.id, "conflicts_with": None,
+                                     "revision": old.revision + 1, "updated_at": now})
         out.append(Write(new, old, "supersede", item.fp, why=f"superseded by {winner.id} on its save"))
+    if row is not None:  # each retired memory leaves its partners' conflict links
+        written = {winner.id, *ids}
+        for w in list(out):
+            for u in conflicts.unlink_writes(row, w.prev or w.record, frozenset(written)):
+                written.add(u.record.id)
+                out.append(u)
     return out
 
 
@@ -573,6 +602,28 @@ def _move_pointer(row: BankRow, item: MemoryRow, rec: Memory, new_fp: str) -> Ex
     return extra
 
 
+@dataclass(frozen=True)
+class Updated:
+    """An update's memory and, for a new text, the related memories found (``SaveResult``'s
+    ``related`` and ``related_checked``)."""
+
+    memory: Memory
+    related: list[RelatedMemory] = field(default_factory=list)
+    related_checked: bool = True
+
+
+def update_memory_related(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *, actor: str) -> Updated:
+    """``update_memory``, and for a text change the bank's live memories the new text duplicates
+    or contradicts (``banks.conflicts.detect``, looked up before the write; reported, not linked)."""
+    found = conflicts.Detection()
+    if req.text is not None:
+        handles = normalize_handles(req.entities, "entities") if req.entities is not None \
+            else get_memory(org_id, bank, memory_id).entities
+        found = conflicts.detect(org_id, bank, check_text(req.text), handles, exclude=memory_id)
+    rec = update_memory(org_id, bank, memory_id, req, actor=actor)
+    return Updated(rec, conflicts.answer(found, {}), found.checked)
+
+
 def update_memory(org_id: str, bank: str, memory_id: str, req: UpdateRequest, *, actor: str) -> Memory:
     """Revise text, entities, tags or pinned in place (``memory::update``): same id, revision +1,
     the prior revision kept in history; fields not given stay. A text change moves the
@@ -632,8 +683,9 @@ def delete_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited
         if not rec.live:
             return None
         now = now_ms()
-        new = rec.model_copy(update={"invalid_at": now, "revision": rec.revision + 1, "updated_at": now})
-        return [Write(new, rec, "delete", item.fp)], None
+        new = rec.model_copy(update={"invalid_at": now, "conflicts_with": None, "revision": rec.revision + 1,
+                                     "updated_at": now})
+        return [Write(new, rec, "delete", item.fp), *conflicts.unlink_writes(row, rec)], None
 
     return _change(org_id, bank, memory_id, actor, decide, repair="delete",
                    event=Audited("memory.delete") if audited else None)
@@ -661,14 +713,16 @@ def supersede_memory(org_id: str, bank: str, memory_id: str, superseded_by: str,
         if not won.live:
             raise Conflict(f"Memory '{superseded_by}' is retired and cannot supersede another.", code="memory_retired")
         now = now_ms()
-        new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by,
+        new = rec.model_copy(update={"invalid_at": now, "superseded_by": superseded_by, "conflicts_with": None,
                                      "revision": rec.revision + 1, "updated_at": now})
 
         def extra(btx: BankTx) -> None:
             # the winner must still be live at commit: condition on its revision
             btx.check_revision(row.incarnation, superseded_by, won.revision)
 
-        return [Write(new, rec, "supersede", item.fp)], extra
+        unlinks = conflicts.unlink_writes(row, rec)  # the winner's too: its write conditions on its revision
+        return [Write(new, rec, "supersede", item.fp), *unlinks], \
+            None if any(u.record.id == superseded_by for u in unlinks) else extra
 
     return _change(org_id, bank, memory_id, actor, decide, event=Audited("memory.supersede"))
 
@@ -832,3 +886,27 @@ def tags(org_id: str, bank: str) -> list[TagCount]:
     counts = (store.live_tag_totals(row.incarnation) if row.tag_counts
               else store.live_tag_counts(row.incarnation))
     return [TagCount(t, c) for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+@dataclass
+class ConflictPage:
+    """A page of a bank's open conflicts (``banks.conflicts.open_conflicts``) and the cursor of
+    the next (``None``: the last page)."""
+
+    conflicts: list[conflicts.OpenConflict]
+    next_cursor: str | None
+
+
+def list_conflicts(org_id: str, bank: str, *, limit: int = 20, cursor: str | None = None) -> ConflictPage:
+    """A page of the open conflicts of ``bank``: live memories linked as conflicting
+    (``Memory.conflicts_with``), each under its later statement with the earlier ones. Resolve
+    one by superseding either side (``supersede_memory``). Raises 400 ``validation_error``
+    (``limit`` outside 1..100, a bad cursor), 404 ``bank_not_found``."""
+    if not 1 <= limit <= conflicts.CONFLICTS_PAGE_MAX:
+        raise BadRequest(f"limit must be between 1 and {conflicts.CONFLICTS_PAGE_MAX}.", details={"field": "limit"})
+    row = require_bank(org_id, bank)
+    owner = f"{org_id}/{bank}"
+    start = decode_cursor(cursor, "conflicts", owner, {"sk": str, "ord": str})
+    found, last = conflicts.open_conflicts(row.incarnation, limit=limit,
+                                           start={k: str(v) for k, v in start.items()} if start else None)
+    return ConflictPage(found, encode_cursor("conflicts", owner, last) if last is not None else None)

@@ -23,7 +23,7 @@ from .. import audit
 from ..clock import now_ms
 from ..core import store
 from ..core.ndjson import check_inline_size, check_upload_size, lines_of, parse_line
-from ..core.records import Memory
+from ..core.records import Memory, RelatedMemory
 from ..core.store import BankTx, Write, current, get_items, iter_records
 from ..errors import BadRequest, PayloadTooLarge, QuotaExceeded
 from ..fingerprint import FINGERPRINT_RE, fingerprint
@@ -33,7 +33,8 @@ from ..storage import blobs
 from ..storage.damage import Damaged
 from ..storage.txn import TransactionTooLarge
 from ..validation import Line, Millis, Model
-from .records import check_text, normalize_handles
+from . import conflicts
+from .records import check_observed_at, check_text, normalize_handles
 from .service import require_bank
 
 # DynamoDB allows 100 items per transaction. Per record at most 4 items (the record, its revision,
@@ -80,6 +81,20 @@ class ImportResult:
     imported: int = 0
     skipped: int = 0
     errors: list[LineError] = field(default_factory=list)
+    related: list[LineRelated] = field(default_factory=list)
+    related_checked: bool = True
+
+
+@dataclass(frozen=True)
+class LineRelated:
+    """A line whose memory duplicates or contradicts live memories the bank held before the
+    import (``banks.conflicts.detect``): its number and what was found (reported, not linked)."""
+
+    line: int
+    related: list[RelatedMemory]
+
+
+IMPORT_RELATED_MAX = 50  # lines of one import checked for related memories (each is an index look-up)
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,7 @@ class _Line(Model):
     superseded_by: Line | None = Field(None, max_length=64)
     revision: int = Field(0, ge=0)
     purged_at: Millis | None = None
+    observed_at: Millis | None = None
 
 
 class _Parsed(NamedTuple):
@@ -173,6 +189,7 @@ def _parse_line(raw: bytes, now: int) -> _Parsed | None:
         text = check_text(line.text)
         entities = normalize_handles(line.entities, "entities")
         tags = normalize_handles(line.tags, "tags")
+        observed = check_observed_at(line.observed_at, now)
     except BadRequest as exc:
         raise ValueError(exc.message) from None
     mid = line.id or fingerprint(text)
@@ -185,7 +202,7 @@ def _parse_line(raw: bytes, now: int) -> _Parsed | None:
             "id": mid, "text": text, "entities": entities, "tags": tags, "confidence": line.confidence,
             "corroboration": line.corroboration, "pinned": line.pinned, "source": line.source,
             "created_at": created, "updated_at": updated, "invalid_at": line.invalid_at,
-            "superseded_by": line.superseded_by, "revision": line.revision}),
+            "superseded_by": line.superseded_by, "revision": line.revision, "observed_at": observed}),
             line.created_at is not None or line.updated_at is not None)
     except ValidationError as exc:
         e = exc.errors()[0]
@@ -250,6 +267,7 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
     out = ImportResult()
     now = now_ms()
     ordered = _first_text_wins(_winners(lines, out, now), out)
+    _related_lines(org_id, bank, ordered, out, now)
     batches = store.lane_batches(org_id, bank, ordered, lambda w: w.id, size=BATCH, max_lanes=BATCH_LANES,
                                  record_items=RECORD_ITEMS)
     try:
@@ -260,6 +278,28 @@ def import_lines(org_id: str, bank: str, lines: Iterable[bytes], *, actor: str,
                                                               "skipped": out.skipped, "errors": len(out.errors)})
     out.errors.sort(key=lambda e: e.line)
     return out
+
+
+def _related_lines(org_id: str, bank: str, ordered: list[_Winner], out: ImportResult, now: int) -> None:
+    """Into ``out.related``: the related memories of the first ``IMPORT_RELATED_MAX`` live lines,
+    against the bank as it stood before the import (``out.related_checked`` False when its index
+    was not loadable here, or when lines past the cap went unchecked)."""
+    checked = 0
+    for w in ordered:
+        parsed = _parse_line(w.raw, now)
+        rec = parsed.rec if parsed is not None else None
+        if rec is None or not rec.live or not rec.text:
+            continue
+        if checked == IMPORT_RELATED_MAX:
+            out.related_checked = False
+            return
+        checked += 1
+        found = conflicts.detect(org_id, bank, rec.text, rec.entities, exclude=rec.id)
+        if not found.checked:
+            out.related_checked = False
+            return
+        if found.found:
+            out.related.append(LineRelated(w.n, conflicts.answer(found, {})))
 
 
 def _apply_batches(org_id: str, bank: str, batches: list[list[_Winner]], actor: str, out: ImportResult,

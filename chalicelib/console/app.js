@@ -31,6 +31,7 @@ const ROUTES = [
   [/^banks\/([^/]+)\/memories\/([^/]+)$/, banks.memory, "memory", "banks"],
   [/^banks\/([^/]+)\/rules$/, banks.rules, "rules", "banks"],
   [/^banks\/([^/]+)\/recall$/, banks.recall, "recall", "banks"],
+  [/^banks\/([^/]+)\/conflicts$/, banks.conflicts, "conflicts", "banks"],
   [/^spaces$/, team.spaces, "spaces", "spaces"],
   [/^spaces\/([^/]+)$/, team.space, "space", "spaces"],
   [/^spaces\/([^/]+)\/entries\/([^/]+)$/, team.entry, "entry", "spaces"],

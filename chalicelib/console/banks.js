@@ -50,7 +50,7 @@ export async function list(host) {
 }
 
 function bankNav(bank, current) {
-  const items = [["", "Memories"], ["rules", "Rules"], ["recall", "Recall and preview"]];
+  const items = [["", "Memories"], ["conflicts", "Conflicts"], ["rules", "Rules"], ["recall", "Recall and preview"]];
   return h("nav", {class: "subnav", "aria-label": "Bank " + bank},
     h("ul", null, items.map(([frag, label]) => h("li", null,
       frag === current ? h("span", {"aria-current": "page"}, label) : link(frag ? ["banks", bank, frag] : ["banks", bank], label)))));
@@ -334,6 +334,51 @@ function supersedeForm(bankName, m, chosen) {
     }}, "Supersede")]);
   });
   return form;
+}
+
+// Open conflicts: memories linked as stating the same thing with another value, newer first. A
+// person resolves one by keeping one side: the other is superseded by it (restorable).
+export async function conflicts(host, bankName) {
+  append(host, [h("h2", null, "Conflicts in ", h("q", null, bankName)), bankNav(bankName, "conflicts"),
+    h("p", null, "Memories that state the same thing about the same subject with another value. Recall ranks " +
+      "the newer statement first; keep one side to retire the other (superseded, restorable).")]);
+  const msg = h("div", {class: "messages", "aria-live": "polite"});
+  const out = h("div", {class: "results"});
+  const pager = h("div", {class: "pager"});
+  append(host, [msg, out, pager]);
+  const reload = rerender();
+  const writable = can("memory:write");
+  const keep = (cell, winner, loser) => h("button", {type: "button", name: "keep", onclick: () => confirmAction(cell,
+    `Keep “${winner.text}” and retire “${loser.text}”?`, async () => {
+      try { await post(B(bankName) + "/memories/" + seg(loser.id) + "/supersede", {superseded_by: winner.id}); reload(); }
+      catch (e) { msg.append(notice("error", `Resolve failed: ${errorText(e)}`)); }
+    })}, `Keep “${winner.text.slice(0, 40)}${winner.text.length > 40 ? "…" : ""}”`);
+  const cursors = [null];
+  let index = 0;
+  const load = async () => {
+    clear(out);
+    clear(pager);
+    const page = await get(B(bankName) + "/conflicts" + qs({limit: PAGE, cursor: cursors[index]}));
+    const rows = [];
+    for (const c of page.conflicts) {
+      for (const e of c.earlier) {
+        const cell = h("div", {class: "resolve"});
+        if (writable) append(cell, [keep(cell, c.memory, e), " ", keep(cell, e, c.memory)]);
+        rows.push([
+          h("span", null, link(["banks", bankName, "memories", c.memory.id], c.memory.text), h("small", null, ` (${when(c.memory.created_at)})`)),
+          h("span", null, link(["banks", bankName, "memories", e.id], e.text), h("small", null, ` (${when(e.created_at)})`)),
+          cell]);
+      }
+    }
+    out.append(table(`Open conflicts of ${bankName}`, ["Newer statement", "Earlier statement", "Resolve"], rows));
+    if (!rows.length) out.append(notice("info", "No open conflict."));
+    cursors[index + 1] = page.next_cursor || null;
+    append(pager, [
+      h("button", {type: "button", disabled: index === 0, onclick: () => { index -= 1; load(); }}, "Previous page"),
+      h("span", {class: "pageinfo"}, ` Page ${index + 1} `),
+      h("button", {type: "button", disabled: !page.next_cursor, onclick: () => { index += 1; load(); }}, "Next page")]);
+  };
+  await load();
 }
 
 function budgetLine(label, b) {

@@ -76,6 +76,8 @@ class MemoryJSON(TypedDict, total=False):
     updated_at: int
     invalid_at: int
     superseded_by: str
+    conflicts_with: list[str]
+    observed_at: int
     revision: int
     purged_at: int
     dates: list[StatedDateJSON]
@@ -101,6 +103,10 @@ class Memory(Model):
     updated_at: int = Field(ge=0, le=MAX_TIME_MS)
     invalid_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     superseded_by: str | None = None
+    # live memories this one was detected to contradict (``banks.conflicts``), both sides linked
+    conflicts_with: list[str] | None = Field(None, max_length=64)
+    # when the statement was made (ms), given by its writer (an import line, extraction); None: when saved
+    observed_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     revision: int = Field(0, ge=0, le=MAX_SAFE_INT)
     purged_at: int | None = Field(None, ge=0, le=MAX_TIME_MS)
     # set by every write of a bank memory (``core.dates.attach``); None: states none, or written before
@@ -141,6 +147,15 @@ class Memory(Model):
     def order_key(self) -> str:
         """The ``order-index`` sort key: newest ``updated_at`` first, then id ascending."""
         return f"{MAX_ORDER_MS - self.updated_at:015d}#{self.id}"
+
+
+def stated_at(rec: Memory) -> int:
+    """When ``rec`` was last said (ms since epoch): the ``observed_at`` its writer gave, else its
+    ``created_at``, or its last reinforcement (``updated_at`` of a memory saved again,
+    ``corroboration`` > 0). Never a date its text mentions (that is the event's date)."""
+    if rec.observed_at is not None:
+        return rec.observed_at
+    return max(rec.created_at, rec.updated_at) if rec.corroboration > 0 else rec.created_at
 
 
 def validation_reason(exc: ValidationError) -> str:
@@ -202,6 +217,20 @@ def salvage_memory(raw: Any, *, key: str, now: int) -> Memory:
     return Memory(id=key, text="", created_at=now, updated_at=now)
 
 
+class RelatedMemory(Model):
+    """A live memory a write found to say the same (``duplicate``) or to contradict it
+    (``conflict``): its ``id``, ``score`` (sentence similarity, in [-1, 1]), ``why`` (a sentence
+    for a person) and ``text`` (left out for a caller that may not read the bank); ``action``:
+    what the write did about it (``linked``, ``superseded``, ``none``)."""
+
+    id: str
+    relation: Literal["duplicate", "conflict"]
+    score: float
+    why: str
+    text: str | None = None
+    action: Literal["linked", "superseded", "none"] = "none"
+
+
 class SaveResult(Model):
     """What a save did: ``created`` (a new, resurrected or repaired memory, else a
     reinforcement), the memory as saved (``None`` only when an idempotent replay finds its bank's
@@ -212,3 +241,5 @@ class SaveResult(Model):
     memory: Memory | None
     tags_dropped: list[str] = Field(default_factory=list)
     bank_created: bool = False
+    related: list[RelatedMemory] = Field(default_factory=list)
+    related_checked: bool = True

@@ -238,7 +238,7 @@ def _save(job: TurnJob, cand: Candidate) -> tuple[bool, Memory]:
     sid = job.session_id[:MAX_SESSION_ID]
     tags = normalize_handles(cand.tags + ([LEARNED_RULE] if cand.kind == "rule" else []), "tags", strict=False)
     req = SaveRequest(text=cand.text.strip(), entities=normalize_handles(cand.entities, "entities", strict=False),
-                      tags=tags, session_id=sid)
+                      tags=tags, session_id=sid, observed_at=job.enqueued_at or None)  # said when the turn was sent
     saved = bank_service.save_memory(job.org_id, job.bank, req, actor=SYSTEM_ACTOR, confidence=cand.confidence,
                                      source=Source(session_id=sid, agent=EXTRACTOR_AGENT), audited=False)
     if saved.memory is None:  # only an idempotent replay, which a job's save never is

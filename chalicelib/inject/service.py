@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field
 from .. import audit, timing
 from ..auth.principal import Principal
 from ..banks.settings_read import recall_settings
+from ..core.records import Memory, stated_at
 from ..core.store import get_bank_head
 from ..errors import BadRequest, Forbidden, NotFound
 from ..names import check_name
@@ -143,16 +144,33 @@ def inject(org_id: str, bank: str, query: str, *, with_memories: bool = True, re
                             min_match=threshold, where=where)
         retrieval = result.retrieval
         match = result.match
-        hits = [Picked(memory=h.memory, score=h.score, match=h.match) for h in result.hits]
+        hits = newer_side([Picked(memory=h.memory, score=h.score, match=h.match) for h in result.hits])
         floor = min(AMBIENT_FLOOR, tuning.recall_limit)
         if len(hits) < floor and wanted.ambient_floor:
             with timing.phase("floor"):
                 ambient = top_memories(org_id, bank, floor + len(hits), rows=rows, where=where)
+            ambient = [m for m in ambient if not _said_again(m, [*(h.memory for h in hits), *ambient])]
     with timing.phase("render"):
         injection = render(bank, rules, hits, ambient, recall_limit=tuning.recall_limit,
                            recall_budget_tokens=tuning.recall_budget_tokens, max_rule_chars=tuning.max_rule_chars,
                            with_memories=with_memories, feed=wanted.feed)
     return Injected(injection, retrieval, match, threshold)
+
+
+def newer_side(hits: list[Picked]) -> list[Picked]:
+    """``hits`` without the earlier side of each conflicting pair whose later statement is among
+    them (recall ranks the later one first: ``search.recall.newer_first``), so the injection
+    shows what is true now, in the same budget."""
+    shown: list[Picked] = []
+    for h in hits:
+        if not _said_again(h.memory, [o.memory for o in shown]):
+            shown.append(h)
+    return shown
+
+
+def _said_again(memory: Memory, others: list[Memory]) -> bool:
+    """Whether one of ``others`` is a later statement conflicting with ``memory``."""
+    return any(memory.id in (o.conflicts_with or []) and stated_at(o) > stated_at(memory) for o in others)
 
 
 def preview(org_id: str, bank: str, query: str, where: RecallFilter | None = None) -> Injected:

@@ -40,7 +40,7 @@ from .. import metrics, semantic, timing
 from ..banks.settings_read import recall_settings
 from ..clock import now_ms
 from ..core import store
-from ..core.records import Memory
+from ..core.records import Memory, stated_at
 from ..core.store import CONFIG_NAME, CONFIG_ORG, BankHead
 from ..errors import BadRequest, NotFound
 from ..storage.damage import Damaged
@@ -68,7 +68,7 @@ RETRIEVAL_UNAVAILABLE = "bm25-entity+semantic-unavailable"
 LAST_GOOD_TUNING = "+last-good-tuning"  # suffix while the configured tuning is invalid
 LIMIT_DEFAULT, LIMIT_MAX = 6, 100
 MAX_QUERY_CHARS = 4000
-_TEXT_FIELDS = ("text", "name", "description")
+TEXT_FIELDS = ("text", "name", "description")
 
 
 @dataclass
@@ -154,7 +154,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     Vectorised over each segment's documents (numpy): BM25F summed per document over the query's
     (field, term) pairs from the decoded postings (``scorer.SegmentData.postings``), entity hits
     counted from the entity postings, both masked by the documents that count (the corpus's);
-    candidates picked by ``_pick``; the full score (``scorer.full_scores``) over the candidates'
+    candidates picked by ``pick``; the full score (``scorer.full_scores``) over the candidates'
     arrays. Only the returned hits' records are decoded (every examined candidate's, when a
     ``filter`` must see it). ``where`` (with ``tag``, its ``tags_all``): the memories that pass
     are the corpus, its statistics included (``filters.narrow``). ``query_vector``: the query's
@@ -165,7 +165,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     if not leaves:
         return [], 0
     q = query if isinstance(query, QueryTerms) else analyse(query)
-    pairs = [(f, t) for t in q.terms for f in _TEXT_FIELDS] + [("cjk", t) for t in q.cjk]
+    pairs = [(f, t) for t in q.terms for f in TEXT_FIELDS] + [("cjk", t) for t in q.cjk]
     vector = query_vector if tuning.w_semantic > 0 else None
     if not pairs and not q.entity_keys and vector is None:
         return [], 0
@@ -173,8 +173,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     stats = filters.narrow(CorpusStats([(r, c) for r, c, _ in leaves], include_superseded), readers,
                            filters.with_tag(where, tag))
     allowed = [stats.segments[i].keep for i in range(len(leaves))]  # the corpus: only its documents rank
-    bm = _bm25f(stats, readers, pairs, allowed)
-    ent = _entity_hits(stats, readers, q.entity_keys, allowed)
+    bm = bm25f(stats, readers, pairs, allowed)
+    ent = entity_hits(stats, readers, q.entity_keys, allowed)
     data = [stats.data(i) for i in range(len(leaves))]
 
     decoded: dict[Key, Memory | None] = {}
@@ -182,13 +182,13 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     def record(key: Key) -> Memory | None:
         """The candidate's record, or ``None`` when its document does not decode (skipped)."""
         if key not in decoded:
-            decoded[key] = _stored(readers[key[0]], key[1], data[key[0]])
+            decoded[key] = stored_record(readers[key[0]], key[1], data[key[0]])
         return decoded[key]
 
     accept = None if filter is None else (lambda key: (rec := record(key)) is not None and filter(rec))
     fetch = max(tuning.fetch_limit, limit)  # the pool never caps a recall below its own limit
-    cands = dict.fromkeys(_pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
-    cands.update(dict.fromkeys(_pick(data, [d for d, _v in ent], None, fetch, accept)))
+    cands = dict.fromkeys(pick(data, [d for d, _v in bm], [v for _d, v in bm], fetch, accept))
+    cands.update(dict.fromkeys(pick(data, [d for d, _v in ent], None, fetch, accept)))
     if not cands and vector is None:
         return [], 0
 
@@ -205,7 +205,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     if keys and signals_mod.active(tuning):  # feedback, time, neighbourhood: their own module
         keys, upd, totals, signals = signals_mod.apply(signals_mod.Ranking(
             query if isinstance(query, str) else None, q.terms, stats, readers, data, allowed, record, accept,
-            functools.partial(_bm25f, stats, readers), _pick, base, now, tuning), keys, totals, upd)
+            functools.partial(bm25f, stats, readers), pick, base, now, tuning), keys, totals, upd)
     fused = _semantic(fusion.Inputs(stats, readers, data, allowed, q.terms, accept, base,
                                     lambda key: data[key[0]].ids[key[1]], vector, tuning), keys, upd, totals, signals)
     keys, upd, totals, signals, weights = fused.keys, fused.upd, fused.totals, fused.signals, fused.weights
@@ -227,7 +227,33 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
 
     matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
                                 query if isinstance(query, str) else None)
+    order = newer_first(order, ids, lambda j: record(keys[j]), depth=limit + NEWER_DEPTH)
     return _take(order, lambda j: matcher(keys[j]), hit, limit, min_match), len(keys)
+
+
+NEWER_DEPTH = 10  # candidates past the limit whose conflict links are read (each read decodes a record)
+
+
+def newer_first(order: list[int], ids: list[str], record: Callable[[int], Memory | None], *,
+                depth: int) -> list[int]:
+    """``order`` with the later statement (``stated_at``) of each conflicting pair
+    (``Memory.conflicts_with``, both among the candidates) moved just above the earlier one when it
+    ranked below it; only the first ``depth`` candidates' links are read. The rest of the order
+    is unchanged."""
+    at = {ids[j]: n for n, j in enumerate(order)}
+    out = list(order)
+    for j in order[:depth]:
+        rec = record(j)
+        if rec is None or not rec.conflicts_with:
+            continue
+        for k in [order[at[pid]] for pid in rec.conflicts_with if pid in at]:
+            other = record(k)
+            if other is None or stated_at(other) <= stated_at(rec):
+                continue
+            pos_new, pos_old = out.index(k), out.index(j)
+            if pos_new > pos_old:
+                out.insert(pos_old, out.pop(pos_new))
+    return out
 
 
 def _take(order: list[int], match_of: Callable[[int], float], hit: Callable[[int, float], Hit | None],
@@ -339,8 +365,8 @@ def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: 
     return docs[keep].astype(np.int64), sums[keep]
 
 
-def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
-           allowed: list[np.ndarray]) -> list[Sparse]:
+def bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
+          allowed: list[np.ndarray]) -> list[Sparse]:
     """Per leaf: the documents matched (masked by ``allowed``) and their BM25F. Per (field, term)
     pair and posting: ``idf * tf * (k1 + 1) / (tf + norm[length byte])``, added in pair order
     (the arithmetic of whoosh.scoring.bm25)."""
@@ -362,8 +388,8 @@ def _bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
     return [_sum_by_doc(len(a), ids, vals, a) for (ids, vals), a in zip(parts, allowed, strict=True)]
 
 
-def _entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
-                 allowed: list[np.ndarray]) -> list[Sparse]:
+def entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
+                allowed: list[np.ndarray]) -> list[Sparse]:
     """Per leaf: the documents (``allowed`` ones) carrying any of the query's entity handles and
     how many (int64)."""
     out = []
@@ -373,8 +399,8 @@ def _entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
     return out
 
 
-def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
-          accept: Callable[[Key], bool] | None) -> list[Key]:
+def pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
+         accept: Callable[[Key], bool] | None) -> list[Key]:
     """The first ``fetch`` of the documents ``docs`` (per leaf) that ``accept`` lets through, in
     the order ``score`` desc (when given: per leaf, one value per document of ``docs``),
     ``updated_at`` desc, id asc.
@@ -420,7 +446,7 @@ def _pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarra
 
 def _pick_few(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
               accept: Callable[[Key], bool] | None) -> list[Key]:
-    """``_pick`` over a few documents: all of them sorted at once as plain Python tuples."""
+    """``pick`` over a few documents: all of them sorted at once as plain Python tuples."""
     ranked: list[tuple[Any, int, str, int, int]] = []
     for i, d in enumerate(docs):
         if not len(d):
@@ -474,7 +500,7 @@ def _by_id(keys: list[Key], p: np.ndarray, u: np.ndarray, data: list[SegmentData
     return out
 
 
-def _stored(reader: Any, docnum: int, data: SegmentData) -> Memory | None:
+def stored_record(reader: Any, docnum: int, data: SegmentData) -> Memory | None:
     """The record a document holds (``schema.read_record``, the columns ranking already holds
     taken from ``data``, the segment's), or ``None`` when it does not decode (a damaged snapshot
     or cache: the metric is emitted and recall serves the rest)."""
@@ -666,7 +692,7 @@ def top_memories(org_id: str, bank: str, n: int, *, rows: dict[str, BankHead] | 
         data = [stats.data(i) for i in range(len(readers))]
         docs = [np.flatnonzero(seg.keep) for seg in stats.segments]
         keys = _ordered(data, docs, n)
-        return [rec for i, d in keys if (rec := _stored(readers[i], d, data[i])) is not None]
+        return [rec for i, d in keys if (rec := stored_record(readers[i], d, data[i])) is not None]
 
 
 def _ordered(data: list[SegmentData], docs: list[np.ndarray], n: int) -> list[Key]:

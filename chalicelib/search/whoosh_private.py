@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import secrets
 import struct
 import zlib
 from collections import OrderedDict
@@ -227,6 +228,9 @@ class _InlinedMatcher(ListMatcher):
         return super().value() if self._values else b""
 
 
+SEGMENT_ID_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"  # Whoosh's own alphabet for segment ids
+
+
 class InliningCodec(whoosh3.W3Codec):
     """The W3 codec with posting lists shorter than ``inlinelimit`` kept inside the term index
     instead of a block of their own in the postings file, whose header, pickle and zlib framing
@@ -236,6 +240,13 @@ class InliningCodec(whoosh3.W3Codec):
     def postings_writer(self, dbfile: Any, byteids: bool = False) -> Any:
         return _InliningPostingsWriter(dbfile, blocklimit=self._blocklimit, byteids=byteids,
                                        compression=self._compression, inlinelimit=self._inlinelimit)
+
+    def new_segment(self, storage: Any, indexname: str) -> Any:
+        # Whoosh draws a segment's id from the global ``random``, which any caller may seed (a
+        # test framework does, per example): a later segment could then take the id of one merged
+        # away, and the index caches keyed by segment id would serve the old segment's figures
+        segid = "".join(secrets.choice(SEGMENT_ID_CHARS) for _ in range(16))
+        return whoosh3.W3Segment(self, indexname, segid=segid)
 
     def postings_reader(self, dbfile: Any, terminfo: Any, format_: Any, term: Any = None, scorer: Any = None) -> Any:
         if terminfo.is_inlined():

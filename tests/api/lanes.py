@@ -11,17 +11,28 @@ from chalicelib.fingerprint import fingerprint
 from chalicelib.settings import get_settings
 
 
+def word(i: int) -> str:
+    """A distinct lower-case word per ``i`` >= 0 (``"wa"``, ``"wb"``, ... ``"wba"``): texts that
+    differ only by a number would be a detected number conflict, each linked on save."""
+    out = ""
+    while True:
+        out = "abcdefghijklmnopqrstuvwxyz"[i % 26] + out
+        i //= 26
+        if not i:
+            return "w" + out
+
+
 def lane_of_text(text: str, lanes: int | None = None) -> int:
     """The lane of the memory ``text`` makes in a bank of ``lanes`` lanes (default: a new bank's)."""
     return lane_of(fingerprint(text), lanes or get_settings().write_lanes)
 
 
 def same_lane(stem: str, n: int, lanes: int | None = None) -> list[str]:
-    """``n`` distinct texts ``"<stem> <i>"`` whose memories share one lane."""
+    """``n`` distinct texts ``"<stem> <word>"`` (``word``) whose memories share one lane."""
     by_lane: dict[int, list[str]] = {}
     i = 0
     while True:
-        text = f"{stem} {i}"
+        text = f"{stem} {word(i)}"
         got = by_lane.setdefault(lane_of_text(text, lanes), [])
         got.append(text)
         if len(got) == n:
@@ -30,11 +41,11 @@ def same_lane(stem: str, n: int, lanes: int | None = None) -> list[str]:
 
 
 def other_lanes(stem: str, n: int, lanes: int | None = None) -> list[str]:
-    """``n`` texts ``"<stem> <i>"`` whose memories fall in ``n`` different lanes."""
+    """``n`` texts ``"<stem> <word>"`` (``word``) whose memories fall in ``n`` different lanes."""
     seen: dict[int, str] = {}
     i = 0
     while len(seen) < n:
-        text = f"{stem} {i}"
+        text = f"{stem} {word(i)}"
         seen.setdefault(lane_of_text(text, lanes), text)
         i += 1
     return list(seen.values())

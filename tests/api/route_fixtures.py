@@ -525,6 +525,7 @@ ROUTES: dict[tuple[str, str], dict[str, Builder]] = {
     ("POST", "/v1/banks/{bank}/memories/{memory_id}/purge"): {"purge": lambda w: Call(
         f"/v1/banks/main/memories/{w.fresh_memory()}/purge", {}, touches=(B,))},
     ("GET", "/v1/banks/{bank}/tags"): {"tags": lambda w: Call("/v1/banks/main/tags")},
+    ("GET", "/v1/banks/{bank}/conflicts"): {"conflicts": lambda w: Call("/v1/banks/main/conflicts")},
     ("GET", "/v1/banks/{bank}/export"): {"export": lambda w: Call("/v1/banks/main/export",
                                                                   query={"history": "true"})},
     ("POST", "/v1/banks/{bank}/import"): {"upload": lambda w: Call(

@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from tests.api.lanes import word
+
 NOW = 1_900_000_000_000
 
 # keys that sit on a range boundary or just past a pointer prefix, stored beside real memories
@@ -224,7 +226,7 @@ def test_a_large_cold_rebuild_leaves_a_snapshot_for_the_next_container(aws, tmp_
     with index.using(index.IndexCache(str(tmp_path / "w"))):
         for bank, n in (("few", 4), ("many", 6)):
             for i in range(n):
-                service.save_memory("o", bank, SaveRequest(text=f"{bank} plums number {i}"), actor="t")
+                service.save_memory("o", bank, SaveRequest(text=f"{bank} plums number {word(i)}"), actor="t")
     a = index.IndexCache(str(tmp_path / "a"))
     with index.using(a):
         want = recall("o", ["many"], "plums number", limit=20, now=NOW)
@@ -254,7 +256,7 @@ def test_a_gzip_snapshot_written_before_zstd_still_loads_and_is_replaced(aws, tm
     a = index.IndexCache(str(tmp_path / "a"))
     with index.using(a):
         for i in range(5):
-            service.save_memory("o", "b", SaveRequest(text=f"quinces number {i}"), actor="t")
+            service.save_memory("o", "b", SaveRequest(text=f"quinces number {word(i)}"), actor="t")
         [key] = snapshot_banks(1, org_id="o")
         want = recall("o", ["b"], "quinces number", limit=20, now=NOW)
     assert key == "o/indexes/b/5.v2.tar.zst"

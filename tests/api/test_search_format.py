@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from tests.api.lanes import word
+
 NOW = 1_900_000_000_000
 
 
@@ -168,7 +170,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     import zlib
 
     from chalicelib.search import whoosh_private
-    from chalicelib.search.recall import _stored
+    from chalicelib.search.recall import stored_record
     from chalicelib.search.scorer import SegmentData
     ix = _damaged_index(tmp_path, b'{"text":"damson tree pruning"}')
 
@@ -178,7 +180,7 @@ def test_a_truncated_record_block_is_a_damaged_document(tmp_path, capsys, monkey
     monkeypatch.setattr(whoosh_private.zlib, "decompress", broken)
     capsys.readouterr()
     with ix.reader() as reader:
-        assert _stored(reader, 0, SegmentData(reader)) is None  # one segment: the reader is the leaf
+        assert stored_record(reader, 0, SegmentData(reader)) is None  # one segment: the reader is the leaf
     (line,) = _emf(capsys.readouterr().out, "damaged")
     assert line["kind"] == "index_document" and line["reason"] == "error"
 
@@ -224,7 +226,7 @@ def test_snapshots_of_another_format_are_never_loaded_and_go_with_the_next_snaps
     from chalicelib.storage import blobs
     with index.using(index.IndexCache(str(tmp_path / "w"))):
         for i in range(3):
-            _save("s", f"snapshot format memory {i} about limes")
+            _save("s", f"snapshot format memory {word(i)} about limes")
     prefix = index.snapshot_prefix("o", "s")
     blobs.put_bytes(prefix + "3.tar.gz", b"a snapshot of the first format", "application/gzip")
     blobs.put_bytes(prefix + "2.v1.tar.gz", b"another", "application/gzip")

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from tests.api.conftest import mint
+from tests.api.lanes import word
 
 NOW = 1_800_000_000_000
 DAY = 86_400_000
@@ -330,7 +331,8 @@ def test_decoded_postings_kept_per_segment_until_it_changes(api, cache):
     merged-away segment's arrays are dropped; the bank's arrays count against the cache budget."""
     first = save(api, "granite countertop quote from the kitchen shop")
     for i in range(4):
-        save(api, f"older note {i} on tiles")
+        save(api, f"older note {word(i)} on tiles")
+    cache.drop()  # the saves' related look-ups warmed it a segment per save: start from the records
     recall(api, "granite")  # the first recall builds the index: one segment of five documents
     entry = cache.get("default", "main")
     per_segment = entry.stats_cache["segment_data"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.lanes import word
+
 NOW = 1_900_000_000_000
 EVERY = 32
 
@@ -51,7 +53,7 @@ def test_writes_from_a_container_without_the_index_leave_snapshots_a_cold_reader
     """Writers whose container never recalled the bank: the cold reader that follows loads a
     snapshot and replays fewer than ``EVERY`` changes, and ranks as a container that rebuilt."""
     writer = _cache(tmp_path, "w")
-    _save(writer, "b", [f"pears and more pears number {i}" for i in range(150)])
+    _save(writer, "b", [f"pears and more pears number {word(i)}" for i in range(150)])
     cold = _cache(tmp_path, "c")
     got = _recall(cold, "b")
     assert cold.counters["rebuilds"] == 0 and cold.counters["snapshot_loads"] == 1
@@ -71,7 +73,7 @@ def test_a_catching_up_reader_leaves_a_snapshot_the_next_cold_reader_loads(every
     reader = _cache(tmp_path, "a")
     _save(reader, "b", ["pears to start"])
     _recall(reader, "b")
-    _save(_cache(tmp_path, "w"), "b", [f"pears {i}" for i in range(40)])
+    _save(_cache(tmp_path, "w"), "b", [f"pears {word(i)}" for i in range(40)])
     every(EVERY)
     want = _recall(reader, "b")  # catches up 40 changes: leaves a snapshot at 41
     assert reader.counters["snapshots_left"] == 1 and _snapshots("b") == ["o/indexes/b/41.v2.tar.zst"]
@@ -84,7 +86,7 @@ def test_a_catching_up_reader_leaves_a_snapshot_the_next_cold_reader_loads(every
 def test_two_containers_due_at_once_write_one_snapshot_and_the_rate_bound_holds(every, tmp_path):
     from chalicelib.core import store
     every(10_000)
-    _save(_cache(tmp_path, "w"), "b", [f"pears {i}" for i in range(40)])
+    _save(_cache(tmp_path, "w"), "b", [f"pears {word(i)}" for i in range(40)])
     a, b = _cache(tmp_path, "a"), _cache(tmp_path, "b")
     _recall(a, "b")
     _recall(b, "b")
@@ -93,7 +95,7 @@ def test_two_containers_due_at_once_write_one_snapshot_and_the_rate_bound_holds(
     assert a.leave_due_snapshot(a.get("o", "b"), head.row) == "o/indexes/b/40.v2.tar.zst"
     assert b.leave_due_snapshot(b.get("o", "b"), head.row) is None  # lost the claim
     assert _snapshots("b") == ["o/indexes/b/40.v2.tar.zst"]
-    _save(_cache(tmp_path, "w2"), "b", [f"more pears {i}" for i in range(40)])
+    _save(_cache(tmp_path, "w2"), "b", [f"more pears {word(i)}" for i in range(40)])
     _recall(b, "b")  # 80 changes, 40 past the claim, but within the interval: no second one
     _recall(_cache(tmp_path, "c"), "b")
     assert _snapshots("b") == ["o/indexes/b/40.v2.tar.zst"]
@@ -104,7 +106,7 @@ def test_two_containers_due_at_once_write_one_snapshot_and_the_rate_bound_holds(
 def test_a_write_committed_between_the_catch_up_and_the_upload_reaches_the_next_cold_reader(every, tmp_path):
     from chalicelib.core import store
     every(10_000)
-    _save(_cache(tmp_path, "w"), "b", [f"pears {i}" for i in range(40)])
+    _save(_cache(tmp_path, "w"), "b", [f"pears {word(i)}" for i in range(40)])
     a = _cache(tmp_path, "a")
     _recall(a, "b")
     head = store.get_bank_head("o", "b")
@@ -123,7 +125,7 @@ def test_a_purge_between_the_catch_up_and_the_upload_leaves_no_snapshot_holding_
     every(10_000)
     w = _cache(tmp_path, "w")
     secret = _save(w, "b", ["the vault code is pears-7781"])[0]
-    _save(w, "b", [f"pears {i}" for i in range(40)])
+    _save(w, "b", [f"pears {word(i)}" for i in range(40)])
     a = _cache(tmp_path, "a")
     _recall(a, "b")  # holds the secret
     head = store.get_bank_head("o", "b")
@@ -138,7 +140,7 @@ def test_a_purge_between_the_catch_up_and_the_upload_leaves_no_snapshot_holding_
 def test_a_failed_claim_or_upload_never_fails_the_recall(every, tmp_path, monkeypatch):
     from chalicelib.storage import blobs
     every(10_000)
-    _save(_cache(tmp_path, "w"), "b", [f"pears {i}" for i in range(40)])
+    _save(_cache(tmp_path, "w"), "b", [f"pears {word(i)}" for i in range(40)])
     every(EVERY)
 
     def refuse(*_a, **_kw):

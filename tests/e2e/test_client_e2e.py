@@ -125,11 +125,16 @@ def _banks_and_memories(c: Cairn) -> None:
     assert bank in {b["name"] for b in map(data, c.banks.iter(limit=1))}  # list_banks, every page
     saved = data(c.memories.save(bank, "The deploy runs on Fridays", tags=["ops"], entities=["deploy"]))
     mid = saved["memory"]["id"]
-    other_mid = data(c.memories.save(bank, "The deploy now runs on Mondays"))["memory"]["id"]
+    corrected = data(c.memories.save(bank, "The deploy now runs on Mondays"))
+    other_mid = corrected["memory"]["id"]
+    # the correction names what it contradicts, and both are linked (the earlier one's revision 1)
+    assert [(r["id"], r["relation"], r["action"]) for r in corrected["related"]] == [(mid, "conflict", "linked")]
+    assert [(x["memory"]["id"], [e["id"] for e in x["earlier"]]) for x in data(c.memories.conflicts(bank))[
+        "conflicts"]] == [(other_mid, [mid])]
     assert [m["id"] for m in map(data, c.memories.iter(bank, limit=1))] == [other_mid, mid]
     assert data(c.memories.list(bank, tag="ops"))["total"] == 1
     assert data(c.memories.get(bank, mid))["memory"]["text"] == "The deploy runs on Fridays"
-    assert data(c.memories.update(bank, mid, text="The deploy runs on Fridays at noon"))["memory"]["revision"] == 1
+    assert data(c.memories.update(bank, mid, text="The deploy runs on Fridays at noon"))["memory"]["revision"] == 2
     assert data(c.memories.pin(bank, mid))["memory"]["pinned"] is True
     assert len(data(c.memories.history(bank, mid))["revisions"]) >= 2
     assert data(c.banks.tags(bank))["tags"] == [{"tag": "ops", "count": 1}]

@@ -25,7 +25,7 @@ from .console_support import (
 
 XSS = '<img src=x onerror="window.__xss=1">'
 XSS_SCRIPT = "<script>window.__xss=1</script>"
-VIEWS = ("banks", "bank", "memory", "rules", "recall", "spaces", "space", "entry", "structured", "tokens",
+VIEWS = ("banks", "bank", "memory", "rules", "recall", "conflicts", "spaces", "space", "entry", "structured", "tokens",
          "audit", "status")
 
 
@@ -363,6 +363,25 @@ def test_supersede_finds_the_replacement_by_words_or_by_id(open_page, seeded):
     assert ok(http.get(f"/v1/banks/{bank}/memories/{old['memory']['id']}"))["memory"]["superseded_by"] == new["id"]
 
 
+def test_the_conflicts_view_lists_an_open_conflict_and_keeping_one_side_retires_the_other(open_page, seeded):
+    http = seeded["http"]
+    bank = unique("0conflicts-")
+    old_text = "Heron's public launch is planned for June 15, 2026."
+    new_text = "Heron's public launch moved to July 20, 2026 because of the Stripe certification delay."
+    old = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": old_text, "entities": ["heron"]}), 201)["memory"]
+    saved = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": new_text, "entities": ["heron"]}), 201)
+    assert [r["id"] for r in saved["related"]] == [old["id"]], saved
+    page = open_page(f"banks/{bank}/conflicts")
+    wait_view(page, "conflicts")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=new_text))
+    expect(row).to_contain_text(old_text)
+    row.get_by_role("button", name=f"Keep “{new_text[:40]}…”").click()
+    expect(page.locator(".confirm")).to_contain_text(f"retire “{old_text}”")
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("main .notice.info")).to_contain_text("No open conflict.")
+    assert ok(http.get(f"/v1/banks/{bank}/memories/{old['id']}"))["memory"]["superseded_by"] == saved["memory"]["id"]
+
+
 def test_rules_view_shows_the_budget_and_saves_an_edit(open_page, seeded, site):
     http, bank = seeded["http"], seeded["bank"]
     page = open_page(f"banks/{bank}/rules")
@@ -656,7 +675,8 @@ def test_a_review_only_person_lands_on_team_spaces_and_sees_only_what_they_may_u
 def _fragments(seeded):
     bank, team = seeded["bank"], seeded["team"]
     return {"banks": "banks", "bank": f"banks/{bank}", "memory": f"banks/{bank}/memories/{seeded['ids'][0]}",
-            "rules": f"banks/{bank}/rules", "recall": f"banks/{bank}/recall", "spaces": "spaces",
+            "rules": f"banks/{bank}/rules", "recall": f"banks/{bank}/recall",
+            "conflicts": f"banks/{bank}/conflicts", "spaces": "spaces",
             "space": f"spaces/{team.space}", "entry": f"spaces/{team.space}/entries/{seeded['entry']}",
             "structured": "structured", "tokens": "tokens", "audit": "audit", "status": "status"}
 

@@ -6,7 +6,7 @@ past a position, the backfill cursor.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,20 +161,23 @@ def _memory_filter(live_only: bool, tag: str | None) -> Any:
 
 
 def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int, max_page: int,
-                        live_only: bool, tag: str | None,
-                        text: str | None = None) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
+                        live_only: bool, tag: str | None, text: str | None = None,
+                        keep: Callable[[Memory], bool] | None = None,
+                        ) -> tuple[list[Memory | Damaged], dict[str, str] | None]:
     """Up to ``limit`` memory records of an incarnation newest first (the ``by_order`` index),
     after the stored keys ``start`` (``{sk, ord}`` of the previous page's last item): ``(records,
     next)`` where a damaged record is its ``Damaged`` and ``next`` is the last item's ``{sk,
     ord}`` when more follow, else ``None``. ``max_page``: the largest DynamoDB page to ask for.
     ``text`` (casefolded): only memories whose text contains it (the text may live in S3, so
-    it is matched here, after decoding; a damaged record is kept)."""
+    it is matched here, after decoding; a damaged record is kept); ``keep``: only the records it
+    accepts (after decoding too)."""
     cond = _memory_filter(live_only, tag)
     last_key = None
     if start is not None:
         last_key = {"bank_key": {"S": inc}, "sk": {"S": start["sk"]}, "ord": {"S": start["ord"]}}
     items = MemoryModel.by_order.query(inc, filter_condition=cond, last_evaluated_key=last_key, consistent_read=True,
-                                       page_size=min(limit + 1, max_page) if cond is None and not text else None)
+                                       page_size=min(limit + 1, max_page)
+                                       if cond is None and not text and keep is None else None)
     out: list[Memory | Damaged] = []
     last = None
     for it in items:
@@ -183,6 +186,8 @@ def query_memories_page(inc: str, *, start: Mapping[str, Any] | None, limit: int
             return out, ({"sk": last.sk, "ord": last.ord} if last is not None else None)
         rec = decoded(it)
         if text and isinstance(rec, Memory) and text not in rec.text.casefold():
+            continue
+        if keep is not None and (not isinstance(rec, Memory) or not keep(rec)):
             continue
         last = it
         out.append(rec)

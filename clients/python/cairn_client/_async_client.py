@@ -181,7 +181,8 @@ class AsyncMemories(Surface):
                    pinned: bool | None = None, session_id: str | None = None, supersedes: Strs | None = None,
                    revive: bool | None = None, idempotency_key: str | None = None,
                    **fields: Any) -> r.SaveMemory:
-        """Save ``text`` (a new memory, or a reinforcement of the same fact). ``supersedes``: ids
+        """Save ``text`` (a new memory, or a reinforcement of the same fact): ``related`` lists the
+        live memories it duplicates or contradicts. ``supersedes``: ids
         this memory replaces, retired with the save or nothing is written. The text of a forgotten
         or superseded memory raises ``memory_retired`` (409) unless ``revive=True``. An
         ``Idempotency-Key`` (``idempotency_key`` or a new uuid4) goes with every attempt, so a
@@ -248,6 +249,12 @@ class AsyncMemories(Surface):
     async def history(self, bank: str, memory_id: str) -> r.MemoryHistory:
         """``{revisions}``, oldest first."""
         return await self._t.call("memory_history", path={"bank": bank, "memory_id": memory_id})
+
+    @operation("list_conflicts")
+    async def conflicts(self, bank: str, *, limit: int | None = None, cursor: str | None = None) -> r.ListConflicts:
+        """Open conflicts, newest first: ``{conflicts: [{memory, earlier}], next_cursor}``; resolve one by
+        superseding either side (``supersede``)."""
+        return await self._t.call("list_conflicts", path={"bank": bank}, query={"limit": limit, "cursor": cursor})
 
     @operation("purge_memory")
     async def purge(self, bank: str, memory_id: str) -> r.PurgeMemory:

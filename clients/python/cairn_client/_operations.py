@@ -46,6 +46,7 @@ OPERATIONS: dict[str, Op] = {
     "import_upload_url": Op("POST", "/v1/banks/{bank}/import-uploads", {200: "ImportUpload"}),
     "list_attributions": Op("GET", "/api/v1/context/memory/attributions", {200: "TeamAttributionList"}),
     "list_banks": Op("GET", "/v1/banks", {200: "BankListPage"}),
+    "list_conflicts": Op("GET", "/v1/banks/{bank}/conflicts", {200: "ConflictPage"}),
     "list_entries": Op("GET", "/api/v1/context/memory/entries", {200: "TeamEntryPage"}),
     "list_events": Op("GET", "/v1/audit", {200: "OrgAuditEventPage"}),
     "list_memories": Op("GET", "/v1/banks/{bank}/memories", {200: "BankMemoryPage"}),
@@ -93,6 +94,6 @@ OPERATIONS: dict[str, Op] = {
     "trash_bank": Op("DELETE", "/v1/banks/{bank}", {200: "BankTrashReply"}),
     "turn_completed": Op("POST", "/v1/hooks/turn-completed", {202: "TurnAccepted"}),
     "update_bank": Op("PATCH", "/v1/banks/{bank}", {200: "BankReply"}),
-    "update_memory": Op("PATCH", "/v1/banks/{bank}/memories/{memory_id}", {200: "BankMemoryReply"}),
+    "update_memory": Op("PATCH", "/v1/banks/{bank}/memories/{memory_id}", {200: "MemoryUpdated"}),
     "usage": Op("GET", "/v1/usage", {200: "UsageReport"}),
 }

@@ -289,6 +289,20 @@ class CallerToken(BaseModel):
     ]
 
 
+class Limit6(RootModel[int]):
+    root: Annotated[int, Field(ge=1, le=100, title="Limit")] = 20
+
+
+class ConflictsQuery(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    limit: Annotated[
+        Limit6 | Literal[""] | None, Field(title="Limit", validate_default=True)
+    ] = 20
+    cursor: Annotated[str | None, Field(title="Cursor")] = None
+
+
 class ContextRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -364,7 +378,7 @@ class DoctorReport(BaseModel):
     checks: Annotated[list[DoctorCheck], Field(title="Checks")]
 
 
-class Limit6(RootModel[int]):
+class Limit7(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
 
 
@@ -373,7 +387,7 @@ class EntriesQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit6 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit7 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     spaceId: Annotated[str, Field(description="The space's id.", min_length=1)]
     status: Annotated[
@@ -460,7 +474,7 @@ class Until(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=9999999999999, title="Until")] = None
 
 
-class Limit7(RootModel[int]):
+class Limit8(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=500, title="Limit")] = 100
 
 
@@ -479,7 +493,7 @@ class EventsQuery(BaseModel):
     ] = 0
     until: Annotated[Until | Literal[""] | None, Field(title="Until")] = None
     limit: Annotated[
-        Limit7 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit8 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 100
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
@@ -568,15 +582,6 @@ class ImportLineError(BaseModel):
     )
     line: Annotated[int, Field(title="Line")]
     error: Annotated[str, Field(title="Error")]
-
-
-class ImportReport(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    imported: Annotated[int, Field(title="Imported")]
-    skipped: Annotated[int, Field(title="Skipped")]
-    errors: Annotated[list[ImportLineError], Field(title="Errors")]
 
 
 class ImportUpload(BaseModel):
@@ -775,7 +780,7 @@ class MemberRequest(BaseModel):
     access: Annotated[Literal["read", "write"], Field(title="Access")]
 
 
-class Limit8(RootModel[int]):
+class Limit9(RootModel[int]):
     root: Annotated[int, Field(ge=1, title="Limit")]
 
 
@@ -783,7 +788,7 @@ class MemoriesQuery(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    limit: Annotated[Limit8 | Literal[""] | None, Field(title="Limit")] = None
+    limit: Annotated[Limit9 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
     tag: Annotated[str | None, Field(title="Tag")] = None
     q: Annotated[
@@ -844,7 +849,7 @@ class Since2(RootModel[str]):
     ] = 0
 
 
-class Limit9(RootModel[int]):
+class Limit10(RootModel[int]):
     root: Annotated[
         int,
         Field(
@@ -856,7 +861,7 @@ class Limit9(RootModel[int]):
     ] = 100
 
 
-class Limit10(RootModel[str]):
+class Limit11(RootModel[str]):
     root: Annotated[
         str,
         Field(
@@ -884,7 +889,7 @@ class MemoryAuditQuery(BaseModel):
         ),
     ] = 0
     limit: Annotated[
-        Limit9 | Limit10 | None,
+        Limit10 | Limit11 | None,
         Field(
             description="At most this many (clamped to 1..500).",
             title="Limit",
@@ -934,13 +939,13 @@ class MemoryImportReport(BaseModel):
     ]
 
 
-class Limit11(RootModel[int]):
+class Limit12(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
     ] = 100
 
 
-class Limit12(RootModel[str]):
+class Limit13(RootModel[str]):
     root: Annotated[
         str, Field(description="At most this many.", max_length=0, title="Limit")
     ] = 100
@@ -962,7 +967,7 @@ class MemoryListQuery(BaseModel):
         str | None, Field(description="The scope's qualifier.", title="Scope Id")
     ] = None
     limit: Annotated[
-        Limit11 | Limit12 | None,
+        Limit12 | Limit13 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 100
 
@@ -1428,6 +1433,20 @@ class RecallSignals(BaseModel):
     semantic: Annotated[float | None, Field(title="Semantic")] = None
 
 
+class RelatedMemory(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: Annotated[str, Field(title="Id")]
+    relation: Annotated[Literal["duplicate", "conflict"], Field(title="Relation")]
+    score: Annotated[float, Field(title="Score")]
+    why: Annotated[str, Field(title="Why")]
+    action: Annotated[
+        Literal["linked", "superseded", "none"] | None, Field(title="Action")
+    ] = "none"
+    text: Annotated[str | None, Field(title="Text")] = None
+
+
 class ReloadResult(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1448,7 +1467,7 @@ class RestSave(BaseModel):
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
 
 
-class Limit13(RootModel[int]):
+class Limit14(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=50, title="Limit")] = 20
 
 
@@ -1459,7 +1478,7 @@ class RestSearchBody(BaseModel):
     query: Annotated[str | None, Field(title="Query")] = ""
     type: Annotated[str | None, Field(title="Type")] = None
     limit: Annotated[
-        Limit13 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 20
     scope: Annotated[str | None, Field(title="Scope")] = None
     scope_id: Annotated[str | None, Field(title="Scope Id")] = None
@@ -1538,6 +1557,18 @@ class Supersedes(RootModel[list[Supersede]]):
     ] = None
 
 
+class ObservedAt(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="When the statement was made (ms since epoch), when it was not just now (a transcript, a note from earlier): between two conflicting memories the later statement ranks first. At most 5 minutes ahead of the server's clock.",
+            ge=0,
+            le=253402300799999,
+            title="Observed At",
+        ),
+    ] = None
+
+
 class SaveRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1559,6 +1590,13 @@ class SaveRequest(BaseModel):
         Field(
             description="Bring back the retired (forgotten or superseded) memory with this text; without it such a save is 409 memory_retired and writes nothing.",
             title="Revive",
+        ),
+    ] = None
+    observed_at: Annotated[
+        ObservedAt | None,
+        Field(
+            description="When the statement was made (ms since epoch), when it was not just now (a transcript, a note from earlier): between two conflicting memories the later statement ranks first. At most 5 minutes ahead of the server's clock.",
+            title="Observed At",
         ),
     ] = None
 
@@ -1701,7 +1739,7 @@ class SpacePatch(BaseModel):
     teamMemoryEnabled: Annotated[bool | None, Field(title="Teammemoryenabled")] = None
 
 
-class Limit14(RootModel[int]):
+class Limit15(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = 50
 
 
@@ -1710,7 +1748,7 @@ class SpacesQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit14 | Literal[""] | None, Field(title="Limit", validate_default=True)
+        Limit15 | Literal[""] | None, Field(title="Limit", validate_default=True)
     ] = 50
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
@@ -1724,7 +1762,7 @@ class StatedDate(BaseModel):
     end: Annotated[int, Field(title="End")]
 
 
-class Limit15(RootModel[int]):
+class Limit16(RootModel[int]):
     root: Annotated[int, Field(ge=1, le=200, title="Limit")] = None
 
 
@@ -1732,7 +1770,7 @@ class StatusQuery(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    limit: Annotated[Limit15 | Literal[""] | None, Field(title="Limit")] = None
+    limit: Annotated[Limit16 | Literal[""] | None, Field(title="Limit")] = None
     cursor: Annotated[str | None, Field(title="Cursor")] = None
 
 
@@ -1885,13 +1923,13 @@ class StructuredMemoryRevision(BaseModel):
     ]
 
 
-class Limit16(RootModel[int]):
+class Limit17(RootModel[int]):
     root: Annotated[
         int, Field(description="At most this many.", ge=1, le=200, title="Limit")
     ] = 50
 
 
-class Limit17(RootModel[str]):
+class Limit18(RootModel[str]):
     root: Annotated[
         str, Field(description="At most this many.", max_length=0, title="Limit")
     ] = 50
@@ -1902,7 +1940,7 @@ class StructuredPageQuery(BaseModel):
         extra="allow",
     )
     limit: Annotated[
-        Limit16 | Limit17 | None,
+        Limit17 | Limit18 | None,
         Field(description="At most this many.", title="Limit", validate_default=True),
     ] = 50
     cursor: Annotated[
@@ -2700,6 +2738,8 @@ class BankMemory(BaseModel):
     updated_at: Annotated[int, Field(title="Updated At")]
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
+    observed_at: Annotated[int | None, Field(title="Observed At")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
@@ -2764,6 +2804,25 @@ class HookInjection(BaseModel):
     retrieval: Annotated[str, Field(title="Retrieval")]
 
 
+class ImportLineRelated(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    line: Annotated[int, Field(title="Line")]
+    related: Annotated[list[RelatedMemory], Field(title="Related")]
+
+
+class ImportReport(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    imported: Annotated[int, Field(title="Imported")]
+    skipped: Annotated[int, Field(title="Skipped")]
+    errors: Annotated[list[ImportLineError], Field(title="Errors")]
+    related: Annotated[list[ImportLineRelated] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
+
+
 class InjectedMemory(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -2823,6 +2882,8 @@ class MemoryRevision(BaseModel):
     updated_at: Annotated[int, Field(title="Updated At")]
     invalid_at: Annotated[int | None, Field(title="Invalid At")] = None
     superseded_by: Annotated[str | None, Field(title="Superseded By")] = None
+    conflicts_with: Annotated[list[str] | None, Field(title="Conflicts With")] = None
+    observed_at: Annotated[int | None, Field(title="Observed At")] = None
     revision: Annotated[int, Field(title="Revision")]
     purged_at: Annotated[int | None, Field(title="Purged At")] = None
     dates: Annotated[list[StatedDate] | None, Field(title="Dates")] = None
@@ -2837,6 +2898,8 @@ class MemorySaved(BaseModel):
         extra="allow",
     )
     created: Annotated[bool, Field(title="Created")]
+    related: Annotated[list[RelatedMemory] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
     bank_created: Annotated[bool | None, Field(title="Bank Created")] = False
     memory: BankMemory | None = None
     details: SaveDetails | None = None
@@ -2852,6 +2915,23 @@ class MemoryToolResult(
             title="MemoryToolResult",
         ),
     ]
+
+
+class MemoryUpdated(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    related: Annotated[list[RelatedMemory] | None, Field(title="Related")] = None
+    related_checked: Annotated[bool | None, Field(title="Related Checked")] = True
+
+
+class OpenConflict(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    memory: BankMemory
+    earlier: Annotated[list[BankMemory], Field(title="Earlier")]
 
 
 class PreviewRequest(BaseModel):
@@ -3124,6 +3204,14 @@ class BankRecall(BaseModel):
     memories: Annotated[list[RecallHit], Field(title="Memories")]
     match: RecallMatch
     retrieval: Annotated[str, Field(title="Retrieval")]
+
+
+class ConflictPage(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    conflicts: Annotated[list[OpenConflict], Field(title="Conflicts")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
 
 
 class McpAnswer(RootModel[McpResult | McpError]):

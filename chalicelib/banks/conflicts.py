@@ -1,0 +1,159 @@
+"""Write-time related memories and conflict links: the lookup a save makes before its transaction
+(``detect``) and what the transaction stages for it (``link_writes``, ``unlink_writes``).
+
+A conflict link is the ``conflicts_with`` list of both memories (each names the other), written
+in the transaction that saves the later one; a retiring memory (supersede, forget) leaves every
+partner's list in its own transaction. With the bank's ``on_conflict: supersede`` the earlier
+memory of a detected conflict is retired instead (``superseded_by`` the later, its history's
+``why`` naming the detection and the setting), except a pinned one and one said after the memory
+being written (``core.records.stated_at``), which are linked.
+Duplicates are reported, never linked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .. import semantic
+from ..clock import now_ms
+from ..core.records import Memory, RelatedMemory, stated_at
+from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
+from ..fingerprint import FINGERPRINT_RE
+from . import related
+
+MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
+
+
+@dataclass
+class Detection:
+    """What a write found: ``found`` (memory, verdict) best first, at most ``related.MAX_RELATED``;
+    ``checked``: False when the bank's index was not loadable here (nothing was looked up)."""
+
+    found: list[tuple[Memory, related.Verdict]] = field(default_factory=list)
+    checked: bool = True
+
+
+def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: str | None = None,
+           thresholds: related.Thresholds = related.DEFAULT) -> Detection:
+    """The live memories of ``bank`` that ``text`` (with entity ``handles``) duplicates or
+    contradicts (``banks.related``), the memory ``exclude`` (the one the text lands on) left out.
+    One consistent read of the bank and its index as a recall uses it (never rebuilt here)."""
+    from ..search.neighbours import neighbours  # search imports the banks area, not the reverse
+    from ..search.recall import read_rows
+    head = read_rows(org_id, [bank]).get(bank)
+    if head is None or head.memories == 0:
+        return Detection()
+    vector = semantic.embed_documents([text])[0] if semantic.covered(text) and semantic.available() else None
+    near = neighbours(org_id, bank, head, text, vector, handles, exclude=exclude)
+    if near is None:
+        return Detection(checked=False)
+    hs = frozenset(handles)
+    later = related.statement(text, hs)
+    by_id = {n.memory.id: n.memory for n in near if n.memory.text != text}
+    cands = [related.Candidate(n.memory.id, related.statement(n.memory.text, frozenset(n.memory.entities)),
+                               frozenset(n.memory.entities), n.similarity)
+             for n in near if n.memory.id in by_id]
+    return Detection([(by_id[mid], v) for mid, v in related.relate(later, hs, cands, thresholds)])
+
+
+Action = Literal["linked", "superseded", "none"]
+
+
+def answer(detection: Detection, actions: dict[str, Action]) -> list[RelatedMemory]:
+    """The ``related`` of a write's result: each found memory with what the write did about it."""
+    return [RelatedMemory(id=m.id, relation=v.relation, score=round(v.score, 4), why=v.why, text=m.text,
+                          action=actions.get(m.id, "none")) for m, v in detection.found]
+
+
+def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: str,
+                ) -> tuple[Memory, list[Write], dict[str, Action]]:
+    """What saving the new memory ``rec`` stages for the conflicts ``detection`` found, each
+    partner read again (still live: its revision is the write's condition): ``(rec with its
+    links, the partners' writes, {id: action})``. ``on_conflict``: ``flag`` links both,
+    ``supersede`` retires the partner (linked instead when pinned, or said after ``rec``: an
+    ``observed_at`` earlier than its statement)."""
+    writes: list[Write] = []
+    actions: dict[str, Action] = {}
+    links: list[str] = list(rec.conflicts_with or [])
+    now = now_ms()
+    for found, verdict in detection.found:
+        if verdict.relation != "conflict" or not FINGERPRINT_RE.fullmatch(found.id):
+            continue
+        item = get_item(row.incarnation, found.id)
+        if item is None:
+            continue
+        old = record_of(item)
+        if not old.live or old.id == rec.id:
+            continue
+        if on_conflict == "supersede" and not old.pinned and stated_at(old) <= stated_at(rec):
+            new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
+                                         "revision": old.revision + 1, "updated_at": now})
+            writes.append(Write(new, old, "supersede", item.fp,
+                                why=f"superseded by {rec.id}: a conflict detected on its save "
+                                    f"(on_conflict: supersede): {verdict.why}"))
+            written = {rec.id, *(w.record.id for w in writes)}
+            writes += unlink_writes(row, old, frozenset(written))  # its other links go with it
+            actions[old.id] = "superseded"
+            continue
+        theirs = [*[x for x in (old.conflicts_with or []) if x != rec.id][: MAX_LINKS - 1], rec.id]
+        new = old.model_copy(update={"conflicts_with": theirs, "revision": old.revision + 1})
+        writes.append(Write(new, old, "link", item.fp,
+                            why=f"conflicts with {rec.id}, detected on its save: {verdict.why}"))
+        links = [x for x in links if x != old.id] + [old.id]
+        actions[old.id] = "linked"
+    if links:
+        rec = rec.model_copy(update={"conflicts_with": links[-MAX_LINKS:]})
+    return rec, writes, actions
+
+
+def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset()) -> list[Write]:
+    """The writes that drop the retiring ``rec`` from each live partner's ``conflicts_with`` (the
+    memories of ``skip`` are written by the same change already)."""
+    out = []
+    for pid in rec.conflicts_with or []:
+        if pid in skip or pid == rec.id or not FINGERPRINT_RE.fullmatch(pid):
+            continue
+        item = get_item(row.incarnation, pid)
+        if item is None:
+            continue
+        other = record_of(item)
+        if not other.live or rec.id not in (other.conflicts_with or []):
+            continue
+        left = [x for x in other.conflicts_with or [] if x != rec.id] or None
+        out.append(Write(other.model_copy(update={"conflicts_with": left, "revision": other.revision + 1}),
+                         other, "unlink", item.fp,
+                         why=f"{rec.id} retired: its conflict link is cleared"))
+    return out
+
+
+@dataclass(frozen=True)
+class OpenConflict:
+    """A live memory and the live memories it conflicts with that were said before it
+    (``core.records.stated_at``: observed, created or last reinforced)."""
+
+    memory: Memory
+    earlier: list[Memory]
+
+
+CONFLICTS_PAGE_MAX = 100
+
+
+def open_conflicts(inc: str, *, limit: int, start: dict[str, str] | None,
+                   ) -> tuple[list[OpenConflict], dict[str, str] | None]:
+    """A page of the open conflicts of bank incarnation ``inc``, newest first: each live memory
+    with a link to an earlier live one (so a pair is listed once, under its later side), and
+    the stored keys to continue after (``None``: the last page). Reads the bank's live records
+    up to ``limit`` matches (``core.store.query_memories_page``) and each partner by id."""
+    found: dict[str, list[Memory]] = {}
+
+    def earlier(rec: Memory) -> bool:
+        partners = [p for pid in rec.conflicts_with or [] if FINGERPRINT_RE.fullmatch(pid)
+                    and (item := get_item(inc, pid)) is not None and (p := record_of(item)).live]
+        found[rec.id] = [p for p in partners if stated_at(p) < stated_at(rec)
+                         or (stated_at(p) == stated_at(rec) and p.id < rec.id)]
+        return bool(found[rec.id])
+
+    recs, last = query_memories_page(inc, start=start, limit=limit, max_page=CONFLICTS_PAGE_MAX, live_only=True,
+                                     tag=None, keep=lambda m: bool(m.conflicts_with) and earlier(m))
+    return [OpenConflict(r, found[r.id]) for r in recs if isinstance(r, Memory)], last
