@@ -106,7 +106,8 @@ def test_memory_routes(http):
     assert r.json()["memory"]["corroboration"] == 1 and r.json()["memory"]["tags"] == ["style", "naming"]
     assert r.json()["memory"]["text"] == "User prefers  short   names"  # the stored text stays
 
-    texts = [f"Fact number {i} about the build" for i in range(5)]
+    # distinct words, not numbers: texts differing only by a number are a detected conflict (linked)
+    texts = [f"Fact about the {w} build" for w in ("apple", "birch", "cedar", "daisy", "elm")]
     ids = [http.post(base, json={"text": t, "tags": ["build"]}).json()["memory"]["id"] for t in texts]
     seen, cursor = [], None
     while True:
@@ -122,7 +123,7 @@ def test_memory_routes(http):
 
     one = f"{base}/{ids[0]}"
     assert http.get(one).json()["memory"]["text"] == texts[0]
-    r = http.patch(one, json={"text": "Fact number zero about the build", "tags": ["build", "ci"]})
+    r = http.patch(one, json={"text": "Fact about the apple build, written again", "tags": ["build", "ci"]})
     assert r.status_code == 200, r.text
     assert r.json()["memory"]["id"] == ids[0] and r.json()["memory"]["revision"] == 1
     assert http.post(f"{one}/pin", json={"pinned": True}).json()["memory"]["pinned"] is True

@@ -10,6 +10,11 @@ from chalicelib.fingerprint import fingerprint
 
 from .conftest import Http
 
+# distinct words, not numbers: texts differing only by a number are a detected conflict (a link
+# revision each, which moves the bank's sequence)
+WORDS = ["amber", "basil", "coral", "dune", "ember", "fjord", "grove", "heath", "iris", "jade",
+         "kelp", "lotus", "maple", "nectar", "onyx", "pearl", "quartz", "reed", "sage", "thyme"]
+
 
 def _parallel(n, fn):
     with ThreadPoolExecutor(max_workers=n) as pool:
@@ -39,7 +44,7 @@ def test_20_concurrent_saves_of_20_texts_advance_seq_by_20(stack):
 
     def save(i):
         return Http(stack.base_url, stack.token).post(f"/v1/banks/{bank}/memories",
-                                                      json={"text": f"Distinct fact number {i} for the race"})
+                                                      json={"text": f"Distinct fact {WORDS[i]} for the race"})
 
     responses = _parallel(20, save)
     assert [r.status_code for r in responses] == [201] * 20, [r.text for r in responses]

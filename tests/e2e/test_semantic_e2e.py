@@ -24,7 +24,7 @@ TOP = 5
 GO_LIVE_RANK = 32  # measured on this set with the defaults; the REST case below re-measures it
 GAP = pytest.mark.xfail(strict=True, raises=AssertionError,
                         reason=f"known gap: 'when do we go live?' ranks its memory ('launches publicly') "
-                               f"#{GO_LIVE_RANK}, below an Atlas beta that 'went live'")
+                               f"at rank {GO_LIVE_RANK}, below an Atlas beta that 'went live'")
 QUESTIONS = [
     pytest.param("what database did we choose and why?", "o_db", id="database"),
     pytest.param("what is the release date?", "b_release", id="release-date"),
@@ -45,7 +45,9 @@ def bank(stack) -> Http:
     body = b"\n".join(paraphrase.import_lines_of()) + b"\n"
     r = http.post(f"/v1/banks/{BANK}/import", data=body, headers={"Content-Type": "application/x-ndjson"})
     assert r.status_code == 200, r.text
-    assert r.json() == {"imported": len(paraphrase.memories()), "skipped": 0, "errors": []}
+    got = r.json()
+    assert {k: got[k] for k in ("imported", "skipped", "errors")} == {
+        "imported": len(paraphrase.memories()), "skipped": 0, "errors": []}
     return http
 
 
