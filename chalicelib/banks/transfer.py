@@ -169,10 +169,12 @@ class _Parsed(NamedTuple):
     dated: bool
 
 
+EXPORTED_FIELDS = frozenset(Memory.model_fields) | {"op", "seq"}  # a record's fields; a history line's too
+
+
 def _unknown(line: _Line) -> list[str]:
     """The fields of ``line`` that no exported record has, sorted."""
-    known = set(Memory.model_fields) | {"op", "seq"}
-    return sorted(k for k in (line.model_extra or {}) if k not in known)
+    return sorted(k for k in (line.model_extra or {}) if k not in EXPORTED_FIELDS)
 
 
 def _parse_line(raw: bytes, now: int) -> _Parsed | None:
