@@ -60,6 +60,7 @@ from .analyzers import cjk_analyzer, entity_keys, memory_analyzer, query_terms
 from .filters import RecallFilter
 from .schema import read_record
 from .scorer import CorpusStats, SegmentData, full_scores
+from .whoosh_private import positions
 
 RETRIEVAL = "bm25-entity"
 RETRIEVAL_AS_OF = "bm25-entity+as_of"
@@ -208,11 +209,16 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
             functools.partial(bm25f, stats, readers), pick, base, now, tuning), keys, totals, upd)
     fused = _semantic(fusion.Inputs(stats, readers, data, allowed, q.terms, accept, base,
                                     lambda key: data[key[0]].ids[key[1]], vector, tuning), keys, upd, totals, signals)
-    keys, upd, totals, signals, weights = fused.keys, fused.upd, fused.totals, fused.signals, fused.weights
-    if not keys:
+    if not fused.keys:
         return [], 0
-    ids = [data[i].ids[d] for i, d in keys]
-    order = sorted(range(len(keys)), key=lambda j: (-totals[j], -upd[j], ids[j]))
+    ids = [data[i].ids[d] for i, d in fused.keys]
+    order = sorted(range(len(ids)), key=lambda j: (-fused.totals[j], -fused.upd[j], ids[j]))
+    extra = _newer_partners([fused.keys[j] for j in order[:limit + NEWER_DEPTH]], set(ids), record, data, allowed,
+                            accept)
+    if extra:  # a later statement the query missed joins after the candidates; newer_first lifts it
+        fused, order = _appended(fused, extra, base), order + list(range(len(ids), len(ids) + len(extra)))
+        ids += [data[i].ids[d] for i, d in extra]
+    keys, totals, signals, weights = fused.keys, fused.totals, fused.signals, fused.weights
     names = list(signals)
 
     def hit(j: int, m: float) -> Hit | None:
@@ -227,19 +233,53 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
 
     matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
                                 query if isinstance(query, str) else None)
-    order = newer_first(order, ids, lambda j: record(keys[j]), depth=limit + NEWER_DEPTH)
-    return _take(order, lambda j: matcher(keys[j]), hit, limit, min_match), len(keys)
+    lifted: dict[int, int] = {}
+    order = newer_first(order, ids, lambda j: record(keys[j]), depth=limit + NEWER_DEPTH, lifted=lifted)
+    return _take(order, lambda j: max(matcher(keys[j]), matcher(keys[lifted[j]]) if j in lifted else 0.0),
+                 hit, limit, min_match), len(keys)
 
 
 NEWER_DEPTH = 10  # candidates past the limit whose conflict links are read (each read decodes a record)
 
 
+def _appended(f: fusion.Fused, extra: list[Key],
+              base: Callable[[list[Key]], tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]) -> fusion.Fused:
+    """``f`` with the candidates ``extra`` after its own: their full scores, no semantic weight."""
+    u, t, sig = base(extra)
+    z = np.zeros(len(extra))
+    return fusion.Fused(f.keys + extra, np.concatenate([f.upd, u]), np.concatenate([f.totals, t]),
+                        {s: np.concatenate([v, sig.get(s, z)]) for s, v in f.signals.items()},
+                        np.concatenate([f.weights, z]))
+
+
+def _newer_partners(top: list[Key], known: set[str], record: Callable[[Key], Memory | None],
+                    data: list[SegmentData], allowed: list[np.ndarray],
+                    accept: Callable[[Key], bool] | None) -> list[Key]:
+    """The later statements linked as conflicting with a memory of ``top`` that are not among the
+    candidates (ids ``known``): each a document that may rank (``allowed``, the caller's ``accept``)
+    and was said after its partner (``stated_at``). A correction worded unlike the question still
+    shows beside the statement it corrects."""
+    out: list[Key] = []
+    for key in top:
+        rec = record(key)
+        if rec is None or not rec.conflicts_with:
+            continue
+        for pid in [p for p in rec.conflicts_with if p not in known]:
+            known.add(pid)
+            found = [(i, d) for i, sd in enumerate(data) for d in positions(sd.ids, pid) if allowed[i][d]]
+            other = record(found[0]) if found else None
+            if other is not None and stated_at(other) > stated_at(rec) and (accept is None or accept(found[0])):
+                out.append(found[0])
+    return out
+
+
 def newer_first(order: list[int], ids: list[str], record: Callable[[int], Memory | None], *,
-                depth: int) -> list[int]:
+                depth: int, lifted: dict[int, int] | None = None) -> list[int]:
     """``order`` with the later statement (``stated_at``) of each conflicting pair
     (``Memory.conflicts_with``, both among the candidates) moved just above the earlier one when it
     ranked below it; only the first ``depth`` candidates' links are read. The rest of the order
-    is unchanged."""
+    is unchanged. ``lifted`` (when given) receives each moved candidate's earlier partner: the
+    later statement answers what the earlier one answered (its ``match`` at least the earlier's)."""
     at = {ids[j]: n for n, j in enumerate(order)}
     out = list(order)
     for j in order[:depth]:
@@ -253,6 +293,8 @@ def newer_first(order: list[int], ids: list[str], record: Callable[[int], Memory
             pos_new, pos_old = out.index(k), out.index(j)
             if pos_new > pos_old:
                 out.insert(pos_old, out.pop(pos_new))
+                if lifted is not None:
+                    lifted[k] = j
     return out
 
 

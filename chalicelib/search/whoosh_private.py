@@ -364,6 +364,28 @@ class StrColumn(Sequence[str]):
             got = self._decoded[i] = self._raw[self._starts[i]:self._starts[i + 1]].decode()
         return got
 
+    def positions(self, value: str) -> list[int]:
+        """The positions holding exactly ``value``, ascending: a byte search of the raw column,
+        each find kept only when it spans one whole value (no value decoded)."""
+        key, starts = value.encode(), self._starts
+        if not key:
+            return [i for i in range(len(self)) if starts[i] == starts[i + 1]]
+        out: list[int] = []
+        at = 0
+        while (at := self._raw.find(key, at)) >= 0:
+            i = bisect.bisect_right(starts, at) - 1  # the last value starting here (empty ones come first)
+            if i < len(self) and starts[i] == at and starts[i + 1] == at + len(key):
+                out.append(i)
+            at += 1
+        return out
+
+
+def positions(column: Sequence[str], value: str) -> list[int]:
+    """The positions of ``column`` (a ``str_column``) holding exactly ``value``, ascending."""
+    if isinstance(column, StrColumn):
+        return column.positions(value)
+    return [i for i, v in enumerate(column) if v == value]
+
 
 def fixed_bytes_column(reader: Any, fieldname: str) -> np.ndarray | None:
     """A segment's ``FixedBytesColumn`` as a ``(documents, width)`` uint8 array from one read of

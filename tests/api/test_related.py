@@ -107,6 +107,20 @@ def test_recall_ranks_the_later_statement_of_a_conflict_first(api, first, later)
         assert hits[0]["conflicts_with"] == [a["id"]] and hits[1]["conflicts_with"] == [b["id"]]
 
 
+def test_a_correction_worded_unlike_the_question_still_shows_above_what_it_corrects(api):
+    """The question matches only the earlier statement's words: its linked later statement joins
+    and ranks first; one the caller's filter excludes never joins."""
+    old = save(api, OLD, tags=["plan"])["memory"]
+    new = save(api, NEW)["memory"]
+    assert new["conflicts_with"] == [old["id"]]
+    s, body = api.post(B + "/recall", {"query": "planned"})
+    assert s == 200, body
+    assert [h["memory"]["id"] for h in body["memories"]][:2] == [new["id"], old["id"]]
+    s, body = api.post(B + "/recall", {"query": "planned", "tag": "plan"})
+    assert s == 200, body
+    assert [h["memory"]["id"] for h in body["memories"]] == [old["id"]]
+
+
 def test_the_injection_shows_only_the_later_side_of_a_conflict(api):
     old = save(api, OLD)["memory"]
     new = save(api, NEW)["memory"]

@@ -332,6 +332,17 @@ def test_a_string_column_decodes_each_value_on_demand_like_a_list():
             col[bad]
 
 
+def test_a_string_column_finds_the_positions_of_a_whole_value_only():
+    """``positions`` answers the positions holding exactly the value: never a find that spans two
+    values or lies inside one, empty values and repeats included, as a list's search would."""
+    from chalicelib.search.whoosh_private import StrColumn, positions
+    values = ["ab", "c", "", "abc", "bc", "c", "\u00e9t\u00e9", "c"]
+    col = StrColumn("".join(values).encode(), [len(v.encode()) for v in values])
+    for v in ["c", "bc", "ab", "abc", "", "\u00e9t\u00e9", "t", "cab", "x"]:
+        assert col.positions(v) == [i for i, x in enumerate(values) if x == v], v
+        assert positions(list(values), v) == col.positions(v)
+
+
 def test_a_term_looked_up_through_the_segments_term_keys_finds_the_same_postings(tmp_path):
     """``posting_arrays`` given the segment's ``term_keys`` returns what the term index's own
     lookup returns, for every term of the segment (each field) and for absent ones; a reader that
