@@ -100,7 +100,7 @@ from ..core.store import BankHead, BankRow, Clock, KnownBank, split_seq
 from ..settings import get_settings
 from ..storage import blobs
 from ..storage.damage import Damaged
-from .schema import FORMAT, codec, schema, to_document, with_vector_field
+from .schema import FORMAT, codec, schema, to_document, with_added_fields
 from .whoosh_private import cached_column, move_deletions, read_toc
 
 META_FILE = "cairn.json"
@@ -783,7 +783,7 @@ class IndexCache:
             if (meta.get("inc") != head.incarnation or len(clock.positions) != len(head.clock.positions)
                     or meta.get("format") != FORMAT):
                 return None  # another incarnation's, or another format's: rebuilt
-            ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
+            ix = with_added_fields(whoosh_index.open_dir(path, indexname=INDEX_NAME))
             entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=clock)
             entry.measure()
             return entry
@@ -991,7 +991,7 @@ class IndexCache:
                     raise ValueError("snapshot clock beyond the bank's")
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 os.replace(tmp, path)
-                ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
+                ix = with_added_fields(whoosh_index.open_dir(path, indexname=INDEX_NAME))
                 with ix.reader() as reader:  # opens every segment: a truncated or foreign file fails here
                     reader.doc_count_all()
                 entry = BankIndex(org_id, bank, head.incarnation, path, ix, clock=snap_clock,

@@ -234,7 +234,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
                                 query if isinstance(query, str) else None)
     lifted: dict[int, int] = {}
-    order = newer_first(order, ids, lambda j: record(keys[j]), depth=limit + NEWER_DEPTH, lifted=lifted)
+    order = newer_first(order, ids, lambda j: record(keys[j]) if data[keys[j][0]].linked[keys[j][1]] else None,
+                        depth=limit + NEWER_DEPTH, lifted=lifted)
     return _take(order, lambda j: max(matcher(keys[j]), matcher(keys[lifted[j]]) if j in lifted else 0.0),
                  hit, limit, min_match), len(keys)
 
@@ -261,7 +262,7 @@ def _newer_partners(top: list[Key], known: set[str], record: Callable[[Key], Mem
     shows beside the statement it corrects."""
     out: list[Key] = []
     for key in top:
-        rec = record(key)
+        rec = record(key) if data[key[0]].linked[key[1]] else None
         if rec is None or not rec.conflicts_with:
             continue
         for pid in [p for p in rec.conflicts_with if p not in known]:

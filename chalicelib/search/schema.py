@@ -23,14 +23,17 @@ DynamoDB.
 | session      | column only (int64)               | ``session_key(source.session_id)``: the neighbourhood signal |
 | record       | column only (``RecordColumn``)    | the rest of the record (``encode_record``) |
 | vector       | column only (fixed 388 bytes)     | the semantic signal (``core.vectors.index_value``) |
+| linked       | column only (uint8)               | conflict links: 1 some, 0 none, 2 (default) not known |
 
 ``vector`` holds the record's current sentence vector: its float32 scale then its int8 codes, all
 zero bytes for a record without one.
 
 ``FORMAT`` names this layout: an index directory or snapshot of another format is never opened
-(the bank is rebuilt from its records instead). ``vector`` joined format 2 later: an index written
-without it gets the field when opened (``with_vector_field``), its documents having no vector
-until they are written again or the bank is rebuilt, so a deploy forces no rebuild.
+(the bank is rebuilt from its records instead). ``vector`` and ``linked`` joined format 2 later: an
+index written without them gets them when opened (``with_added_fields``), its documents having no
+vector and links not known (``linked`` 2: their records are read to see) until they are written
+again or the bank is rebuilt, so a deploy forces no rebuild. A merge gives the documents of a
+segment without a column that column's default, which is why ``linked``'s is "not known".
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ def schema() -> Schema:
         session=COLUMN(NumericColumn("q")),
         record=COLUMN(RecordColumn()),
         vector=vector_field(),
+        linked=linked_field(),
     )
 
 
@@ -111,14 +115,27 @@ def vector_field() -> COLUMN:
     return COLUMN(FixedBytesColumn(vectors.INDEX_BYTES))
 
 
-def with_vector_field(ix: Any) -> Any:
-    """``ix`` (an open Whoosh index) with the ``vector`` field, added in a commit of its own when
-    the index was written before the field existed; returns the index to use."""
-    if VECTOR_FIELD in ix.schema:
+LINKED_FIELD = "linked"
+LINK_UNKNOWN = 2  # ``linked`` of a document written before the column: its record says
+
+
+def linked_field() -> COLUMN:
+    """The ``linked`` column: 1 when the record has conflict links, 0 when not."""
+    return COLUMN(NumericColumn("B", default=LINK_UNKNOWN))
+
+
+def with_added_fields(ix: Any) -> Any:
+    """``ix`` (an open Whoosh index) with the fields format 2 gained later (``vector``,
+    ``linked``), added in a commit of its own when the index was written before them; returns
+    the index to use."""
+    added = {VECTOR_FIELD: vector_field, LINKED_FIELD: linked_field}
+    missing = [name for name in added if name not in ix.schema]
+    if not missing:
         return ix
     writer = ix.writer(codec=codec())
     try:
-        writer.add_field(VECTOR_FIELD, vector_field())
+        for name in missing:
+            writer.add_field(name, added[name]())
     except BaseException:
         writer.cancel()
         raise
@@ -158,6 +175,7 @@ class Document(TypedDict):
     entities: NotRequired[str]
     tags: NotRequired[str]
     vector: NotRequired[bytes]
+    linked: int
 
 
 def session_key(session_id: str | None) -> int:
@@ -175,7 +193,7 @@ def to_document(rec: Memory) -> Document:
         "id": rec.id, "live": "1" if rec.live else "0", "updated_at": int(rec.updated_at),
         "pinned": int(rec.pinned), "corroboration": int(rec.corroboration),
         "created_at": int(rec.created_at), "session": session_key(rec.source.session_id),
-        "record": encode_record(rec),
+        "record": encode_record(rec), "linked": int(bool(rec.conflicts_with)),
     }
     if rec.text:
         doc["text"] = rec.text

@@ -28,7 +28,7 @@ import numpy as np
 from whoosh.util.numeric import byte_to_length
 
 from ..tuning import MemoryTuning
-from .schema import TEXT_FIELDS, VECTOR_FIELD, ColumnValues
+from .schema import LINK_UNKNOWN, LINKED_FIELD, TEXT_FIELDS, VECTOR_FIELD, ColumnValues
 from .whoosh_private import (
     cached_column,
     deleted_docs,
@@ -47,8 +47,8 @@ _DF_CACHE_MAX = 20000
 # decoded postings kept per bank (the segments' arrays together); past it a bank's are dropped
 # and decoded again on demand
 POSTINGS_CACHE_MAX_BYTES = 64 * 1024 * 1024
-# three int64 columns, four length bytes and an id string (about 70 bytes) per document
-_BASE_BYTES_PER_DOC = 5 * 8 + 4 + 70
+# five int64 columns, four length bytes, the links byte and an id string (about 70 bytes) per document
+_BASE_BYTES_PER_DOC = 5 * 8 + 4 + 1 + 70
 _RECORD_COLUMNS = ("id", "updated_at", "pinned", "corroboration")
 # a segment of at most this many documents keeps its term index's keys as a set once a term is
 # looked up in it (about 1 ms to build at 250 documents): a selective query's terms are absent
@@ -82,7 +82,8 @@ def _byte_lengths() -> np.ndarray:
 class SegmentData:
     """One segment's per-document values, read once into memory as numpy arrays indexed by
     document number: ``updated_at``, ``pinned``, ``corroboration``, ``created_at`` and ``session``
-    (int64, ``schema.session_key``), ``ids`` (str, each decoded when first indexed:
+    (int64, ``schema.session_key``), ``linked`` (uint8: 0 when the record has no conflict links),
+    ``ids`` (str, each decoded when first indexed:
     ``whoosh_private.StrColumn``) and, per text field, the field-length bytes Whoosh stores
     (``lengths[field]``, uint8, decoded with ``byte_to_length``; ``None`` when the segment has no
     such column), ``fields``, the text fields holding any token, and the decoded postings of the
@@ -96,7 +97,7 @@ class SegmentData:
     index against the cache's budget, apart from the postings' bound)."""
 
     __slots__ = ("_has_columns", "_keys", "_parts", "_postings", "_vectors", "corroboration", "created_at", "fields",
-                 "ids", "lengths", "n", "nbytes", "pinned", "session", "updated_at", "vector_bytes")
+                 "ids", "lengths", "linked", "n", "nbytes", "pinned", "session", "updated_at", "vector_bytes")
 
     def __init__(self, reader: Any) -> None:
         self.n = n = reader.doc_count_all()
@@ -108,6 +109,9 @@ class SegmentData:
         self.ids = str_column(reader, "id")
         self.created_at = int_column(reader, "created_at")
         self.session = int_column(reader, "session")
+        # 0: no conflict links, else read the record (``schema.LINK_UNKNOWN`` without the column)
+        self.linked = (int_column(reader, LINKED_FIELD) if LINKED_FIELD in reader.schema
+                       else np.full(n, LINK_UNKNOWN)).astype(np.uint8)
         # a damaged segment may lack one: its records are then read (and refused) column by column
         self._has_columns = all(cached_column(reader, c) is not None for c in _RECORD_COLUMNS)
         self.lengths: dict[str, np.ndarray | None] = {}

@@ -4,7 +4,10 @@ side (never a pinned one), and a write-only token seeing no ``text``."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+import shutil
 
 import pytest
 
@@ -282,3 +285,54 @@ def test_an_import_line_keeps_its_observed_at_and_one_in_the_future_is_a_line_er
     assert report["imported"] == 1 and [e["line"] for e in report["errors"]] == [2]
     assert "observed_at" in report["errors"][0]["error"]
     assert [m["observed_at"] for m in api.get(M)[1]["memories"]] == [said]
+
+
+def _old_snapshot(bank: str, tmp_path) -> None:
+    """An S3 snapshot of ``bank`` as the code before the ``linked`` column wrote it."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core import store
+    from chalicelib.search import index
+    from chalicelib.search.schema import LINKED_FIELD, schema, to_document
+
+    head = store.get_bank_head("default", bank)
+    old = copy.deepcopy(schema())
+    old.remove(LINKED_FIELD)
+    path = str(tmp_path / "old-index")
+    os.makedirs(path)
+    ix = whoosh_index.create_in(path, old, indexname=index.INDEX_NAME)
+    w = ix.writer()
+    for rec in store.iter_records_any_order(head.incarnation):
+        doc = dict(to_document(rec))
+        doc.pop(LINKED_FIELD)
+        w.add_document(**doc)
+    w.commit()
+    entry = index.BankIndex("default", bank, head.incarnation, path, ix, clock=head.clock)
+    entry.write_meta()
+    index.IndexCache(str(tmp_path / "writer")).write_snapshot(entry)
+    shutil.rmtree(path)
+
+
+def test_a_snapshot_written_before_the_links_column_still_ranks_the_later_statement_first(api, tmp_path,
+                                                                                         monkeypatch):
+    """Loaded without a rebuild, its documents' links are read from their records, before and
+    after a merge with a segment written since (whose documents say whether they are linked)."""
+    from chalicelib.search import index
+
+    old = save(api, OLD)["memory"]
+    new = save(api, NEW)["memory"]
+    _old_snapshot("heron", tmp_path)
+    cold = index.IndexCache(str(tmp_path / "cold"))
+    with index.using(cold):
+        for step in ("loaded", "written", "merged"):
+            if step == "written":
+                save(api, OTHER)
+            if step == "merged":
+                monkeypatch.setattr(index, "MERGE_MIN_DOCS", 0)
+                monkeypatch.setattr(index, "MERGE_MAX_SEGMENTS", 1)
+                entry = cold.get("default", "heron")
+                assert entry is not None and entry.merge()
+            s, body = api.post(B + "/recall", {"query": "planned"})
+            assert s == 200, body
+            assert [h["memory"]["id"] for h in body["memories"]][:2] == [new["id"], old["id"]], step
+    assert cold.counters["snapshot_loads"] == 1 and cold.counters["rebuilds"] == 0, cold.counters

@@ -293,12 +293,12 @@ def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache, monkeypatch):
     words = ["coffee", "tea", "espresso", "morning", "standup", "deploy", "friday", "garden"]
     ids = []
     for i in range(24):  # one commit (segment) each, merged by the tiered policy as they come
-        text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 6)) + f" note{i}"
+        text = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 6)) + f" note{word(i)}"
         ids.append(save(api, text)["id"])
         if i == 0:
             recall(api, "coffee")  # the bank's index is now cached: each later write commits to it
     for i in (3, 7, 11):  # replaced documents stay in their segments as deletions
-        status, _ = api.patch(f"/v1/banks/main/memories/{ids[i]}", {"text": f"coffee coffee garden edit{i}"})
+        status, _ = api.patch(f"/v1/banks/main/memories/{ids[i]}", {"text": f"coffee coffee garden edit{word(i)}"})
         assert status == 200
     assert api.delete(f"/v1/banks/main/memories/{ids[5]}")[0] in (200, 204)
     query = "coffee espresso garden friday"
@@ -318,8 +318,9 @@ def test_bm25_from_posting_blocks_equals_whoosh_bm25f(api, cache, monkeypatch):
             if memory_id != ids[5]:
                 want[memory_id] = hit.score
     assert ids[5] not in got  # forgotten: never comes back
-    assert recall(api, "note3 note7 note11") == []  # replaced texts are gone from the warm index
-    assert len(recall(api, "edit3 edit7 edit11", limit=10)) == 3
+    # replaced texts are gone from the warm index
+    assert recall(api, " ".join(f"note{word(i)}" for i in (3, 7, 11))) == []
+    assert len(recall(api, " ".join(f"edit{word(i)}" for i in (3, 7, 11)), limit=10)) == 3
     assert set(got) == set(want)
     for memory_id, score in want.items():
         assert math.isclose(got[memory_id], score, rel_tol=1e-9), memory_id

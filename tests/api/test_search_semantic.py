@@ -16,7 +16,7 @@ from chalicelib.core import vectors
 from chalicelib.core.records import Memory
 from chalicelib.core.store import Clock
 from chalicelib.search.index import INDEX_NAME, BankIndex
-from chalicelib.search.schema import VECTOR_FIELD, schema, to_document, with_vector_field
+from chalicelib.search.schema import VECTOR_FIELD, schema, to_document, with_added_fields
 from chalicelib.search.scorer import SegmentData
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="the model artifact is not built")
@@ -99,7 +99,7 @@ def test_an_index_written_before_the_vector_field_opens_and_gains_it(tmp_path):
     doc.pop(VECTOR_FIELD, None)
     w.add_document(**doc)
     w.commit()
-    ix = with_vector_field(whoosh_index.open_dir(path, indexname=INDEX_NAME))
+    ix = with_added_fields(whoosh_index.open_dir(path, indexname=INDEX_NAME))
     assert VECTOR_FIELD in ix.schema
     entry = BankIndex("o", "b", "inc", path, ix, clock=Clock((1,)))
     fresh = Memory(id="m2", text="a new memory about Berlin", created_at=2, updated_at=2)
