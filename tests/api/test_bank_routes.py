@@ -10,6 +10,7 @@ import pytest
 
 from chalicelib.banks.service import BANKS_PAGE_DEFAULT
 from tests.api.conftest import mint
+from tests.api.lanes import word
 from tests.api.state import assert_unchanged, dump
 
 R = "/v1/banks/main/rules"
@@ -334,7 +335,7 @@ def test_description_changes_race_saves_and_rule_deletes_without_losing_a_count(
     api.post("/v1/banks", {"name": "race"})
     for i in range(4):
         assert api.put(f"/v1/banks/race/rules/r{i}", {"content": f"Rule {i}."})[0] == 200
-    texts = [f"Concurrent fact number {i} about lanes" for i in range(12)]
+    texts = [f"Concurrent fact {word(i)} about lanes" for i in range(12)]  # a number would be a conflict
     jobs = [lambda t=t: service.save_memory("default", "race", SaveRequest(text=t), actor="t") for t in texts]
     jobs += [lambda i=i: service.update_bank("default", "race", BankPatch(description=f"description {i}"), actor="t")
              for i in range(4)]
