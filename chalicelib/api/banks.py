@@ -108,7 +108,7 @@ def render_page(page: MemoryPage) -> dict[str, Any]:
 
 
 def render_import(result: ImportResult, *, readable: bool = True) -> dict[str, Any]:
-    """``{imported, skipped, errors: [{line, error}]}``, plus ``related: [{line, related}]`` when
+    """``{imported, skipped, errors: [{line, error, code}]}``, plus ``related: [{line, related}]`` when
     lines duplicate or contradict live memories (``render_related``) and ``related_checked: false``
     when some lines were not checked."""
     body: dict[str, Any] = {"imported": result.imported, "skipped": result.skipped,

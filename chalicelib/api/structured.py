@@ -507,10 +507,10 @@ def admin_search_memories(ctx: Ctx):
 def admin_import(ctx: Ctx):
     """Import Turnstone memory rows (admin) from ndjson.
 
-    ``{imported, skipped, errors: [{line, error}]}``."""
+    ``{imported, skipped, errors: [{line, error, code}]}``."""
     r = admin.import_ndjson(ctx.principal.org_id, ctx.raw_body, actor=ctx.principal.actor)
     return {"imported": r.imported, "skipped": r.skipped,
-            "errors": [{"line": line, "error": error} for line, error in r.errors]}
+            "errors": [{"line": line, "error": error, "code": code} for line, error, code in r.errors]}
 
 
 @endpoint(bp, "/v1/api/admin/memories/{memory_id}", ["GET"], permission=ADMIN, responses={200: sm.StructuredMemory},

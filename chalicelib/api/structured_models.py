@@ -141,6 +141,8 @@ class MemoryImportProblem(_Body):
 
     line: int = Field(description="The line's number, from 1.")
     error: str
+    code: str = Field(description="Why, stable: `validation_error` (the line is not a valid row) or `conflict` "
+                                  "(its memory_id belongs to another memory).")
 
 
 class MemoryImportReport(_Body):

@@ -67,10 +67,18 @@ class Export:
 
 @dataclass(frozen=True)
 class LineError:
-    """A line of an import that was not applied: its number (from 1) and why."""
+    """A line of an import that was not applied: its number (from 1), why, and the stable
+    ``code`` of why (``validation_error``, ``duplicate_text``, ``memory_retired``,
+    ``quota_exceeded``)."""
 
     line: int
     error: str
+    code: str = "validation_error"
+
+
+def _over_quota(n: int, exc: QuotaExceeded) -> LineError:
+    """Line ``n``, left over when a quota ran out after earlier lines committed."""
+    return LineError(n, f"quota_exceeded: {exc.message}", "quota_exceeded")
 
 
 @dataclass
@@ -314,7 +322,7 @@ def _apply_batches(org_id: str, bank: str, batches: list[list[_Winner]], actor: 
             if i == 0:
                 raise  # nothing written yet: the whole import is refused (429)
             # earlier batches committed: the lines left over are reported, not half-refused
-            out.errors.extend(LineError(w.n, f"quota_exceeded: {exc.message}") for b in batches[i:] for w in b)
+            out.errors.extend(_over_quota(w.n, exc) for b in batches[i:] for w in b)
             break
         out.imported += applied.imported
         out.skipped += applied.skipped
@@ -330,7 +338,7 @@ def _first_text_wins(ordered: list[_Winner], out: ImportResult) -> list[_Winner]
     kept = []
     for w in ordered:
         if first.setdefault(w.fp, w.id) != w.id:
-            out.errors.append(LineError(w.n, "duplicate_text: another memory has this text"))
+            out.errors.append(LineError(w.n, "duplicate_text: another memory has this text", "duplicate_text"))
         else:
             kept.append(w)
     return kept
@@ -352,7 +360,7 @@ def _write_batch(org_id: str, bank: str, batch: list[_Winner], actor: str, now: 
         try:
             second = _write_batch(org_id, bank, batch[half:], actor, now)
         except QuotaExceeded as exc:  # the first half committed: the rest is reported, never refused
-            second = ImportResult(errors=[LineError(w.n, f"quota_exceeded: {exc.message}") for w in batch[half:]])
+            second = ImportResult(errors=[_over_quota(w.n, exc) for w in batch[half:]])
         return ImportResult(first.imported + second.imported, first.skipped + second.skipped,
                             first.errors + second.errors)
 
@@ -389,13 +397,13 @@ def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, line: _Parsed, 
         if prev is not None and rec.live and not prev.live:  # a live line of a retired memory: never a revival
             plan.result.errors.append(LineError(n, f"memory_retired: memory '{prev.id}' has this text and is "
                                                    "retired; an import never revives: save the text with "
-                                                   "revive: true to bring it back"))
+                                                   "revive: true to bring it back", "memory_retired"))
         else:
             plan.result.skipped += 1
         return
     ptr = known.get(store.pointer_key(fp))
     if (ptr is not None and ptr.memory_id != rec.id) or fp in plan.claimed:
-        plan.result.errors.append(LineError(n, "duplicate_text: another memory has this text"))
+        plan.result.errors.append(LineError(n, "duplicate_text: another memory has this text", "duplicate_text"))
         return
     plan.claimed.add(fp)
     if guard is not None and prev is not None:  # a damaged stored record: the line replaces it, history kept

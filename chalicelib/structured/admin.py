@@ -10,7 +10,7 @@ content, created?, updated?, last_accessed?, access_count?``), any of the five s
 applied per namespace in transactions of up to ``BATCH`` memories grouped by write lane, each
 taking a range of its lanes' positions (the bank import's batching); an existing identity is updated only by a newer
 row (``updated`` later), otherwise the row is skipped; bad lines are reported by line number
-(from 1) and skipped, never half-applied: ``{imported, skipped, errors: [{line, error}]}``.
+(from 1) and skipped, never half-applied: ``{imported, skipped, errors: [{line, error, code}]}``.
 """
 
 from __future__ import annotations
@@ -212,11 +212,11 @@ class ImportRow:
 @dataclass
 class ImportResult:
     """``imported`` memories, ``skipped`` rows (not newer than what is stored), ``errors``
-    ``(line, message)`` sorted by line."""
+    ``(line, message, code)`` sorted by line."""
 
     imported: int = 0
     skipped: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)
+    errors: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def _checked(r: TurnstoneRow) -> tuple[str, str, str]:
@@ -262,7 +262,8 @@ def import_ndjson(org_id: str, body: bytes, *, actor: str) -> ImportResult:
     return import_lines(org_id, lines_of([body]), actor=actor)
 
 
-def _group(lines: Iterable[bytes], errors: list[tuple[int, str]]) -> tuple[int, dict[Target, dict[str, ImportRow]]]:
+def _group(lines: Iterable[bytes],
+           errors: list[tuple[int, str, str]]) -> tuple[int, dict[Target, dict[str, ImportRow]]]:
     """``(valid rows, rows by namespace and name)``: the last row of an identity by ``updated``
     wins; a bad line goes to ``errors``."""
     groups: dict[Target, dict[str, ImportRow]] = {}
@@ -273,7 +274,7 @@ def _group(lines: Iterable[bytes], errors: list[tuple[int, str]]) -> tuple[int, 
         try:
             r = _parse(n, raw)
         except ValueError as exc:
-            errors.append((n, str(exc)))
+            errors.append((n, str(exc), "validation_error"))
             continue
         valid += 1
         cur = groups.setdefault(r.target, {}).get(r.name)
@@ -284,7 +285,7 @@ def _group(lines: Iterable[bytes], errors: list[tuple[int, str]]) -> tuple[int, 
 
 def import_lines(org_id: str, lines: Iterable[bytes], *, actor: str) -> ImportResult:
     """Import Turnstone rows (see the module docstring)."""
-    errors: list[tuple[int, str]] = []
+    errors: list[tuple[int, str, str]] = []
     valid, groups = _group(lines, errors)
     imported = refused = 0
     for t, by_name in groups.items():
@@ -324,22 +325,22 @@ def _import_write(inc: str | None, r: ImportRow, org_id: str) -> Write | str | N
     return Write(r.rec, None, "import", None)
 
 
-def _import_batch(org_id: str, t: Target, batch: list[ImportRow], actor: str) -> tuple[int, list[tuple[int, str]]]:
+def _import_batch(org_id: str, t: Target, batch: list[ImportRow], actor: str) -> tuple[int, list[tuple[int, str, str]]]:
     bank = t.bank
 
-    def attempt(btx: BankTx) -> tuple[int, list[tuple[int, str]]]:
+    def attempt(btx: BankTx) -> tuple[int, list[tuple[int, str, str]]]:
         brow, fresh = btx.row_or_new(bank)
         inc = fresh.incarnation
         writes: list[Write] = []
         news: list[ImportRow] = []
-        errs: list[tuple[int, str]] = []
+        errs: list[tuple[int, str, str]] = []
         taken: set[str] = set()
         for r in batch:
             w = _import_write(inc if brow is not None else None, r, org_id)
             if w is not None and not isinstance(w, str) and w.record.id in taken:
                 w = f"memory_id {w.record.id} already exists"  # an earlier row of this batch has it
             if isinstance(w, str):
-                errs.append((r.line, w))
+                errs.append((r.line, w, "conflict"))
             elif w is not None:
                 taken.add(w.record.id)
                 writes.append(w)

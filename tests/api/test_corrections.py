@@ -103,7 +103,8 @@ def test_an_import_line_of_a_retired_memory_is_a_line_error(api):
     lines = "\n".join(json.dumps(x) for x in ({"text": "Standup is at 9"}, {"text": "Standup is at 10"}))
     s, r = api.post(B + "/import", raw=lines, headers={"Content-Type": "application/x-ndjson"})
     assert s == 200 and r["imported"] == 1, r
-    assert [(e["line"], e["error"].split(":")[0]) for e in r["errors"]] == [(1, "memory_retired")]
+    assert [(e["line"], e["code"], e["error"].split(":")[0]) for e in r["errors"]] == [
+        (1, "memory_retired", "memory_retired")]
     assert state(api, a["id"])[0]["invalid_at"]
     # an export's own later revision of it still restores (a replay, not a save)
     line = dict(state(api, a["id"])[0], revision=5)

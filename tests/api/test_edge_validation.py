@@ -146,6 +146,7 @@ def test_regression_surrogate_in_import_lines_is_a_bad_line(bank):
     assert s == 200, b
     assert b["imported"] == 2 and [e["line"] for e in b["errors"]] == [2, 3]
     assert "entities.0" in b["errors"][0]["error"] and "surrogate" in b["errors"][1]["error"]
+    assert {e["code"] for e in b["errors"]} == {"validation_error"}
     s, listed = bank.get("/v1/banks/copy/memories")
     assert sorted(m["text"] for m in listed["memories"]) == ["first good line", "second good line"]
     rows = ['{"name": "good", "description": "d", "content": "c", "scope": "global"}',
@@ -155,6 +156,7 @@ def test_regression_surrogate_in_import_lines_is_a_bad_line(bank):
     s, b = bank.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers=NDJSON)
     assert s == 200, b
     assert b["imported"] == 1 and [e["line"] for e in b["errors"]] == [2, 3, 4]
+    assert {e["code"] for e in b["errors"]} == {"validation_error"}
     s, listed = bank.get("/v1/api/admin/memories")
     assert s == 200 and [m["name"] for m in listed["memories"]] == ["good"]
 
@@ -214,8 +216,8 @@ def test_regression_deep_nesting_line_is_a_bad_import_line(bank):
              '{"text": "second good line"}']
     s, b = bank.post("/v1/banks/copy/import", raw="\n".join(lines), headers=NDJSON)
     assert s == 200 and b["imported"] == 2, b
-    assert b["errors"] == [{"line": 2, "error": "JSON nested deeper than 64 levels"},
-                           {"line": 3, "error": "JSON nested deeper than 64 levels"}]
+    assert b["errors"] == [{"line": 2, "error": "JSON nested deeper than 64 levels", "code": "validation_error"},
+                           {"line": 3, "error": "JSON nested deeper than 64 levels", "code": "validation_error"}]
     rows = ['{"name": "good", "description": "d", "content": "c"}', DEEP]
     s, b = bank.post("/v1/api/admin/memories/import", raw="\n".join(rows), headers=NDJSON)
     assert s == 200 and b["imported"] == 1 and [e["line"] for e in b["errors"]] == [2], b

@@ -77,7 +77,8 @@ def test_an_import_past_the_quota_reports_the_lines_left_over(api, monkeypatch):
     lines = "\n".join(json.dumps({"text": f"Imported fact number {i}"}) for i in range(BATCH + 10))
     status, body = api.call("POST", "/v1/banks/imp/import", raw=lines, headers={"Content-Type": "application/x-ndjson"})
     assert status == 200 and body["imported"] == BATCH, body
-    assert len(body["errors"]) == 10 and all(e["error"].startswith("quota_exceeded: ") for e in body["errors"])
+    assert len(body["errors"]) == 10 and all(
+        e["error"].startswith("quota_exceeded: ") and e["code"] == "quota_exceeded" for e in body["errors"])
     assert api.get("/v1/banks/imp")[1]["bank"]["memories"] == BATCH
 
 

@@ -227,7 +227,8 @@ def test_admin_import_of_a_json_value_that_is_no_row_reports_its_line_and_the_do
     before = dump()
     s, b = api.call("POST", "/v1/api/admin/memories/import", raw=b"0.5")
     assert s == 200 and b == {"imported": 0, "skipped": 0,
-                              "errors": [{"line": 1, "error": "a line must be a JSON object"}]}
+                              "errors": [{"line": 1, "error": "a line must be a JSON object",
+                                          "code": "validation_error"}]}
     assert_unchanged(before)
     body = document()["paths"]["/v1/api/admin/memories/import"]["post"]["requestBody"]
     assert Draft202012Validator(body["content"]["application/json"]["schema"]).is_valid(0.5)

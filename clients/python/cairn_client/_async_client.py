@@ -383,7 +383,7 @@ class AsyncBanks(Surface):
                       progress: bool = False) -> r.ImportBank:
         """Import NDJSON (``_core.ndjson_bytes``: a path, as ``export`` takes one, bytes, NDJSON text,
         a binary file or dicts):
-        ``{imported, skipped, errors: [{line, error}]}``. Larger than ``IMPORT_INLINE_BYTES`` (or
+        ``{imported, skipped, errors: [{line, error, code}]}``. Larger than ``IMPORT_INLINE_BYTES`` (or
         ``upload=True``) it goes through a presigned upload first. ``progress``: a tqdm bar."""
         data = ndjson_bytes(source)
         if upload is None:

@@ -582,6 +582,7 @@ class ImportLineError(BaseModel):
     )
     line: Annotated[int, Field(title="Line")]
     error: Annotated[str, Field(title="Error")]
+    code: Annotated[str, Field(title="Code")]
 
 
 class ImportUpload(BaseModel):
@@ -921,6 +922,13 @@ class MemoryImportProblem(BaseModel):
     )
     line: Annotated[int, Field(description="The line's number, from 1.", title="Line")]
     error: Annotated[str, Field(title="Error")]
+    code: Annotated[
+        str,
+        Field(
+            description="Why, stable: `validation_error` (the line is not a valid row) or `conflict` (its memory_id belongs to another memory).",
+            title="Code",
+        ),
+    ]
 
 
 class MemoryImportReport(BaseModel):
