@@ -1,8 +1,8 @@
 """Recall: rank a bank's memories (or several banks' as one corpus) against a query, no LLM
 (the memory worker's recall interface).
 
-One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the bank rows and the config
-version rows: the global one, org ``_system`` name ``!config``, and the org's own, name
+One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the banks' version items and the
+config version rows: the global one, org ``_system`` name ``!config``, and the org's own, name
 ``!config``; see ``chalicelib.inject.reload``), the index
 caught up if behind (``index.IndexCache.fresh``), then Whoosh only: no record is read from
 DynamoDB and nothing from S3.
@@ -109,8 +109,8 @@ class RecallResult:
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankHead]:
     """The banks ``banks`` (``BankHead``: row, lane clock, counters; absent and damaged ones left
     out) and, in the same BatchGetItem, the global and the org's config version rows: one
-    consistent DynamoDB read while no write moved the lanes of the banks this container's
-    indexes know (``core.store.get_bank_rows``: each bank's version item). A moved global
+    consistent DynamoDB read, of the banks' version items, while no write moved the banks this
+    container's indexes know (``core.store.get_bank_rows``). A moved global
     version drops this container's index caches and tuning (an operator-level reload); a moved
     org version drops the org's indexes only (the org's ``POST /v1/reload`` in another
     container)."""
