@@ -10,7 +10,7 @@ name can take):
   makes every container drop that org's cached indexes and rules only.
 
 Other containers see both in the recall core's one consistent read
-(``chalicelib.search.recall.read_rows``, a BatchGetItem of the bank rows and these two rows); the
+(``chalicelib.search.recall.read_rows``, a BatchGetItem of the banks' version items and these two rows); the
 rules cache is keyed by both, so rules reload on the same turn. No extra read on a warm turn.
 
 The global row also keeps the last good memory tuning (``tuning``, JSON, written by every

@@ -1,8 +1,8 @@
 """Recall: rank a bank's memories (or several banks' as one corpus) against a query, no LLM
 (the memory worker's recall interface).
 
-One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the bank rows and the config
-version rows: the global one, org ``_system`` name ``!config``, and the org's own, name
+One recall, warm: ONE consistent DynamoDB read (a BatchGetItem of the banks' version items and the
+config version rows: the global one, org ``_system`` name ``!config``, and the org's own, name
 ``!config``; see ``chalicelib.inject.reload``), the index
 caught up if behind (``index.IndexCache.fresh``), then Whoosh only: no record is read from
 DynamoDB and nothing from S3.
@@ -29,6 +29,7 @@ proportional to the history: slower than a normal recall, and meant for audits, 
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,8 +111,8 @@ class RecallResult:
 def read_rows(org_id: str, banks: list[str]) -> dict[str, BankHead]:
     """The banks ``banks`` (``BankHead``: row, lane clock, counters; absent and damaged ones left
     out) and, in the same BatchGetItem, the global and the org's config version rows: one
-    consistent DynamoDB read while no write moved the lanes of the banks this container's
-    indexes know (``core.store.get_bank_rows``: each bank's version item). A moved global
+    consistent DynamoDB read, of the banks' version items, while no write moved the banks this
+    container's indexes know (``core.store.get_bank_rows``). A moved global
     version drops this container's index caches and tuning (an operator-level reload); a moved
     org version drops the org's indexes only (the org's ``POST /v1/reload`` in another
     container)."""
@@ -339,6 +340,12 @@ DENSE_SHARE = 0.125
 SMALL = 256
 SMALL_PICK = 128
 SMALL_SUM = 64
+# ``pick`` keeps a leaf's documents whole up to this many (partitioning each of many small leaves
+# costs more than ordering their union once), and finds the cut in up to SORT_PICK candidates by
+# sorting them: ``argpartition`` took 1.5-2 ms on 5,000 scores holding 8 distinct values (a
+# common query over short memories), a sort 0.04 ms
+WHOLE_LEAF = 1024
+SORT_PICK = 16384
 
 
 def _split(keys: list[Key]) -> tuple[np.ndarray, np.ndarray]:
@@ -367,6 +374,17 @@ def _lookup(keys: list[Key], per_leaf: list[Sparse], dtype: Any) -> np.ndarray:
         return np.array([maps[i].get(d, 0) for i, d in keys], dtype=dtype)
     li, dn = _split(keys)
     res = np.zeros(len(li), dtype=dtype)
+    if len(per_leaf) > MANY_LEAVES:  # one search over every leaf's documents, keyed (leaf, document)
+        held = [i for i, (docs, _v) in enumerate(per_leaf) if len(docs)]
+        if not held:
+            return res
+        docs = np.concatenate([per_leaf[i][0] + (i << 32) for i in held])
+        vals = np.concatenate([per_leaf[i][1] for i in held])
+        want = (li << 32) + dn
+        pos = np.minimum(np.searchsorted(docs, want), len(docs) - 1)
+        found = docs[pos] == want
+        res[found] = vals[pos[found]]
+        return res
     for i in set(li.tolist()):
         docs, vals = per_leaf[i]
         if not len(docs):
@@ -408,6 +426,22 @@ def _sum_by_doc(n: int, ids: list[np.ndarray], vals: list[np.ndarray], allowed: 
     return docs[keep].astype(np.int64), sums[keep]
 
 
+MANY_LEAVES = 8  # past this many leaves, their sums are added in one pass over all their documents
+
+
+def _sum_by_leaf(parts: list[tuple[list[np.ndarray], list[np.ndarray]]], allowed: list[np.ndarray]) -> list[Sparse]:
+    """``_sum_by_doc`` of each leaf's ``(ids, vals)`` lists; past ``MANY_LEAVES`` leaves in one
+    pass over their documents numbered one after the other (a document's values are still added
+    in its leaf's list order), then cut back into leaves."""
+    if len(parts) <= MANY_LEAVES:
+        return [_sum_by_doc(len(a), ids, vals, a) for (ids, vals), a in zip(parts, allowed, strict=True)]
+    offsets = np.cumsum([0, *map(len, allowed)])
+    ids = [x + offsets[i] for i, (lists, _v) in enumerate(parts) for x in lists]
+    docs, sums = _sum_by_doc(int(offsets[-1]), ids, [v for _x, vals in parts for v in vals], np.concatenate(allowed))
+    cuts = np.searchsorted(docs, offsets).tolist()
+    return [(docs[a:b] - offsets[i], sums[a:b]) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
+
+
 def bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
           allowed: list[np.ndarray]) -> list[Sparse]:
     """Per leaf: the documents matched (masked by ``allowed``) and their BM25F. Per (field, term)
@@ -428,18 +462,18 @@ def bm25f(stats: CorpusStats, readers: list[Any], pairs: list[tuple[str, str]],
                 idf = stats.idf(f, t)
             parts[i][0].append(ids)
             parts[i][1].append(idf * part)
-    return [_sum_by_doc(len(a), ids, vals, a) for (ids, vals), a in zip(parts, allowed, strict=True)]
+    return _sum_by_leaf(parts, allowed)
 
 
 def entity_hits(stats: CorpusStats, readers: list[Any], keys: tuple[str, ...],
                 allowed: list[np.ndarray]) -> list[Sparse]:
     """Per leaf: the documents (``allowed`` ones) carrying any of the query's entity handles and
     how many (int64)."""
-    out = []
+    parts = []
     for i, reader in enumerate(readers):
         lists = [ids for k in keys if len(ids := stats.data(i).postings(reader, "entities", k)[0])]
-        out.append(_sum_by_doc(len(allowed[i]), lists, [np.ones(len(x), dtype=np.int64) for x in lists], allowed[i]))
-    return out
+        parts.append((lists, [np.ones(len(x), dtype=np.int64) for x in lists]))
+    return _sum_by_leaf(parts, allowed)
 
 
 def pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None, fetch: int,
@@ -463,12 +497,7 @@ def pick(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray
         li, dn, upd, primary = _best_per_leaf(data, docs, score, k)
         whole = max(sizes) <= k  # every document is in: nothing left to widen to
         n = len(dn)
-        if k < n:
-            cut = n - k
-            sel = np.argpartition(primary, cut)[cut:]
-            sel = np.flatnonzero(primary >= primary[sel].min())
-        else:
-            sel = np.arange(n)
+        sel = np.flatnonzero(primary >= _kth_best(primary, k)) if k < n else np.arange(n)
         order = sel[np.lexsort((-upd[sel], -primary[sel]))]
         p, u = primary[order], upd[order]
         m = min(len(order), k)
@@ -508,11 +537,18 @@ def _pick_few(data: list[SegmentData], docs: list[np.ndarray], score: list[np.nd
     return out
 
 
+def _kth_best(values: np.ndarray, k: int) -> Any:
+    """The ``k``-th greatest of ``values`` (1 <= ``k`` < its length)."""
+    cut = len(values) - k
+    return np.sort(values)[cut] if len(values) <= SORT_PICK else values[np.argpartition(values, cut)[cut:]].min()
+
+
 def _best_per_leaf(data: list[SegmentData], docs: list[np.ndarray], score: list[np.ndarray] | None,
                    k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(leaf, document, updated_at, primary)`` of the documents of each leaf at least as good
-    as that leaf's ``k``-th best (``score``, else ``updated_at``; ties included): a superset of
-    the best ``k`` overall, so only these are gathered and concatenated."""
+    as that leaf's ``k``-th best (``score``, else ``updated_at``; ties included), a leaf of up to
+    ``WHOLE_LEAF`` documents whole: a superset of the best ``k`` overall (ties included), so only
+    these are gathered and concatenated."""
     li, dn, upd, primary = [], [], [], []
     for i, d in enumerate(docs):
         if not len(d):
@@ -520,9 +556,8 @@ def _best_per_leaf(data: list[SegmentData], docs: list[np.ndarray], score: list[
         p = score[i] if score is not None else None
         u = data[i].updated_at[d]
         q = u if p is None else p
-        if k < len(d):
-            cut = len(d) - k
-            sel = np.flatnonzero(q >= np.partition(q, cut)[cut])
+        if k < len(d) and len(d) > WHOLE_LEAF:
+            sel = np.flatnonzero(q >= _kth_best(q, k))
             d, u, q = d[sel], u[sel], q[sel]
         li.append(np.full(len(d), i, dtype=np.int64))
         dn.append(d.astype(np.int64, copy=False))

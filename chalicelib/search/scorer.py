@@ -68,11 +68,6 @@ def _set_bytes(keys: frozenset[bytes] | None) -> int:
     return 0 if not keys else sys.getsizeof(keys) + sum(map(sys.getsizeof, keys))
 
 
-def _leaf_key(reader: Any) -> tuple:
-    seg = reader.segment()
-    return (seg.segment_id(), seg.deleted_count())
-
-
 @lru_cache(maxsize=1)
 def _byte_lengths() -> np.ndarray:
     """Per Whoosh length byte (0-255), the field length it stands for (``byte_to_length``)."""
@@ -270,33 +265,35 @@ class CorpusStats:
     def __init__(self, leaves: list[tuple[Any, dict]], include_dead: bool) -> None:
         # (reader, its bank's cache dict, the key its figures are cached under (None: never), figures)
         self.leaves: list[tuple[Any, dict, tuple | None, _SegmentStats]] = []
-        self.n = 0
-        self.lengths = {f: 0 for f in TEXT_FIELDS}
         self._data: list[SegmentData] = []
         banks: dict[int, tuple[dict, set]] = {}
+        keyed = []  # one pass over the leaves' segments: (reader, cache, segment id, leaf key)
         for reader, cache in leaves:
             if len(cache) > _DF_CACHE_MAX:
                 cache.clear()  # stale merged-away segments and old terms: start over
-            banks.setdefault(id(cache), (cache, set()))[1].add(reader.segment().segment_id())
+            segment = reader.segment()
+            sid = segment.segment_id()
+            keyed.append((reader, cache, sid, ((sid, segment.deleted_count()), include_dead)))
+            banks.setdefault(id(cache), (cache, set()))[1].add(sid)
         for cache, live in banks.values():
             per_segment = cache.setdefault("segment_data", {})
             for gone in [s for s in per_segment if s not in live]:
                 del per_segment[gone]  # merged away: never read again
-        for reader, cache in leaves:
+        n, lengths = 0, dict.fromkeys(TEXT_FIELDS, 0)
+        for reader, cache, sid, key in keyed:
             per_segment = cache["segment_data"]
-            sid = reader.segment().segment_id()
             d = per_segment.get(sid)
             if d is None:
                 d = per_segment[sid] = SegmentData(reader)
             self._data.append(d)
-            key = (_leaf_key(reader), include_dead)
             seg = cache.get(key)
             if seg is None:
                 seg = cache[key] = _SegmentStats(reader, d, include_dead)
             self.leaves.append((reader, cache, key, seg))
-            self.n += seg.n
-            for f in TEXT_FIELDS:
-                self.lengths[f] += seg.lengths[f]
+            n += seg.n
+            for f, v in seg.lengths.items():
+                lengths[f] += v
+        self.n, self.lengths = n, lengths
         for cache, _live in banks.values():
             if sum(d.nbytes for d in cache["segment_data"].values()) > POSTINGS_CACHE_MAX_BYTES:
                 for d in cache["segment_data"].values():

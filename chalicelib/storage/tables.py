@@ -91,6 +91,27 @@ class _Base(Model):
             damage.report_values(cls.LOGICAL_NAME, found)
         return item
 
+    @classmethod
+    def raw_int(cls, data: Mapping[str, Any], name: str) -> int | None:
+        """The integer attribute ``name`` (a ``NumberAttribute``) of ``data``, an item as DynamoDB
+        returned it, decoded without building the model (a read of many small items, such as
+        the bank version items recall reads); ``None`` when absent or when it does not decode as
+        an integer every client can take (then reported as ``from_raw_data`` reports it: one
+        ``DamagedValues`` metric)."""
+        attr = cls.get_attributes()[name]
+        raw = data.get(attr.attr_name)
+        if not raw or "NULL" in raw:
+            return None
+        try:
+            value = attr.deserialize(attr.get_value(raw))
+            reason = damage.problem(value) or (None if type(value) is int else "not an integer")
+        except Exception:  # noqa: BLE001 - wrong stored type, not a number
+            reason = "not decodable" if attr.attr_type in raw else "wrong stored type"
+        if reason is not None:
+            damage.report_values(cls.LOGICAL_NAME, {name: reason})
+            return None
+        return int(value)
+
     def _container_deserialize(self, attribute_values: dict[str, Any]) -> None:
         # what ``update()`` (ALL_NEW) and ``refresh()`` call: decoded as tolerantly as a read
         item = type(self).from_raw_data(attribute_values)

@@ -28,6 +28,7 @@ import boto3
 import pytest
 import zstandard
 
+from chalicelib.core.store import version_key
 from chalicelib.fingerprint import fingerprint
 from chalicelib.storage.damage import MAX_TIME_MS
 from tests.api.conftest import mint
@@ -191,7 +192,7 @@ def seed_bank(o: Org, victims: list[str], bank: str = "main") -> dict[str, str]:
 def poison_memories(o: Org, ids: dict[str, str], poisons: dict[str, Any], bank: str = "main") -> None:
     """Each victim's current record poisoned, and the same record appended as its newest revision
     at the bank's next ``seq`` (what an older version's write leaves: a warm index catches up
-    through it)."""
+    through it, once the bank's version moves as every write moves it)."""
     inc = bank_inc(o.org, bank)
     row_key = {"org_id": {"S": o.org}, "name": {"S": bank}}
     seq = int(ddb().get_item(TableName=table("banks"), Key=row_key, ConsistentRead=True)["Item"]["seq"]["N"])
@@ -207,6 +208,8 @@ def poison_memories(o: Org, ids: dict[str, str], poisons: dict[str, Any], bank: 
             rev["record"] = attrs["record"]
         ddb().put_item(TableName=table("revisions"), Item=rev)
     plant("banks", row_key, {"seq": {"N": str(seq)}})
+    ddb().update_item(TableName=table("banks"), Key={"org_id": {"S": o.org}, "name": {"S": version_key(inc)}},
+                      UpdateExpression="ADD seq :one", ExpressionAttributeValues={":one": {"N": "1"}})
 
 
 def read_bank(o: Org, bank: str = "main") -> dict[str, Resp]:

@@ -427,3 +427,118 @@ def test_a_write_cut_short_before_its_version_moved_shows_once_acknowledged(pair
         status, body = a.call("POST", "/v1/banks/main/memories", {"text": text}, headers=retry)
         assert status in (200, 201), body
         assert body["memory"]["id"] in _ids(b, text.split()[0]), retry
+
+
+def _warm(*containers):
+    for c in containers:
+        _ids(c, "toast")
+        _ids(c, "toast")  # second read: the known head is reused from here on
+
+
+def test_a_bank_change_acknowledged_in_one_container_is_seen_by_the_next_recall_in_the_other(pair):
+    """Changes of the bank row itself (its settings, its rule count, trash and restore) move the
+    bank's version as record writes do: the other container, warm and reusing the bank as it
+    last read it, sees each one in its very next read."""
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    default = b.recall("toast")["match"]["threshold"]
+    ok(a.call("PATCH", "/v1/banks/main", {"settings": {"match_threshold": 0.97}}))
+    assert b.recall("toast")["match"]["threshold"] == 0.97  # the bank's own threshold holds its hits
+    ok(a.call("PATCH", "/v1/banks/main", {"settings": {"match_threshold": None}}))
+    assert b.recall("toast")["match"]["threshold"] == default
+    preview = ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"}))
+    assert "kumquat" not in json.dumps(preview)  # b has read the rules now (none)
+    ok(a.call("PUT", "/v1/banks/main/rules/style", {"content": "Always mention the kumquat."}))
+    preview = ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"}))
+    assert "kumquat" in json.dumps(preview)  # the new rule count, so the rules are read again
+    trashed = ok(a.call("DELETE", "/v1/banks/main"))["trashed_to"]
+    status, body = b.call("POST", "/v1/banks/main/recall", {"query": "toast"})
+    assert (status, body["code"]) == (404, "bank_not_found")
+    ok(a.call("POST", "/v1/banks/main/restore", {"trashed_to": trashed}))
+    assert [m["memory"]["text"] for m in b.recall("toast")["memories"]] == ["warm-up toast note"]
+
+
+
+class KeyCounter(CallCounter):
+    """``CallCounter`` that also keeps the keys each BatchGetItem asks for (``reads``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads: list[list[tuple[str, str]]] = []
+
+    def __call__(self, model=None, params=None, **kw):
+        super().__call__(model=model, params=params, **kw)
+        if model.name == "BatchGetItem":
+            body = json.loads((params or {}).get("body") or b"{}")
+            self.reads.append([(k["org_id"]["S"], k["name"]["S"]) for t in body["RequestItems"].values()
+                               for k in t["Keys"]])
+
+
+def test_a_warm_recall_reads_only_version_items_and_a_moved_bank_once_more(aws, tmp_path):
+    """Warm over several banks, a recall reads each bank's version item and the config rows, no
+    bank row or lane row; a bank another container wrote into (lane 0, the bank row's own lane,
+    included) costs the read of its row and lane rows, once, and the recall holds the write."""
+    from chalicelib.banks import service
+    from chalicelib.banks.records import SaveRequest
+    from chalicelib.core.store import get_bank_row, version_key
+    from chalicelib.search import index
+    from chalicelib.search.recall import recall
+    a, b = index.IndexCache(str(tmp_path / "a")), index.IndexCache(str(tmp_path / "b"))
+    banks = ["v1", "v2", "v3"]
+    in_lane = {lane_of_text(t): t for t in other_lanes("quince note", 16)}
+    with index.using(a):
+        for name in banks:
+            service.save_memory("o", name, SaveRequest(text=f"quince seed for {name}"), actor="t")
+    incs = {get_bank_row("o", name).incarnation for name in banks}
+    counter = KeyCounter().install()
+    try:
+        with index.using(b):
+            assert len(counter.reads) == 0
+            recall("o", banks, "quince", limit=20, now=NOW)  # first met: row, version, then rows and lanes
+            assert len(counter.reads) == 3
+            counter.reads.clear()
+            assert len(recall("o", banks, "quince", limit=20, now=NOW).hits) == 3
+        (read,) = counter.reads
+        assert {k for o, k in read if o == "o" and k != "!config"} == {version_key(inc) for inc in incs}
+        for lane in (0, 5):
+            with index.using(a):
+                service.save_memory("o", "v2", SaveRequest(text=in_lane[lane]), actor="t")
+            counter.reads.clear()
+            with index.using(b):
+                texts = [h.memory.text for h in recall("o", banks, "quince", limit=20, now=NOW).hits]
+            assert in_lane[lane] in texts, lane
+            first, second = counter.reads
+            assert ("o", "v2") in second and not {("o", "v1"), ("o", "v3")} & set(first + second), lane
+            counter.reads.clear()
+            with index.using(b):
+                recall("o", banks, "quince", limit=20, now=NOW)
+            assert len(counter.reads) == 1
+    finally:
+        counter.uninstall()
+
+
+@pytest.mark.parametrize("stored", [{"N": str(2**60)}, {"S": "7"}, {"N": "1.5"}],
+                         ids=["too-large", "string", "fraction"])
+def test_a_damaged_version_item_is_never_trusted(pair, monkeypatch, stored):
+    """A version item whose value does not decode as a count reads as damaged (a
+    ``DamagedValues`` metric) and the bank's rows are read on every recall instead of trusting
+    what was read before."""
+    import boto3
+
+    from chalicelib import metrics
+    from chalicelib.core.store import get_bank_row, version_key
+    from tests.api.lanes import banks_table
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    inc = get_bank_row("default", "main").incarnation
+    boto3.client("dynamodb").put_item(TableName=banks_table(), Item={
+        "org_id": {"S": "default"}, "name": {"S": version_key(inc)}, "seq": stored})
+    emitted = []
+    real = metrics.emit
+    monkeypatch.setattr(metrics, "emit", lambda *args, **kw: (emitted.append(args), real(*args, **kw))[1])
+    for c in (a, b):
+        assert _ids(c, "toast")
+    assert [args for args in emitted if args[1] == {"DamagedValues": 1} and args[2]["kind"] == "banks"]
+    assert b.cache.get("default", "main").head.version is None  # never reused

@@ -20,7 +20,7 @@ import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
@@ -108,8 +108,9 @@ def version_key(inc: str) -> str:
 
 
 def bump_versions(org_id: str, incs: Iterable[str]) -> None:
-    """Add 1 to the version of each bank incarnation of ``incs``: after a commit that advanced one
-    of its lanes >= 1, before the write is acknowledged (``write``). An UpdateItem of its own,
+    """Add 1 to the version of each bank incarnation of ``incs``: after a commit that changed the
+    bank (any lane, lane 0 included, or its row) or acknowledges what is stored, before the write
+    is acknowledged (``write``). An UpdateItem of its own,
     never in a transaction, so concurrent writers of different lanes never conflict on it.
     Raises what DynamoDB raises once its retries are spent (the write committed; not
     acknowledged, it shows with the bank's next write)."""
@@ -152,10 +153,9 @@ class BankHead:
     pinned: int
     records: int
     vectors: int = 0
-    # the bank's version (``get_bank_rows``) as read before ``lanes``, its lane rows 1.. by sort
-    # key; ``None``: not read before them, so a reader cannot reuse these lane rows
+    # the bank's version (``get_bank_rows``) as read before its row and lane rows; ``None``: not
+    # read before them, so a reader cannot reuse this head
     version: int | None = None
-    lanes: Mapping[str, BankModel] = field(default_factory=dict, compare=False)
 
     @property
     def incarnation(self) -> str:
@@ -182,17 +182,15 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True,
     """Sum ``row`` and its lane rows (``lanes`` by sort key; an absent one has seen nothing)
     into a ``BankHead``; 409 ``damaged`` when a lane row cannot order changes (with ``strict``;
     else its position reads as 0: counters for a listing, never a freshness decision).
-    ``version``: the bank's version read before ``lanes`` (``None``: not read before them)."""
+    ``version``: the bank's version read before ``row`` and ``lanes`` (``None``: not read before them)."""
     positions = [int(row.seq)]
     memories, pinned, records = int(row.memories or 0), int(row.pinned or 0), int(row.records or 0)
     vecs = _vector_count(row)
-    mine: dict[str, BankModel] = {}
     for lane in range(1, lane_count(row)):
         lr = lanes.get(lane_key(row.incarnation, lane))
         if lr is None:
             positions.append(0)
             continue
-        mine[lr.name] = lr
         reason = _lane_problem(lr, row.incarnation)
         if reason is not None and strict:
             raise Damaged("bank", str(row.bank_name), reason, hint="Restore the bank from a backup of its lane rows.")
@@ -200,7 +198,7 @@ def _head(row: BankModel, lanes: Mapping[str, BankModel], strict: bool = True,
         memories, pinned, records = memories + int(lr.memories or 0), pinned + int(lr.pinned or 0), \
             records + int(lr.records or 0)
         vecs += _vector_count(lr) if reason is None else 0
-    return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs, version, mine)
+    return BankHead(row, Clock(tuple(positions)), memories, pinned, records, vecs, version)
 
 
 def _count(value: Any) -> int:
@@ -217,21 +215,42 @@ BATCH_KEYS = 100  # keys DynamoDB's BatchGetItem takes in one request
 BATCH_THREADS = 4  # BatchGetItem requests of one read in flight at once
 
 
-def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
-    """The rows of ``keys`` (absent ones left out), each read consistently; over ``BATCH_KEYS``
-    keys the requests run in parallel (one round trip's latency, not one per 100 keys). The rows
-    of one call are not one snapshot: each is as it was when DynamoDB read it."""
+RawItem = dict[str, dict[str, object]]  # an item as DynamoDB returns it: {attribute: {type: value}}
+
+
+def _batch_raw(keys: list[tuple[str, str]]) -> dict[tuple[str, str], RawItem]:
+    """The banks-table items of ``keys`` as DynamoDB returns them (absent ones left out), each
+    read consistently; over ``BATCH_KEYS`` keys the requests run in parallel (one round trip's
+    latency, not one per 100 keys), and keys DynamoDB leaves unprocessed are asked again. The
+    items of one call are not one snapshot: each is as it was when DynamoDB read it. Decode an
+    item with ``BankModel.from_raw_data`` (a row) or ``BankModel.raw_int`` (one counter)."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return {}
     bind()
     chunks = [keys[i:i + BATCH_KEYS] for i in range(0, len(keys), BATCH_KEYS)]
 
-    def read(chunk: list[tuple[str, str]]) -> list[BankModel]:
-        return list(BankModel.batch_get(chunk, consistent_read=True))
+    def read(chunk: list[tuple[str, str]]) -> list[RawItem]:
+        conn, table = BankModel._get_connection(), BankModel.Meta.table_name
+        todo: list[Any] = [{_HASH: {"S": o}, _RANGE: {"S": n}} for o, n in chunk]
+        out: list[RawItem] = []
+        while todo:
+            data = conn.batch_get_item(todo, consistent_read=True)
+            out += data.get("Responses", {}).get(table, [])
+            todo = data.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+        return out
 
     got = read(chunks[0]) if len(chunks) == 1 else [r for part in _batch_pool().map(read, chunks) for r in part]
-    return {(r.org_id, r.name): r for r in got}
+    return {(str(it[_HASH]["S"]), str(it[_RANGE]["S"])): it for it in got}
+
+
+_HASH, _RANGE = BankModel.org_id.attr_name, BankModel.name.attr_name
+
+
+def _batch_rows(keys: list[tuple[str, str]]) -> dict[tuple[str, str], BankModel]:
+    """The rows of ``keys`` (absent ones left out), read as ``_batch_raw`` reads them and decoded
+    as every read is (``BankModel.from_raw_data``)."""
+    return {k: BankModel.from_raw_data(it) for k, it in _batch_raw(keys).items()}
 
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None
@@ -354,17 +373,6 @@ class BankRows:
     org_version: int
 
 
-def _rehead(head: BankHead, row: BankModel) -> BankHead:
-    """``head`` with its bank row (lane 0) replaced by ``row``, a fresher read of the same
-    incarnation: its lane rows' positions and counters stay (``_head`` summed them already)."""
-    old = head.row
-    return BankHead(row, Clock((int(row.seq), *head.clock.positions[1:])),
-                    head.memories - int(old.memories or 0) + int(row.memories or 0),
-                    head.pinned - int(old.pinned or 0) + int(row.pinned or 0),
-                    head.records - int(old.records or 0) + int(row.records or 0),
-                    head.vectors - _vector_count(old) + _vector_count(row), head.version, head.lanes)
-
-
 @dataclass(frozen=True)
 class KnownBank:
     """What a reader already holds of a bank (its cached index): the ``incarnation`` and lane
@@ -376,53 +384,91 @@ class KnownBank:
     head: BankHead | None = None
 
 
+def _version(item: RawItem | None) -> int | None:
+    """A version item's value: 0 while absent (no write moved it yet; version items are never
+    deleted), ``None`` when it does not decode (then never trusted: the bank is read whole)."""
+    return 0 if item is None else BankModel.raw_int(item, "seq")
+
+
+# what the second or third read of ``get_bank_rows`` expects of a bank: its incarnation, its lane
+# count and its version as read before this read (``None``: unknown, the head is not reusable)
+_Expect = tuple[str, int, int | None]
+
+
+def _row_and_lanes(org_id: str, expect: Mapping[str, _Expect]) -> list[tuple[str, str]]:
+    """The keys of the rows and lane rows of the banks ``expect`` names."""
+    return [k for name, (inc, lanes, _v) in expect.items()
+            for k in [(org_id, name), *[(org_id, lane_key(inc, lane)) for lane in range(1, lanes)]]]
+
+
+def _heads_read(org_id: str, expect: Mapping[str, _Expect],
+                got: Mapping[tuple[str, str], RawItem]) -> dict[str, BankHead]:
+    """The ``BankHead``s of the banks ``expect`` names from ``got``, the read of their rows and
+    lane rows (``_row_and_lanes``); an absent or unusable row, or a damaged lane row, reads as
+    absent. A row of another incarnation or lane count than expected (trashed and re-created
+    meanwhile) is summed with its own lane rows, read after it, with no version: not reusable."""
+    heads: dict[str, BankHead] = {}
+    moved: list[BankModel] = []
+    for name, (inc, lanes, version) in expect.items():
+        item = got.get((org_id, name))
+        row = BankModel.from_raw_data(item) if item is not None else None
+        if row is None or bank_problem(row) is not None:
+            continue
+        if row.incarnation != inc or lane_count(row) != lanes:
+            moved.append(row)
+            continue
+        mine = {k: BankModel.from_raw_data(it) for lane in range(1, lanes)
+                if (it := got.get((org_id, k := lane_key(inc, lane)))) is not None}
+        with contextlib.suppress(Damaged):  # a bank with a damaged lane row reads as absent
+            heads[name] = _head(row, mine, version=version)
+    if moved:
+        lane_rows = {k: r for (_o, k), r in _batch_rows([k for r in moved for k in _lane_keys(org_id, r)]).items()}
+        for row in moved:
+            with contextlib.suppress(Damaged):
+                heads[str(row.name)] = _head(row, lane_rows)
+    return heads
+
+
 def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, KnownBank] | None = None) -> BankRows:
     """The banks ``names`` of ``org_id`` (``BankHead``s) and the global and the org's config
-    version rows, in one consistent BatchGetItem (parallel requests past 100 keys) when the
-    caller's ``known`` banks (its cached indexes) have not moved.
+    version rows: while none of the caller's ``known`` banks (its cached indexes) moved, one
+    consistent BatchGetItem of their version items and the config rows, nothing else.
 
-    That read takes each known bank's version item with its row. A version equal to the known
-    head's means no commit into its lanes >= 1 was acknowledged since that head's lane rows were
-    read (a writer moves the version after its commit and before acknowledging; the known head's
-    version was read before its lanes), so the head is its known lane rows plus the fresh bank row
-    (lane 0). Any other bank (cold, moved, another incarnation) costs a second read of its lane
-    rows, after its version (read in the first call, or in a call of its own for a bank the
-    caller does not know), so the head it gets can be reused next time."""
+    A known bank whose version equals its known head's is that head, bank row included: every
+    write of a bank (every lane, lane 0 too, and every change of its row) moves its version
+    after its commit and before it is acknowledged, and the head's version was read before its
+    rows. Any other known bank (moved, version damaged) costs a second read, of its row and lane
+    rows; a bank the caller does not know is read in the first call (its row names its
+    incarnation), then its version, then its row and lane rows, so the head it gets is reusable
+    (ARCHITECTURE.md "Index freshness")."""
     known = known or {}
     wanted = [n for n in dict.fromkeys(names) if n != CONFIG_NAME]
-    config_keys = list(dict.fromkeys([(CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)]))
-    versioned = {n: version_key(k.incarnation) for n in wanted if (k := known.get(n)) is not None and k.lanes > 1}
-    got = _batch_rows([(org_id, n) for n in wanted] + config_keys + [(org_id, k) for k in versioned.values()])
-    version = org_version = 0
-    for (o, name), row in got.items():
-        if name == CONFIG_NAME:
-            seq = int(row.seq) if isinstance(row.seq, (int, float)) else 0
-            version = seq if o == CONFIG_ORG else version
-            org_version = seq if o == org_id else org_version
-    rows = {n: r for n in wanted if (r := got.get((org_id, n))) is not None and bank_problem(r) is None}
-    versions = {n: _count(v.seq) if (v := got.get((org_id, k))) is not None else 0 for n, k in versioned.items()
-                if n in rows and k == version_key(rows[n].incarnation)}
+    config = (CONFIG_ORG, CONFIG_NAME), (org_id, CONFIG_NAME)
+    knew = {n: k for n in wanted if (k := known.get(n)) is not None}
+    first = _batch_raw([*config, *[(org_id, version_key(k.incarnation)) for k in knew.values()],
+                        *[(org_id, n) for n in wanted if n not in knew]])
+    version, org_version = (BankModel.raw_int(it, "seq") or 0 if (it := first.get(k)) is not None else 0
+                            for k in config)
     heads: dict[str, BankHead] = {}
-    cold: dict[str, BankModel] = {}
-    for name, row in rows.items():
-        h = k.head if (k := known.get(name)) is not None else None
-        if lane_count(row) == 1:
-            cold[name] = row  # one lane: the bank row is all there is to read
-        elif (h is not None and h.version is not None and h.incarnation == row.incarnation
-              and len(h.clock.positions) == lane_count(row) and versions.get(name) == h.version):
-            heads[name] = _rehead(h, row)
+    stale: dict[str, _Expect] = {}
+    for name, k in knew.items():
+        v = _version(first.get((org_id, version_key(k.incarnation))))
+        if k.head is not None and v is not None and k.head.version == v and k.head.incarnation == k.incarnation:
+            heads[name] = k.head
         else:
-            cold[name] = row
-    unread = {n: version_key(r.incarnation) for n, r in cold.items() if n not in versions and lane_count(r) > 1}
-    if unread:  # read before the lane rows, so the heads they make can be reused
-        vs = _batch_rows([(org_id, k) for k in unread.values()])
-        versions.update({n: _count(v.seq) if (v := vs.get((org_id, k))) is not None else 0 for n, k in unread.items()})
-    lane_rows = _batch_rows([k for r in cold.values() for k in _lane_keys(org_id, r)])
-    lanes = {name: r for (_o, name), r in lane_rows.items()}
-    for name, row in cold.items():
-        with contextlib.suppress(Damaged):  # a bank with a damaged lane row reads as absent
-            heads[name] = _head(row, lanes, version=versions.get(name))
-    return BankRows({n: heads[n] for n in rows if n in heads}, version, org_version)
+            stale[name] = (k.incarnation, k.lanes, v)
+    met = {n: row for n in wanted if n not in knew and (it := first.get((org_id, n))) is not None
+           and bank_problem(row := BankModel.from_raw_data(it)) is None}
+    if met or stale:  # the versions of the banks first met, and the rows and lanes of the moved ones
+        second = _batch_raw([*[(org_id, version_key(r.incarnation)) for r in met.values()],
+                             *_row_and_lanes(org_id, stale)])
+        heads.update(_heads_read(org_id, stale, second))
+        expect = {n: (str(r.incarnation), lane_count(r), _version(second.get((org_id, version_key(r.incarnation)))))
+                  for n, r in met.items()}
+        if expect:  # read after their versions, so the heads they make can be reused
+            third = _batch_raw(_row_and_lanes(org_id, expect))
+            heads.update(_heads_read(org_id, expect, third))
+    return BankRows({n: heads[n] for n in wanted if n in heads}, version, org_version)
 
 
 def list_bank_rows(org_id: str | None = None) -> list[BankModel]:

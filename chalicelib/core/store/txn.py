@@ -38,7 +38,6 @@ from .lanes import (
     lane_key,
     lane_of,
     new_bank,
-    split_seq,
 )
 from .queries import BackfillCursor, _blob, get_items, guard_of
 
@@ -392,16 +391,15 @@ class BankTx:
         self.staged: list[tuple[str, BankModel, list[tuple[int, Memory]]]] = []
         self.banks_added = 0  # live named banks this attempt creates or restores, less those it trashes
         self.read: set[str] = set()  # incarnations of the bank rows this attempt read
+        self.changed: set[str] = set()  # incarnations whose bank row it changes besides ``stage``
 
-    def lanes_moved(self) -> set[str]:
-        """The incarnations whose version the commit must move: those with a change in a lane
-        >= 1 (lane 0 is the bank row, which every reader reads); when the attempt staged no
-        change at all, every bank it read (an answer from what is stored, such as a replayed
-        Idempotency-Key, may acknowledge a change whose writer stopped before moving the
-        version)."""
-        moved = {row.incarnation for _b, row, changes in self.staged
-                 if any(split_seq(seq)[0] >= 1 for seq, _r in changes)}
-        return moved if any(changes for _b, _r, changes in self.staged) else moved | self.read
+    def versions_to_move(self) -> set[str]:
+        """The incarnations whose version the commit must move (readers reuse what they read of a
+        bank while its version stays): every bank the attempt staged changes into (any lane,
+        lane 0 included), changed the row of (created, trashed, restored, its fields or rule
+        count set) or read (an answer from what is stored, such as a replayed Idempotency-Key,
+        may acknowledge a change whose writer stopped before moving the version)."""
+        return self.read | self.changed | {str(row.incarnation) for _b, row, _changes in self.staged}
 
     def row(self, bank: str) -> BankModel | None:
         """The live bank row as this attempt reads it (consistent), or ``None``; 409 ``damaged``
@@ -423,6 +421,7 @@ class BankTx:
         if row is None:
             self.banks_added += int(quotas.counted(bank))
             self.tx.save(fresh, condition=BankModel.name.does_not_exist())
+            self.changed.add(fresh.incarnation)
         return fresh, row is None
 
     def stage(self, bank: str, row: BankModel | None, writes: list[Write], actor: str,
@@ -477,6 +476,7 @@ class BankTx:
         self.tx.save(trash, condition=BankModel.name.does_not_exist())
         self._seal(row, True)
         self.banks_added -= int(quotas.counted(str(row.bank_name)))
+        self.changed.add(row.incarnation)
 
     def _seal(self, row: BankModel, sealed: bool) -> None:
         """Seal (trash) or unseal (restore) every lane row of ``row``'s bank: a writer that read
@@ -500,6 +500,7 @@ class BankTx:
         self.tx.save(live, condition=BankModel.name.does_not_exist())
         self.tx.delete(trash, condition=BankModel.name.exists())
         self._seal(trash, False)
+        self.changed.add(trash.incarnation)
         return live
 
     def set_fields(self, row: BankModel, *, description: str | None = None, settings: str | None = None) -> BankModel:
@@ -520,6 +521,7 @@ class BankTx:
             cond &= (BankModel.settings == row.settings) if row.settings is not None \
                 else BankModel.settings.does_not_exist()
         self.tx.update(row, actions=actions, condition=cond)
+        self.changed.add(row.incarnation)
         after.updated_at = now
         return after
 
@@ -533,14 +535,16 @@ class BankTx:
         self.tx.update(row, actions=[BankModel.rules.set(count), BankModel.rules_version.set(version + 1),
                                      BankModel.updated_at.set(now_ms())],
                        condition=(BankModel.incarnation == row.incarnation) & same)
+        self.changed.add(row.incarnation)
 
 
 def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = None) -> T:
     """The one write path of bank-scoped records: run ``attempt(BankTx)`` in a transaction
     conditioned on the positions of the lanes each staged change takes (``stage``), retried from a
     fresh read on a lost race (``storage.txn.run_transaction``: 503 ``write_contention`` after
-    ``Settings.write_retries``), then move the version of each bank whose lanes >= 1 moved
-    (``bump_versions``: readers rely on it, so only then is the write acknowledged), then tell
+    ``Settings.write_retries``), then move the version of each bank it read or changed
+    (``BankTx.versions_to_move``, ``bump_versions``: readers rely on it, so only then is the
+    write acknowledged), then tell
     the index cache (``on_commit`` observers) what committed. Returns what ``attempt`` returned;
     a ``CairnError`` it raises writes nothing. A write that adds live memories or creates or
     restores a bank is refused past the org's quotas (429 ``quota_exceeded``, ``usage.quotas``)."""
@@ -556,7 +560,7 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
 
     result = run_transaction(run, retries=retries)
     if last:
-        bump_versions(org_id, last[0].lanes_moved())
+        bump_versions(org_id, last[0].versions_to_move())
     for bank, row, changes in last[0].staged if last else []:
         _notify(org_id, bank, row, changes)
     return result
