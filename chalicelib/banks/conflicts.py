@@ -42,11 +42,12 @@ MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
 class Detection:
     """What a write found: ``found`` (memory, verdict) best first, at most ``related.MAX_RELATED``;
     ``checked``: False when nothing was looked up; ``cold``: because the bank's index is not held
-    in this container (a save defers the check)."""
+    in this container (a save defers the check), ``inc`` then naming the bank incarnation read."""
 
     found: list[tuple[Memory, related.Verdict]] = field(default_factory=list)
     checked: bool = True
     cold: bool = False
+    inc: str = ""
 
 
 def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: str | None = None,
@@ -65,7 +66,7 @@ def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: st
     vector = semantic.embed_documents([text])[0] if semantic.covered(text) and semantic.available() else None
     near = neighbours(org_id, bank, head, text, vector, handles, exclude=exclude, load=load)
     if near is None:
-        return Detection(checked=False, cold=True)
+        return Detection(checked=False, cold=True, inc=head.incarnation)
     hs = frozenset(handles)
     later = related.statement(text, hs)
     by_id = {n.memory.id: n.memory for n in near

@@ -479,11 +479,8 @@ def _defer_check(org_id: str, bank: str, found: conflicts.Detection, result: Sav
     rec = result.memory
     if not (found.cold and result.created and rec is not None):
         return result
-    try:
-        row = get_bank_row(org_id, bank)
-        if row is None:
-            return result  # trashed meanwhile: nothing to check
-        sent = conflicts.defer(conflicts.RelatedJob(org_id=org_id, bank=bank, inc=row.incarnation, memory_id=rec.id,
+    try:  # a save into another incarnation than the one read (trashed meanwhile): its check finds nothing
+        sent = conflicts.defer(conflicts.RelatedJob(org_id=org_id, bank=bank, inc=found.inc, memory_id=rec.id,
                                                     fp=fingerprint(rec.text), revision=rec.revision,
                                                     saved_at=rec.updated_at, actor=actor))
         metrics.emit("related", {"RelatedDeferred": int(sent)})
