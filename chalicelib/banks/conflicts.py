@@ -8,18 +8,31 @@ memory of a detected conflict is retired instead (``superseded_by`` the later, i
 ``why`` naming the detection and the setting), except a pinned one and one said after the memory
 being written (``core.records.stated_at``), which are linked.
 Duplicates are reported, never linked.
+
+A save into a bank whose index this container does not hold answers ``related_checked: false``
+at once (no snapshot load on the write's path) and, when it created the memory, defers the check
+(``defer``): a ``RelatedJob`` on the extraction queue, one message group per bank, so a bank's
+deferred checks run one at a time, in order, where the index is loaded anyway (the queue's
+worker, ``banks.service.check_deferred``), and store what the save would have.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Literal
+
+from pydantic import ConfigDict, StrictStr
 
 from .. import semantic
 from ..clock import now_ms
 from ..core.records import Memory, RelatedMemory, stated_at
 from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
 from ..fingerprint import FINGERPRINT_RE
+from ..settings import get_settings
+from ..storage import blobs
+from ..validation import Model
 from . import related
 
 MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
@@ -28,29 +41,36 @@ MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
 @dataclass
 class Detection:
     """What a write found: ``found`` (memory, verdict) best first, at most ``related.MAX_RELATED``;
-    ``checked``: False when the bank's index was not loadable here (nothing was looked up)."""
+    ``checked``: False when nothing was looked up; ``cold``: because the bank's index is not held
+    in this container (a save defers the check), ``inc`` then naming the bank incarnation read."""
 
     found: list[tuple[Memory, related.Verdict]] = field(default_factory=list)
     checked: bool = True
+    cold: bool = False
+    inc: str = ""
 
 
 def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: str | None = None,
-           thresholds: related.Thresholds = related.DEFAULT) -> Detection:
+           thresholds: related.Thresholds = related.DEFAULT, load: bool = False,
+           before: int | None = None) -> Detection:
     """The live memories of ``bank`` that ``text`` (with entity ``handles``) duplicates or
     contradicts (``banks.related``), the memory ``exclude`` (the one the text lands on) left out.
-    One consistent read of the bank and its index as a recall uses it (never rebuilt here)."""
+    One consistent read of the bank, and its index only when this container holds it
+    (``search.neighbours``; ``load``: loaded as a recall does, for a deferred check). ``before``
+    (ms since epoch): only memories created at or before it count (the bank as a save found it)."""
     from ..search.neighbours import neighbours  # search imports the banks area, not the reverse
     from ..search.recall import read_rows
     head = read_rows(org_id, [bank]).get(bank)
     if head is None or head.memories == 0:
         return Detection()
     vector = semantic.embed_documents([text])[0] if semantic.covered(text) and semantic.available() else None
-    near = neighbours(org_id, bank, head, text, vector, handles, exclude=exclude)
+    near = neighbours(org_id, bank, head, text, vector, handles, exclude=exclude, load=load)
     if near is None:
-        return Detection(checked=False)
+        return Detection(checked=False, cold=True, inc=head.incarnation)
     hs = frozenset(handles)
     later = related.statement(text, hs)
-    by_id = {n.memory.id: n.memory for n in near if n.memory.text != text}
+    by_id = {n.memory.id: n.memory for n in near
+             if n.memory.text != text and (before is None or n.memory.created_at <= before)}
     cands = [related.Candidate(n.memory.id, related.statement(n.memory.text, frozenset(n.memory.entities)),
                                frozenset(n.memory.entities), n.similarity)
              for n in near if n.memory.id in by_id]
@@ -66,13 +86,14 @@ def answer(detection: Detection, actions: dict[str, Action]) -> list[RelatedMemo
                           action=actions.get(m.id, "none")) for m, v in detection.found]
 
 
-def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: str,
-                ) -> tuple[Memory, list[Write], dict[str, Action]]:
+def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: str, *,
+                when: str = "on its save") -> tuple[Memory, list[Write], dict[str, Action]]:
     """What saving the new memory ``rec`` stages for the conflicts ``detection`` found, each
     partner read again (still live: its revision is the write's condition): ``(rec with its
     links, the partners' writes, {id: action})``. ``on_conflict``: ``flag`` links both,
     ``supersede`` retires the partner (linked instead when pinned, or said after ``rec``: an
-    ``observed_at`` earlier than its statement)."""
+    ``observed_at`` earlier than its statement); a partner already linked to ``rec`` is not
+    written again. ``when``: how the histories' ``why`` says when it was detected."""
     writes: list[Write] = []
     actions: dict[str, Action] = {}
     links: list[str] = list(rec.conflicts_with or [])
@@ -90,20 +111,22 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
             new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
                                          "revision": old.revision + 1, "updated_at": now})
             writes.append(Write(new, old, "supersede", item.fp,
-                                why=f"superseded by {rec.id}: a conflict detected on its save "
+                                why=f"superseded by {rec.id}: a conflict detected {when} "
                                     f"(on_conflict: supersede): {verdict.why}"))
             written = {rec.id, *(w.record.id for w in writes)}
             writes += unlink_writes(row, old, frozenset(written))  # its other links go with it
             actions[old.id] = "superseded"
+            links = [x for x in links if x != old.id]
             continue
-        theirs = [*[x for x in (old.conflicts_with or []) if x != rec.id][: MAX_LINKS - 1], rec.id]
-        new = old.model_copy(update={"conflicts_with": theirs, "revision": old.revision + 1})
-        writes.append(Write(new, old, "link", item.fp,
-                            why=f"conflicts with {rec.id}, detected on its save: {verdict.why}"))
+        if rec.id not in (old.conflicts_with or []):
+            theirs = [*(old.conflicts_with or [])[: MAX_LINKS - 1], rec.id]
+            new = old.model_copy(update={"conflicts_with": theirs, "revision": old.revision + 1})
+            writes.append(Write(new, old, "link", item.fp,
+                                why=f"conflicts with {rec.id}, detected {when}: {verdict.why}"))
         links = [x for x in links if x != old.id] + [old.id]
         actions[old.id] = "linked"
-    if links:
-        rec = rec.model_copy(update={"conflicts_with": links[-MAX_LINKS:]})
+    if links != (rec.conflicts_with or []):
+        rec = rec.model_copy(update={"conflicts_with": links[-MAX_LINKS:] or None})
     return rec, writes, actions
 
 
@@ -125,6 +148,45 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
                          other, "unlink", item.fp,
                          why=f"{rec.id} retired: its conflict link is cleared"))
     return out
+
+
+RELATED_KIND: Literal["related"] = "related"  # a queue message's ``kind``: a deferred check, not an extraction job
+
+
+class RelatedJob(Model):
+    """A deferred related check (an SQS message body, JSON): memory ``memory_id`` of bank
+    ``bank`` (incarnation ``inc``) as a save created it (revision ``revision``, its text's
+    fingerprint ``fp``) at ``saved_at`` (ms since epoch), by ``actor``."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["related"] = RELATED_KIND
+    v: int = 1
+    org_id: StrictStr
+    bank: StrictStr
+    inc: StrictStr
+    memory_id: StrictStr
+    fp: StrictStr
+    revision: int
+    saved_at: int
+    actor: StrictStr
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+
+def defer(job: RelatedJob) -> bool:
+    """Send ``job`` to the extraction queue: one message group per bank (its checks run one at a
+    time, in order), one deduplication id per memory revision (a retried save sends it once).
+    Returns False, sending nothing, when no queue is configured: the check is not deferred."""
+    url = get_settings().queue_url
+    if not url:
+        return False
+    blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
+                             MessageGroupId=_digest(RELATED_KIND, job.org_id, job.bank),
+                             MessageDeduplicationId=_digest(RELATED_KIND, job.org_id, job.bank, job.inc,
+                                                            job.memory_id, str(job.revision)))
+    return True
 
 
 @dataclass(frozen=True)

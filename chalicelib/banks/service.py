@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import audit, idempotency
+from .. import audit, idempotency, metrics
 from ..clock import now_ms
 from ..core import store
 from ..core.records import Confidence, Memory, RelatedMemory, SaveResult, Source, stated_at
@@ -406,12 +406,16 @@ def _saved_record(save: _Save, t: _Target) -> tuple[Memory, str, list[str]]:
     return existing.model_copy(update=update), op, dropped
 
 
+_UNCHECKED = conflicts.Detection(checked=False)  # a save told not to look (never changed)
+
+
 def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: IdemKey | None = None,
                 confidence: Confidence = "stated", source: Source | None = None, audited: bool = True,
                 detect: bool = True) -> SaveResult:
     """Save one memory (the bank worker's ``memory::save``). First it looks up the live memories
-    the text duplicates or contradicts (``banks.conflicts``; not with ``detect=False``): the
-    result's ``related``; a new memory's conflicts are linked, or retired (``on_conflict``).
+    the text duplicates or contradicts (``banks.conflicts``; not with ``detect=False``; in a bank
+    whose index is cold here a new memory is checked later, ``_defer_check``): the result's
+    ``related``; a new memory's conflicts are linked, or retired (``on_conflict``).
     New text: ``created`` with revision 0, corroboration 0 (a damaged stored record of that text
     is replaced the same way, keeping its id and history). Text whose fingerprint matches a live
     memory: not ``created``, corroboration +1, revision +1, text and entities kept, pinned kept
@@ -437,8 +441,7 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                  confidence=confidence, source=source or Source(session_id=req.session_id),
                  revive=bool(req.revive), supersedes=list(dict.fromkeys(req.supersedes or [])),
                  observed_at=check_observed_at(req.observed_at, now_ms()))
-    found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect \
-        else conflicts.Detection(checked=False)
+    found = conflicts.detect(org_id, bank, text, save.entities, exclude=save.fp) if detect else _UNCHECKED
 
     def attempt(btx: BankTx) -> SaveResult:
         replay = idempotency.replay(idem)
@@ -465,7 +468,70 @@ def save_memory(org_id: str, bank: str, req: SaveRequest, *, actor: str, idem: I
                              {"bank": bank, "op": "supersede"})
         return result
 
-    return store.write(org_id, attempt)
+    return _defer_check(org_id, bank, found, store.write(org_id, attempt), actor)
+
+
+def _defer_check(org_id: str, bank: str, found: conflicts.Detection, result: SaveResult, actor: str) -> SaveResult:
+    """``result``, the related check of the memory it created queued first when ``found`` is a
+    look-up skipped because the bank's index is cold here (``conflicts.defer``). The save is
+    committed, so a failure to queue is counted (metric ``related``: ``RelatedDeferFailures``),
+    never raised."""
+    rec = result.memory
+    if not (found.cold and result.created and rec is not None):
+        return result
+    try:  # a save into another incarnation than the one read (trashed meanwhile): its check finds nothing
+        sent = conflicts.defer(conflicts.RelatedJob(org_id=org_id, bank=bank, inc=found.inc, memory_id=rec.id,
+                                                    fp=fingerprint(rec.text), revision=rec.revision,
+                                                    saved_at=rec.updated_at, actor=actor))
+        metrics.emit("related", {"RelatedDeferred": int(sent)})
+    except Exception as exc:  # noqa: BLE001 - the save is committed: never fail it for a deferred check
+        metrics.emit("related", {"RelatedDeferFailures": 1}, {"reason": type(exc).__name__})
+    return result
+
+
+def check_deferred(job: conflicts.RelatedJob) -> dict[str, conflicts.Action]:
+    """Run a deferred related check (``conflicts.defer``) with the bank's index loaded as a recall
+    loads it: against the memories created by the time of the save, store what that save would
+    have (links, or ``on_conflict: supersede``; duplicates are only reported, so nothing). Nothing
+    when the bank was trashed, the memory retired, purged or given another text since, or when the
+    links are already there (a redelivered job). Returns ``{partner id: action}`` written."""
+    row = get_bank_row(job.org_id, job.bank)
+    item = get_item(job.inc, job.memory_id) if row is not None and row.incarnation == job.inc else None
+    rec = record_of(item) if item is not None else None
+    if rec is None or not rec.live or fingerprint(rec.text) != job.fp:
+        return {}
+    found = conflicts.detect(job.org_id, job.bank, rec.text, rec.entities, exclude=rec.id, load=True,
+                             before=job.saved_at)
+    found = conflicts.Detection([(m, v) for m, v in found.found if v.relation == "conflict"])
+    if not found.found:
+        return {}
+    done: dict[str, conflicts.Action] = {}
+
+    def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision | None:
+        if row.incarnation != job.inc or not rec.live or fingerprint(rec.text) != job.fp:
+            return None
+        linked, writes, actions = conflicts.link_writes(row, rec, found, settings_of(row).on_conflict,
+                                                        when="after its save")
+        if linked.conflicts_with != rec.conflicts_with:
+            now = ", ".join(linked.conflicts_with or []) or "none"
+            writes.insert(0, Write(linked.model_copy(update={"revision": rec.revision + 1}), rec, "link", item.fp,
+                                   why=f"conflict links detected after its save: {now}"))
+        if not writes:
+            return None
+        done.update(actions)
+        retired = [w.record.id for w in writes if w.op == "supersede"]
+
+        def audited(btx: BankTx) -> None:
+            for mid in retired:
+                audit.add_to(btx.tx, job.org_id, "memory.supersede", job.actor, f"{job.bank}/{mid}",
+                             {"bank": job.bank, "op": "supersede"})
+        return writes, audited
+
+    try:
+        _change(job.org_id, job.bank, job.memory_id, job.actor, decide, event=None)
+    except NotFound:
+        return {}  # trashed or purged meanwhile
+    return done
 
 
 def _conflict_writes(row: BankRow | None, rec: Memory, op: str, found: conflicts.Detection,

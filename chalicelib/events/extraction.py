@@ -1,4 +1,6 @@
-"""The SQS handler's logic: run a batch of extraction jobs.
+"""The SQS handler's logic: run a batch of extraction jobs, and of deferred related checks (a
+message whose ``kind`` is ``related``: ``banks.conflicts.RelatedJob``, run by
+``banks.service.check_deferred``).
 
 Each record is processed on its own; one that fails (bad JSON, an unparseable model reply, a
 backend error) is reported in ``batchItemFailures`` (the Lambda partial batch response, enabled by
@@ -15,15 +17,18 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..banks.conflicts import RELATED_KIND, RelatedJob
+from ..banks.service import check_deferred
 from ..extraction.job import TurnJob, run_job
 
 log = logging.getLogger("cairn.events")
 
 
-def handle_batch(records: list[dict[str, Any]],
-                 runner: Callable[[TurnJob], Any] = run_job) -> dict[str, list[dict[str, str]]]:
+def handle_batch(records: list[dict[str, Any]], runner: Callable[[TurnJob], Any] = run_job,
+                 related: Callable[[RelatedJob], Any] = check_deferred) -> dict[str, list[dict[str, str]]]:
     """Process SQS ``records`` (the Lambda event's ``Records``: ``messageId``, ``body``,
-    ``attributes.MessageGroupId``); returns ``{"batchItemFailures": [{"itemIdentifier": id}]}``."""
+    ``attributes.MessageGroupId``) with ``runner`` (extraction jobs) or ``related`` (deferred
+    related checks); returns ``{"batchItemFailures": [{"itemIdentifier": id}]}``."""
     failures: list[dict[str, str]] = []
     failed_groups: set[str] = set()
     for record in records:
@@ -33,8 +38,11 @@ def handle_batch(records: list[dict[str, Any]],
             failures.append({"itemIdentifier": message_id})
             continue
         try:
-            job = TurnJob.model_validate(json.loads(record.get("body") or ""))
-            runner(job)
+            body = json.loads(record.get("body") or "")
+            if isinstance(body, dict) and body.get("kind") == RELATED_KIND:
+                related(RelatedJob.model_validate(body))
+            else:
+                runner(TurnJob.model_validate(body))
         except Exception as exc:  # noqa: BLE001 - poison message, unparseable reply, backend error: only this one fails
             log.warning(json.dumps({"msg": "extraction job failed", "message_id": message_id,
                                     "error": type(exc).__name__}))

@@ -714,14 +714,14 @@ class IndexCache:
         return entry
 
     def loaded(self, org_id: str, bank: str, head: BankHead, *, rebuild_max: int) -> BankIndex | None:
-        """``fresh`` without a rebuild from the records (a write path's read): the cached index, the
-        directory this process left or the newest snapshot, caught up to ``head``; ``None`` when
-        none of them is there and the bank holds more than ``rebuild_max`` records (a small bank
-        is read whole: cheaper than a snapshot load). Call holding the bank's lock."""
+        """``fresh`` for a write path's read, with neither a snapshot load nor a rebuild: the cached
+        index or the directory this process left, caught up to ``head``; ``None`` when neither is
+        there and the bank holds more than ``rebuild_max`` records (a small bank is read whole).
+        Call holding the bank's lock."""
         key = (org_id, bank)
         entry = self.entries.get(key)
         cold = entry is None or entry.inc != head.incarnation or len(entry.clock.positions) != len(head.clock.positions)
-        if cold and head.records > rebuild_max and newest_snapshot(org_id, bank) is None \
+        if cold and head.records > rebuild_max \
                 and self._open_own_dir(org_id, bank, head, self._dir(org_id, bank, head.incarnation)) is None:
             return None
         return self.fresh(org_id, bank, head)

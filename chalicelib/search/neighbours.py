@@ -4,8 +4,10 @@
 Candidates: the top ``FETCH`` BM25F hits of the text's terms, the ``FETCH`` newest memories
 carrying one of the given entity handles, and the ``FETCH`` memories whose stored sentence vector
 is nearest to the text's (cosine), all live; each with its cosine to the text (0 without a
-vector). The index is used as a recall finds it, but never rebuilt from the records on this path
-(``index.IndexCache.loaded``): a bank not loadable here answers ``None``.
+vector). On a write's path the index is used only when this container holds it (or the bank is
+small enough to read whole): no snapshot load, no rebuild (``index.IndexCache.loaded``), so a
+bank cold here answers ``None``; ``load=True`` (a deferred check, off the write's path) loads it
+as a recall does.
 """
 
 from __future__ import annotations
@@ -34,13 +36,13 @@ class Neighbour:
 
 
 def neighbours(org_id: str, bank: str, head: BankHead, text: str, vector: np.ndarray | None,
-               handles: list[str], *, exclude: str | None = None) -> list[Neighbour] | None:
+               handles: list[str], *, exclude: str | None = None, load: bool = False) -> list[Neighbour] | None:
     """The live memories of ``bank`` (as ``head``, its consistent read, shows it) near ``text``
     (module docstring), its own memory ``exclude`` left out, nearest first; ``None`` when the
-    bank's index is not loadable without a rebuild."""
+    bank's index is cold in this container and ``load`` is False."""
     cache = index_mod.active_cache()
     with cache.lock(org_id, bank):
-        entry = cache.loaded(org_id, bank, head, rebuild_max=REBUILD_MAX)
+        entry = cache.fresh(org_id, bank, head) if load else cache.loaded(org_id, bank, head, rebuild_max=REBUILD_MAX)
         if entry is None:
             return None
         readers = [leaf for leaf, _off in entry.reader().leaf_readers() if leaf.doc_count_all() > 0]
