@@ -11,7 +11,10 @@ goes first alternates):
 - ``warm``: ``SAVES`` saves of new texts (after ``WARM`` unmeasured), the bank's index loaded;
 - ``cold``: ``COLD_SAVES`` saves, each after ``POST /v1/reload`` (not timed), which drops the
   container's indexes and their directories: the save finds its bank's index as a new container
-  would (the snapshot in S3, then the revisions past it).
+  would (the snapshot in S3, then the revisions past it). Before each, the stack's queues are
+  left to empty (not timed): a cold save defers its related-memories check to the queue's worker,
+  a Lambda of its own on AWS but a thread of moto's process here, whose snapshot load would
+  otherwise land inside the next timed save.
 
 p50/p95 of the client's wall time per save, in ms; the target is this checkout's p50 at most
 ``TARGET_RATIO`` times the other's, in the same run.
@@ -56,14 +59,31 @@ def _fill(st: Launcher, n: int) -> float:
     return took
 
 
-def _series(stacks: list[tuple[requests.Session, str]], texts: list[tuple[str, str]], *,
+def _drain(moto_url: str, timeout_s: float = 60.0) -> None:
+    """Wait until every queue of the stack's moto holds no message, visible or in flight."""
+    import boto3
+
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=moto_url,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    deadline = time.monotonic() + timeout_s
+    for url in sqs.list_queues().get("QueueUrls", []):
+        while time.monotonic() < deadline:
+            got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+            if not any(int(got.get(n, 0)) for n in names):
+                break
+            time.sleep(0.05)
+
+
+def _series(stacks: list[tuple[requests.Session, str, str]], texts: list[tuple[str, str]], *,
             cold: bool) -> list[dict[str, Any]]:
     ms: list[list[float]] = [[] for _ in stacks]
     for i, (text, ent) in enumerate(texts):
         order = range(len(stacks)) if i % 2 == 0 else reversed(range(len(stacks)))
         for k in order:
-            s, base = stacks[k]
+            s, base, moto_url = stacks[k]
             if cold:
+                _drain(moto_url)
                 _ok(s.post(f"{base}/v1/reload"))
             took = _save(s, base, f"{text} ({k})", ent)
             if cold or i >= WARM:
@@ -76,7 +96,7 @@ def measure(stacks: dict[str, Launcher], n: int = MEMORIES) -> dict[str, Any]:
     out: dict[str, Any] = {name: {"import_s": _fill(st, n)} for name, st in stacks.items()}
     extra, ents, _vocab = corpus(n + SAVES + WARM + COLD_SAVES, seed=11)
     fresh = [(t, e) for t, e in zip(extra, ents, strict=True)][-(SAVES + WARM + COLD_SAVES):]
-    pairs = [(_session(), st.base) for st in stacks.values()]
+    pairs = [(_session(), st.base, st.stack.moto_url) for st in stacks.values()]
     for key, texts, cold in (("warm", fresh[:SAVES + WARM], False), ("cold", fresh[SAVES + WARM:], True)):
         for name, r in zip(stacks, _series(pairs, texts, cold=cold), strict=True):
             out[name][key] = r
