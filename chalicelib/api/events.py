@@ -26,7 +26,8 @@ S3_PATTERN = {"source": ["aws.s3"], "detail-type": list(reload.RULE_EVENTS)}
 
 @bp.on_sqs_message(queue_arn=QUEUE_ARN_PLACEHOLDER, batch_size=10)
 def run_extraction(event):
-    """Extraction jobs: a partial batch response, so one bad message never blocks the others."""
+    """Extraction jobs and deferred related-memory checks: a partial batch response, so one bad
+    message never blocks the others."""
     from ..events import extraction  # the extractor loads on the first job, not at import app
 
     return extraction.handle_batch([r.to_dict() for r in event])

@@ -339,15 +339,20 @@ def test_create_a_bank_and_a_memory_and_reinforce_it_with_errors_shown(open_page
 
 
 def test_supersede_finds_the_replacement_by_words_or_by_id(open_page, seeded):
-    http, bank = seeded["http"], seeded["bank"]
+    http, bank = seeded["http"], unique("0jug-")  # a small bank: every save is checked for related memories
     mark = unique("jug")
     old = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": f"Jug capacity {mark} is one litre."}), 201)
     new_text = unique("Jug capacity ") + " is two litres since the upgrade."
     new = ok(http.post(f"/v1/banks/{bank}/memories", json={"text": new_text}), 201)["memory"]
+    assert new["conflicts_with"] == [old["memory"]["id"]], new  # another value: a linked conflict
     page = open_page(f"banks/{bank}/memories/{old['memory']['id']}")
     wait_view(page, "memory")
     find = page.get_by_label("Find the memory that replaces it")
-    find.fill(mark)  # only itself matches: never offered
+    find.fill(mark)  # its words find only itself (never offered) and the later statement linked to it
+    page.get_by_role("button", name="Find", exact=True).click()
+    expect(page.get_by_role("radio")).to_have_count(1)
+    expect(page.get_by_role("radio", name=new_text)).to_have_count(1)
+    find.fill(unique("nothing"))
     page.get_by_role("button", name="Find", exact=True).click()
     expect(page.locator(".candidates")).to_contain_text("No other live memory matches.")
     find.fill(new["id"])  # a pasted id finds it too

@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
+from tests.api.lanes import word
+
 from .conftest import Http
 from .harness import LocalStack
 from .test_durability_e2e import RESTART_READY_S, _refused
@@ -56,7 +58,7 @@ def test_kill_9_mid_import_and_mid_burst_then_counters_listing_history_recall_ag
             i = 0
             while not stop.is_set():
                 try:
-                    r = h.post("/v1/banks/crash/memories", json={"text": f"crash burst {c} {i}"})
+                    r = h.post("/v1/banks/crash/memories", json={"text": f"crash burst {word(c)} {word(i)}"})
                     sh = h.post("/v1/banks/crash/memories", json={"text": "the one shared crash memory"})
                 except requests.RequestException:
                     return
