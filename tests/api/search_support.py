@@ -30,3 +30,37 @@ class CorpusBM25F(BM25F):
             return WeightScorer.for_(searcher, fieldname, text)
         return _Scorer(searcher, fieldname, text, self.stats.idf(fieldname, text),
                        self.stats.avgfl(fieldname), qf=qf)
+
+
+def write_old_snapshot(org: str, bank: str, tmp_path, *without: str) -> str:
+    """An S3 snapshot of ``bank`` as code before the fields ``without`` existed wrote it: none of
+    them in the index's schema or in any document. Returns its key."""
+    import copy
+    import os
+    import shutil
+
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core import store
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema, to_document
+
+    head = store.get_bank_head(org, bank)
+    old = copy.deepcopy(schema())
+    for name in without:
+        old.remove(name)
+    path = str(tmp_path / "old-index")
+    os.makedirs(path)
+    ix = whoosh_index.create_in(path, old, indexname=index.INDEX_NAME)
+    w = ix.writer()
+    for rec in store.iter_records_any_order(head.incarnation):
+        doc = dict(to_document(rec))
+        for name in without:
+            doc.pop(name, None)
+        w.add_document(**doc)
+    w.commit()
+    entry = index.BankIndex(org, bank, head.incarnation, path, ix, clock=head.clock)
+    entry.write_meta()
+    key = index.IndexCache(str(tmp_path / "writer")).write_snapshot(entry)
+    shutil.rmtree(path)
+    return key

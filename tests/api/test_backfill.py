@@ -7,19 +7,16 @@ The coverage counter counts only the current model's vectors, across a model cha
 from __future__ import annotations
 
 import contextlib
-import copy
-import os
-import shutil
 
 import pytest
-from whoosh import index as whoosh_index
 
 from bench import paraphrase
 from chalicelib import semantic
 from chalicelib.banks import backfill
 from chalicelib.core import store, vectors
 from chalicelib.search import index
-from chalicelib.search.schema import VECTOR_FIELD, schema, to_document
+from chalicelib.search.schema import VECTOR_FIELD
+from tests.api.search_support import write_old_snapshot
 
 pytestmark = pytest.mark.skipif(not semantic.available(), reason="the model artifact is not built")
 
@@ -119,25 +116,8 @@ def test_a_bank_written_without_the_model_recalls_semantically_after_backfill(ap
 
 
 def _write_old_snapshot(org, bank, tmp_path) -> str:
-    """An S3 snapshot of ``bank`` as the code before the vector field wrote it: no ``vector``
-    field in the index's schema, no vector in any document."""
-    head = store.get_bank_head(org, bank)
-    old = copy.deepcopy(schema())
-    old.remove(VECTOR_FIELD)
-    path = str(tmp_path / "old-index")
-    os.makedirs(path)
-    ix = whoosh_index.create_in(path, old, indexname=index.INDEX_NAME)
-    w = ix.writer()
-    for rec in store.iter_records_any_order(head.incarnation):
-        doc = dict(to_document(rec))
-        doc.pop(VECTOR_FIELD, None)
-        w.add_document(**doc)
-    w.commit()
-    entry = index.BankIndex(org, bank, head.incarnation, path, ix, clock=head.clock)
-    entry.write_meta()
-    key = index.IndexCache(str(tmp_path / "writer")).write_snapshot(entry)
-    shutil.rmtree(path)
-    return key
+    """An S3 snapshot of ``bank`` as the code before the vector field wrote it."""
+    return write_old_snapshot(org, bank, tmp_path, VECTOR_FIELD)
 
 
 def test_a_snapshot_written_before_vectors_loads_and_recalls_after_backfill(api, monkeypatch, tmp_path):

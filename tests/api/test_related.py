@@ -4,10 +4,7 @@ side (never a pinned one), and a write-only token seeing no ``text``."""
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import shutil
 
 import pytest
 
@@ -287,32 +284,6 @@ def test_an_import_line_keeps_its_observed_at_and_one_in_the_future_is_a_line_er
     assert [m["observed_at"] for m in api.get(M)[1]["memories"]] == [said]
 
 
-def _old_snapshot(bank: str, tmp_path) -> None:
-    """An S3 snapshot of ``bank`` as the code before the ``linked`` column wrote it."""
-    from whoosh import index as whoosh_index
-
-    from chalicelib.core import store
-    from chalicelib.search import index
-    from chalicelib.search.schema import LINKED_FIELD, schema, to_document
-
-    head = store.get_bank_head("default", bank)
-    old = copy.deepcopy(schema())
-    old.remove(LINKED_FIELD)
-    path = str(tmp_path / "old-index")
-    os.makedirs(path)
-    ix = whoosh_index.create_in(path, old, indexname=index.INDEX_NAME)
-    w = ix.writer()
-    for rec in store.iter_records_any_order(head.incarnation):
-        doc = dict(to_document(rec))
-        doc.pop(LINKED_FIELD)
-        w.add_document(**doc)
-    w.commit()
-    entry = index.BankIndex("default", bank, head.incarnation, path, ix, clock=head.clock)
-    entry.write_meta()
-    index.IndexCache(str(tmp_path / "writer")).write_snapshot(entry)
-    shutil.rmtree(path)
-
-
 def test_a_snapshot_written_before_the_links_column_still_ranks_the_later_statement_first(api, tmp_path,
                                                                                          monkeypatch):
     """Loaded without a rebuild, its documents' links are read from their records, before and
@@ -321,7 +292,9 @@ def test_a_snapshot_written_before_the_links_column_still_ranks_the_later_statem
 
     old = save(api, OLD)["memory"]
     new = save(api, NEW)["memory"]
-    _old_snapshot("heron", tmp_path)
+    from chalicelib.search.schema import LINKED_FIELD
+    from tests.api.search_support import write_old_snapshot
+    write_old_snapshot("default", "heron", tmp_path, LINKED_FIELD)
     cold = index.IndexCache(str(tmp_path / "cold"))
     with index.using(cold):
         for step in ("loaded", "written", "merged"):

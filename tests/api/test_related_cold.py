@@ -10,26 +10,13 @@ import json
 import boto3
 import pytest
 
-B = "/v1/banks/heron"
-M = B + "/memories"
-OLD = "Heron's public launch is planned for June 15, 2026."
-NEW = "Heron's public launch moved to July 20, 2026 because of the Stripe certification delay."
+from tests.api.test_related import NEW, OLD, B, M, memory, save
 
 
 @pytest.fixture
 def loops(app, aws):
     from infra.local.events import LocalEvents
     return LocalEvents(app, log=lambda msg: None)
-
-
-def save(api, text, **kw):
-    s, b = api.post(M, {"text": text, "entities": ["heron"], **kw})
-    assert s in (200, 201), b
-    return b
-
-
-def memory(api, mid):
-    return api.get(f"{M}/{mid}")[1]["memory"]
 
 
 def history(api, mid):
