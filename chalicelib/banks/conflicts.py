@@ -18,8 +18,6 @@ worker, ``banks.service.check_deferred``), and store what the save would have.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -171,10 +169,6 @@ class RelatedJob(Model):
     actor: StrictStr
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
-
-
 def defer(job: RelatedJob) -> bool:
     """Send ``job`` to the extraction queue: one message group per bank (its checks run one at a
     time, in order), one deduplication id per memory revision (a retried save sends it once).
@@ -183,9 +177,9 @@ def defer(job: RelatedJob) -> bool:
     if not url:
         return False
     blobs.sqs().send_message(QueueUrl=url, MessageBody=job.model_dump_json(),
-                             MessageGroupId=_digest(RELATED_KIND, job.org_id, job.bank),
-                             MessageDeduplicationId=_digest(RELATED_KIND, job.org_id, job.bank, job.inc,
-                                                            job.memory_id, str(job.revision)))
+                             MessageGroupId=blobs.fifo_id(RELATED_KIND, job.org_id, job.bank),
+                             MessageDeduplicationId=blobs.fifo_id(RELATED_KIND, job.org_id, job.bank, job.inc,
+                                                                  job.memory_id, str(job.revision)))
     return True
 
 

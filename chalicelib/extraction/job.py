@@ -118,11 +118,8 @@ def queue_ids(job: TurnJob, again: str = "") -> tuple[str, str]:
     bank, session and turn (and ``again``, a resumed job's day), so identical ids of another org or
     bank are never taken for a duplicate: the queue drops a message whose id it saw in the last
     five minutes, whoever sent it."""
-    def digest(*parts: str) -> str:
-        return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
-
-    return (digest(job.org_id, job.session_id),
-            digest(job.org_id, job.bank, job.session_id, job.turn_id, again))
+    return (blobs.fifo_id(job.org_id, job.session_id),
+            blobs.fifo_id(job.org_id, job.bank, job.session_id, job.turn_id, again))
 
 
 @dataclass

@@ -12,6 +12,8 @@ The boto3 client is created lazily per (region, endpoint) and honours ``AWS_ENDP
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -54,6 +56,12 @@ def s3():
 def sqs():
     """The shared SQS client."""
     return _client("sqs")
+
+
+def fifo_id(*parts: str) -> str:
+    """A FIFO queue's message group or deduplication id naming ``parts``: the SHA-256 hex of their
+    JSON list (64 characters, within SQS's 128; distinct parts never join into one id)."""
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
 
 def bucket() -> str:
