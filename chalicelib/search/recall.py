@@ -214,7 +214,8 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
         return [], 0
     ids = [data[i].ids[d] for i, d in fused.keys]
     order = sorted(range(len(ids)), key=lambda j: (-fused.totals[j], -fused.upd[j], ids[j]))
-    extra = _newer_partners([fused.keys[j] for j in order[:limit + NEWER_DEPTH]], set(ids), record, data, allowed,
+    linked = _when_linked(record, data)
+    extra = _newer_partners([fused.keys[j] for j in order[:limit + NEWER_DEPTH]], set(ids), linked, data, allowed,
                             accept)
     if extra:  # a later statement the query missed joins after the candidates; newer_first lifts it
         fused, order = _appended(fused, extra, base), order + list(range(len(ids), len(ids) + len(extra)))
@@ -235,8 +236,7 @@ def _rank(leaves: list[tuple[Any, dict, str]], query: str | QueryTerms, *, limit
     matcher = match_mod.Matcher(stats, readers, data, q.terms, q.cjk, q.entity_keys, vector,
                                 query if isinstance(query, str) else None)
     lifted: dict[int, int] = {}
-    order = newer_first(order, ids, lambda j: record(keys[j]) if data[keys[j][0]].linked[keys[j][1]] else None,
-                        depth=limit + NEWER_DEPTH, lifted=lifted)
+    order = newer_first(order, ids, lambda j: linked(keys[j]), depth=limit + NEWER_DEPTH, lifted=lifted)
     return _take(order, lambda j: max(matcher(keys[j]), matcher(keys[lifted[j]]) if j in lifted else 0.0),
                  hit, limit, min_match), len(keys)
 
@@ -254,22 +254,29 @@ def _appended(f: fusion.Fused, extra: list[Key],
                         np.concatenate([f.weights, z]))
 
 
-def _newer_partners(top: list[Key], known: set[str], record: Callable[[Key], Memory | None],
+def _when_linked(record: Callable[[Key], Memory | None], data: list[SegmentData]) -> Callable[[Key], Memory | None]:
+    """``record`` for the documents that may have conflict links (the ``linked`` column), ``None``
+    for the rest (no record decoded)."""
+    return lambda key: record(key) if data[key[0]].linked[key[1]] else None
+
+
+def _newer_partners(top: list[Key], known: set[str], linked: Callable[[Key], Memory | None],
                     data: list[SegmentData], allowed: list[np.ndarray],
                     accept: Callable[[Key], bool] | None) -> list[Key]:
     """The later statements linked as conflicting with a memory of ``top`` that are not among the
     candidates (ids ``known``): each a document that may rank (``allowed``, the caller's ``accept``)
-    and was said after its partner (``stated_at``). A correction worded unlike the question still
-    shows beside the statement it corrects."""
+    and was said after its partner (``stated_at``). ``linked``: a document's record when it may
+    have links, else ``None``. A correction worded unlike the question still shows beside the
+    statement it corrects."""
     out: list[Key] = []
     for key in top:
-        rec = record(key) if data[key[0]].linked[key[1]] else None
+        rec = linked(key)
         if rec is None or not rec.conflicts_with:
             continue
         for pid in [p for p in rec.conflicts_with if p not in known]:
             known.add(pid)
             found = [(i, d) for i, sd in enumerate(data) for d in positions(sd.ids, pid) if allowed[i][d]]
-            other = record(found[0]) if found else None
+            other = linked(found[0]) if found else None
             if other is not None and stated_at(other) > stated_at(rec) and (accept is None or accept(found[0])):
                 out.append(found[0])
     return out
