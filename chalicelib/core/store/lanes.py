@@ -447,8 +447,7 @@ def get_bank_rows(org_id: str, names: Iterable[str], known: Mapping[str, KnownBa
     knew = {n: k for n in wanted if (k := known.get(n)) is not None}
     first = _batch_raw([*config, *[(org_id, version_key(k.incarnation)) for k in knew.values()],
                         *[(org_id, n) for n in wanted if n not in knew]])
-    version, org_version = (BankModel.raw_int(it, "seq") or 0 if (it := first.get(k)) is not None else 0
-                            for k in config)
+    version, org_version = (_version(first.get(k)) or 0 for k in config)  # a damaged one reads as 0
     heads: dict[str, BankHead] = {}
     stale: dict[str, _Expect] = {}
     for name, k in knew.items():
