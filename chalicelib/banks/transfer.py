@@ -76,9 +76,12 @@ class LineError:
     code: str = "validation_error"
 
 
-def _over_quota(n: int, exc: QuotaExceeded) -> LineError:
-    """Line ``n``, left over when a quota ran out after earlier lines committed."""
-    return LineError(n, f"quota_exceeded: {exc.message}", "quota_exceeded")
+def _coded(n: int, code: str, message: str) -> LineError:
+    """Line ``n``'s error of ``code``, its message led by the code."""
+    return LineError(n, f"{code}: {message}", code)
+
+
+_DUPLICATE_TEXT = "another memory has this text"
 
 
 @dataclass
@@ -322,7 +325,7 @@ def _apply_batches(org_id: str, bank: str, batches: list[list[_Winner]], actor: 
             if i == 0:
                 raise  # nothing written yet: the whole import is refused (429)
             # earlier batches committed: the lines left over are reported, not half-refused
-            out.errors.extend(_over_quota(w.n, exc) for b in batches[i:] for w in b)
+            out.errors.extend(_coded(w.n, "quota_exceeded", exc.message) for b in batches[i:] for w in b)
             break
         out.imported += applied.imported
         out.skipped += applied.skipped
@@ -338,7 +341,7 @@ def _first_text_wins(ordered: list[_Winner], out: ImportResult) -> list[_Winner]
     kept = []
     for w in ordered:
         if first.setdefault(w.fp, w.id) != w.id:
-            out.errors.append(LineError(w.n, "duplicate_text: another memory has this text", "duplicate_text"))
+            out.errors.append(_coded(w.n, "duplicate_text", _DUPLICATE_TEXT))
         else:
             kept.append(w)
     return kept
@@ -360,7 +363,7 @@ def _write_batch(org_id: str, bank: str, batch: list[_Winner], actor: str, now: 
         try:
             second = _write_batch(org_id, bank, batch[half:], actor, now)
         except QuotaExceeded as exc:  # the first half committed: the rest is reported, never refused
-            second = ImportResult(errors=[_over_quota(w.n, exc) for w in batch[half:]])
+            second = ImportResult(errors=[_coded(w.n, "quota_exceeded", exc.message) for w in batch[half:]])
         return ImportResult(first.imported + second.imported, first.skipped + second.skipped,
                             first.errors + second.errors)
 
@@ -395,15 +398,15 @@ def _plan(plan: _Batch, inc: str, known: dict[str, Any], n: int, line: _Parsed, 
     prev, guard = current(item) if item is not None else (None, None)
     if _is_stale(line, prev, guard):
         if prev is not None and rec.live and not prev.live:  # a live line of a retired memory: never a revival
-            plan.result.errors.append(LineError(n, f"memory_retired: memory '{prev.id}' has this text and is "
-                                                   "retired; an import never revives: save the text with "
-                                                   "revive: true to bring it back", "memory_retired"))
+            plan.result.errors.append(_coded(n, "memory_retired", f"memory '{prev.id}' has this text and is "
+                                             "retired; an import never revives: save the text with "
+                                             "revive: true to bring it back"))
         else:
             plan.result.skipped += 1
         return
     ptr = known.get(store.pointer_key(fp))
     if (ptr is not None and ptr.memory_id != rec.id) or fp in plan.claimed:
-        plan.result.errors.append(LineError(n, "duplicate_text: another memory has this text", "duplicate_text"))
+        plan.result.errors.append(_coded(n, "duplicate_text", _DUPLICATE_TEXT))
         return
     plan.claimed.add(fp)
     if guard is not None and prev is not None:  # a damaged stored record: the line replaces it, history kept
