@@ -2,8 +2,9 @@
 
 Recall reads Whoosh's W3 codec below its public interface for speed: a term looked up in the
 segment's term index directly (``W3TermsReader``'s ``_fieldmap``, ``_keycoder``, ``_tindex``,
-``_codec`` and ``_postfile``), posting blocks read whole (``W3LeafMatcher``'s ``_ids``/``_weights``
-buffers), the field-length, numeric and string columns
+``_codec`` and ``_postfile``), a term's posting blocks decoded from their bytes (the W3 block
+layout ``W3PostingsWriter._write_block`` writes) or read whole (``W3LeafMatcher``'s
+``_ids``/``_weights`` buffers), the field-length, numeric and string columns
 read at once (their readers' buffers), any column opened once per segment
 (``W3PerDocReader._cached_reader``), an open segment reader
 moved onto a segment with more deletions (``SegmentReader._segment``, the ``deleted_docs_set``
@@ -19,7 +20,9 @@ re-reading the code below against the new sources, then moving the pin here.
 from __future__ import annotations
 
 import bisect
+import io
 import itertools
+import pickle
 import secrets
 import struct
 import zlib
@@ -454,8 +457,8 @@ def posting_arrays(reader: Any, fieldname: str, text: str,
     """``(docnums int32, weights float64)`` of a term's postings in one segment, deleted documents
     included; empty arrays when the segment lacks the term. On a W3 segment reader the term index
     is read directly (one hash lookup, none when ``keys``, the segment's ``term_keys``, lacks the
-    term; postings inlined in the term info need no matcher, and a missing term raises nothing);
-    otherwise through ``posting_blocks``."""
+    term; postings inlined in the term info need no matcher, blocks are decoded by
+    ``_extent_arrays``, and a missing term raises nothing); otherwise through ``posting_blocks``."""
     terms = _w3_terms(reader)
     if terms is None:
         return _concat(list(posting_blocks(reader, fieldname, text)))
@@ -474,8 +477,48 @@ def posting_arrays(reader: Any, fieldname: str, text: str,
         ids, weights, _values = info.inlined_postings()
         return (np.array(ids, dtype=np.int32),
                 np.array(weights, dtype=np.float64) if weights else np.ones(len(ids), dtype=np.float64))
-    m = terms._codec.postings_reader(terms._postfile, info, field.format, term=(fieldname, tbytes))
-    return _concat(list(_leaf_blocks(m)))
+    offset, length = info.extent()
+    if isinstance(length, tuple):  # ``W3TermInfo.from_bytes`` keeps the length as struct's 1-tuple
+        (length,) = length
+    return _extent_arrays(terms._postfile.get(offset, length))
+
+
+_BLOCK_LENGTH = struct.Struct("!i")
+
+
+def _extent_arrays(buf: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``(docnums int32, weights float64)`` of one term's W3 posting blocks, ``buf`` their whole
+    extent in the postings file: the header tag, then per block its signed length (negative on
+    the last), its pickled info tuple and its data (``(delta-coded ids, weights, values)``
+    pickled, zlib-compressed when the info says so). What ``W3LeafMatcher`` reads, decoded with
+    numpy (a cumulative sum instead of ``delta_decode``'s generator) and without a matcher per
+    lookup. Raises ``ValueError`` on a block that is not W3's."""
+    if buf[:4] != whoosh3.WHOOSH3_HEADER_MAGIC:
+        raise ValueError("not a W3 posting list")
+    f = io.BytesIO(buf)
+    f.seek(4)
+    ids: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    while True:
+        start = f.tell()
+        (length,) = _BLOCK_LENGTH.unpack(f.read(4))
+        end = start + 4 + abs(length)
+        count, _maxid, _maxweight, compression, _mn, _mx = pickle.load(f)
+        data = buf[f.tell():end]
+        raw_ids, raw_weights, _values = pickle.loads(zlib.decompress(data) if compression else data)
+        ids.append(np.cumsum(np.array(raw_ids, dtype=np.int64)).astype(np.int32))
+        if raw_weights is None:
+            weights.append(np.ones(count, dtype=np.float64))
+        elif isinstance(raw_weights, float):
+            weights.append(np.full(count, raw_weights, dtype=np.float64))
+        else:
+            weights.append(np.array(raw_weights, dtype=np.float64))
+        if length < 0 or end >= len(buf):
+            break
+        f.seek(end)
+    if len(ids) == 1:
+        return ids[0], weights[0]
+    return np.concatenate(ids), np.concatenate(weights)
 
 
 def _concat(blocks: list[tuple[Sequence[int], Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 
 from tests.api.lanes import word
@@ -519,3 +520,49 @@ def test_the_cache_budget_holds_what_an_open_bank_keeps_resident(tmp_path):
     cache.budget_bytes = files_and_arrays + 1024
     cache._evict(keep=("o", "b2"))
     assert list(cache.entries) == [("o", "b2")]
+
+
+def test_posting_blocks_decoded_from_their_bytes_equal_whooshs_own_matcher(tmp_path):
+    """``posting_arrays`` decodes a term's posting blocks from the postings file's bytes; every
+    term's documents and weights equal what Whoosh's own matcher reads, for lists of many blocks
+    (deleted documents included), weights all 1, all equal and varied, and inlined lists."""
+    from whoosh import index as whoosh_index
+
+    from chalicelib.core.records import Memory
+    from chalicelib.core.store import Clock
+    from chalicelib.search import index
+    from chalicelib.search.schema import schema
+    from chalicelib.search.whoosh_private import posting_arrays
+    path = str(tmp_path / "ix")
+    os.makedirs(path)
+    entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
+                            clock=Clock((0,)))
+    recs = []
+    for k in range(1, 701):  # "zephyr" in all 700 (several blocks), "quokka" twice in some, "lemur" in a few
+        words = (["zephyr"] + ["quokka", "quokka"] * (k % 3 == 0) + ["lemur"] * (k % 97 == 0)
+                 + [f"w{k % 211}"] * (1 + k % 4))
+        recs.append((k, Memory(id=f"fp{k:016x}", text=" ".join(words), entities=[f"e{k % 5}"],
+                               created_at=k, updated_at=k)))
+    entry.apply(recs)
+    entry.apply([(701, recs[10][1].model_copy(update={"text": "zephyr replaced"}))])  # a deletion in the segment
+    leaves = [leaf for leaf, _off in entry.reader().leaf_readers()]
+    looked = deleted = 0
+    for leaf in leaves:
+        for f, t in leaf.all_terms():
+            if f not in ("text", "entities"):
+                continue
+            t = t if isinstance(t, str) else t.decode()
+            m = leaf.postings(f, t)  # Whoosh's matcher leaves deleted documents out
+            want = []
+            while m.is_active():
+                want.append((m.id(), m.weight()))
+                m.next()
+            got_ids, got_w = posting_arrays(leaf, f, t)
+            assert got_ids.dtype == np.int32 and got_w.dtype == np.float64
+            got = list(zip(got_ids.tolist(), got_w.tolist(), strict=True))
+            assert [(d, w) for d, w in got if not leaf.is_deleted(d)] == want, (f, t)
+            deleted += sum(1 for d, _w in got if leaf.is_deleted(d))
+            looked += 1
+    assert looked > 200 and deleted > 0  # the replaced document's postings are still read
+    zephyr = [posting_arrays(leaf, "text", "zephyr") for leaf in leaves]
+    assert max(len(ids) for ids, _w in zephyr) > 300  # spans blocks
