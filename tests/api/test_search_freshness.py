@@ -542,3 +542,28 @@ def test_a_damaged_version_item_is_never_trusted(pair, monkeypatch, stored):
         assert _ids(c, "toast")
     assert [args for args in emitted if args[1] == {"DamagedValues": 1} and args[2]["kind"] == "banks"]
     assert b.cache.get("default", "main").head.version is None  # never reused
+
+
+def test_a_version_item_that_is_not_a_number_is_replaced_and_the_write_acknowledged(pair):
+    """A version item holding a string (a hand edit) cannot be added to: the write that meets it
+    replaces it by a number no container can hold (far above any count) and is acknowledged;
+    the other container sees the write at its next recall, and the bank's writes move the new
+    number from then on."""
+    import boto3
+
+    from chalicelib.core.store import get_bank_row, version_key
+    from tests.api.lanes import banks_table
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    inc = get_bank_row("default", "main").incarnation
+    client = boto3.client("dynamodb")
+    key = {"org_id": {"S": "default"}, "name": {"S": version_key(inc)}}
+    client.put_item(TableName=banks_table(), Item={**key, "seq": {"S": "7"}})
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince jam in the pantry"}))
+    first = int(client.get_item(TableName=banks_table(), Key=key, ConsistentRead=True)["Item"]["seq"]["N"])
+    assert first > 10**12
+    assert _ids(b, "quince")
+    ok(b.call("POST", "/v1/banks/main/memories", {"text": "medlar jelly beside it"}))
+    assert int(client.get_item(TableName=banks_table(), Key=key, ConsistentRead=True)["Item"]["seq"]["N"]) == first + 1
+    assert _ids(a, "medlar")

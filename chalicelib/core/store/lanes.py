@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import threading
 import uuid
 import zlib
@@ -111,12 +112,32 @@ def bump_versions(org_id: str, incs: Iterable[str]) -> None:
     """Add 1 to the version of each bank incarnation of ``incs``: after a commit that changed the
     bank (any lane, lane 0 included, or its row) or acknowledges what is stored, before the write
     is acknowledged (``write``). An UpdateItem of its own,
-    never in a transaction, so concurrent writers of different lanes never conflict on it.
-    Raises what DynamoDB raises once its retries are spent (the write committed; not
+    never in a transaction, so concurrent writers of different lanes never conflict on it; a
+    version that is not a number is replaced (``_move_version``), so a hand edit cannot stop the
+    bank's writes. Raises what DynamoDB raises once its retries are spent (the write committed; not
     acknowledged, it shows with the bank's next write)."""
     bind()
     for inc in sorted(set(incs)):
-        BankModel(org_id, version_key(inc)).update(actions=[BankModel.seq.add(1)])
+        _move_version(BankModel(org_id, version_key(inc)))
+
+
+def _move_version(item: BankModel) -> None:
+    """Add 1 to a version item. One whose value is not a number (a hand edit: DynamoDB refuses
+    to add to it) is replaced by a number no reader can hold: readers never trust a version
+    that does not decode, and counts stay far below ms since epoch x 1000."""
+    try:
+        item.update(actions=[BankModel.seq.add(1)])
+        return
+    except UpdateError as exc:
+        if exc.cause_response_code != "ValidationException":
+            raise
+    try:
+        item.update(actions=[BankModel.seq.set(now_ms() * 1000 + secrets.randbelow(1000))],
+                    condition=~BankModel.seq.is_type())
+    except UpdateError as exc:  # replaced meanwhile by another writer: move it as usual
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+        item.update(actions=[BankModel.seq.add(1)])
 
 
 def split_seq(seq: int) -> tuple[int, int]:
