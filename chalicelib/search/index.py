@@ -620,7 +620,8 @@ class IndexCache:
     def drop(self, org_id: str | None = None) -> int:
         """Drop every cached index of this container, or only those of ``org_id`` (a reload);
         returns how many."""
-        keys = [k for k in self.entries if org_id is None or k[0] == org_id]
+        with self._mu:  # a bank admitted meanwhile must not change the dict while it is read
+            keys = [k for k in self.entries if org_id is None or k[0] == org_id]
         for key in keys:
             with self.lock(*key):
                 self._forget(key)

@@ -229,3 +229,44 @@ def test_an_entry_in_use_is_passed_over_and_stays_a_candidate(tmp_path):
     cache.budget_bytes = 4 * mb + mb // 2 - 2 * mb  # room for one bank
     cache._evict(keep=("o", "c"))
     assert sorted(b for _o, b in cache.entries) == ["c"]
+
+
+def test_a_drop_lists_the_entries_while_another_thread_admits_one(tmp_path):
+    """``drop`` takes its list of entries under the cache's lock: a bank admitted by another
+    thread meanwhile waits for the list instead of changing the dict being read (a dict may raise
+    ``changed size during iteration``; this one swept the new bank too); the drop then counts the
+    entries it listed and the new bank stays."""
+    import threading
+    from collections import OrderedDict
+
+    from chalicelib.search import index
+
+    mb = 1024 * 1024
+    cache = index.IndexCache(str(tmp_path / "c"), budget_mb=100)
+    for bank in ("a", "b", "c"):
+        _stub(cache, bank, mb, 100.0)
+    reading, admitted = threading.Event(), threading.Event()
+
+    class Listing(OrderedDict):
+        def __iter__(self):
+            it = super().__iter__()
+            yield next(it)
+            reading.set()  # the drop is reading the dict: the other thread admits a bank now
+            admitted.wait(0.5)  # ... and, without the lock, has added it to the dict
+            yield from it
+
+    cache.entries = Listing(cache.entries)
+
+    def admit() -> None:
+        reading.wait(10)
+        _stub(cache, "d", mb, 100.0)
+        admitted.set()
+
+    t = threading.Thread(target=admit)
+    t.start()
+    try:
+        assert cache.drop() == 3
+    finally:
+        t.join(10)
+    assert [b for _o, b in cache.entries] == ["d"]
+    assert cache.resident_total == sum(e.resident_bytes() for e in cache.entries.values())
