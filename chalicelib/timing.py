@@ -10,8 +10,12 @@ block. Phase names are fixed tokens, never client text:
 - ``token``: the bearer token's lookup (and its throttled ``last_used_at`` write);
 - ``session``: a structured session and its visibility envelope;
 - ``bank``: the turn's (or the recall's) consistent read of the bank rows;
+- ``related``: a save's look-up of the memories its text duplicates or contradicts (the text
+  embedded, the bank read, its index searched);
 - ``rank``: the recall (the index caught up first when behind);
 - ``floor``: the ambient floor (the bank's top memories when few matched);
+- ``commit``: a write's transaction (its records staged, embedded when not yet), the move of the
+  banks' versions and the index update;
 - ``touch``: the injected memories' ``last_accessed``/``access_count`` write;
 - ``render``: the injection's text and the response body;
 - ``usage``: the request's usage counter write (and its rate-limit spend).
@@ -27,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 
-PHASES = ("token", "session", "bank", "rank", "floor", "touch", "render", "usage")
+PHASES = ("token", "session", "bank", "related", "rank", "floor", "commit", "touch", "render", "usage")
 HEADER = "Server-Timing"
 
 Timings = dict[str, float]  # phase name -> ms

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, StrictStr
 
-from .. import semantic
+from .. import semantic, timing
 from ..clock import now_ms
 from ..core.records import Memory, RelatedMemory, stated_at
 from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
@@ -56,6 +56,12 @@ def detect(org_id: str, bank: str, text: str, handles: list[str], *, exclude: st
     One consistent read of the bank, and its index only when this container holds it
     (``search.neighbours``; ``load``: loaded as a recall does, for a deferred check). ``before``
     (ms since epoch): only memories created at or before it count (the bank as a save found it)."""
+    with timing.phase("related"):
+        return _detect(org_id, bank, text, handles, exclude, thresholds, load, before)
+
+
+def _detect(org_id: str, bank: str, text: str, handles: list[str], exclude: str | None,
+            thresholds: related.Thresholds, load: bool, before: int | None) -> Detection:
     from ..search.neighbours import neighbours  # search imports the banks area, not the reverse
     from ..search.recall import read_rows
     head = read_rows(org_id, [bank]).get(bank)

@@ -1,7 +1,7 @@
 """``Server-Timing`` on every route that recalls names the hook's phases: the consistent read of
 the bank rows (``bank``) and the ranking (``rank``), in the documented order, each within the
 total; a phase block inside one of the same name (the hook's ``rank`` around recall's) counts
-once."""
+once. A save names its related look-up and its commit."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _own_cache(aws, tmp_path):
 
 
 def _phases(resp) -> dict[str, float]:
-    assert resp.status_code == 200, resp.body
+    assert resp.status_code in (200, 201), resp.body
     phases = timing.parse(resp.headers[timing.HEADER])
     assert all(0 <= v <= phases["total"] for v in phases.values()), phases
     return phases
@@ -102,3 +102,13 @@ def test_team_retrieve_names_the_bank_read_and_the_ranking(client, api):
                  {"spaceIds": [world.space], "query": "where do orders live", "limit": 5})
     assert json.loads(resp.body)["results"], resp.body
     assert list(_phases(resp))[:3] == ["token", "bank", "rank"]
+
+
+def test_a_save_names_its_related_look_up_and_its_commit(client, token, api):
+    """A save's time is named too: the look-up of the memories it duplicates or contradicts
+    (``related``) and the write (``commit``), each within the total."""
+    _seed(api)
+    phases = _phases(_post(client, token, "/v1/banks/ops/memories", {"text": "Backups run nightly at three."}))
+    assert list(phases) == ["token", "related", "commit", "render", "usage", "total"], phases
+    again = _post(client, token, "/v1/banks/ops/memories", {"text": "Backups run nightly at three."})
+    assert json.loads(again.body)["created"] is False and "commit" in _phases(again)  # a reinforcement writes too

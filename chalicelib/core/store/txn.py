@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
-from ... import semantic
+from ... import semantic, timing
 from ...clock import now_ms
 from ...settings import get_settings
 from ...storage.damage import Damaged
@@ -558,11 +558,12 @@ def write(org_id: str, attempt: Callable[[BankTx], T], *, retries: int | None = 
         quotas.stage_banks(tx, org_id, btx.banks_added)
         return result
 
-    result = run_transaction(run, retries=retries)
-    if last:
-        bump_versions(org_id, last[0].versions_to_move())
-    for bank, row, changes in last[0].staged if last else []:
-        _notify(org_id, bank, row, changes)
+    with timing.phase("commit"):
+        result = run_transaction(run, retries=retries)
+        if last:
+            bump_versions(org_id, last[0].versions_to_move())
+        for bank, row, changes in last[0].staged if last else []:
+            _notify(org_id, bank, row, changes)
     return result
 
 
