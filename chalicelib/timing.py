@@ -14,8 +14,8 @@ block. Phase names are fixed tokens, never client text:
   embedded, the bank read, its index searched);
 - ``rank``: the recall (the index caught up first when behind);
 - ``floor``: the ambient floor (the bank's top memories when few matched);
-- ``commit``: a write's transaction (its records staged, embedded when not yet), the move of the
-  banks' versions and the index update;
+- ``commit``: a bank write: its reads and staging (records embedded when not yet), its
+  transaction, the move of the banks' versions and the index update;
 - ``touch``: the injected memories' ``last_accessed``/``access_count`` write;
 - ``render``: the injection's text and the response body;
 - ``usage``: the request's usage counter write (and its rate-limit spend).
