@@ -27,7 +27,7 @@ import secrets
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -444,21 +444,20 @@ def _w3_terms(reader: Any) -> Any:
     return terms
 
 
-def term_infos(reader: Any) -> dict[bytes, bytes] | None:
-    """The segment's term index read whole: each key (field and term as ``posting_arrays`` looks
-    them up) with its term info's bytes, or ``None`` for a reader that is not a W3 segment reader.
-    About 0.8 µs per term: for small segments, where a dict answers a lookup in 0.05 µs instead
-    of the term index's 3 µs hash lookup (a miss as well as a hit)."""
+def term_keys(reader: Any) -> frozenset[bytes] | None:
+    """Every key of the segment's term index (field and term as ``posting_arrays`` looks them
+    up), or ``None`` for a reader that is not a W3 segment reader. About 0.5 µs per term: for
+    small segments, where a set lookup answers the common miss in 0.1 µs instead of 3."""
     terms = _w3_terms(reader)
-    return None if terms is None else dict(terms._tindex.items())
+    return None if terms is None else frozenset(terms._tindex.keys())
 
 
 def posting_arrays(reader: Any, fieldname: str, text: str,
-                   infos: Mapping[bytes, bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   keys: frozenset[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(docnums int32, weights float64)`` of a term's postings in one segment, deleted documents
     included; empty arrays when the segment lacks the term. On a W3 segment reader the term index
-    is read directly (one hash lookup, or a dict lookup in ``infos``, the segment's
-    ``term_infos``; postings inlined in the term info need no matcher, blocks are decoded by
+    is read directly (one hash lookup, none when ``keys``, the segment's ``term_keys``, lacks the
+    term; postings inlined in the term info need no matcher, blocks are decoded by
     ``_extent_arrays``, and a missing term raises nothing); otherwise through ``posting_blocks``."""
     terms = _w3_terms(reader)
     if terms is None:
@@ -468,7 +467,9 @@ def posting_arrays(reader: Any, fieldname: str, text: str,
     field = reader.schema[fieldname]
     tbytes = field.to_bytes(text)
     key = terms._keycoder(fieldname, tbytes)
-    raw = infos.get(key) if infos is not None else terms._tindex.get(key)
+    if keys is not None and key not in keys:
+        return _NO_IDS, _NO_WEIGHTS
+    raw = terms._tindex.get(key)
     if raw is None:
         return _NO_IDS, _NO_WEIGHTS
     info = whoosh3.W3TermInfo.from_bytes(raw)
@@ -580,5 +581,5 @@ __all__ = [
     "posting_blocks",
     "read_toc",
     "str_column",
-    "term_infos",
+    "term_keys",
 ]

@@ -344,16 +344,16 @@ def test_a_string_column_finds_the_positions_of_a_whole_value_only():
         assert positions(list(values), v) == col.positions(v)
 
 
-def test_a_term_looked_up_through_the_segments_term_infos_finds_the_same_postings(tmp_path):
-    """``posting_arrays`` given the segment's ``term_infos`` returns what the term index's own
+def test_a_term_looked_up_through_the_segments_term_keys_finds_the_same_postings(tmp_path):
+    """``posting_arrays`` given the segment's ``term_keys`` returns what the term index's own
     lookup returns, for every term of the segment (each field) and for absent ones; a reader that
-    is not a W3 segment reader has no term infos."""
+    is not a W3 segment reader has no term keys."""
     from whoosh import index as whoosh_index
 
     from chalicelib.core.store import Clock
     from chalicelib.search import index
     from chalicelib.search.schema import schema
-    from chalicelib.search.whoosh_private import posting_arrays, term_infos
+    from chalicelib.search.whoosh_private import posting_arrays, term_keys
     path = str(tmp_path / "ix")
     os.makedirs(path)
     entry = index.BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=index.INDEX_NAME),
@@ -361,17 +361,17 @@ def test_a_term_looked_up_through_the_segments_term_infos_finds_the_same_posting
     recs = [r for r in _records() if r.purged_at is None]  # a tombstone comes with a rebuild only
     entry.apply([(k, r) for k, r in enumerate(recs, start=1)])
     [(seg, _off)] = entry.reader().leaf_readers()
-    infos = term_infos(seg)
-    assert infos is not None and len(infos) > 50
+    keys = term_keys(seg)
+    assert keys is not None and len(keys) > 50
     looked = [(f, t if isinstance(t, str) else t.decode()) for f, t in seg.all_terms()
               if f in ("text", "entities", "tags", "live")]
     assert len(looked) > 50
     for f, t in [*looked, ("text", "absent-term"), ("entities", "nobody"), ("tags", "")]:
-        want, got = posting_arrays(seg, f, t), posting_arrays(seg, f, t, infos)
+        want, got = posting_arrays(seg, f, t), posting_arrays(seg, f, t, keys)
         assert want[0].tolist() == got[0].tolist() and want[1].tolist() == got[1].tolist(), (f, t)
-    assert sum(len(posting_arrays(seg, f, t, infos)[0]) for f, t in looked) > len(looked)
+    assert sum(len(posting_arrays(seg, f, t, keys)[0]) for f, t in looked) > len(looked)
     from whoosh.reading import EmptyReader
-    assert term_infos(EmptyReader(schema())) is None
+    assert term_keys(EmptyReader(schema())) is None
 
 
 def test_inlined_postings_keep_their_frequencies_through_matchers_and_merges_in_a_few_bytes(tmp_path):
