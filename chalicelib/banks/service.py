@@ -520,10 +520,14 @@ def check_deferred(job: conflicts.RelatedJob) -> dict[str, conflicts.Action]:
                                    why=f"conflict links detected after its save: {now}"))
         if not writes:
             return None
+        done.clear()  # the actions of the attempt that commits, not of one that lost a race
         done.update(actions)
         retired = [w.record.id for w in writes if w.op == "supersede"]
+        unwritten = writes[0].record.id != rec.id
 
         def audited(btx: BankTx) -> None:
+            if unwritten:  # the partners' writes rest on this memory as read (live, this text)
+                btx.check_unchanged(item)
             for mid in retired:
                 audit.add_to(btx.tx, job.org_id, "memory.supersede", job.actor, f"{job.bank}/{mid}",
                              {"bank": job.bank, "op": "supersede"})
