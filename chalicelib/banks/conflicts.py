@@ -19,18 +19,19 @@ worker, ``banks.service.check_deferred``), and store what the save would have.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, StrictStr
+from pydantic import AfterValidator, ConfigDict, Field, StrictStr
 
 from .. import semantic, timing
 from ..clock import now_ms
 from ..core.records import Memory, RelatedMemory, stated_at
 from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
 from ..fingerprint import FINGERPRINT_RE
+from ..names import NAME_RE
 from ..settings import get_settings
 from ..storage import blobs
-from ..validation import Model
+from ..validation import MAX_SAFE_INT, Line, Millis, Model
 from . import related
 
 MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
@@ -157,22 +158,36 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
 RELATED_KIND: Literal["related"] = "related"  # a queue message's ``kind``: a deferred check, not an extraction job
 
 
+def _fingerprint(value: str) -> str:
+    if not FINGERPRINT_RE.fullmatch(value):
+        raise ValueError("not a memory id: 'fp' and 16 lowercase hex digits")
+    return value
+
+
+def _bank_name(value: str) -> str:
+    if not NAME_RE.fullmatch(value):
+        raise ValueError("not a bank name")
+    return value
+
+
 class RelatedJob(Model):
     """A deferred related check (an SQS message body, JSON): memory ``memory_id`` of bank
     ``bank`` (incarnation ``inc``) as a save created it (revision ``revision``, its text's
-    fingerprint ``fp``) at ``saved_at`` (ms since epoch), by ``actor``."""
+    fingerprint ``fp``) at ``saved_at`` (ms since epoch), by ``actor`` (written into the
+    history and audit trail). Validated as any input (strict; a queue body can be garbled or
+    crafted): a body that is not one of these is refused before anything is read."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     kind: Literal["related"] = RELATED_KIND
-    v: int = 1
-    org_id: StrictStr
-    bank: StrictStr
-    inc: StrictStr
-    memory_id: StrictStr
-    fp: StrictStr
-    revision: int
-    saved_at: int
-    actor: StrictStr
+    v: Literal[1] = 1
+    org_id: Annotated[Line, Field(min_length=1, max_length=128)]
+    bank: Annotated[StrictStr, AfterValidator(_bank_name)]
+    inc: Annotated[Line, Field(min_length=1, max_length=128)]
+    memory_id: Annotated[StrictStr, AfterValidator(_fingerprint)]
+    fp: Annotated[StrictStr, AfterValidator(_fingerprint)]
+    revision: int = Field(ge=0, le=MAX_SAFE_INT)
+    saved_at: Millis
+    actor: Annotated[Line, Field(min_length=1, max_length=256)]
 
 
 def defer(job: RelatedJob) -> bool:

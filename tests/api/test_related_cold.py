@@ -150,3 +150,26 @@ def test_the_deferred_check_supersedes_nothing_for_a_memory_forgotten_while_it_d
     assert forgotten == [200] and memory(api, new)["invalid_at"]
     kept = memory(api, old)
     assert "invalid_at" not in kept and "superseded_by" not in kept, kept
+
+
+@pytest.mark.parametrize("garbled", [{"actor": "person:a\u0000b"}, {"actor": "person:" + "a" * 5000},
+                                     {"saved_at": 2**63}, {"revision": "0"}, {"memory_id": "~fp/heron"},
+                                     {"bank": "Heron!"}, {"v": 2}],
+                         ids=["nul-actor", "long-actor", "saved-at-2^63", "revision-string", "not-a-memory-id",
+                              "not-a-bank-name", "unknown-version"])
+def test_a_garbled_deferred_check_is_refused_and_writes_nothing(api, loops, garbled):
+    """The queue body is input like any other: a job whose fields are not what ``defer`` sends
+    (a control character or an unbounded actor bound for the history and audit trail, a time
+    past year 9999, a string for a number, a key that is no memory id) fails as a poison
+    message (retried, then dead-lettered) with nothing written."""
+    from chalicelib.events.extraction import handle_batch
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    old = cold_bank(api)
+    save(api, NEW)
+    [msg] = sqs.receive_message(QueueUrl=loops.queue_url, MaxNumberOfMessages=10)["Messages"]
+    body = {**json.loads(msg["Body"]), **garbled}
+    record = {"messageId": "m1", "body": json.dumps(body), "attributes": {}}
+    assert handle_batch([record]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert [r["op"] for r in history(api, old)] == ["create"]
+    s, events = api.get("/v1/audit?action=memory.supersede")
+    assert s == 200 and events["events"] == []
