@@ -257,6 +257,8 @@ def trash_bank(org_id: str, name: str, *, actor: str) -> str:
 def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank:
     """Bring a trashed bank back whole under ``name``, history included; returns the bank.
 
+    Its rules move back after the commit, then are recounted (``rules.refresh_rule_count``), so
+    no container keeps the empty rule set it may have read in between.
     Raises 404 ``not_found`` for an unknown trash id (or one of another bank name) and
     409 ``bank_exists`` when a live bank has that name. Audited as ``bank.restore``.
     """
@@ -275,7 +277,10 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank
         return live
 
     live = store.write(org_id, attempt)
-    blobs.move_prefix(store.trash_rules_prefix(org_id, trashed_to), store.rules_prefix(org_id, name))
+    if blobs.move_prefix(store.trash_rules_prefix(org_id, trashed_to), store.rules_prefix(org_id, name)):
+        from .rules import refresh_rule_count  # rules import this module, not the reverse
+        # a reader of the restored row before the rules were back cached none: the recount moves rules_version
+        refresh_rule_count(org_id, name)
     return bank_of(org_id, live)
 
 

@@ -613,3 +613,24 @@ def test_a_purge_cut_short_before_its_version_moved_is_gone_everywhere_once_its_
     hits = b.recall("quince toast")["memories"]
     assert gone not in {h["memory"]["id"] for h in hits}
     assert all("quince" not in h["memory"]["text"] for h in hits)
+
+
+def test_a_restored_banks_rules_are_injected_by_the_other_container_once_the_restore_answers(pair, monkeypatch):
+    """A restore commits the bank row, then moves its rules back from the trash. A container
+    that reads the bank in between finds the restored row and no rule yet; once the restore has
+    answered, its next injection holds the rule (the rules it cached meanwhile are not reused)."""
+    from chalicelib.storage import blobs
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    ok(a.call("PUT", "/v1/banks/main/rules/style", {"content": "Always mention the kumquat."}))
+    trashed = ok(a.call("DELETE", "/v1/banks/main"))["trashed_to"]
+    real = blobs.move_prefix
+
+    def meanwhile(src, dst):  # the other container reads the bank between the commit and the move
+        ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"}))
+        return real(src, dst)
+
+    monkeypatch.setattr(blobs, "move_prefix", meanwhile)
+    ok(a.call("POST", "/v1/banks/main/restore", {"trashed_to": trashed}))
+    monkeypatch.setattr(blobs, "move_prefix", real)
+    assert "kumquat" in json.dumps(ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"})))
