@@ -19,18 +19,19 @@ worker, ``banks.service.check_deferred``), and store what the save would have.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, StrictStr
+from pydantic import AfterValidator, ConfigDict, Field, StrictStr
 
 from .. import semantic, timing
 from ..clock import now_ms
 from ..core.records import Memory, RelatedMemory, stated_at
-from ..core.store import BankRow, Write, get_item, query_memories_page, record_of
+from ..core.store import BankRow, Write, decoded, get_item, query_memories_page
 from ..fingerprint import FINGERPRINT_RE
+from ..names import NAME_RE
 from ..settings import get_settings
 from ..storage import blobs
-from ..validation import Model
+from ..validation import MAX_SAFE_INT, Line, Millis, Model
 from . import related
 
 MAX_LINKS = 64  # conflict links one memory keeps (``Memory.conflicts_with``)
@@ -106,11 +107,9 @@ def link_writes(row: BankRow, rec: Memory, detection: Detection, on_conflict: st
         if verdict.relation != "conflict" or not FINGERPRINT_RE.fullmatch(found.id):
             continue
         item = get_item(row.incarnation, found.id)
-        if item is None:
-            continue
-        old = record_of(item)
-        if not old.live or old.id == rec.id:
-            continue
+        old = decoded(item) if item is not None else None
+        if item is None or not isinstance(old, Memory) or not old.live or old.id == rec.id:
+            continue  # gone, retired, or damaged at rest (no write may take a damaged partner's record)
         if on_conflict == "supersede" and not old.pinned and stated_at(old) <= stated_at(rec):
             new = old.model_copy(update={"invalid_at": now, "superseded_by": rec.id, "conflicts_with": None,
                                          "revision": old.revision + 1, "updated_at": now})
@@ -142,11 +141,10 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
         if pid in skip or pid == rec.id or not FINGERPRINT_RE.fullmatch(pid):
             continue
         item = get_item(row.incarnation, pid)
-        if item is None:
-            continue
-        other = record_of(item)
-        if not other.live or rec.id not in (other.conflicts_with or []):
-            continue
+        other = decoded(item) if item is not None else None
+        if item is None or not isinstance(other, Memory) or not other.live \
+                or rec.id not in (other.conflicts_with or []):
+            continue  # a damaged partner keeps its list until it is replaced
         left = [x for x in other.conflicts_with or [] if x != rec.id] or None
         out.append(Write(other.model_copy(update={"conflicts_with": left, "revision": other.revision + 1}),
                          other, "unlink", item.fp,
@@ -157,22 +155,36 @@ def unlink_writes(row: BankRow, rec: Memory, skip: frozenset[str] = frozenset())
 RELATED_KIND: Literal["related"] = "related"  # a queue message's ``kind``: a deferred check, not an extraction job
 
 
+def _fingerprint(value: str) -> str:
+    if not FINGERPRINT_RE.fullmatch(value):
+        raise ValueError("not a memory id: 'fp' and 16 lowercase hex digits")
+    return value
+
+
+def _bank_name(value: str) -> str:
+    if not NAME_RE.fullmatch(value):
+        raise ValueError("not a bank name")
+    return value
+
+
 class RelatedJob(Model):
     """A deferred related check (an SQS message body, JSON): memory ``memory_id`` of bank
     ``bank`` (incarnation ``inc``) as a save created it (revision ``revision``, its text's
-    fingerprint ``fp``) at ``saved_at`` (ms since epoch), by ``actor``."""
+    fingerprint ``fp``) at ``saved_at`` (ms since epoch), by ``actor`` (written into the
+    history and audit trail). Validated as any input (strict; a queue body can be garbled or
+    crafted): a body that is not one of these is refused before anything is read."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     kind: Literal["related"] = RELATED_KIND
-    v: int = 1
-    org_id: StrictStr
-    bank: StrictStr
-    inc: StrictStr
-    memory_id: StrictStr
-    fp: StrictStr
-    revision: int
-    saved_at: int
-    actor: StrictStr
+    v: Literal[1] = 1
+    org_id: Annotated[Line, Field(min_length=1, max_length=128)]
+    bank: Annotated[StrictStr, AfterValidator(_bank_name)]
+    inc: Annotated[Line, Field(min_length=1, max_length=128)]
+    memory_id: Annotated[StrictStr, AfterValidator(_fingerprint)]
+    fp: Annotated[StrictStr, AfterValidator(_fingerprint)]
+    revision: int = Field(ge=0, le=MAX_SAFE_INT)
+    saved_at: Millis
+    actor: Annotated[Line, Field(min_length=1, max_length=256)]
 
 
 def defer(job: RelatedJob) -> bool:
@@ -211,7 +223,8 @@ def open_conflicts(inc: str, *, limit: int, start: dict[str, str] | None,
 
     def earlier(rec: Memory) -> bool:
         partners = [p for pid in rec.conflicts_with or [] if FINGERPRINT_RE.fullmatch(pid)
-                    and (item := get_item(inc, pid)) is not None and (p := record_of(item)).live]
+                    and (item := get_item(inc, pid)) is not None
+                    and isinstance(p := decoded(item), Memory) and p.live]  # a damaged one is left out
         found[rec.id] = [p for p in partners if stated_at(p) < stated_at(rec)
                          or (stated_at(p) == stated_at(rec) and p.id < rec.id)]
         return bool(found[rec.id])

@@ -110,10 +110,12 @@ def banks_of(org_id: str, rows: list[BankRow]) -> list[Bank]:
             for h in store.heads_of(org_id, rows, strict=False)]
 
 
-def require_bank(org_id: str, name: str) -> BankRow:
-    """The live bank row; 404 ``bank_not_found`` when absent (another org's bank included)."""
+def require_bank(org_id: str, name: str, btx: BankTx | None = None) -> BankRow:
+    """The live bank row (read by the write attempt ``btx`` when given, so an answer from what is
+    stored moves the bank's version: ``BankTx.row``); 404 ``bank_not_found`` when absent
+    (another org's bank included)."""
     check_name(name)
-    row = get_bank_row(org_id, name)
+    row = btx.row(name) if btx is not None else get_bank_row(org_id, name)
     if row is None:
         raise NotFound(f"Bank '{name}' not found.", code="bank_not_found")
     return row
@@ -255,6 +257,8 @@ def trash_bank(org_id: str, name: str, *, actor: str) -> str:
 def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank:
     """Bring a trashed bank back whole under ``name``, history included; returns the bank.
 
+    Its rules move back after the commit, then are recounted (``rules.refresh_rule_count``), so
+    no container keeps the empty rule set it may have read in between.
     Raises 404 ``not_found`` for an unknown trash id (or one of another bank name) and
     409 ``bank_exists`` when a live bank has that name. Audited as ``bank.restore``.
     """
@@ -273,16 +277,19 @@ def restore_bank(org_id: str, name: str, trashed_to: str, *, actor: str) -> Bank
         return live
 
     live = store.write(org_id, attempt)
-    blobs.move_prefix(store.trash_rules_prefix(org_id, trashed_to), store.rules_prefix(org_id, name))
+    if blobs.move_prefix(store.trash_rules_prefix(org_id, trashed_to), store.rules_prefix(org_id, name)):
+        from .rules import refresh_rule_count  # rules import this module, not the reverse
+        # a reader of the restored row before the rules were back cached none: the recount moves rules_version
+        refresh_rule_count(org_id, name)
     return bank_of(org_id, live)
 
 
 # --- records --------------------------------------------------------------------------------
 
-def require_item(org_id: str, bank: str, memory_id: str) -> tuple[BankRow, MemoryRow]:
-    """``(bank row, item)`` of a memory, its record not decoded; 404 ``bank_not_found`` /
-    ``memory_not_found``."""
-    row = require_bank(org_id, bank)
+def require_item(org_id: str, bank: str, memory_id: str, btx: BankTx | None = None) -> tuple[BankRow, MemoryRow]:
+    """``(bank row, item)`` of a memory, its record not decoded (the row read by ``btx`` when
+    given: ``require_bank``); 404 ``bank_not_found`` / ``memory_not_found``."""
+    row = require_bank(org_id, bank, btx)
     item = get_item(row.incarnation, memory_id) if FINGERPRINT_RE.fullmatch(memory_id or "") else None
     if item is None:
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
@@ -518,10 +525,14 @@ def check_deferred(job: conflicts.RelatedJob) -> dict[str, conflicts.Action]:
                                    why=f"conflict links detected after its save: {now}"))
         if not writes:
             return None
+        done.clear()  # the actions of the attempt that commits, not of one that lost a race
         done.update(actions)
         retired = [w.record.id for w in writes if w.op == "supersede"]
+        unwritten = writes[0].record.id != rec.id
 
         def audited(btx: BankTx) -> None:
+            if unwritten:  # the partners' writes rest on this memory as read (live, this text)
+                btx.check_unchanged(item)
             for mid in retired:
                 audit.add_to(btx.tx, job.org_id, "memory.supersede", job.actor, f"{job.bank}/{mid}",
                              {"bank": job.bank, "op": "supersede"})
@@ -617,7 +628,8 @@ def _change(org_id: str, bank: str, memory_id: str, actor: str,
     A write is audited as ``event`` (target ``<bank>/<id written>``) in its transaction."""
 
     def attempt(btx: BankTx) -> Memory:
-        row, item = require_item(org_id, bank, memory_id)
+        # read through btx: a change found done already (a retry) is acknowledged with a version move
+        row, item = require_item(org_id, bank, memory_id, btx)
         rec, guard = current(item) if repair else (record_of(item), None)
         decision = decide(row, item, rec)
         if decision is None and guard is None:
@@ -866,7 +878,8 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited:
     new memory (revision 0). A damaged stored record is purged too. Returns the tombstone.
 
     Raises 404 ``bank_not_found`` / ``memory_not_found``; a purge of an id already purged
-    finishes what an interrupted run left, then answers 404 ``memory_not_found``.
+    finishes what an interrupted run left and moves the bank's version (as its first run would
+    have before answering), then answers 404 ``memory_not_found``.
     """
     row = require_bank(org_id, bank)
     if not FINGERPRINT_RE.fullmatch(memory_id or "") or get_item(row.incarnation, memory_id) is None:
@@ -874,6 +887,8 @@ def purge_memory(org_id: str, bank: str, memory_id: str, *, actor: str, audited:
             else None
         if tomb is not None:
             _after_purge(org_id, bank, row.incarnation, memory_id, tomb)
+            # this 404 acknowledges the purge, whose first run may have stopped before its version move
+            store.bump_versions(org_id, [row.incarnation])
         raise NotFound(f"Memory '{memory_id}' not found in bank '{bank}'.", code="memory_not_found")
 
     def decide(row: BankRow, item: MemoryRow, rec: Memory) -> Decision:

@@ -152,9 +152,10 @@ def export_bank(org_id: str, bank: str, *, history: bool = False) -> Export:
 class _Line(Model):
     """An import line: an exported record (``Memory``'s fields, and ``op``/``seq`` on a history
     export). Any other field is refused (``_unknown``): a save's ``supersedes`` or ``revive`` on
-    a line would otherwise pass silently and do nothing."""
+    a line would otherwise pass silently and do nothing. Types are strict, as a save's body's:
+    ``"pinned": "yes"`` or ``"revision": "2"`` is a bad line, not a guess."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     id: str | None = None
     text: str
     entities: list[str] = Field(default_factory=list)

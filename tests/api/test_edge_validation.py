@@ -190,6 +190,24 @@ def test_regression_import_refuses_integers_out_of_range(bank):
     assert s == 200
 
 
+WRONG_TYPES = [("pinned", '"yes"'), ("pinned", "1"), ("revision", '"2"'), ("corroboration", '"3"'),
+               ("created_at", '"1"'), ("updated_at", "1.0"), ("observed_at", "true")]
+
+
+def test_regression_import_lines_take_the_types_a_save_takes(bank):
+    """An import line's fields have the types an exported record has, strictly, as a save's
+    body does: a string, number or boolean in another field's place is a bad line (a save of
+    ``"pinned": "yes"`` is a 400), never coerced into a pinned memory or a revision."""
+    bad = ['{"text": "imported memory %d", "%s": %s}' % (i, field, literal)
+           for i, (field, literal) in enumerate(WRONG_TYPES)]
+    with Unchanged():
+        s, b = bank.post("/v1/banks/main/import", raw="\n".join(bad), headers=NDJSON)
+        assert s == 200 and b["imported"] == 0, b
+        assert [(e["line"], e["code"], e["error"].split(":")[0]) for e in b["errors"]] == [
+            (i + 1, "validation_error", field) for i, (field, _l) in enumerate(WRONG_TYPES)], b
+    assert bank.post("/v1/banks/main/memories", {"text": "a pinned save", "pinned": "yes"})[0] == 400
+
+
 def test_regression_structured_import_refuses_numbers_and_times_out_of_range(api):
     rows = ['{"name": "a", "description": "d", "content": "c", "access_count": 9223372036854775808}',
             '{"name": "b", "description": "d", "content": "c", "created": "0001-01-01T00:00:00"}',

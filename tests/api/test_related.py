@@ -309,3 +309,38 @@ def test_a_snapshot_written_before_the_links_column_still_ranks_the_later_statem
             assert s == 200, body
             assert [h["memory"]["id"] for h in body["memories"]][:2] == [new["id"], old["id"]], step
     assert cold.counters["snapshot_loads"] == 1 and cold.counters["rebuilds"] == 0, cold.counters
+
+
+def _damage(api, mid):
+    """Memory ``mid``'s stored record made undecodable (a lone surrogate in its text), as a hand
+    edit leaves it; this container's index keeps the healthy document it held."""
+    import boto3
+
+    from chalicelib.core.store import get_bank_row
+    from chalicelib.settings import get_settings
+    ddb, table = boto3.client("dynamodb"), get_settings().table_name("memories")
+    key = {"bank_key": {"S": get_bank_row("default", "heron").incarnation}, "sk": {"S": mid}}
+    item = ddb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+    rec = json.loads(item["record"]["S"])
+    ddb.put_item(TableName=table, Item={**item, "record": {"S": json.dumps({**rec, "text": rec["text"] + " \ud800"})}})
+    assert api.get(f"{M}/{mid}")[0] == 409
+
+
+def test_a_damaged_conflict_partner_neither_refuses_a_save_nor_blocks_retiring_or_listing(api):
+    """A live memory whose stored record is damaged is no partner a write can link or retire:
+    listing the bank's conflicts and forgetting a memory linked to it are not refused for it, and
+    a save that detects a conflict with it is saved (unlinked to it)."""
+    old = save(api, OLD)["memory"]["id"]
+    linked = save(api, NEW)["memory"]["id"]
+    assert memory(api, linked)["conflicts_with"] == [old]
+    api.post(B + "/recall", {"query": "Heron launch"})
+    _damage(api, old)
+    s, page = api.get(B + "/conflicts")
+    assert s == 200, page
+    s, gone = api.delete(f"{M}/{linked}")
+    assert s == 200 and gone["memory"]["invalid_at"], gone
+    later = "Heron's public launch moved again, to August 3, 2026, after the Stripe certification slipped."
+    s, body = api.post(M, {"text": later, "entities": ["heron"]})
+    assert s == 201, body
+    assert [(r["id"], r["relation"]) for r in body["related"]] == [(old, "conflict")]
+    assert "conflicts_with" not in body["memory"]

@@ -126,3 +126,50 @@ def test_deferred_checks_store_the_links_warm_saves_would_have(api, loops):
         got = api.get(f"/v1/banks/{bank}/memories?limit=500")[1]["memories"]
         return {m["text"]: sorted(m.get("conflicts_with") or []) for m in got if "Filler" not in m["text"]}
     assert links("heron") == links("warm") and any(links("warm").values())
+
+
+def test_the_deferred_check_supersedes_nothing_for_a_memory_forgotten_while_it_decides(api, loops, monkeypatch):
+    """The check reads the new memory live and decides to retire the older side (``on_conflict:
+    supersede``), writing only the older side; a client forgets the new memory before that
+    commits. The retirement must not commit for a memory no longer live: the older statement
+    stays live, as a warm save followed by the forget leaves it."""
+    from chalicelib.banks import conflicts
+    from tests.api.lanes import lane_of_text
+    assert lane_of_text(OLD) != lane_of_text(NEW)  # else the lanes' own condition orders the two writes
+    old = cold_bank(api, settings={"on_conflict": "supersede"})
+    new = save(api, NEW)["memory"]["id"]
+    real, forgotten = conflicts.link_writes, []
+
+    def meanwhile(*args, **kw):
+        if not forgotten:  # another client, between the check's read of the new memory and its commit
+            forgotten.append(api.delete(f"{M}/{new}")[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(conflicts, "link_writes", meanwhile)
+    assert loops.poll_queue() == {"received": 1, "failed": 0}
+    assert forgotten == [200] and memory(api, new)["invalid_at"]
+    kept = memory(api, old)
+    assert "invalid_at" not in kept and "superseded_by" not in kept, kept
+
+
+@pytest.mark.parametrize("garbled", [{"actor": "person:a\u0000b"}, {"actor": "person:" + "a" * 5000},
+                                     {"saved_at": 2**63}, {"revision": "0"}, {"memory_id": "~fp/heron"},
+                                     {"bank": "Heron!"}, {"v": 2}],
+                         ids=["nul-actor", "long-actor", "saved-at-2^63", "revision-string", "not-a-memory-id",
+                              "not-a-bank-name", "unknown-version"])
+def test_a_garbled_deferred_check_is_refused_and_writes_nothing(api, loops, garbled):
+    """The queue body is input like any other: a job whose fields are not what ``defer`` sends
+    (a control character or an unbounded actor bound for the history and audit trail, a time
+    past year 9999, a string for a number, a key that is no memory id) fails as a poison
+    message (retried, then dead-lettered) with nothing written."""
+    from chalicelib.events.extraction import handle_batch
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    old = cold_bank(api)
+    save(api, NEW)
+    [msg] = sqs.receive_message(QueueUrl=loops.queue_url, MaxNumberOfMessages=10)["Messages"]
+    body = {**json.loads(msg["Body"]), **garbled}
+    record = {"messageId": "m1", "body": json.dumps(body), "attributes": {}}
+    assert handle_batch([record]) == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
+    assert [r["op"] for r in history(api, old)] == ["create"]
+    s, events = api.get("/v1/audit?action=memory.supersede")
+    assert s == 200 and events["events"] == []

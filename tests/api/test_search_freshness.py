@@ -567,3 +567,70 @@ def test_a_version_item_that_is_not_a_number_is_replaced_and_the_write_acknowled
     ok(b.call("POST", "/v1/banks/main/memories", {"text": "medlar jelly beside it"}))
     assert int(client.get_item(TableName=banks_table(), Key=key, ConsistentRead=True)["Item"]["seq"]["N"]) == first + 1
     assert _ids(a, "medlar")
+
+
+def _cut_short(monkeypatch, c, method, path):
+    """``method path`` in container ``c``, stopped after its commit and before its version move
+    (not acknowledged: a 5xx)."""
+    from chalicelib.core.store import txn
+    real = txn.bump_versions
+
+    def stopped(org_id, incs):
+        raise RuntimeError("the container stopped here")
+
+    monkeypatch.setattr(txn, "bump_versions", stopped)
+    status, _body = c.call(method, path)
+    monkeypatch.setattr(txn, "bump_versions", real)
+    assert status >= 500
+
+
+def test_a_forget_cut_short_before_its_version_moved_is_gone_everywhere_once_its_retry_answers(pair, monkeypatch):
+    """A forget whose container stopped between its commit and its version move is retried by
+    the client; the retry finds the memory retired already and answers 200 with nothing to
+    write: that answer acknowledges the forget, so the other container no longer returns it."""
+    a, b = pair
+    gone = ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince paste in the toast drawer"}))["memory"]["id"]
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    assert gone in _ids(b, "quince toast")
+    _cut_short(monkeypatch, a, "DELETE", f"/v1/banks/main/memories/{gone}")
+    assert ok(a.call("DELETE", f"/v1/banks/main/memories/{gone}"))["memory"]["invalid_at"]
+    assert gone not in _ids(b, "quince toast")
+
+
+def test_a_purge_cut_short_before_its_version_moved_is_gone_everywhere_once_its_retry_answers(pair, monkeypatch):
+    """A purge stopped between its commit and its version move is retried: the retry finishes
+    what the first run left and answers 404 (the id is gone); from then on the other container
+    no longer returns the purged text."""
+    a, b = pair
+    gone = ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince paste in the toast drawer"}))["memory"]["id"]
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    assert gone in _ids(b, "quince toast")
+    _cut_short(monkeypatch, a, "POST", f"/v1/banks/main/memories/{gone}/purge")
+    status, body = a.call("POST", f"/v1/banks/main/memories/{gone}/purge")
+    assert (status, body["code"]) == (404, "memory_not_found")
+    hits = b.recall("quince toast")["memories"]
+    assert gone not in {h["memory"]["id"] for h in hits}
+    assert all("quince" not in h["memory"]["text"] for h in hits)
+
+
+def test_a_restored_banks_rules_are_injected_by_the_other_container_once_the_restore_answers(pair, monkeypatch):
+    """A restore commits the bank row, then moves its rules back from the trash. A container
+    that reads the bank in between finds the restored row and no rule yet; once the restore has
+    answered, its next injection holds the rule (the rules it cached meanwhile are not reused)."""
+    from chalicelib.storage import blobs
+    a, b = pair
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    ok(a.call("PUT", "/v1/banks/main/rules/style", {"content": "Always mention the kumquat."}))
+    trashed = ok(a.call("DELETE", "/v1/banks/main"))["trashed_to"]
+    real = blobs.move_prefix
+
+    def meanwhile(src, dst):  # the other container reads the bank between the commit and the move
+        ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"}))
+        return real(src, dst)
+
+    monkeypatch.setattr(blobs, "move_prefix", meanwhile)
+    ok(a.call("POST", "/v1/banks/main/restore", {"trashed_to": trashed}))
+    monkeypatch.setattr(blobs, "move_prefix", real)
+    assert "kumquat" in json.dumps(ok(b.call("POST", "/v1/banks/main/preview", {"query": "toast"})))
