@@ -584,15 +584,21 @@ def _cut_short(monkeypatch, c, method, path):
     assert status >= 500
 
 
+def _seen_in_both(a, b) -> str:
+    """The id of a memory saved in ``a`` that both containers' warm recalls return."""
+    gone = ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince paste in the toast drawer"}))["memory"]["id"]
+    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
+    _warm(a, b)
+    assert gone in _ids(b, "quince toast")
+    return gone
+
+
 def test_a_forget_cut_short_before_its_version_moved_is_gone_everywhere_once_its_retry_answers(pair, monkeypatch):
     """A forget whose container stopped between its commit and its version move is retried by
     the client; the retry finds the memory retired already and answers 200 with nothing to
     write: that answer acknowledges the forget, so the other container no longer returns it."""
     a, b = pair
-    gone = ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince paste in the toast drawer"}))["memory"]["id"]
-    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
-    _warm(a, b)
-    assert gone in _ids(b, "quince toast")
+    gone = _seen_in_both(a, b)
     _cut_short(monkeypatch, a, "DELETE", f"/v1/banks/main/memories/{gone}")
     assert ok(a.call("DELETE", f"/v1/banks/main/memories/{gone}"))["memory"]["invalid_at"]
     assert gone not in _ids(b, "quince toast")
@@ -603,10 +609,7 @@ def test_a_purge_cut_short_before_its_version_moved_is_gone_everywhere_once_its_
     what the first run left and answers 404 (the id is gone); from then on the other container
     no longer returns the purged text."""
     a, b = pair
-    gone = ok(a.call("POST", "/v1/banks/main/memories", {"text": "quince paste in the toast drawer"}))["memory"]["id"]
-    ok(a.call("POST", "/v1/banks/main/memories", {"text": "warm-up toast note"}))
-    _warm(a, b)
-    assert gone in _ids(b, "quince toast")
+    gone = _seen_in_both(a, b)
     _cut_short(monkeypatch, a, "POST", f"/v1/banks/main/memories/{gone}/purge")
     status, body = a.call("POST", f"/v1/banks/main/memories/{gone}/purge")
     assert (status, body["code"]) == (404, "memory_not_found")
