@@ -347,7 +347,7 @@ class ImportLineError(_Body):
     line: int
     """1-based line number."""
     error: str
-    code: str
+    code: Literal["validation_error", "duplicate_text", "memory_retired", "quota_exceeded"]
     """Why, stable: ``validation_error`` (the line is not a valid record), ``duplicate_text``,
     ``memory_retired`` (its text is a retired memory's; an import never revives), ``quota_exceeded``."""
 

@@ -582,7 +582,10 @@ class ImportLineError(BaseModel):
     )
     line: Annotated[int, Field(title="Line")]
     error: Annotated[str, Field(title="Error")]
-    code: Annotated[str, Field(title="Code")]
+    code: Annotated[
+        Literal["validation_error", "duplicate_text", "memory_retired", "quota_exceeded"],
+        Field(title="Code"),
+    ]
 
 
 class ImportUpload(BaseModel):
