@@ -6,7 +6,9 @@ order, each score and signal within 1e-9."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -75,6 +77,24 @@ def _records(rng: random.Random, vocab: list[str]) -> list[Memory]:
     return recs
 
 
+def _new_index(path: str, name: str, inc: str) -> tuple[BankIndex, Callable[[list[Memory]], None], dict[str, Memory]]:
+    """``(entry, apply, current)``: an empty bank index of bank ``name`` (incarnation ``inc``) in
+    ``path``, the function that applies a batch of records to it as its next changes (positions
+    from 1, one commit a batch) and the records it holds by id, kept up to date by ``apply``."""
+    entry = BankIndex("o", name, inc, path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
+                      clock=Clock((0,)))
+    current: dict[str, Memory] = {}
+    seq = itertools.count(1)
+
+    def apply(batch: list[Memory]) -> None:
+        changes = [(next(seq), r) for r in batch]
+        current.update((r.id, r) for r in batch)
+        if changes:
+            entry.apply(changes)
+
+    return entry, apply, current
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """``(leaves, current records)``: the index built in batches, then some memories rewritten
@@ -82,21 +102,7 @@ def corpus(tmp_path_factory):
     rng = random.Random(20261201)
     vocab = _vocab(rng)
     recs = _records(rng, vocab)
-    path = str(tmp_path_factory.mktemp("rank"))
-    entry = BankIndex("o", "b", "inc", path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
-                      clock=Clock((0,)))
-    seq = 0
-    current: dict[str, Memory] = {}
-
-    def apply(batch: list[Memory]) -> None:
-        nonlocal seq
-        changes = []
-        for r in batch:
-            seq += 1
-            changes.append((seq, r))
-            current[r.id] = r
-        entry.apply(changes)
-
+    entry, apply, current = _new_index(str(tmp_path_factory.mktemp("rank")), "b", "inc")
     for i in range(0, N, 2500):
         apply(recs[i:i + 2500])
     for _round in range(3):  # small commits: replaced and retired documents in older segments

@@ -16,37 +16,30 @@ import random
 
 import numpy as np
 import pytest
-from whoosh import index as whoosh_index
 
 from chalicelib.core.records import Memory
-from chalicelib.core.store import Clock
 from chalicelib.search import recall as recall_mod
-from chalicelib.search.index import INDEX_NAME, BankIndex
-from chalicelib.search.schema import schema
+from chalicelib.search.index import BankIndex
 from chalicelib.tuning import MemoryTuning
 from tests.api.ranking_reference import Reference
-from tests.api.test_ranking_equality import DAY, NOW, OFF, _queries, _records, _unit, _vocab, _with_vector
+from tests.api.test_ranking_equality import (
+    DAY,
+    NOW,
+    OFF,
+    _new_index,
+    _queries,
+    _records,
+    _unit,
+    _vocab,
+    _with_vector,
+)
 
 BANKS = 40
 
 
 def _index(path: str, name: str, recs: list[Memory], rng: random.Random) -> tuple[BankIndex, dict[str, Memory]]:
     """A bank index of ``recs`` built in two commits, then some rewritten and some retired."""
-    entry = BankIndex("o", name, "inc-" + name, path, whoosh_index.create_in(path, schema(), indexname=INDEX_NAME),
-                      clock=Clock((0,)))
-    current: dict[str, Memory] = {}
-    seq = 0
-
-    def apply(batch: list[Memory]) -> None:
-        nonlocal seq
-        changes = []
-        for r in batch:
-            seq += 1
-            changes.append((seq, r))
-            current[r.id] = r
-        if changes:
-            entry.apply(changes)
-
+    entry, apply, current = _new_index(path, name, "inc-" + name)
     half = len(recs) // 2
     apply(recs[:half])
     apply(recs[half:])
